@@ -1,14 +1,40 @@
 """The one way through: request -> facts gathered once -> pure evaluation -> verdict.
 
-STUB: the lead is writing this module; the signatures below are the contract.
+The webhook's `/validate` and `/mutate`, `dragate check` and `dragate test` all call `review`,
+so the cluster and CI can never disagree. The pipeline is the only place that combines the
+pure layers (engine, rewrite) with the adapters (cluster state, ledger): it reads facts once,
+evaluates, and on an allowed CREATE asks the ledger to hold the devices atomically.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
-from webhook.types import AdmissionRequest, ClusterState, Ledger, PolicySet, Verdict
+import jsonpatch
+
+from webhook.engine import evaluate, namespace_labels, resolve_tenant
+from webhook.engine.normalize import ObjectError, pod_claims
+from webhook.engine.quota import limits_of
+from webhook.rewrite import rewrite_object
+from webhook.types import (
+    AdmissionRequest,
+    ClusterState,
+    Decision,
+    Facts,
+    Ledger,
+    Object,
+    Operation,
+    PolicySet,
+    Reason,
+    Settings,
+    Verdict,
+)
+
+TemplateSink = Callable[[str, Sequence[Object], bool], None]
+"""Makes sure managed ResourceClaimTemplates exist: (namespace, templates, dry_run)."""
 
 
 @dataclass(frozen=True)
@@ -18,7 +44,181 @@ class Context:
     policies: Callable[[], PolicySet]
     state: ClusterState
     ledger: Ledger
+    templates: TemplateSink | None = None
 
 
 def review(request: AdmissionRequest, context: Context, *, mutate: bool = False) -> Verdict:
-    raise NotImplementedError
+    """Judge (or, with `mutate`, rewrite) one admission request."""
+    policies = context.policies()
+    if exempt(request, policies.settings):
+        return Verdict(Decision(audit={"exempt": "namespace or service account is exempt"}))
+    if mutate:
+        return _mutate(request, policies, context)
+    return _validate(request, policies, context)
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What `kubectl apply` would meet: the mutation, then validation of the mutated object."""
+
+    mutation: Verdict
+    validation: Verdict | None
+    final: Object
+
+    @property
+    def decision(self) -> Decision:
+        return self.validation.decision if self.validation else self.mutation.decision
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        later = self.validation.decision.warnings if self.validation else ()
+        return (*self.mutation.decision.warnings, *later)
+
+
+def admit(request: AdmissionRequest, context: Context) -> Applied:
+    """Mutate, then validate the mutated object, as the API server chains the two webhooks."""
+    mutation = review(request, context, mutate=True)
+    final = mutation.patched if mutation.patched is not None else (request.object or {})
+    if not mutation.allowed:
+        return Applied(mutation, None, final)
+    return Applied(mutation, review(replace(request, object=final), context), final)
+
+
+def exempt(request: AdmissionRequest, settings: Settings) -> bool:
+    """Cluster plumbing named in Settings is never checked nor rewritten."""
+    user = str(request.user_info.get("username", ""))
+    return (
+        request.namespace in settings.exempt_namespaces or user in settings.exempt_service_accounts
+    )
+
+
+def gather(request: AdmissionRequest, policies: PolicySet, state: ClusterState) -> Facts:
+    """Every fact the engine may need for `request`, read once."""
+    namespace = state.namespace(request.namespace) if request.namespace else None
+    labels = namespace_labels(namespace, request.namespace)
+    tenant = resolve_tenant(policies, request.namespace, labels) if request.namespace else None
+    return Facts(
+        namespace=namespace,
+        tenant=tenant,
+        templates=_templates(request, state),
+        device_classes=state.device_classes(),
+    )
+
+
+def _templates(request: AdmissionRequest, state: ClusterState) -> dict[str, Object]:
+    if request.kind != "Pod" or request.object is None:
+        return {}
+    try:
+        names = {c.template_name for c in pod_claims(request.object) if c.template_name}
+    except ObjectError:
+        return {}  # the engine reports the shape problem
+    found = {name: state.template(request.namespace, name) for name in names}
+    return {name: template for name, template in found.items() if template is not None}
+
+
+def _validate(request: AdmissionRequest, policies: PolicySet, context: Context) -> Verdict:
+    facts = gather(request, policies, context.state)
+    if facts.tenant is not None:
+        facts = replace(facts, usage=context.ledger.usage(facts.tenant.name))
+    decision = evaluate(request, policies, facts)
+    if not decision.allowed or not decision.holds or facts.tenant is None or request.dry_run:
+        return Verdict(decision)
+    reservation = context.ledger.reserve(facts.tenant.name, decision.holds, limits_of(facts.tenant))
+    if reservation.granted:
+        return Verdict(decision)
+    return Verdict(_refused(request, policies, replace(facts, usage=reservation.usage)))
+
+
+def _refused(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> Decision:
+    """The denial after the ledger refused: re-judged with the usage that refused it."""
+    decision = evaluate(request, policies, facts)
+    if not decision.allowed:
+        return decision
+    reason = Reason(
+        policy=f"Tenant/{facts.tenant.name if facts.tenant else ''}",
+        message="quota changed while this request was admitted; retry",
+        tenant=facts.tenant.name if facts.tenant else "",
+    )
+    return replace(decision, allowed=False, reasons=(reason,))
+
+
+def _mutate(request: AdmissionRequest, policies: PolicySet, context: Context) -> Verdict:
+    obj = request.object
+    if request.kind != "Pod" or request.operation != Operation.CREATE or obj is None:
+        return Verdict(Decision())
+    if request.sub_resource:
+        return Verdict(Decision())
+    facts = gather(request, policies, context.state)
+    result = rewrite_object(
+        obj,
+        policies.mappings,
+        native_resources=_native_resources(facts),
+        action_override=facts.tenant.mapping_action if facts.tenant else None,
+        namespace=request.namespace,
+    )
+    tenant = facts.tenant.name if facts.tenant else ""
+    if result.denied:
+        reasons = tuple(
+            Reason(policy="LegacyResourceMapping", message=m, tenant=tenant) for m in result.denied
+        )
+        return Verdict(Decision(allowed=False, reasons=reasons, tenant=tenant))
+    if result.templates and context.templates is not None:
+        context.templates(request.namespace, result.templates, request.dry_run)
+    return Verdict(
+        Decision(warnings=result.notes, tenant=tenant),
+        patch=_patch(obj, result.object) if result.changed else (),
+        patched=result.object if result.changed else None,
+        templates=result.templates,
+        notes=result.notes,
+    )
+
+
+def _native_resources(facts: Facts) -> frozenset[str]:
+    """Extended resources a DeviceClass already serves natively (KEP-5004)."""
+    names = (
+        (c.get("spec") or {}).get("extendedResourceName") for c in facts.device_classes.values()
+    )
+    return frozenset(str(n) for n in names if n)
+
+
+def _patch(old: Object, new: Object) -> list[dict[str, Any]]:
+    ops: list[dict[str, Any]] = jsonpatch.make_patch(dict(old), dict(new)).patch
+    return ops
+
+
+def request_from_object(
+    obj: Object,
+    *,
+    operation: Operation = Operation.CREATE,
+    namespace: str = "",
+    dry_run: bool = False,
+    user_info: dict[str, Any] | None = None,
+) -> AdmissionRequest:
+    """The AdmissionRequest the API server would send for `obj`: how the CLI enters the pipeline."""
+    meta = obj.get("metadata") or {}
+    api_version = str(obj.get("apiVersion", ""))
+    group, _, version = api_version.rpartition("/")
+    kind = str(obj.get("kind", ""))
+    return AdmissionRequest(
+        uid=str(uuid.uuid4()),
+        kind=kind,
+        group=group,
+        version=version,
+        resource=kind.lower() + "s",
+        operation=operation,
+        namespace=str(
+            meta.get("namespace") or namespace or ("default" if _namespaced(kind) else "")
+        ),
+        name=str(meta.get("name", "")),
+        object=obj if operation != Operation.DELETE else None,
+        old_object=obj if operation in (Operation.UPDATE, Operation.DELETE) else None,
+        dry_run=dry_run,
+        user_info=user_info or {"username": "dragate-cli"},
+    )
+
+
+CLUSTER_KINDS = frozenset({"Namespace", "DeviceClass", "ResourceSlice", "Node"})
+
+
+def _namespaced(kind: str) -> bool:
+    return kind not in CLUSTER_KINDS

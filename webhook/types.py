@@ -118,6 +118,9 @@ class CompiledExpression(Protocol):
     """A CEL program compiled once at load; evaluation never raises."""
 
     source: str
+    variables: frozenset[str]  # the root variables the expression reads
+
+    def __hash__(self) -> int: ...
 
     def evaluate(self, activation: Mapping[str, Any]) -> EvalResult: ...
 
@@ -167,7 +170,9 @@ class ResourceMapping:
         if self.resource_name is not None:
             return "" if resource == self.resource_name else None
         prefix = self.resource_name_prefix or ""
-        return resource[len(prefix):] if resource.startswith(prefix) and resource != prefix else None
+        return (
+            resource[len(prefix) :] if resource.startswith(prefix) and resource != prefix else None
+        )
 
 
 @dataclass(frozen=True)
@@ -320,14 +325,27 @@ class Reason:
 
 @dataclass(frozen=True)
 class Decision:
-    """The engine's answer for one object; `charges` is what it adds to its tenant's usage."""
+    """The engine's answer for one object.
+
+    `holds` is what the object adds to its tenant's usage: per ledger holder (a claim, or one
+    pod claim of a Pod), devices per class.
+    """
 
     allowed: bool = True
     reasons: tuple[Reason, ...] = ()
     warnings: tuple[str, ...] = ()
     audit: Mapping[str, str] = field(default_factory=dict)
     tenant: str = ""
-    charges: Mapping[str, int] = field(default_factory=dict)
+    holds: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    @property
+    def charges(self) -> dict[str, int]:
+        """Devices per class over all holders."""
+        total: dict[str, int] = {}
+        for devices in self.holds.values():
+            for device_class, count in devices.items():
+                total[device_class] = total.get(device_class, 0) + count
+        return total
 
 
 @dataclass(frozen=True)
@@ -387,7 +405,16 @@ class Ledger(Protocol):
     def usage(self, tenant: str) -> Mapping[str, ClassUsage]: ...
 
     def reserve(
-        self, tenant: str, holder: str, charges: Mapping[str, int], limits: Mapping[str, int]
-    ) -> Reservation: ...
+        self,
+        tenant: str,
+        holds: Mapping[str, Mapping[str, int]],
+        limits: Mapping[str, int],
+    ) -> Reservation:
+        """Atomically set each holder's devices unless a class would exceed its limit.
+
+        A holder already present is replaced, not added to, so admitting the same object
+        twice (reinvocation, retries) never counts it twice.
+        """
+        ...
 
     def release(self, tenant: str, holder: str) -> None: ...

@@ -81,7 +81,9 @@ def objects_in(documents: Iterable[Document]) -> Iterator[Document]:
 
 def _is_list(doc: Document) -> bool:
     kind = doc.data.get("kind", "")
-    return isinstance(kind, str) and kind.endswith("List") and isinstance(doc.data.get("items"), list)
+    return (
+        isinstance(kind, str) and kind.endswith("List") and isinstance(doc.data.get("items"), list)
+    )
 
 
 def _list_items(doc: Document) -> Iterator[Document]:
@@ -98,7 +100,9 @@ def _require_object(doc: Document) -> None:
         raise YamlError(doc.source, f"expected a Kubernetes object (a mapping), got {_type(data)}")
     for key in ("apiVersion", "kind"):
         if not isinstance(data.get(key), str) or not data[key]:
-            raise YamlError(doc.source, f"not a Kubernetes object: `{key}` is missing or not a string")
+            raise YamlError(
+                doc.source, f"not a Kubernetes object: `{key}` is missing or not a string"
+            )
 
 
 def _type(value: object) -> str:

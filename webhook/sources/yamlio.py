@@ -102,10 +102,7 @@ def to_plain(node: Any) -> JSON:
         return [to_plain(v) for v in node]
     if isinstance(node, bool) or node is None:
         return node
-    if isinstance(node, int):
-        return int(node)
-    if isinstance(node, float):
-        return float(node)
-    if isinstance(node, str):
-        return str(node)
-    return str(node)  # timestamps and other tagged scalars: as text, as kubectl would send
+    for plain in (int, float):
+        if isinstance(node, plain):
+            return plain(node)
+    return str(node)  # strings; timestamps and other tagged scalars as text, as kubectl sends

@@ -1,0 +1,193 @@
+"""`dragate lint` end to end through click: output formats, line numbers, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from webhook.cli import main
+
+DATA = Path(__file__).parent / "data" / "lint"
+
+
+def lint(*args: str, stdin: str | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["lint", *args], input=stdin)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.output
+
+
+def lines_of(output: str) -> list[str]:
+    return output.splitlines()[:-1]  # without the summary
+
+
+def where(output: str) -> list[tuple[str, int, str]]:
+    """(file name, line, rule) of each finding line."""
+    found = []
+    for line in lines_of(output):
+        location, rest = line.split(": ", 1)
+        file, _, number = location.rpartition(":")
+        found.append((Path(file).name, int(number), rest.split(":", 1)[0].split()[1]))
+    return found
+
+
+def test_clean_directory_exits_0() -> None:
+    code, out = lint(str(DATA / "clean"))
+    assert code == 0
+    assert out == "1 file checked, no problems found\n"
+
+
+def test_article_examples_are_found_with_lines() -> None:
+    code, out = lint(str(DATA / "bad" / "article-claim.yaml"))
+    assert code == 1
+    assert where(out) == [
+        ("article-claim.yaml", 12, "request-shape"),
+        ("article-claim.yaml", 16, "cel-domain"),
+        ("article-claim.yaml", 16, "cel-quantity-compare"),
+        ("article-claim.yaml", 18, "cel-version-compare"),
+    ]
+    assert "(fix: wrap them: `exactly: {deviceClassName: gpu.nvidia.com" in out
+    assert "(fix: use `device.capacity['gpu.nvidia.com'].memory`)" in out
+    assert "driverVersion.compareTo(semver('550.0.0')) >= 0" in out
+    assert out.splitlines()[-1] == "4 errors, 0 warnings in 1 file"
+
+
+def test_text_line_format() -> None:
+    _, out = lint(str(DATA / "bad" / "pod-and-namespace.yaml"))
+    first = out.splitlines()[0]
+    assert first.startswith(
+        f"{DATA / 'bad' / 'pod-and-namespace.yaml'}:6: error admin-access-label: "
+    )
+    assert first.endswith(
+        '(fix: label the namespace `resource.kubernetes.io/admin-access: "true"`)'
+    )
+
+
+def test_workload_findings_point_into_the_pod_template() -> None:
+    _, out = lint(str(DATA / "bad" / "pod-and-namespace.yaml"))
+    assert where(out) == [
+        ("pod-and-namespace.yaml", 6, "admin-access-label"),
+        ("pod-and-namespace.yaml", 17, "pod-claim-source"),
+        ("pod-and-namespace.yaml", 24, "pod-claim-ref"),
+    ]
+
+
+def test_findings_sorted_by_file_then_line() -> None:
+    _, out = lint(str(DATA / "bad"))
+    found = where(out)
+    assert found == sorted(found, key=lambda f: (f[0], f[1]))
+    assert {f[0] for f in found} == {"article-claim.yaml", "pod-and-namespace.yaml"}
+
+
+def test_json_output() -> None:
+    code, out = lint("-o", "json", str(DATA / "bad" / "article-claim.yaml"))
+    assert code == 1
+    body = json.loads(out)
+    assert body["summary"] == {"files": 1, "errors": 4, "warnings": 0, "unreadable": 0}
+    first = body["findings"][0]
+    assert set(first) == {"file", "line", "severity", "rule", "path", "message", "fix"}
+    assert (first["line"], first["rule"], first["severity"]) == (12, "request-shape", "error")
+    assert first["path"] == "spec.spec.devices.requests[0].deviceClassName"
+
+
+def test_warnings_exit_0_unless_strict() -> None:
+    path = str(DATA / "warn" / "unguarded.yaml")
+    code, out = lint(path)
+    assert code == 0
+    assert where(out) == [("unguarded.yaml", 13, "cel-unguarded-attribute")]
+    assert ": warning cel-unguarded-attribute: " in out
+    assert lint("--strict", path)[0] == 1
+
+
+def test_broken_files_exit_2_and_the_rest_is_still_linted() -> None:
+    code, out = lint(str(DATA / "broken"), str(DATA / "bad" / "article-claim.yaml"))
+    assert code == 2
+    found = where(out)
+    assert ("broken.yaml", 4, "parse") in found
+    assert ("not-objects.yaml", 1, "parse") in found
+    assert ("not-objects.yaml", 12, "request-shape") in found  # the good document of that file
+    assert ("article-claim.yaml", 12, "request-shape") in found
+    assert out.splitlines()[-1].endswith("in 3 files, 2 files unreadable")
+
+
+def test_missing_file_exits_2_without_traceback() -> None:
+    code, out = lint(str(DATA / "no-such-file.yaml"))
+    assert code == 2
+    assert "no-such-file.yaml: error parse: cannot read" in out
+
+
+def test_binary_file_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "blob.yaml"
+    bad.write_bytes(b"\xff\xfe\x00garbage")
+    code, out = lint(str(bad))
+    assert code == 2 and "error parse:" in out
+
+
+def test_stdin() -> None:
+    text = (DATA / "bad" / "article-claim.yaml").read_text()
+    code, out = lint("-", stdin=text)
+    assert code == 1
+    assert out.splitlines()[0].startswith("<stdin>:12: error request-shape:")
+
+
+def test_policy_files_go_through_the_loader_and_the_cel_rules() -> None:
+    code, out = lint(str(DATA / "policies"))
+    assert code == 1
+    assert where(out) == [
+        ("bad-policy.yaml", 7, "policy"),
+        ("bad-policy.yaml", 18, "cel-version-compare"),
+    ]
+    assert "spec.maxCountPerRequest" in out
+
+
+def test_good_policies_alone_are_clean() -> None:
+    assert lint(str(DATA / "policies" / "good-policy.yaml")) == (
+        0,
+        "1 file checked, no problems found\n",
+    )
+
+
+def test_duplicate_policy_across_files_is_found(tmp_path: Path) -> None:
+    good = (DATA / "policies" / "good-policy.yaml").read_text()
+    (tmp_path / "a.yaml").write_text(good)
+    (tmp_path / "b.yaml").write_text(good)
+    code, out = lint(str(tmp_path))
+    assert code == 1
+    assert "already defined" in out
+
+
+def test_policy_in_a_mixed_file_is_checked_without_blaming_the_manifest() -> None:
+    code, out = lint(str(DATA / "mixed.yaml"))
+    assert code == 1
+    assert where(out) == [("mixed.yaml", 14, "policy")]
+    assert 'did you mean "maxDevices"' in out
+
+
+def test_list_items_get_their_own_lines() -> None:
+    code, out = lint(str(DATA / "list.json"))
+    assert code == 1
+    assert where(out) == [("list.json", 5, "request-shape")]
+
+
+def test_ignore_a_rule() -> None:
+    code, out = lint(
+        "--ignore", "cel-unguarded-attribute", "--strict", str(DATA / "warn" / "unguarded.yaml")
+    )
+    assert (code, out) == (0, "1 file checked, no problems found\n")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["--ignore", "no-such-rule", "x.yaml"], ["-o", "yaml", "x.yaml"]],
+    ids=["no-paths", "unknown-rule", "bad-format"],
+)
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    assert lint(*args)[0] == 2
+
+
+def test_list_rules() -> None:
+    code, out = lint("--list-rules")
+    assert code == 0
+    assert "cel-version-compare" in out and "request-shape" in out and "policy" in out

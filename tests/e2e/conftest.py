@@ -1,0 +1,100 @@
+"""Fixtures for end-to-end tests against a real kube-apiserver.
+
+- `cluster` (session): etcd + kube-apiserver + kube-controller-manager from the toolchain that
+  `tests/e2e/toolchain/build.sh` builds. Fails when the toolchain is missing, unless
+  DRAGATE_SKIP_E2E=1 (then skips). DRAGATE_E2E_KEEP=1 keeps the temp dir with logs.
+- `start_webhook` (function): start any HTTPS webhook command; stopped after the test.
+- `register_webhooks` (function): apply Validating/MutatingWebhookConfigurations with `url`
+  clients; removed after the test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import webhooks
+from .cluster import Cluster, running_cluster
+from .toolchain_bins import ToolchainMissing, require_binaries, toolchain_bin_dir
+from .webhooks import (
+    RegisterWebhooks,
+    StartWebhook,
+    WebhookRegistration,
+    WebhookServer,
+    WebhookSettings,
+    start_webhook_server,
+)
+
+_webhook_numbers = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def e2e_bin_dir() -> Path:
+    if os.environ.get("DRAGATE_SKIP_E2E") == "1":
+        pytest.skip("DRAGATE_SKIP_E2E=1: e2e tests against a real kube-apiserver skipped")
+    try:
+        return require_binaries(toolchain_bin_dir())
+    except ToolchainMissing as error:
+        message = str(error)
+    pytest.fail(message, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def cluster(e2e_bin_dir: Path) -> Iterator[Cluster]:
+    keep = os.environ.get("DRAGATE_E2E_KEEP") == "1"
+    with running_cluster(e2e_bin_dir, keep_workdir=keep) as running:
+        yield running
+
+
+@pytest.fixture
+def start_webhook(cluster: Cluster) -> Iterator[StartWebhook]:
+    """`start_webhook(command, name=..., ready_path=..., env=...)` -> WebhookServer.
+
+    `command` may use {host} {port} {cert_dir} {cert_file} {key_file} {ca_file}.
+    """
+    servers: list[WebhookServer] = []
+
+    def start(command: Sequence[str], **kwargs: Any) -> WebhookServer:
+        kwargs.setdefault("name", f"webhook-{next(_webhook_numbers)}")
+        server = start_webhook_server(command, cluster.workdir, **kwargs)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in reversed(servers):
+        server.stop()
+
+
+@pytest.fixture
+def register_webhooks(cluster: Cluster) -> Iterator[RegisterWebhooks]:
+    """`register_webhooks(validate_url, mutate_url, ca_bundle_pem, *, name=...,
+    failure_policy="Fail", timeout_seconds=10, **settings)` -> WebhookRegistration."""
+    registrations: list[WebhookRegistration] = []
+
+    def register(
+        validate_url: str | None,
+        mutate_url: str | None,
+        ca_bundle_pem: bytes,
+        *,
+        name: str = "dragate-e2e",
+        **settings: Any,
+    ) -> WebhookRegistration:
+        registration = webhooks.register_webhooks(
+            cluster,
+            validate_url,
+            mutate_url,
+            ca_bundle_pem,
+            name=name,
+            settings=WebhookSettings(**settings),
+        )
+        registrations.append(registration)
+        return registration
+
+    yield register
+    for registration in reversed(registrations):
+        registration.delete(cluster)

@@ -1,0 +1,107 @@
+"""Every API version's request shape normalizes to the same DeviceRequest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from builders import V1, V1BETA1, V1BETA2, claim, exact, first_available, pod, request, template
+
+from webhook.engine.normalize import ObjectError, claim_spec, pod_claims, template_claim_spec
+from webhook.types import AllocationMode, DeviceRequest
+
+VERSIONS = [V1, V1BETA2, V1BETA1]
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=["v1", "v1beta2", "v1beta1"])
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        (exact(count=2), DeviceRequest("gpu", "gpu.nvidia.com", 2)),
+        (exact(count=None), DeviceRequest("gpu", "gpu.nvidia.com", 1)),
+        (
+            exact(count=None, mode="All"),
+            DeviceRequest("gpu", "gpu.nvidia.com", 0, AllocationMode.ALL),
+        ),
+        (exact(admin=True), DeviceRequest("gpu", "gpu.nvidia.com", 1, admin_access=True)),
+        (
+            exact(selectors=("device.driver == 'x'",)),
+            DeviceRequest("gpu", "gpu.nvidia.com", 1, selectors=("device.driver == 'x'",)),
+        ),
+    ],
+    ids=["count", "default-count", "all", "admin", "selectors"],
+)
+def test_exact_requests_are_the_same_in_every_version(
+    version: str, fields: dict[str, Any], expected: DeviceRequest
+) -> None:
+    spec = claim_spec(claim(request(fields, version), version=version), "c")
+    assert spec.requests == (expected,)
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=["v1", "v1beta2", "v1beta1"])
+def test_first_available_keeps_alternatives_named_request_slash_sub(version: str) -> None:
+    obj = claim(
+        first_available("gpu", exact("big", count=2), exact("small", "mig.nvidia.com", 1)),
+        version=version,
+    )
+    (req,) = claim_spec(obj, "c").requests
+    assert req.device_class == ""
+    assert [(a.name, a.device_class, a.count) for a in req.leaves()] == [
+        ("gpu/big", "gpu.nvidia.com", 2),
+        ("gpu/small", "mig.nvidia.com", 1),
+    ]
+
+
+def test_template_spec_is_read_from_spec_spec() -> None:
+    spec = template_claim_spec(template(request(exact(count=3))), "t")
+    assert spec.requests[0].count == 3
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        (
+            claim({"name": "gpu", "deviceClassName": "x"}),
+            "exactly one of `exactly` or `firstAvailable`",
+        ),
+        (claim(request(exact(count="two"))), "expected an integer"),  # type: ignore[arg-type]
+        (claim(request(exact(mode="Some"))), "unknown allocation mode"),
+        (claim({"exactly": {"deviceClassName": "x"}}), "name: required string"),
+        (claim(request({"name": "gpu"})), "deviceClassName: required string"),
+        ({"kind": "ResourceClaim", "spec": {"devices": {"requests": "nope"}}}, "expected a list"),
+        ({"kind": "ResourceClaim", "spec": []}, "expected an object"),
+        (claim(request({**exact(), "selectors": [{"cel": {}}]})), "expression: required string"),
+    ],
+    ids=[
+        "v1-flat",
+        "count-type",
+        "mode",
+        "no-name",
+        "no-class",
+        "requests-type",
+        "spec-type",
+        "selector",
+    ],
+)
+def test_malformed_claims_raise_object_error_with_path(obj: dict[str, Any], message: str) -> None:
+    with pytest.raises(ObjectError, match=message):
+        claim_spec(obj, "c")
+
+
+def test_pod_claims_list_containers_that_use_each_claim() -> None:
+    obj = pod(
+        claims={"gpu-a": "t1", "gpu-b": "t2"},
+        containers={"a": ["gpu-a"], "b": ["gpu-b", "gpu-a"]},
+    )
+    obj["spec"]["initContainers"] = [{"name": "init", "resources": {"claims": [{"name": "gpu-b"}]}}]
+    claims = {c.name: c for c in pod_claims(obj)}
+    assert claims["gpu-a"].containers == ("a", "b")
+    assert claims["gpu-b"].containers == ("init", "b")
+    assert claims["gpu-a"].template_name == "t1"
+
+
+def test_pod_claim_by_name_has_no_template() -> None:
+    obj = pod()
+    obj["spec"]["resourceClaims"] = [{"name": "shared", "resourceClaimName": "big-claim"}]
+    (only,) = pod_claims(obj)
+    assert (only.template_name, only.claim_name) == (None, "big-claim")

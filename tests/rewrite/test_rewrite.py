@@ -1,0 +1,125 @@
+"""Mapping actions, native resources, names and node-label translation, table-driven."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from webhook.rewrite import DEFAULT_MAPPINGS, rewrite_object, rewrite_pod_spec
+from webhook.rewrite.names import dns_label, template_name
+from webhook.rewrite.nodes import translate_label
+from webhook.types import LegacyResourceMapping, MappingAction, ResourceMapping
+
+
+def pod(limits: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    container = {"name": "c", "image": "x", "resources": {"limits": limits}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [container], **spec}}
+
+
+def mapping(action: MappingAction) -> tuple[LegacyResourceMapping, ...]:
+    entry = ResourceMapping(device_class="gpu.nvidia.com", resource_name="nvidia.com/gpu")
+    return (LegacyResourceMapping(name="m", action=action, resources=(entry,)),)
+
+
+@pytest.mark.parametrize(
+    ("action", "changed", "notes", "denied"),
+    [
+        (MappingAction.REWRITE, True, 1, 0),
+        (MappingAction.WARN, False, 1, 0),
+        (MappingAction.DENY, False, 0, 1),
+        (MappingAction.IGNORE, False, 0, 0),
+    ],
+    ids=["rewrite", "warn", "deny", "ignore"],
+)
+def test_actions(action: MappingAction, changed: bool, notes: int, denied: int) -> None:
+    result = rewrite_object(pod({"nvidia.com/gpu": 1}), mapping(action))
+    assert (result.changed, len(result.notes), len(result.denied)) == (changed, notes, denied)
+
+
+def test_action_override_wins() -> None:
+    result = rewrite_object(pod({"nvidia.com/gpu": 1}), DEFAULT_MAPPINGS,
+                            action_override=MappingAction.DENY)
+    assert not result.changed and result.denied
+
+
+def test_natively_served_resource_is_left_with_a_note() -> None:
+    result = rewrite_object(pod({"nvidia.com/gpu": 1}), DEFAULT_MAPPINGS,
+                            native_resources=frozenset({"nvidia.com/gpu"}))
+    assert not result.changed
+    assert "natively" in result.notes[0]
+
+
+def test_namespace_argument_places_templates() -> None:
+    result = rewrite_object(pod({"nvidia.com/gpu": 1}), DEFAULT_MAPPINGS, namespace="team-a")
+    assert result.templates[0]["metadata"]["namespace"] == "team-a"
+
+
+def test_rewrite_pod_spec_alone() -> None:
+    spec = pod({"nvidia.com/gpu": 3})["spec"]
+    result = rewrite_pod_spec(spec, DEFAULT_MAPPINGS)
+    assert result.object["resourceClaims"][0]["name"] == "gpu-c"
+    assert "resourceClaims" not in spec
+
+
+def test_claim_name_avoids_existing_claims() -> None:
+    obj = pod({"nvidia.com/gpu": 1}, resourceClaims=[{"name": "gpu-c", "resourceClaimName": "x"}])
+    result = rewrite_object(obj, DEFAULT_MAPPINGS)
+    assert [c["name"] for c in result.object["spec"]["resourceClaims"]] == ["gpu-c", "gpu-c-2"]
+
+
+def test_same_request_shares_one_template() -> None:
+    obj = pod({"nvidia.com/gpu": 1})
+    obj["spec"]["containers"].append({"name": "d", "image": "x",
+                                      "resources": {"limits": {"nvidia.com/gpu": 1}}})
+    result = rewrite_object(obj, DEFAULT_MAPPINGS)
+    assert len(result.templates) == 1
+    assert len(result.object["spec"]["resourceClaims"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("gpu-vllm", "gpu-vllm"), ("GPU_x", "gpu-x"), ("a" * 70, None)],
+    ids=["plain", "sanitized", "truncated"],
+)
+def test_dns_label(text: str, expected: str | None) -> None:
+    label = dns_label(text)
+    assert len(label) <= 63
+    if expected is not None:
+        assert label == expected
+
+
+def test_template_name_is_readable_without_selectors() -> None:
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}
+    assert template_name([request]) == "dragate-gpu-nvidia-com-2"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "faithful"),
+    [
+        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB", True),
+        ("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", False),
+        ("nvidia.com/gpu.product", "Tesla-T4-SHARED", False),
+        ("nvidia.com/gpu.memory", "81920", True),
+        ("nvidia.com/gpu.memory", "lots", False),
+        ("nvidia.com/gpu.family", "ampere", True),
+        ("nvidia.com/gpu.family", "quantum", False),
+        ("nvidia.com/gpu.compute.major", "9", True),
+        ("nvidia.com/cuda.driver.major", "12", True),
+        ("nvidia.com/gpu.count", "8", False),
+        ("nvidia.com/gpu.product", None, True),
+    ],
+    ids=["product", "mig-product", "shared", "memory", "memory-bad", "family", "family-bad",
+         "compute", "cuda", "count", "exists"],
+)
+def test_translate_label(key: str, value: str | None, faithful: bool) -> None:
+    assert isinstance(translate_label(key, value), tuple) == faithful
+
+
+def test_label_kept_when_a_container_keeps_legacy_gpus() -> None:
+    obj = pod({"nvidia.com/gpu": 1}, nodeSelector={"nvidia.com/gpu.product": "X"})
+    obj["spec"]["containers"].append({"name": "d", "image": "x",
+                                      "resources": {"limits": {"nvidia.com/gpu": "1.5"}}})
+    result = rewrite_object(obj, DEFAULT_MAPPINGS)
+    assert result.object["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "X"}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every check and test dragate has, from a fresh machine: installs what it needs
+# (pip, and the Go-built Kubernetes toolchain, cached outside the repo), then static checks,
+# then the whole pytest suite including the end-to-end tests against a real kube-apiserver.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "install dragate and its test tools"
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+
+step "build the Kubernetes test toolchain (cached)"
+bin_dir=$(bash tests/e2e/toolchain/build.sh | tail -n 1)
+export DRAGATE_TOOLCHAIN_BIN="$bin_dir"
+
+step "ruff"
+python3 -m ruff check webhook tests
+step "mypy --strict"
+python3 -m mypy
+step "layer contracts (import-linter)"
+lint-imports
+
+step "pytest"
+python3 -m pytest "$@"

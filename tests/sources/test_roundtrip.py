@@ -1,0 +1,84 @@
+"""The round-trip layer: unchanged documents byte-identical, edits keep comments and layout."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from webhook.sources.roundtrip import parse_stream, split_documents
+from webhook.sources.yamlio import YamlError
+
+TEXT = """\
+# header comment
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: a}   # flow style kept
+---   # marker comment
+apiVersion: v1
+kind: Pod
+metadata:
+    name: p
+spec:
+    containers:
+      - name: c   # the container
+        resources:
+            limits:
+                nvidia.com/gpu: 1
+                cpu: "2"
+        # about the image
+        image: 'x'
+"""
+
+
+def test_split_documents_concatenates_back() -> None:
+    parts = split_documents(TEXT)
+    assert "".join(h + b for h, b, _ in parts) == TEXT
+    assert [line for _, _, line in parts] == [1, 6]
+
+
+def test_untouched_stream_is_identical() -> None:
+    assert parse_stream(TEXT, "f.yaml").text() == TEXT
+
+
+def test_edit_keeps_comments_quotes_indent_and_other_documents() -> None:
+    stream = parse_stream(TEXT, "f.yaml")
+    new = copy.deepcopy(stream.docs[1].data)
+    del new["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+    new["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu-c"}]
+    stream.update(1, new)
+    out = stream.text()
+    assert out.startswith(TEXT.split("---", maxsplit=1)[0] + "---   # marker comment\n")
+    for kept in ("# the container", "# about the image", "image: 'x'", 'cpu: "2"',
+                 "    containers:\n      - name: c"):
+        assert kept in out
+    assert out.index("claims") < out.index("# about the image")
+    assert "nvidia.com/gpu" not in out
+
+
+def test_append_documents() -> None:
+    stream = parse_stream("a: 1\n", "f.yaml")
+    stream.append([{"kind": "X"}])
+    assert stream.text() == "a: 1\n---\nkind: X\n"
+
+
+@pytest.mark.parametrize("indent", [None, 2, 4], ids=["compact", "two", "four"])
+def test_json_keeps_indent_and_becomes_list_with_templates(indent: int | None) -> None:
+    text = json.dumps({"kind": "Pod", "apiVersion": "v1"}, indent=indent) + "\n"
+    stream = parse_stream(text, "f.json")
+    stream.append([{"kind": "T"}])
+    out = stream.text()
+    assert json.loads(out)["kind"] == "List"
+    assert out == json.dumps(json.loads(out), indent=indent) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [("a: 1\n---\nb: [\n", 4), ('{"a": }', 1)],
+    ids=["yaml", "json"],
+)
+def test_broken_input_names_the_line(text: str, line: int) -> None:
+    with pytest.raises(YamlError) as err:
+        parse_stream(text, "f.json" if text.startswith("{") else "f.yaml")
+    assert err.value.source.line == line

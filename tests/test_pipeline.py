@@ -1,0 +1,166 @@
+"""The pipeline: facts gathered once, ledger reservations, mutate-then-validate."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from builders import claim, exact, namespace, pod, request, template
+
+from webhook.ledger.memory import MemoryLedger
+from webhook.pipeline import Context, admit, request_from_object, review
+from webhook.sources.policies import parse_policies
+from webhook.sources.state import SnapshotState
+from webhook.types import Operation
+
+POLICIES = parse_policies(
+    """
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: team-a}
+spec:
+  namespaces: [team-a]
+  quota:
+  - {deviceClassName: gpu.nvidia.com, maxDevices: 4}
+---
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: labelled}
+spec:
+  namespaceSelector: {matchLabels: {tenant: labelled}}
+  quota:
+  - {deviceClassName: gpu.nvidia.com, maxDevices: 1}
+---
+apiVersion: dragate.io/v1alpha1
+kind: Settings
+metadata: {name: s}
+spec:
+  exemptNamespaces: [kube-system]
+""",
+    "inline.yaml",
+)
+
+
+def context(*objects: dict[str, Any]) -> tuple[Context, SnapshotState, MemoryLedger]:
+    state = SnapshotState(objects)
+    ledger = MemoryLedger()
+    added: list[Any] = []
+    ctx = Context(
+        policies=lambda: POLICIES,
+        state=state,
+        ledger=ledger,
+        templates=lambda ns, templates, dry: added.extend(templates) if not dry else None,
+    )
+    return ctx, state, ledger
+
+
+def test_admitted_claims_are_reserved_and_the_next_one_is_refused() -> None:
+    ctx, _, ledger = context()
+    first = review(request_from_object(claim(request(exact(count=3)), name="a")), ctx)
+    second = review(request_from_object(claim(request(exact(count=2)), name="b")), ctx)
+    assert first.allowed and not second.allowed
+    assert (
+        "used 3 + requested 2 > limit 4; held by claim:team-a/a (3)"
+        in second.decision.reasons[0].message
+    )
+    assert ledger.usage("team-a")["gpu.nvidia.com"].used == 3
+
+
+def test_dry_run_never_writes_the_ledger() -> None:
+    ctx, _, ledger = context()
+    dry = replace(request_from_object(claim(request(exact(count=3)))), dry_run=True)
+    assert review(dry, ctx).allowed
+    assert ledger.usage("team-a") == {}
+
+
+def test_tenant_is_found_by_namespace_labels_from_state() -> None:
+    ctx, _, _ = context(namespace("lab", tenant="labelled"))
+    verdict = review(request_from_object(claim(request(exact(count=2)), namespace="lab")), ctx)
+    assert verdict.decision.tenant == "labelled" and not verdict.allowed
+
+
+def test_pod_reservation_is_consumed_by_its_generated_claim() -> None:
+    ctx, _, ledger = context(template(request(exact(count=2)), name="two"))
+    the_pod = pod(claims={"gpu": "two"}, uid="pod-uid")
+    assert review(request_from_object(the_pod), ctx).allowed
+    generated = claim(request(exact(count=2)), name="pod-gpu-x1")
+    generated["metadata"]["annotations"] = {"resource.kubernetes.io/pod-claim-name": "gpu"}
+    generated["metadata"]["ownerReferences"] = [{"kind": "Pod", "uid": "pod-uid", "name": "pod"}]
+    assert review(request_from_object(generated), ctx).allowed
+    assert ledger.usage("team-a")["gpu.nvidia.com"].used == 2
+
+
+def test_parallel_admissions_never_overcommit() -> None:
+    ctx, _, ledger = context()
+    results: list[bool] = []
+
+    def admit_one(i: int) -> None:
+        verdict = review(request_from_object(claim(request(exact(count=1)), name=f"c{i}")), ctx)
+        results.append(verdict.allowed)
+
+    threads = [threading.Thread(target=admit_one, args=(i,)) for i in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results.count(True) == 4
+    assert ledger.usage("team-a")["gpu.nvidia.com"].used == 4
+
+
+def test_exempt_namespaces_are_neither_checked_nor_rewritten() -> None:
+    ctx, _, _ = context()
+    big = claim(request(exact(count=99)), namespace="kube-system")
+    assert review(request_from_object(big), ctx).allowed
+
+
+def legacy_pod(gpus: int = 2) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "old", "namespace": "team-a"},
+        "spec": {
+            "containers": [
+                {"name": "cuda", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": gpus}}}
+            ]
+        },
+    }
+
+
+def test_mutation_rewrites_a_legacy_pod_and_validation_judges_the_result() -> None:
+    ctx, state, ledger = context()
+    created: list[Any] = []
+    ctx = replace(
+        ctx,
+        templates=lambda ns, templates, dry: (
+            [state.add({**t, "metadata": {**t["metadata"], "namespace": ns}}) for t in templates]
+            and None
+        ),
+    )
+    applied = admit(request_from_object(legacy_pod()), ctx)
+    assert applied.mutation.patch, "a legacy pod must be patched"
+    assert "nvidia.com/gpu" not in str(
+        applied.final["spec"]["containers"][0]["resources"].get("limits", {})
+    )
+    assert applied.decision.allowed, applied.decision.reasons
+    assert ledger.usage("team-a")["gpu.nvidia.com"].used == 2
+    assert any("nvidia.com/gpu=2" in w for w in applied.warnings)
+    assert not created
+
+
+def test_mutation_is_idempotent() -> None:
+    ctx, _, _ = context()
+    once = review(request_from_object(legacy_pod()), ctx, mutate=True)
+    assert once.patched is not None
+    again = review(request_from_object(once.patched), ctx, mutate=True)
+    assert not again.patch
+
+
+@pytest.mark.parametrize(
+    "operation", [Operation.UPDATE, Operation.DELETE], ids=["update", "delete"]
+)
+def test_mutation_touches_only_pod_creates(operation: Operation) -> None:
+    ctx, _, _ = context()
+    req = request_from_object(legacy_pod(), operation=operation)
+    assert not review(req, ctx, mutate=True).patch

@@ -1,0 +1,99 @@
+"""`dragate check`: what would the cluster say to these manifests? (the CI gate)
+
+Each object goes through the webhook's own pipeline in order — mutate, then validate the
+mutated object — and admitted objects count toward quota for the ones after them, as they
+would if applied one by one.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from webhook.cli import exits
+from webhook.cli.offline import offline_context, policy_set, snapshot
+from webhook.cli.report import RENDERERS, Row
+from webhook.pipeline import Context, admit, request_from_object
+from webhook.sources.manifests import read_manifests
+from webhook.sources.state import SnapshotState
+from webhook.sources.yamlio import Document
+from webhook.types import Object
+
+
+@click.command("check")
+@click.option(
+    "--policies",
+    "policies_dir",
+    metavar="DIR",
+    help="Policy directory (default: built-in examples).",
+)
+@click.option(
+    "--state",
+    "state_file",
+    metavar="FILE",
+    help="Snapshot of cluster objects (Namespaces, claims, classes, slices).",
+)
+@click.option(
+    "--namespace",
+    "-n",
+    default="default",
+    show_default=True,
+    help="Namespace for objects that name none.",
+)
+@click.option(
+    "-o", "--output", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True
+)
+@click.argument("manifests", nargs=-1, required=True, metavar="MANIFEST...")
+def command(
+    policies_dir: str | None,
+    state_file: str | None,
+    namespace: str,
+    output: str,
+    manifests: tuple[str, ...],
+) -> None:
+    """Admit each object in MANIFEST... as the webhook would and print the verdicts.
+
+    Exit 0 when all are allowed, 1 when some are denied, 2 on bad input.
+    """
+    policies = policy_set(policies_dir)
+    state = snapshot(state_file)
+    context = offline_context(policies, state)
+    found = read_manifests(manifests)
+    rows = [_admit(doc, context, state, namespace) for doc in found.documents]
+    click.echo(RENDERERS[output](rows), nl=False)
+    for problem in found.problems:
+        click.echo(f"error: {problem}", err=True)
+    sys.exit(_exit_code(rows, bool(found.problems)))
+
+
+def _admit(doc: Document, context: Context, state: SnapshotState, namespace: str) -> Row:
+    request = request_from_object(doc.data, namespace=namespace)
+    applied = admit(request, context)
+    if applied.decision.allowed:
+        state.add(_with_namespace(applied.final, request.namespace))
+    decision = applied.decision
+    return Row(
+        kind=request.kind,
+        namespace=request.namespace,
+        name=request.name,
+        allowed=decision.allowed,
+        reasons=tuple(str(r) for r in decision.reasons),
+        warnings=applied.warnings,
+        patched=applied.mutation.patched,
+        tenant=decision.tenant or applied.mutation.decision.tenant,
+        source=str(doc.source),
+    )
+
+
+def _with_namespace(obj: Object, namespace: str) -> Object:
+    metadata = dict(obj.get("metadata") or {})
+    if namespace and obj.get("kind") not in {"Namespace", "DeviceClass", "ResourceSlice"}:
+        metadata.setdefault("namespace", namespace)
+    return {**obj, "metadata": metadata}
+
+
+def _exit_code(rows: list[Row], bad_input: bool) -> int:
+    if bad_input:
+        return exits.BAD_INPUT
+    return exits.FINDINGS if any(not r.allowed for r in rows) else exits.OK

@@ -1,0 +1,227 @@
+"""`dragate migrate`: rewrite legacy GPU requests in manifests kept in git.
+
+Black's model: with no flag it is a dry run that says what would change; `--check` makes that a
+CI gate (exit 1), `--diff` shows the change, `--write` makes it (atomically, only files that
+change). `-` reads standard input and prints the migrated text. The rewrite itself is the same
+pure `webhook.rewrite.rewrite_object` the webhook runs at admission; this module only reads,
+reports and writes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from webhook.cli import exits
+from webhook.rewrite import rewrite_object
+from webhook.sources.manifests import STDIN, find_files, read_text
+from webhook.sources.policies import default_mappings, load_policies
+from webhook.sources.roundtrip import Stream, parse_stream
+from webhook.sources.yamlio import YamlError
+from webhook.types import DragateError, LegacyResourceMapping
+
+TEMPLATE_KIND = "ResourceClaimTemplate"
+Key = tuple[str, str]
+
+
+@dataclass
+class Migration:
+    """One file's outcome: its old and new text, what to tell the user, templates made."""
+
+    file: str
+    before: str
+    after: str
+    notes: list[str] = field(default_factory=list)
+    denied: list[str] = field(default_factory=list)
+    templates: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass
+class Run:
+    mappings: Sequence[LegacyResourceMapping]
+    mode: str
+    templates_out: str | None
+    seen: set[Key] = field(default_factory=set)  # templates emitted to --templates-out
+    collected: list[dict[str, Any]] = field(default_factory=list)
+    changed: int = 0
+    failed: int = 0
+    denied: int = 0
+
+
+@click.command("migrate")
+@click.option("--policies", type=click.Path(file_okay=False), help="Policy directory.")
+@click.option("--check", "mode", flag_value="check", help="Exit 1 if any file would change.")
+@click.option("--diff", "mode", flag_value="diff", help="Print a unified diff.")
+@click.option("--write", "mode", flag_value="write", help="Rewrite the files in place.")
+@click.option("--templates-out", type=click.Path(dir_okay=False), help="Write templates here.")
+@click.argument("paths", nargs=-1, required=True)
+def command(policies: str | None, mode: str | None, templates_out: str | None,
+            paths: tuple[str, ...]) -> None:
+    """Rewrite legacy `nvidia.com/gpu` / `nvidia.com/mig-*` requests into DRA claims.
+
+    With no flag: a dry run naming the files that would change (stdin: prints the result).
+    """
+    try:
+        mappings = load_mappings(policies)
+    except DragateError as err:
+        click.echo(f"error: {err}", err=True)
+        raise SystemExit(exits.BAD_INPUT) from None
+    run = Run(mappings, mode or "summary", templates_out)
+    for file in find_files(paths):
+        _process(run, file)
+    _finish(run)
+
+
+def load_mappings(policies: str | None) -> Sequence[LegacyResourceMapping]:
+    """Mappings from the policy files, or the built-in default when none are given."""
+    loaded = load_policies([policies]).mappings if policies is not None else ()
+    return loaded or default_mappings()
+
+
+def _process(run: Run, file: str) -> None:
+    try:
+        migration = migrate_text(read_text(file), _display(file), run)
+    except YamlError as err:
+        click.echo(str(err), err=True)
+        run.failed += 1
+        return
+    for text in migration.notes:
+        click.echo(f"{migration.file}: {text}", err=True)
+    for text in migration.denied:
+        click.echo(f"{migration.file}: denied: {text}", err=True)
+    run.denied += len(migration.denied)
+    run.changed += migration.changed
+    _report(run, file, migration)
+
+
+def _display(file: str) -> str:
+    return "<stdin>" if file == STDIN else file
+
+
+def migrate_text(text: str, file: str, run: Run) -> Migration:
+    """The migrated text of one file; templates follow their workload or go to `run`."""
+    stream = parse_stream(text, file)
+    present = existing_templates(stream)
+    migration = Migration(file, text, text)
+    for index, doc in enumerate(list(stream.docs)):
+        if isinstance(doc.data, dict):
+            _migrate_doc(stream, index, run, migration, present)
+    migration.after = stream.text()
+    return migration
+
+
+def _migrate_doc(stream: Stream, index: int, run: Run, migration: Migration,
+                 present: set[Key]) -> None:
+    result = rewrite_object(stream.docs[index].data, run.mappings)
+    migration.notes.extend(result.notes)
+    migration.denied.extend(result.denied)
+    if not result.changed:
+        return
+    stream.update(index, result.object)
+    fresh = [t for t in result.templates if _key(t) not in present]
+    present.update(_key(t) for t in fresh)
+    if run.templates_out:
+        run.collected.extend(dict(t) for t in fresh if _key(t) not in run.seen)
+        run.seen.update(_key(t) for t in fresh)
+    else:
+        stream.append([dict(t) for t in fresh])
+
+
+def existing_templates(stream: Stream) -> set[Key]:
+    """ResourceClaimTemplates the file already holds (List items too), by namespace and name."""
+    keys: set[Key] = set()
+    for doc in stream.docs:
+        data = doc.data
+        items = data.get("items") if isinstance(data, dict) else None
+        for obj in [data, *(items if isinstance(items, list) else [])]:
+            if isinstance(obj, dict) and obj.get("kind") == TEMPLATE_KIND:
+                keys.add(_key(obj))
+    return keys
+
+
+def _key(template: Any) -> Key:
+    meta = template.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _report(run: Run, file: str, migration: Migration) -> None:
+    if run.mode == "diff":
+        click.echo(unified_diff(migration), nl=False)
+    elif file == STDIN and run.mode in ("summary", "write"):
+        click.echo(migration.after, nl=False)
+    elif migration.changed and run.mode == "write":
+        _write_file(run, file, migration.after)
+    elif migration.changed:
+        click.echo(f"would migrate {file}")
+
+
+def unified_diff(migration: Migration) -> str:
+    lines = difflib.unified_diff(
+        migration.before.splitlines(keepends=True),
+        migration.after.splitlines(keepends=True),
+        f"a/{migration.file}", f"b/{migration.file}",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _write_file(run: Run, file: str, text: str) -> None:
+    try:
+        write_atomic(file, text)
+    except OSError as err:
+        click.echo(f"{file}: cannot write: {err.strerror or err}", err=True)
+        run.failed += 1
+        return
+    click.echo(f"migrated {file}")
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Replace `path` with `text` in one rename, keeping its mode: never a half-written file."""
+    target = Path(path)
+    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _finish(run: Run) -> None:
+    if run.templates_out and run.collected:
+        _emit_templates(run)
+    verb = "migrated" if run.mode == "write" else "would migrate"
+    summary = f"{verb} {run.changed} file(s)"
+    click.echo(summary + (f", {run.failed} failed" if run.failed else ""), err=True)
+    if run.failed:
+        raise SystemExit(exits.BAD_INPUT)
+    if run.mode == "check" and (run.changed or run.denied):
+        raise SystemExit(exits.FINDINGS)
+
+
+def _emit_templates(run: Run) -> None:
+    assert run.templates_out is not None
+    stream = parse_stream("", run.templates_out)
+    stream.append(run.collected)
+    text = stream.text()
+    if run.mode != "write":
+        click.echo(f"would write {len(run.collected)} template(s) to {run.templates_out}")
+        return
+    try:
+        write_atomic(run.templates_out, text)
+    except OSError as err:
+        click.echo(f"{run.templates_out}: cannot write: {err.strerror or err}", err=True)
+        run.failed += 1

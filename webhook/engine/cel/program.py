@@ -1,0 +1,211 @@
+"""Compiled programs and their evaluation: the only part of the package with a hot path.
+
+`compile_expression` does all the expensive work once (parse, checks, transpile, Python
+`compile`). `Program.evaluate` builds one light `Scope` over the caller's values and calls the
+compiled function. Errors never escape: a CEL error, a library refusal, a runaway expression
+or an unexpected Python exception all come back as `EvalResult(error=...)`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+import time
+from collections.abc import Callable, Iterable, Mapping
+from types import SimpleNamespace
+from typing import Any
+
+import celpy
+import celpy.evaluation
+from celpy.evaluation import CELEvalError
+
+from webhook.engine.cel.errors import BudgetExceeded, CelCompileError, CelFunctionError
+from webhook.engine.cel.library import FUNCTIONS, python_name
+from webhook.engine.cel.result_type import require_bool
+from webhook.engine.cel.syntax import References, parse
+from webhook.engine.cel.transpile import transpile
+from webhook.engine.cel.values import to_cel, to_plain
+from webhook.types import EvalResult
+
+MAX_EXPRESSION_BYTES = 10 * 1024
+"""Kubernetes' limit on a CEL selector / validation expression."""
+MAX_STEPS = 100_000
+"""Comprehension iterations and bindings allowed per evaluation."""
+MAX_SECONDS = 0.25
+"""Wall-clock allowance per evaluation, checked every 256 steps."""
+MAX_BOUND_LENGTH = 1 << 20
+"""Largest string or list a comprehension or cel.bind may bind to a variable."""
+
+_TRAPPED = (ValueError, KeyError, TypeError, ArithmeticError, IndexError, NameError,
+            AttributeError)
+
+
+class _Budget:
+    __slots__ = ("deadline", "steps")
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.deadline = time.monotonic() + MAX_SECONDS
+
+    def tick(self) -> None:
+        self.steps += 1
+        if self.steps & 255:
+            return
+        if self.steps > MAX_STEPS:
+            raise BudgetExceeded(f"more than {MAX_STEPS} comprehension steps")
+        if time.monotonic() > self.deadline:
+            raise BudgetExceeded(f"evaluation took longer than {MAX_SECONDS} s")
+
+
+class Scope:
+    """What transpiled code calls `activation`: variables, then enclosing scopes, then types."""
+
+    __slots__ = ("_dg_budget", "_dg_parent", "_dg_vars")
+
+    def __init__(self, values: Mapping[str, Any], parent: Scope | None, budget: _Budget) -> None:
+        self._dg_vars, self._dg_parent, self._dg_budget = values, parent, budget
+
+    def __getattr__(self, name: str) -> Any:
+        scope: Scope | None = self
+        while scope is not None:
+            found = scope._dg_vars.get(name, _MISSING)
+            if found is not _MISSING:
+                return found
+            scope = scope._dg_parent
+        if name in celpy.evaluation.base_functions:  # type names: int, string, ...
+            return celpy.evaluation.base_functions[name]
+        raise NameError(name)
+
+    resolve_variable = __getattr__
+
+    def nested_activation(self, annotations: Any = None, vars: Any = None) -> Scope:
+        """A child scope for one comprehension step or binding; this is where work is metered."""
+        self._dg_budget.tick()
+        for value in (vars or {}).values():
+            if isinstance(value, str | list) and len(value) > MAX_BOUND_LENGTH:
+                raise BudgetExceeded(f"a bound value is longer than {MAX_BOUND_LENGTH}")
+        return Scope(vars or {}, self, self._dg_budget)
+
+
+_MISSING = object()
+
+
+def _type_error(error: BaseException) -> str:
+    text = str(error)
+    return text if text.startswith("no such overload") and "<class" not in text else (
+        "no such overload")
+
+
+def _overflow(error: BaseException) -> str:
+    return "integer overflow" if str(error) == "overflow" else str(error)
+
+
+_DESCRIBE: tuple[tuple[type[BaseException], Callable[[BaseException], str]], ...] = (
+    (CelFunctionError, BaseException.__str__),
+    (KeyError, lambda e: f"no such key: {e.args[0]!r}" if e.args else "no such key"),
+    (NameError, lambda e: f"no value for variable {e.args[0]!r}" if e.args else str(e)),
+    (ZeroDivisionError, lambda e: "division by zero"),
+    (AttributeError, lambda e: "field selection on a value that is not a map or object"),
+    (IndexError, lambda e: "index out of range"),
+    (TypeError, _type_error),
+    (ValueError, _overflow),
+    (OverflowError, _overflow),
+)
+
+
+def describe(error: BaseException) -> str:
+    """A readable message for an exception raised while evaluating."""
+    for kind, text in _DESCRIBE:
+        if isinstance(error, kind):
+            return text(error)
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _result(activation: Any, expression: Callable[[Any], Any]) -> Any:
+    """celpy's "checked exception" trap, with readable messages and more exception types."""
+    try:
+        return expression(activation)
+    except _TRAPPED as error:
+        return CELEvalError(describe(error), type(error), error.args)
+
+
+def _bind(activation: Scope, name: str, body: Callable[[Any], Any],
+          init: Callable[[Any], Any]) -> Any:
+    """cel.bind(name, init, body): evaluate init once, then body with `name` bound to it."""
+    return body(activation.nested_activation(vars={name: _result(activation, init)}))
+
+
+def _error_text(error: CELEvalError) -> str:
+    message = str(error.args[0]) if error.args else "evaluation error"
+    cause = error.__cause__
+    return describe(cause) if isinstance(cause, BaseException) and message in (
+        "return error for overflow", "no such overload") else message
+
+
+_EVALUATION = SimpleNamespace(**vars(celpy.evaluation))
+_EVALUATION.result = _result
+_GLOBALS: dict[str, Any] = {
+    "celpy": SimpleNamespace(celtypes=celpy.celtypes, evaluation=_EVALUATION),
+    "operator": operator, "builtins": builtins, "CELEvalError": CELEvalError,
+    "_dg_bind": _bind, **{python_name(name): fn for name, fn in FUNCTIONS.items()},
+}
+
+
+class Program:
+    """One compiled expression; thread-safe, evaluate as often as needed."""
+
+    __slots__ = ("_main", "source", "variables")
+
+    def __init__(self, source: str, variables: frozenset[str], main: Callable[[Scope], Any]):
+        self.source = source
+        self.variables = variables
+        self._main = main
+
+    def __repr__(self) -> str:
+        return f"Program({self.source!r})"
+
+    def evaluate(self, activation: Mapping[str, Any]) -> EvalResult:
+        """The expression's value (plain Python) or the error that stopped it; never raises."""
+        try:
+            values = {n: to_cel(activation[n]) for n in self.variables if n in activation}
+            value = self._main(Scope(values, None, _Budget()))
+        except BudgetExceeded as error:
+            return EvalResult(error=f"evaluation stopped: {error}")
+        except RecursionError:
+            return EvalResult(error="evaluation stopped: expression nests too deeply")
+        except Exception as error:
+            return EvalResult(error=describe(error))
+        if isinstance(value, CELEvalError):
+            return EvalResult(error=_error_text(value))
+        return EvalResult(value=to_plain(value))
+
+
+def _load(python_source: str) -> Callable[[Scope], Any]:
+    namespace = dict(_GLOBALS)
+    exec(compile(python_source, "<cel>", "exec"), namespace)
+    return namespace["_dg_main"]  # type: ignore[no-any-return]
+
+
+def compile_expression(expression: str, *, variables: Iterable[str],
+                       expect_bool: bool = True) -> Program:
+    """Parse, check and transpile once; CelCompileError for anything that can never run.
+
+    `expect_bool=False` skips the "result can never be a bool" check, for tools and tests
+    that evaluate value expressions such as `quantity('1Gi').asInteger()`.
+    """
+    if len(expression.encode("utf-8")) > MAX_EXPRESSION_BYTES:
+        raise CelCompileError(f"expression is longer than {MAX_EXPRESSION_BYTES} bytes")
+    declared = frozenset(variables)
+    try:
+        tree = parse(expression)
+        references = References(declared)
+        references.walk(tree, frozenset())
+        if expect_bool:
+            require_bool(tree, declared)
+        main = _load(transpile(tree, declared))
+    except RecursionError:
+        raise CelCompileError("expression nests too deeply") from None
+    except (SyntaxError, MemoryError) as error:
+        reason = error.msg if isinstance(error, SyntaxError) else "too complex"
+        raise CelCompileError(f"expression cannot be compiled: {reason}") from None
+    return Program(expression, frozenset(references.used), main)

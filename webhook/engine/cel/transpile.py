@@ -1,0 +1,92 @@
+"""AST -> Python source, through celpy's transpiler with three adjustments.
+
+1. Library functions are bound to plain identifiers (`_dg_compareTo`) in the program's own
+   globals instead of celpy's `module.qualname` text, which would need `webhook` importable
+   from inside celpy's module namespace.
+2. Namespaced calls (`sets.contains(a, b)`, `strings.quote(s)`) become calls of the dotted
+   global function, and `cel.bind(x, init, body)` becomes a lazily-evaluated binding.
+3. celpy treats `.min(...)` as a macro; Kubernetes' `list.min()` is a method, so a `min`
+   call is emitted as an ordinary function call.
+4. celpy's `has()` yields a Python bool, which `!` and `&&` refuse ("no such overload"); it is
+   wrapped into a CEL bool so `has(x.y) && x.y == 1` short-circuits as CEL specifies.
+
+The statements are wrapped in one function, `_dg_main(base_activation)`, so evaluation is a
+plain call with no shared module globals (celpy's own runner writes the activation into its
+module globals, which is not safe with several threads).
+"""
+
+from __future__ import annotations
+
+from string import Template
+from textwrap import dedent
+from types import SimpleNamespace
+from typing import Any
+
+from celpy.evaluation import Activation, Phase1Transpiler, Phase2Transpiler, TranspilerTree
+
+from webhook.engine.cel.library import FUNCTIONS, python_name
+from webhook.engine.cel.syntax import MACROS, call_parts, ident_name, namespace_of
+
+_BIND = Template(dedent("""\
+    # cel.bind:
+    ex_${n}_i = lambda activation: ${init}
+    ex_${n}_x = lambda activation: ${body}
+    ex_${n} = lambda activation: _dg_bind(activation, '${var}', ex_${n}_x, ex_${n}_i)"""))
+
+
+_HAS = Template(dedent("""\
+    # ident_arg has:
+    ex_${n}_h = lambda activation: ${exprlist}
+    ex_${n} = lambda activation: celpy.celtypes.BoolType(
+        not isinstance(celpy.evaluation.result(activation, ex_${n}_h), CELEvalError))"""))
+
+
+class _Phase1(Phase1Transpiler):
+    """celpy's first pass, aware of the Kubernetes library and namespaced functions."""
+
+    def __init__(self, facade: Any, variables: frozenset[str]) -> None:
+        super().__init__(facade)
+        self.variables = variables
+
+    def func_name(self, label: str) -> str:
+        return python_name(label) if label in FUNCTIONS else super().func_name(label)
+
+    def ident_arg(self, tree: TranspilerTree) -> None:
+        super().ident_arg(tree)
+        if tree.children[0] == "has" and tree.checked_exception is not None:
+            tree.checked_exception = (_HAS, tree.checked_exception[1])
+
+    def member_dot_arg(self, tree: TranspilerTree) -> None:
+        receiver, name, args = call_parts(tree)
+        namespace = namespace_of(receiver, self.variables)
+        if namespace == "cel" and name == "bind":
+            self._bind(tree, args)
+        elif namespace is not None:
+            arguments = ", ".join(a.transpiled for a in args)
+            tree.transpiled = f"{python_name(f'{namespace}.{name}')}({arguments})"
+        elif name in MACROS:
+            super().member_dot_arg(tree)
+        else:
+            arguments = ", ".join(a.transpiled for a in (receiver, *args))
+            tree.transpiled = f"{self.func_name(name)}({arguments})"
+
+    def _bind(self, tree: TranspilerTree, args: list[TranspilerTree]) -> None:
+        variable = ident_name(args[0])
+        tree.checked_exception = (_BIND, {
+            "n": lambda t: str(t.expr_number),
+            "init": lambda t: args[1].transpiled,
+            "body": lambda t: args[2].transpiled,
+            "var": lambda t: str(variable),
+        })
+        tree.transpiled = f"ex_{tree.expr_number}(activation)"
+
+
+def transpile(tree: TranspilerTree, variables: frozenset[str]) -> str:
+    """Python source defining `_dg_main(base_activation)`, which returns the CEL result."""
+    facade = SimpleNamespace(base_activation=Activation())
+    _Phase1(facade, variables).visit(tree)
+    phase2 = Phase2Transpiler(facade)  # type: ignore[arg-type]
+    phase2.visit(tree)
+    lines = [line for statement in phase2.statements(tree) for line in statement.splitlines()]
+    body = "\n".join("    " + line for line in lines if line.strip())
+    return f"def _dg_main(base_activation):\n{body}\n    return CEL\n"

@@ -1,0 +1,188 @@
+"""The engine's single entry point: one request and its facts in, one Decision out.
+
+Pure: everything it knows arrives in `Facts`, gathered once by the pipeline. Nothing here
+blocks, reads a file or talks to the API server, so the webhook, `dragate check` and the
+benchmarks all measure and trust the same function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from webhook.engine import normalize, quota
+from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
+from webhook.engine.requests import Finding, check_request
+from webhook.engine.rules import RuleInputs
+from webhook.engine.tenancy import namespace_labels
+from webhook.types import (
+    Action,
+    AdmissionRequest,
+    ClaimSpec,
+    Decision,
+    Facts,
+    Operation,
+    PolicySet,
+    Reason,
+)
+
+CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod"})
+
+
+@dataclass(frozen=True)
+class JudgedClaim:
+    """A claim spec the object brings, and the ledger holder charged for it (if any)."""
+
+    spec: ClaimSpec
+    holder: str | None
+
+
+def evaluate(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> Decision:
+    """Judge one admission request against the policies, given the facts."""
+    if not _judged(request):
+        return Decision(allowed=True, tenant=_tenant_name(facts))
+    try:
+        claims, notes = _claims(request, facts)
+    except normalize.ObjectError as err:
+        return _invalid(err, facts)
+    findings = list(_findings(request, policies, facts, claims))
+    return _decide(findings, notes, facts, claims)
+
+
+def _judged(request: AdmissionRequest) -> bool:
+    return (
+        request.kind in CLAIM_KINDS
+        and request.operation == Operation.CREATE
+        and not request.sub_resource
+        and request.object is not None
+    )
+
+
+def _tenant_name(facts: Facts) -> str:
+    return facts.tenant.name if facts.tenant else ""
+
+
+def _invalid(err: normalize.ObjectError, facts: Facts) -> Decision:
+    reason = Reason(policy="object", message=f"cannot read the object: {err}")
+    return Decision(allowed=False, reasons=(reason,), tenant=_tenant_name(facts))
+
+
+def _claims(request: AdmissionRequest, facts: Facts) -> tuple[list[JudgedClaim], list[str]]:
+    obj = request.object or {}
+    label = f"{request.kind} {request.namespace}/{_name(request)}"
+    if request.kind == "ResourceClaim":
+        return [JudgedClaim(normalize.claim_spec(obj, label), holder_key(obj))], []
+    if request.kind == "ResourceClaimTemplate":
+        return [JudgedClaim(normalize.template_claim_spec(obj, label), None)], []
+    return _pod_claims(request, facts)
+
+
+def _name(request: AdmissionRequest) -> str:
+    meta = (request.object or {}).get("metadata") or {}
+    return str(request.name or meta.get("name") or meta.get("generateName") or "")
+
+
+def _pod_claims(request: AdmissionRequest, facts: Facts) -> tuple[list[JudgedClaim], list[str]]:
+    pod = request.object or {}
+    uid = str((pod.get("metadata") or {}).get("uid") or request.uid)
+    claims, notes = [], []
+    for pod_claim in normalize.pod_claims(pod):
+        if pod_claim.template_name is None:
+            continue  # an existing claim: judged and charged when it was created
+        template = facts.templates.get(pod_claim.template_name)
+        if template is None:
+            notes.append(
+                f"pod claim {pod_claim.name!r}: ResourceClaimTemplate "
+                f"{pod_claim.template_name!r} not found; its claim is judged when created"
+            )
+            continue
+        label = f"Pod {request.namespace}/{_name(request)} claim {pod_claim.name!r}"
+        spec = normalize.template_claim_spec(template, label)
+        claims.append(JudgedClaim(spec, pod_holder_key(uid, pod_claim.name)))
+    return claims, notes
+
+
+def _findings(
+    request: AdmissionRequest, policies: PolicySet, facts: Facts, claims: list[JudgedClaim]
+) -> Iterator[Finding]:
+    tenant = facts.tenant
+    labels = namespace_labels(facts.namespace, request.namespace)
+    has_requests = any(claim.spec.requests for claim in claims)
+    if tenant is None and has_requests and policies.settings.deny_unknown_namespaces:
+        message = f"namespace {request.namespace!r} belongs to no tenant; it may not use devices"
+        yield Finding(Action.DENY, Reason(policy="Settings", message=message))
+    inputs = _rule_inputs(request, facts)
+    for claim in claims:
+        for device_request in claim.spec.requests:
+            yield from check_request(
+                device_request,
+                policies=policies,
+                tenant=tenant,
+                namespace_labels=labels,
+                inputs=inputs,
+                claim=claim.spec.label,
+            )
+    yield from _quota_findings(claims, facts)
+
+
+def _rule_inputs(request: AdmissionRequest, facts: Facts) -> RuleInputs:
+    return RuleInputs(
+        tenant=_tenant_name(facts),
+        operation=request.operation.value,
+        sources={
+            "object": lambda: request.object,
+            "oldObject": lambda: request.old_object,
+            "namespace": lambda: facts.namespace,
+            "userInfo": lambda: dict(request.user_info),
+        },
+    )
+
+
+def _quota_findings(claims: list[JudgedClaim], facts: Facts) -> Iterator[Finding]:
+    tenant = facts.tenant
+    if tenant is None:
+        return
+    totals: dict[str, int] = {}
+    for claim in claims:
+        charges = devices_by_class(claim.spec, facts.class_capacity)
+        for reason in quota.per_claim_reasons(tenant, claim.spec.label, charges):
+            yield Finding(Action.DENY, reason)
+        if claim.holder is not None:
+            for device_class, devices in charges.items():
+                totals[device_class] = totals.get(device_class, 0) + devices
+    replaced = _already_held(claims, facts)
+    for reason in quota.total_reasons(tenant, totals, facts.usage, replaced):
+        yield Finding(Action.DENY, reason)
+
+
+def _already_held(claims: list[JudgedClaim], facts: Facts) -> dict[str, int]:
+    holders = {claim.holder for claim in claims if claim.holder is not None}
+    held: dict[str, int] = {}
+    for device_class, usage in facts.usage.items():
+        held[device_class] = sum(h.devices for h in usage.holders if h.key in holders)
+    return held
+
+
+def _decide(
+    findings: list[Finding], notes: list[str], facts: Facts, claims: list[JudgedClaim]
+) -> Decision:
+    denials = tuple(f.reason for f in findings if f.action == Action.DENY)
+    warnings = [str(f.reason.message) for f in findings if f.action == Action.WARN]
+    audit = {
+        f"audit-{i}": str(f.reason)
+        for i, f in enumerate(f for f in findings if f.action == Action.AUDIT)
+    }
+    holds = {
+        claim.holder: charges
+        for claim in claims
+        if claim.holder is not None
+        and (charges := devices_by_class(claim.spec, facts.class_capacity))
+    }
+    return Decision(
+        allowed=not denials,
+        reasons=denials,
+        warnings=tuple(warnings + notes),
+        audit=audit,
+        tenant=_tenant_name(facts),
+        holds=holds,
+    )

@@ -1,0 +1,128 @@
+"""`DeviceClassPolicy.validations`: CEL rules evaluated once per normalized request.
+
+Most rules read only `request` (and perhaps `tenant` and `operation`); their outcome depends
+on nothing else, so it is memoized per (program, request, tenant, operation). Identical
+requests are the common case — every replica of a workload uses the same template — which
+keeps the steady-state cost of a rule near a dictionary lookup. Rules that read the object or
+the namespace are evaluated every time, with each variable converted to CEL at most once per
+admission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from webhook.engine.cel import to_cel
+from webhook.types import (
+    Action,
+    CompiledExpression,
+    DeviceRequest,
+    EvalResult,
+    Validation,
+)
+
+MEMOIZABLE = frozenset({"request", "tenant", "operation"})
+
+
+@dataclass(frozen=True)
+class RuleFailure:
+    """A rule that did not pass: false, not a bool, or an evaluation error."""
+
+    validation: Validation
+    detail: str = ""  # the error, when the rule could not be evaluated
+
+    @property
+    def action(self) -> Action:
+        return self.validation.action
+
+    def describe(self) -> str:
+        if self.detail:
+            return f"{self.validation.message} (rule could not be evaluated: {self.detail})"
+        return self.validation.message
+
+
+@dataclass
+class RuleInputs:
+    """The CEL variables of one admission, converted lazily and at most once."""
+
+    tenant: str
+    operation: str
+    sources: Mapping[str, Callable[[], Any]]
+    _converted: dict[str, Any] = field(default_factory=dict)
+
+    def activation(self, names: frozenset[str], request: DeviceRequest) -> dict[str, Any]:
+        values = {"request": to_cel(request_view(request))}
+        for name in names - {"request"}:
+            if name not in self._converted:
+                self._converted[name] = to_cel(self._plain(name))
+            values[name] = self._converted[name]
+        return values
+
+    def _plain(self, name: str) -> Any:
+        if name == "tenant":
+            return self.tenant
+        if name == "operation":
+            return self.operation
+        source = self.sources.get(name)
+        return source() if source is not None else None
+
+
+def request_view(request: DeviceRequest) -> dict[str, Any]:
+    """The `request` variable: field names as in the policy-file contract."""
+    return {
+        "name": request.name,
+        "deviceClassName": request.device_class,
+        "count": request.count,
+        "allocationMode": request.allocation_mode.value,
+        "adminAccess": request.admin_access,
+        "selectors": list(request.selectors),
+    }
+
+
+def failed_rules(
+    validations: tuple[Validation, ...], request: DeviceRequest, inputs: RuleInputs
+) -> list[RuleFailure]:
+    """The validations `request` fails, in policy order."""
+    failures = []
+    for validation in validations:
+        program = validation.program
+        if program is None:
+            continue
+        result = _evaluate(program, request, inputs)
+        failure = _judge(validation, result)
+        if failure is not None:
+            failures.append(failure)
+    return failures
+
+
+def _evaluate(
+    program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs
+) -> EvalResult:
+    if program.variables <= MEMOIZABLE:
+        return _memoized(program, request, inputs.tenant, inputs.operation)
+    return program.evaluate(inputs.activation(program.variables, request))
+
+
+@lru_cache(maxsize=8192)
+def _memoized(
+    program: CompiledExpression, request: DeviceRequest, tenant: str, operation: str
+) -> EvalResult:
+    activation = {
+        "request": to_cel(request_view(request)),
+        "tenant": to_cel(tenant),
+        "operation": to_cel(operation),
+    }
+    return program.evaluate(activation)
+
+
+def _judge(validation: Validation, result: EvalResult) -> RuleFailure | None:
+    if result.error is not None:
+        return RuleFailure(validation, result.error)
+    if result.value is True:
+        return None
+    if result.value is False:
+        return RuleFailure(validation)
+    return RuleFailure(validation, f"returned {result.value!r}, not a bool")

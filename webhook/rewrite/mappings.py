@@ -1,0 +1,98 @@
+"""Which legacy extended resource maps to which DRA class, and how many devices it asked for.
+
+The built-in default lives here, in one place, so that the policy loader (`webhook.sources`)
+can expose the same value and the CLI can swap it for loaded policies without the rewriter
+caring where mappings came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.types import LegacyResourceMapping, MappingAction, ResourceMapping
+
+MIG_PROFILE_SELECTOR = "device.attributes['gpu.nvidia.com'].profile == '{suffix}'"
+
+DEFAULT_MAPPINGS: tuple[LegacyResourceMapping, ...] = (
+    LegacyResourceMapping(
+        name="dragate-default",
+        action=MappingAction.REWRITE,
+        resources=(
+            ResourceMapping(device_class="gpu.nvidia.com", resource_name="nvidia.com/gpu"),
+            ResourceMapping(
+                device_class="mig.nvidia.com",
+                resource_name_prefix="nvidia.com/mig-",
+                selector=MIG_PROFILE_SELECTOR,
+            ),
+        ),
+    ),
+)
+"""Used when no LegacyResourceMapping is loaded: `nvidia.com/gpu` and `nvidia.com/mig-*`."""
+
+
+@dataclass(frozen=True)
+class Match:
+    """A legacy resource name resolved to the policy and entry that govern it."""
+
+    policy: LegacyResourceMapping
+    entry: ResourceMapping
+    suffix: str
+
+    @property
+    def selectors(self) -> tuple[str, ...]:
+        if not self.entry.selector:
+            return ()
+        return (self.entry.selector.replace("{suffix}", self.suffix),)
+
+
+def find_match(resource: str, mappings: Sequence[LegacyResourceMapping]) -> Match | None:
+    """The governing entry; exact names win over prefixes, then the first in policy order."""
+    found: Match | None = None
+    for policy in mappings:
+        for entry in policy.resources:
+            suffix = entry.suffix_of(resource)
+            if suffix is None:
+                continue
+            if entry.resource_name is not None:
+                return Match(policy, entry, suffix)
+            found = found or Match(policy, entry, suffix)
+    return found
+
+
+_DIGITS = re.compile(r"^\+?[0-9]+$")
+
+
+def parse_count(value: Any) -> int | None:
+    """An extended-resource quantity as a whole number, or None when it is not one.
+
+    Extended resources only take integers, so `500m`, `1.5` or `2Gi` are left for a person.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and value >= 0 else None
+    if isinstance(value, str) and _DIGITS.match(value.strip()):
+        return int(value.strip())
+    return None
+
+
+def container_count(resources: Mapping[str, Any], resource: str) -> tuple[int | None, str]:
+    """The device count a container asked for, or None and why it cannot be rewritten."""
+    raw = [section[resource] for section in _sections(resources) if resource in section]
+    counts = [parse_count(v) for v in raw]
+    if any(c is None for c in counts):
+        shown = next(v for v, c in zip(raw, counts, strict=True) if c is None)
+        return None, f"quantity {shown!r} is not a whole number"
+    if len(set(counts)) > 1:
+        return None, f"limits ({raw[0]}) and requests ({raw[1]}) differ"
+    return counts[0], ""
+
+
+def _sections(resources: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    sections = (resources.get("limits"), resources.get("requests"))
+    return [s for s in sections if isinstance(s, Mapping)]

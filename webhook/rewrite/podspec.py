@@ -1,0 +1,244 @@
+"""Legacy GPU requests in one pod spec become DRA claims: the heart of the rewriter.
+
+Works in place on a private deep copy (callers never see their input change). Each container
+that asked for mapped resources gets its own pod claim, because the device plugin never shared
+devices between containers and a shared claim would; several mapped resources in one container
+become several requests of that one claim.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from webhook.rewrite import nodes
+from webhook.rewrite.mappings import Match, container_count, find_match
+from webhook.rewrite.names import pod_claim_name, request_name, template_name
+from webhook.rewrite.notes import note
+from webhook.types import (
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    LegacyResourceMapping,
+    MappingAction,
+    RewriteResult,
+)
+
+REPLACES_ANNOTATION = "dragate.io/replaces"
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class Options:
+    mappings: Sequence[LegacyResourceMapping]
+    native_resources: frozenset[str] = frozenset()
+    action_override: MappingAction | None = None
+    namespace: str | None = None
+
+
+@dataclass
+class Outcome:
+    """What rewriting one object produced, accumulated over its pod specs."""
+
+    notes: list[str] = field(default_factory=list)
+    denied: list[str] = field(default_factory=list)
+    templates: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One DRA request a container needs in place of a legacy resource."""
+
+    resource: str
+    count: int
+    match: Match
+
+    @property
+    def device_class(self) -> str:
+        return self.match.entry.device_class
+
+
+@dataclass
+class Plan:
+    container: dict[str, Any]
+    mig_single: str | None = None  # why `nvidia.com/gpu` may mean a MIG slice in this Pod
+    wanted: list[Wanted] = field(default_factory=list)
+    remove: list[str] = field(default_factory=list)
+    kept_legacy: bool = False
+
+
+def rewrite_pod_spec(
+    spec: dict[str, Any],
+    mappings: Sequence[LegacyResourceMapping],
+    *,
+    native_resources: frozenset[str] = frozenset(),
+    action_override: MappingAction | None = None,
+    namespace: str | None = None,
+) -> RewriteResult:
+    """A rewritten copy of one pod spec, with the templates its claims need."""
+    new = copy.deepcopy(spec)
+    out = Outcome()
+    rewrite_in_place(new, Options(mappings, native_resources, action_override, namespace), out)
+    return RewriteResult(
+        object=new,
+        changed=new != spec,
+        notes=tuple(out.notes),
+        templates=tuple(out.templates.values()),
+        denied=tuple(out.denied),
+    )
+
+
+def rewrite_in_place(spec: dict[str, Any], opts: Options, out: Outcome) -> set[str]:
+    """Rewrite `spec` (already a private copy); returns the legacy resources it removed."""
+    mig_single = nodes.mig_single_reason(spec)
+    plans = [_plan(Plan(c, mig_single), opts, out) for c in containers_of(spec)]
+    plans = [p for p in plans if p.wanted or p.remove or p.kept_legacy]
+    wanted = [w for p in plans for w in p.wanted]
+    selectors = _carry_node_labels(spec, wanted, any(p.kept_legacy for p in plans), out)
+    for plan in plans:
+        _apply(spec, plan, selectors, opts, out)
+    return {r for p in plans for r in p.remove}
+
+
+def containers_of(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Init containers (restartable sidecars included) then app containers; never ephemeral."""
+    found: list[dict[str, Any]] = []
+    for key in ("initContainers", "containers"):
+        items = spec.get(key)
+        if isinstance(items, list):
+            found.extend(c for c in items if isinstance(c, dict))
+    return found
+
+
+def _plan(plan: Plan, opts: Options, out: Outcome) -> Plan:
+    resources = plan.container.get("resources")
+    if not isinstance(resources, dict):
+        return plan
+    for resource in _legacy_names(resources):
+        match = find_match(resource, opts.mappings)
+        if match is not None:
+            _plan_resource(plan, resource, match, opts, out)
+    return plan
+
+
+def _legacy_names(resources: dict[str, Any]) -> list[str]:
+    names: dict[str, None] = {}
+    for section in ("limits", "requests"):
+        value = resources.get(section)
+        if isinstance(value, dict):
+            names.update(dict.fromkeys(str(k) for k in value))
+    return list(names)
+
+
+def _plan_resource(plan: Plan, resource: str, match: Match, opts: Options, out: Outcome) -> None:
+    action = opts.action_override or match.policy.action
+    if action == MappingAction.IGNORE:
+        return
+    who = f'dragate: container "{plan.container.get("name", "")}": {resource}'
+    cls = match.entry.device_class
+    if resource in opts.native_resources:
+        kept = f"{who} kept: a DeviceClass serves it natively (extendedResourceName)"
+    elif action == MappingAction.WARN:
+        kept = f"{who} is a legacy GPU request; use DRA class {cls}"
+    elif action == MappingAction.DENY:
+        plan.kept_legacy = True
+        out.denied.append(note(f"{who} is a legacy GPU request; ask DRA class {cls} instead"))
+        return
+    else:
+        kept = _plan_rewrite(plan, resource, match, who, out)
+    if kept:
+        plan.kept_legacy = True
+        out.notes.append(note(kept))
+
+
+def _plan_rewrite(plan: Plan, resource: str, match: Match, who: str, out: Outcome) -> str:
+    """Plan the rewrite of one resource; returns why it is kept instead, or ""."""
+    count, problem = container_count(plan.container["resources"], resource)
+    if count is None:
+        return f"{who} kept: {problem}"
+    if resource == GPU_RESOURCE and plan.mig_single is not None and count > 0:
+        return f"{who} kept: may be a MIG slice ({plan.mig_single})"
+    plan.remove.append(resource)
+    if count == 0:
+        out.notes.append(note(f"{who}=0 removed: asks for no device"))
+    else:
+        plan.wanted.append(Wanted(resource, count, match))
+    return ""
+
+
+def _carry_node_labels(
+    spec: dict[str, Any], wanted: list[Wanted], kept_legacy: bool, out: Outcome
+) -> list[nodes.LabelRule]:
+    """Node label rules to turn into selectors; removes those every claim now carries."""
+    if not wanted:
+        return []
+    translation = nodes.translate(spec)
+    out.notes.extend(note(w) for w in translation.warnings)
+    classes = {w.device_class for w in wanted}
+    removable = [r for r in translation.rules if not kept_legacy and classes <= r.classes]
+    if removable:
+        nodes.remove_rules(spec, removable)
+        keys = ", ".join(dict.fromkeys(r.key for r in removable))
+        out.notes.append(note(f"dragate: node labels {keys} -> device selectors on the claims"))
+    return list(translation.rules)
+
+
+def _apply(
+    spec: dict[str, Any], plan: Plan, rules: list[nodes.LabelRule], opts: Options, out: Outcome
+) -> None:
+    resources = plan.container["resources"]
+    for section in ("limits", "requests"):
+        values = resources.get(section)
+        if isinstance(values, dict):
+            for resource in plan.remove:
+                values.pop(resource, None)
+            if not values:
+                del resources[section]
+    if plan.wanted:
+        _add_claim(spec, plan, rules, opts, out)
+
+
+def _add_claim(
+    spec: dict[str, Any], plan: Plan, rules: list[nodes.LabelRule], opts: Options, out: Outcome
+) -> None:
+    claims = spec.setdefault("resourceClaims", [])
+    taken = [c.get("name") for c in claims if isinstance(c, dict)]
+    container = str(plan.container.get("name", ""))
+    name = pod_claim_name(plan.wanted[0].device_class, container, map(str, taken))
+    requests = [_request(w, rules) for w in plan.wanted]
+    template = build_template(requests, plan.wanted, opts.namespace)
+    claims.append({"name": name, "resourceClaimTemplateName": template["metadata"]["name"]})
+    plan.container["resources"].setdefault("claims", []).append({"name": name})
+    out.templates.setdefault((opts.namespace or "", template["metadata"]["name"]), template)
+    asked = ", ".join(f"{w.resource}={w.count}" for w in plan.wanted)
+    classes = ", ".join(dict.fromkeys(w.device_class for w in plan.wanted))
+    text = f'dragate: container "{container}": {asked} -> claim "{name}" (class {classes})'
+    out.notes.append(note(text))
+
+
+def _request(wanted: Wanted, rules: list[nodes.LabelRule]) -> dict[str, Any]:
+    selectors = list(wanted.match.selectors)
+    selectors += [r.expression for r in rules if r.expression and wanted.device_class in r.classes]
+    exactly: dict[str, Any] = {"deviceClassName": wanted.device_class, "count": wanted.count}
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": s}} for s in dict.fromkeys(selectors)]
+    return {"name": request_name(wanted.device_class, wanted.match.suffix), "exactly": exactly}
+
+
+def build_template(
+    requests: list[dict[str, Any]], wanted: list[Wanted], namespace: str | None
+) -> dict[str, Any]:
+    """A managed `resource.k8s.io/v1` ResourceClaimTemplate, named from what it asks for."""
+    metadata: dict[str, Any] = {"name": template_name(requests)}
+    if namespace:
+        metadata["namespace"] = namespace
+    metadata["labels"] = {MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+    replaces = ", ".join(f"{w.resource}={w.count}" for w in wanted)
+    metadata["annotations"] = {REPLACES_ANNOTATION: replaces}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": metadata,
+        "spec": {"spec": {"devices": {"requests": requests}}},
+    }
