@@ -1,24 +1,68 @@
-"""The arithmetic every ledger shares: usage from holders, and the atomic limit check.
+"""The arithmetic every ledger shares: usage from holders, the atomic limit check, reconcile.
 
 Kept apart from storage so the memory, SQLite and Kubernetes ledgers cannot disagree on what
-"fits" means; each only supplies the transaction around `apply_holds`.
+"fits" means; each only supplies the transaction around these functions.
+
+A holder admitted by the webhook is *pending* until the object it stands for is seen (a
+claim, or the claim generated for a Pod's template): the request may still be refused by a
+later admission plugin, or the client may give up. A pending holder carries an expiry; the
+reconciler confirms it when the object appears and drops it when it expires unseen, so a
+reservation can never leak for longer than the bound.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from webhook.types import ClassUsage, Holder
 
 Holds = dict[str, dict[str, int]]
 """holder key -> device class -> devices."""
 
+PENDING_SECONDS = 120.0
+"""How long an admitted holder may wait for its object before it is released."""
 
-def usage_of(holds: Mapping[str, Mapping[str, int]]) -> dict[str, ClassUsage]:
+
+@dataclass(frozen=True)
+class Record:
+    """One holder's devices; `expires_at` is set while the holder is still pending."""
+
+    devices: Mapping[str, int]
+    expires_at: float | None = None
+
+    def as_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"devices": dict(self.devices)}
+        if self.expires_at is not None:
+            data["expiresAt"] = self.expires_at
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Record:
+        devices = data.get("devices") or {}
+        expires = data.get("expiresAt")
+        return cls(
+            devices={str(k): int(v) for k, v in dict(devices).items()},  # type: ignore[call-overload]
+            expires_at=float(expires) if isinstance(expires, int | float) else None,
+        )
+
+
+Records = dict[str, Record]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Records after a reservation attempt; `granted` False leaves `records` unchanged."""
+
+    granted: bool
+    records: Records = field(default_factory=dict)
+
+
+def usage_of(records: Mapping[str, Record]) -> dict[str, ClassUsage]:
     """Per class: total devices and the holders behind them."""
     holders: dict[str, list[Holder]] = {}
-    for key, devices in holds.items():
-        for device_class, count in devices.items():
+    for key, record in sorted(records.items()):
+        for device_class, count in record.devices.items():
             if count:
                 holders.setdefault(device_class, []).append(Holder(key, count))
     return {
@@ -27,32 +71,57 @@ def usage_of(holds: Mapping[str, Mapping[str, int]]) -> dict[str, ClassUsage]:
     }
 
 
-def apply_holds(
-    current: Mapping[str, Mapping[str, int]],
+def reserve(
+    current: Mapping[str, Record],
     holds: Mapping[str, Mapping[str, int]],
     limits: Mapping[str, int],
-) -> Holds | None:
-    """`current` with `holds` set, or None when a class that grows would pass its limit.
+    *,
+    now: float,
+    pending_seconds: float = PENDING_SECONDS,
+) -> Outcome:
+    """`current` with `holds` set, unless a class that grows would pass its limit.
 
     Only classes that grow are checked: shrinking or keeping a reservation is always allowed,
-    even for a tenant already over a lowered limit.
+    even for a tenant already over a lowered limit. A holder already confirmed keeps its
+    confirmation; a new one is pending until `now + pending_seconds`.
     """
-    updated: Holds = {key: dict(devices) for key, devices in current.items()}
-    before = totals(updated)
+    updated: Records = dict(current)
     for key, devices in holds.items():
-        updated[key] = {c: n for c, n in devices.items() if n}
-    after = totals(updated)
+        known = current.get(key)
+        expires = None if known is not None and known.expires_at is None else now + pending_seconds
+        updated[key] = Record({c: n for c, n in devices.items() if n}, expires)
+    before, after = totals(current), totals(updated)
     for device_class, total in after.items():
         limit = limits.get(device_class)
-        grew = total > before.get(device_class, 0)
-        if limit is not None and grew and total > limit:
-            return None
-    return updated
+        if limit is not None and total > before.get(device_class, 0) and total > limit:
+            return Outcome(False, dict(current))
+    return Outcome(True, updated)
 
 
-def totals(holds: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+def reconcile(
+    current: Mapping[str, Record], truth: Mapping[str, Mapping[str, int]], *, now: float
+) -> Records:
+    """The records once existing objects (`truth`) are known.
+
+    Holders backed by an object are confirmed with the object's devices; confirmed holders
+    whose object is gone are dropped; pending holders stay until they expire.
+    """
+    records: Records = {key: Record(dict(devices)) for key, devices in truth.items()}
+    for key, record in current.items():
+        pending = record.expires_at is not None and record.expires_at > now
+        if key not in records and pending:
+            records[key] = record
+    return records
+
+
+def totals(records: Mapping[str, Record]) -> dict[str, int]:
     total: dict[str, int] = {}
-    for devices in holds.values():
-        for device_class, count in devices.items():
+    for record in records.values():
+        for device_class, count in record.devices.items():
             total[device_class] = total.get(device_class, 0) + count
     return total
+
+
+def confirmed(holds: Mapping[str, Mapping[str, int]]) -> Records:
+    """Records for holders known to exist (a ledger's starting truth)."""
+    return {key: Record(dict(devices)) for key, devices in holds.items()}

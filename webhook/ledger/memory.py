@@ -1,4 +1,4 @@
-"""A ledger in process memory: for `dragate check` and for tests of the pipeline.
+"""A ledger in process memory: for `dragate check`, `dragate test` and the pipeline's tests.
 
 It has the same atomic check-and-reserve as the SQLite and Kubernetes ledgers, under a lock,
 so the offline CLI counts exactly as a single webhook process would.
@@ -7,22 +7,29 @@ so the offline CLI counts exactly as a single webhook process would.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 
-from webhook.ledger.accounting import Holds, apply_holds, usage_of
+from webhook.ledger import accounting
+from webhook.ledger.accounting import Holds, Records
 from webhook.types import ClassUsage, Reservation
 
 
 class MemoryLedger:
-    """Per tenant: holder -> devices per class."""
+    """Per tenant: holder -> record (devices per class, pending expiry)."""
 
-    def __init__(self, initial: Mapping[str, Holds] | None = None) -> None:
+    def __init__(
+        self, initial: Mapping[str, Holds] | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
         self._lock = threading.Lock()
-        self._tenants: dict[str, Holds] = {t: dict(h) for t, h in (initial or {}).items()}
+        self._clock = clock
+        self._tenants: dict[str, Records] = {
+            tenant: accounting.confirmed(holds) for tenant, holds in (initial or {}).items()
+        }
 
     def usage(self, tenant: str) -> Mapping[str, ClassUsage]:
         with self._lock:
-            return usage_of(self._tenants.get(tenant, {}))
+            return accounting.usage_of(self._tenants.get(tenant, {}))
 
     def reserve(
         self,
@@ -32,12 +39,20 @@ class MemoryLedger:
     ) -> Reservation:
         with self._lock:
             current = self._tenants.get(tenant, {})
-            updated = apply_holds(current, holds, limits)
-            if updated is None:
-                return Reservation(granted=False, usage=usage_of(current))
-            self._tenants[tenant] = updated
-            return Reservation(granted=True, usage=usage_of(updated))
+            outcome = accounting.reserve(current, holds, limits, now=self._clock())
+            self._tenants[tenant] = outcome.records
+            return Reservation(outcome.granted, accounting.usage_of(outcome.records))
 
     def release(self, tenant: str, holder: str) -> None:
         with self._lock:
             self._tenants.get(tenant, {}).pop(holder, None)
+
+    def reconcile(self, truth: Mapping[str, Holds]) -> None:
+        """Confirm, keep or drop holders given the holds of existing objects per tenant."""
+        with self._lock:
+            now = self._clock()
+            for tenant in set(self._tenants) | set(truth):
+                current = self._tenants.get(tenant, {})
+                self._tenants[tenant] = accounting.reconcile(
+                    current, truth.get(tenant, {}), now=now
+                )

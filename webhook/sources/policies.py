@@ -137,12 +137,18 @@ def _read_all(texts: list[tuple[str, str]], problems: list[PolicyProblem]) -> li
     return []
 
 
+NOT_POLICIES = frozenset({"PolicyTestSuite"})
+"""Kinds of the dragate.io group that may share a policy directory without being policies."""
+
+
 def _read_document(doc: Document, report: Report) -> Loaded | None:
     """The policy in one document; None (with problems reported) when it cannot be built."""
     if not isinstance(doc.data, dict):
         report.wrong((), "a policy document (a mapping with apiVersion, kind, metadata, spec)",
                      doc.data)
         return None
+    if doc.data.get("kind") in NOT_POLICIES:
+        return None  # test suites live beside the policies they test
     HEADER.read(doc.data, (), report)
     kind = KINDS.get(str(doc.data.get("kind")))
     if kind is None:

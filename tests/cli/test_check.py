@@ -1,0 +1,124 @@
+"""`dragate check`: golden output per format, exit codes, every kind of input and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from webhook.cli import main
+
+DATA = Path(__file__).parent / "data" / "check"
+GOLDEN_FORMATS = ["text", "json", "yaml", "junit"]
+UPDATE = os.environ.get("DRAGATE_UPDATE_GOLDENS") == "1"
+
+
+def check(*args: str, stdin: str | None = None) -> Result:
+    return CliRunner().invoke(main, ["check", *args], input=stdin, catch_exceptions=False)
+
+
+@pytest.fixture(autouse=True)
+def _in_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(DATA)  # `source` fields name relative paths, stable across machines
+
+
+@pytest.mark.parametrize("output", GOLDEN_FORMATS, ids=GOLDEN_FORMATS)
+def test_golden_output(output: str) -> None:
+    result = check("--state", "state.yaml", "-o", output, "manifests.yaml")
+    golden = DATA / f"expected.{output}"
+    if UPDATE:
+        golden.write_text(result.stdout)
+    assert result.stdout == golden.read_text()
+    assert result.exit_code == 1  # `second` is denied
+
+
+def test_json_contract_fields_and_accumulating_usage() -> None:
+    rows = json.loads(check("--state", "state.yaml", "-o", "json", "manifests.yaml").stdout)
+    assert [(r["name"], r["allowed"]) for r in rows] == [
+        ("first", True),
+        ("second", False),
+        ("legacy", True),
+        ("unrelated", True),
+    ]
+    contract = {"kind", "namespace", "name", "allowed", "reasons", "warnings", "patched"}
+    assert contract <= set(rows[0])
+    assert "used 15 + requested 2 > limit 16" in rows[1]["reasons"][0]
+    assert rows[2]["patched"]["spec"]["resourceClaims"][0]["name"] == "mig-server"
+    assert rows[0]["patched"] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "names"),  # a directory is read recursively, in sorted order
+    [
+        (["claim.json"], None, ["from-json"]),
+        (["-"], (DATA / "claim.json").read_text(), ["from-json"]),
+        (["state.yaml"], None, ["team-x", "train-a", "train-b"]),
+        (["tree"], None, ["first", "second", "legacy", "unrelated", "from-json"]),
+    ],
+    ids=["json-file", "stdin", "kind-list", "directory"],
+)
+def test_inputs(args: list[str], stdin: str | None, names: list[str]) -> None:
+    result = check("-o", "json", *args, stdin=stdin)
+    assert [r["name"] for r in json.loads(result.stdout)] == names
+
+
+def test_all_allowed_exits_zero() -> None:
+    assert check("claim.json").exit_code == 0
+
+
+def test_without_state_nothing_is_held() -> None:
+    rows = json.loads(check("-o", "json", "manifests.yaml").stdout)
+    assert all(r["allowed"] for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("files", "extra", "message"),
+    [
+        ({"bad.yaml": "a: [1\n"}, [], "bad.yaml:2: not valid YAML or JSON"),
+        ({"bad.yaml": "- just\n- a list\n"}, [], "expected a Kubernetes object"),
+        ({"bad.yaml": "kind: Pod\n"}, [], "`apiVersion` is missing"),
+        ({}, ["missing.yaml"], "missing.yaml: cannot read"),
+    ],
+    ids=["syntax", "not-an-object", "no-apiversion", "missing-file"],
+)
+def test_bad_manifests_exit_two_and_the_rest_is_still_checked(
+    tmp_path: Path, files: dict[str, str], extra: list[str], message: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    paths = [str(tmp_path / n) for n in [*files, *extra]]
+    result = check("-o", "json", str(DATA / "claim.json"), *paths)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert json.loads(result.stdout)[0]["name"] == "from-json"
+
+
+def test_invalid_policies_exit_two_with_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "t.yaml").write_text(
+        "apiVersion: dragate.io/v1alpha1\nkind: Tenant\nmetadata: {name: a}\n"
+        "spec:\n  namespaces: [a]\n  quota:\n  - {deviceClassName: x, maxDevice: 1}\n"
+    )
+    result = check("--policies", str(tmp_path), "claim.json")
+    assert result.exit_code == 2
+    assert "t.yaml:7" in result.output and "maxDevices" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--policies", "/nonexistent", "claim.json"], "does not exist"),
+        (["--state", "manifests.yaml", "claim.json"], "a state file holds only"),
+        (["--state", "/nonexistent.yaml", "claim.json"], "cannot read"),
+        (["-o", "xml", "claim.json"], "Invalid value for '-o'"),
+        ([], "Missing argument"),
+    ],
+    ids=["no-policy-dir", "state-wrong-kind", "state-missing", "bad-format", "no-manifests"],
+)
+def test_bad_flags_exit_two(args: list[str], message: str) -> None:
+    result = check(*args)
+    assert result.exit_code == 2
+    assert message in result.output
