@@ -13,7 +13,7 @@ from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context, admit, request_from_object, review
 from webhook.sources.policies import parse_policies
 from webhook.sources.state import SnapshotState
-from webhook.types import Operation
+from webhook.types import FactsUnavailable, Operation
 
 POLICIES = parse_policies(
     """
@@ -164,3 +164,68 @@ def test_mutation_touches_only_pod_creates(operation: Operation) -> None:
     ctx, _, _ = context()
     req = request_from_object(legacy_pod(), operation=operation)
     assert not review(req, ctx, mutate=True).patch
+
+
+class UnreachableState(SnapshotState):
+    """Our own ClusterState adapter, standing in for a cluster that does not answer."""
+
+    def namespace(self, name: str) -> dict[str, Any] | None:
+        raise FactsUnavailable("API server did not answer within 1.0s")
+
+
+@pytest.mark.parametrize(
+    ("setting", "allowed", "fragment"),
+    [
+        ("Deny", False, "cluster state unavailable, quota cannot be checked"),
+        ("Warn", True, "admitted without a quota check"),
+    ],
+    ids=["fail-closed-by-default", "warn"],
+)
+def test_unavailable_state_is_an_explicit_outcome(
+    setting: str, allowed: bool, fragment: str
+) -> None:
+    policies = parse_policies(
+        "apiVersion: dragate.io/v1alpha1\nkind: Settings\nmetadata: {name: s}\n"
+        f"spec: {{whenStateUnavailable: {setting}}}\n"
+    )
+    ctx = Context(policies=lambda: policies, state=UnreachableState(), ledger=MemoryLedger())
+    verdict = review(request_from_object(claim(request(exact()))), ctx)
+    assert verdict.allowed is allowed
+    text = " ".join([*(str(r) for r in verdict.decision.reasons), *verdict.decision.warnings])
+    assert fragment in text and "did not answer" in text
+
+
+def test_unavailable_state_leaves_legacy_pods_unchanged_with_a_warning() -> None:
+    ctx = Context(policies=lambda: POLICIES, state=UnreachableState(), ledger=MemoryLedger())
+    verdict = review(request_from_object(legacy_pod()), ctx, mutate=True)
+    assert verdict.allowed and not verdict.patch
+    assert "not rewritten, cluster state unavailable" in verdict.decision.warnings[0]
+
+
+def deployment(replicas: int) -> dict[str, Any]:
+    template = {"metadata": {}, "spec": legacy_pod()["spec"]}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "team-a"},
+        "spec": {"replicas": replicas, "template": template},
+    }
+
+
+@pytest.mark.parametrize(("replicas", "warned"), [(2, False), (3, True)], ids=["fits", "too-many"])
+def test_workload_prediction_warns_when_pods_will_not_fit(replicas: int, warned: bool) -> None:
+    ctx, _, _ = context()
+    verdict = review(request_from_object(deployment(replicas)), ctx)
+    assert verdict.allowed
+    expected = "Deployment team-a/web: its pods need 6 gpu.nvidia.com devices"
+    assert any(expected in w for w in verdict.decision.warnings) is warned
+
+
+def test_namespace_admin_label_guard_runs_through_the_pipeline() -> None:
+    ctx, _, _ = context()
+    ns = namespace("team-a", **{"resource.kubernetes.io/admin-access": "true"})
+    verdict = review(request_from_object(ns), ctx)
+    assert not verdict.allowed
+    assert "may not set or change the resource.kubernetes.io/admin-access label" in str(
+        verdict.decision.reasons[0]
+    )

@@ -16,14 +16,18 @@ from typing import Any
 import jsonpatch
 
 from webhook.engine import evaluate, namespace_labels, resolve_tenant
-from webhook.engine.normalize import ObjectError, pod_claims
+from webhook.engine.counting import add_charges, devices_by_class
+from webhook.engine.normalize import ObjectError, pod_claims, template_claim_spec
 from webhook.engine.quota import limits_of
+from webhook.engine.workloads import PREDICTED_KINDS, demand, fit_warnings
 from webhook.rewrite import rewrite_object
 from webhook.types import (
+    Action,
     AdmissionRequest,
     ClusterState,
     Decision,
     Facts,
+    FactsUnavailable,
     Ledger,
     Object,
     Operation,
@@ -117,16 +121,65 @@ def _templates(request: AdmissionRequest, state: ClusterState) -> dict[str, Obje
 
 
 def _validate(request: AdmissionRequest, policies: PolicySet, context: Context) -> Verdict:
+    try:
+        return _validate_with_facts(request, policies, context)
+    except FactsUnavailable as err:
+        return Verdict(_unavailable(request, policies.settings, err))
+
+
+def _unavailable(request: AdmissionRequest, settings: Settings, err: FactsUnavailable) -> Decision:
+    """The explicit outcome when facts cannot be had: fail closed unless Settings say Warn."""
+    message = f"cluster state unavailable, quota cannot be checked: {err}"
+    if settings.when_state_unavailable == Action.WARN:
+        return Decision(warnings=(f"dragate: {message}; admitted without a quota check",))
+    reason = Reason(policy="Settings/whenStateUnavailable", message=f"{message}; retry later")
+    return Decision(allowed=False, reasons=(reason,))
+
+
+def _validate_with_facts(
+    request: AdmissionRequest, policies: PolicySet, context: Context
+) -> Verdict:
     facts = gather(request, policies, context.state)
     if facts.tenant is not None:
         facts = replace(facts, usage=context.ledger.usage(facts.tenant.name))
     decision = evaluate(request, policies, facts)
+    if request.kind in PREDICTED_KINDS:
+        decision = replace(decision, warnings=_predictions(request, policies, context, facts))
     if not decision.allowed or not decision.holds or facts.tenant is None or request.dry_run:
         return Verdict(decision)
     reservation = context.ledger.reserve(facts.tenant.name, decision.holds, limits_of(facts.tenant))
     if reservation.granted:
         return Verdict(decision)
     return Verdict(_refused(request, policies, replace(facts, usage=reservation.usage)))
+
+
+def _predictions(
+    request: AdmissionRequest, policies: PolicySet, context: Context, facts: Facts
+) -> tuple[str, ...]:
+    """Warnings when a workload's Pods would not fit its tenant's remaining quota."""
+    if facts.tenant is None or request.object is None or request.operation == Operation.DELETE:
+        return ()
+    rewritten = rewrite_object(request.object, policies.mappings, namespace=request.namespace)
+    made = {str(t["metadata"]["name"]): t for t in rewritten.templates}
+
+    def charges_of(pod_spec: Object) -> dict[str, int]:
+        templates = (
+            made.get(name) or context.state.template(request.namespace, name)
+            for claim in pod_spec.get("resourceClaims") or []
+            if isinstance(claim, dict) and (name := str(claim.get("resourceClaimTemplateName")))
+        )
+        return add_charges(_template_charges(t) for t in templates if t is not None)
+
+    needed = demand(rewritten.object, charges_of)
+    name = f"{request.kind} {request.namespace}/{request.name}"
+    return tuple(fit_warnings(name, needed, facts.tenant, facts.usage))
+
+
+def _template_charges(template: Object) -> dict[str, int]:
+    try:
+        return devices_by_class(template_claim_spec(template, "template"))
+    except ObjectError:
+        return {}
 
 
 def _refused(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> Decision:
@@ -148,6 +201,16 @@ def _mutate(request: AdmissionRequest, policies: PolicySet, context: Context) ->
         return Verdict(Decision())
     if request.sub_resource:
         return Verdict(Decision())
+    try:
+        return _rewrite(request, policies, context, obj)
+    except FactsUnavailable as err:
+        warning = f"dragate: legacy GPU resources not rewritten, cluster state unavailable: {err}"
+        return Verdict(Decision(warnings=(warning,)))
+
+
+def _rewrite(
+    request: AdmissionRequest, policies: PolicySet, context: Context, obj: Object
+) -> Verdict:
     facts = gather(request, policies, context.state)
     result = rewrite_object(
         obj,

@@ -189,6 +189,7 @@ class Settings:
 
     deny_unknown_namespaces: bool = False  # namespaces in no tenant are denied GPU use
     feasibility: Action | None = None  # deny/warn when no device can satisfy a request
+    when_state_unavailable: Action = Action.DENY  # quota checks fail closed by default
     admin_access_editors: frozenset[str] = frozenset()  # users or `group:NAME` allowed to label
     exempt_namespaces: frozenset[str] = frozenset()
     exempt_service_accounts: frozenset[str] = frozenset()
@@ -375,6 +376,14 @@ class Verdict:
 
 
 # --------------------------------------------------------------------------- adapters
+
+
+class FactsUnavailable(DragateError):
+    """Raised by a ClusterState or Ledger that cannot answer within its bound.
+
+    The pipeline turns it into an explicit outcome (`Settings.whenStateUnavailable`): quota
+    cannot be checked without facts, so by default the request is denied and says why.
+    """
 
 
 class ClusterState(Protocol):

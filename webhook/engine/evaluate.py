@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from webhook.engine import normalize, quota
 from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
+from webhook.engine.namespaces import admin_label_reasons
 from webhook.engine.requests import Finding, check_request
 from webhook.engine.rules import RuleInputs
 from webhook.engine.tenancy import namespace_labels
@@ -39,6 +40,9 @@ class JudgedClaim:
 
 def evaluate(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> Decision:
     """Judge one admission request against the policies, given the facts."""
+    if request.kind == "Namespace":
+        reasons = tuple(admin_label_reasons(request, policies.settings))
+        return Decision(allowed=not reasons, reasons=reasons, tenant=_tenant_name(facts))
     if not _judged(request):
         return Decision(allowed=True, tenant=_tenant_name(facts))
     try:

@@ -273,6 +273,7 @@ def _mapping(name: str, spec: Mapping[str, Any], source: Source) -> LegacyResour
 SETTINGS = Obj(
     {"denyUnknownNamespaces": Bool(),
      "feasibility": OneOf((Action.DENY, Action.WARN), Action),
+     "whenStateUnavailable": OneOf((Action.DENY, Action.WARN), Action),
      "adminAccessEditors": ListOf(Str(_EDITOR, 'a user name or "group:NAME"'),
                                   'user names or "group:NAME"'),
      "exemptNamespaces": ListOf(NAMESPACE, "namespace names"),
@@ -286,6 +287,7 @@ def _settings(_name: str, spec: Mapping[str, Any], _source: Source) -> Settings:
     return Settings(
         deny_unknown_namespaces=spec.get("denyUnknownNamespaces", False),
         feasibility=spec.get("feasibility"),
+        when_state_unavailable=spec.get("whenStateUnavailable", Action.DENY),
         admin_access_editors=frozenset(spec.get("adminAccessEditors", ())),
         exempt_namespaces=frozenset(spec.get("exemptNamespaces", ())),
         exempt_service_accounts=frozenset(spec.get("exemptServiceAccounts", ())),

@@ -57,11 +57,16 @@ def _by_domain(driver: str, items: Mapping[str, Any], convert: Any) -> DomainMap
     return DomainMap({ct.StringType(d): ct.MapType(v) for d, v in domains.items()})
 
 
-def device_to_cel(driver: str, attributes: Mapping[str, Mapping[str, Any]],
-                  capacity: Mapping[str, Mapping[str, Any]]) -> Any:
+def device_to_cel(
+    driver: str,
+    attributes: Mapping[str, Mapping[str, Any]],
+    capacity: Mapping[str, Mapping[str, Any]],
+) -> Any:
     """The `device` variable; raises ValueError for a malformed attribute or capacity."""
-    return ct.MapType({
-        ct.StringType("driver"): ct.StringType(driver),
-        ct.StringType("attributes"): _by_domain(driver, attributes, _attribute),
-        ct.StringType("capacity"): _by_domain(driver, capacity, _capacity),
-    })
+    return ct.MapType(
+        {
+            ct.StringType("driver"): ct.StringType(driver),
+            ct.StringType("attributes"): _by_domain(driver, attributes, _attribute),
+            ct.StringType("capacity"): _by_domain(driver, capacity, _capacity),
+        }
+    )

@@ -27,8 +27,9 @@ CelFunction = Callable[..., Any]
 def _compare(receiver: Any, other: Any, function: str) -> int:
     if isinstance(receiver, Quantity | Semver):
         if type(other) is not type(receiver):
-            raise CelFunctionError(f"no such overload: {function}({type_name(receiver)}, "
-                                   f"{type_name(other)})")
+            raise CelFunctionError(
+                f"no such overload: {function}({type_name(receiver)}, {type_name(other)})"
+            )
         return receiver.compare(other)
     raise CelFunctionError(f"no such overload: {function} applied to {type_name(receiver)}")
 
@@ -80,13 +81,24 @@ def _propagating(function: CelFunction) -> CelFunction:
 
 def _table() -> dict[str, CelFunction]:
     shared: dict[str, CelFunction] = {
-        "compareTo": compare_to, "isGreaterThan": is_greater_than, "isLessThan": is_less_than,
-        "add": add, "sub": sub, "indexOf": index_of, "lastIndexOf": last_index_of,
+        "compareTo": compare_to,
+        "isGreaterThan": is_greater_than,
+        "isLessThan": is_less_than,
+        "add": add,
+        "sub": sub,
+        "indexOf": index_of,
+        "lastIndexOf": last_index_of,
     }
     table: dict[str, CelFunction] = {}
     modules: tuple[dict[str, CelFunction], ...] = (
-        quantity.FUNCTIONS, semver.FUNCTIONS, strings.FUNCTIONS, lists.FUNCTIONS,
-        sets.FUNCTIONS, regex.FUNCTIONS, shared)
+        quantity.FUNCTIONS,
+        semver.FUNCTIONS,
+        strings.FUNCTIONS,
+        lists.FUNCTIONS,
+        sets.FUNCTIONS,
+        regex.FUNCTIONS,
+        shared,
+    )
     for module_table in modules:
         table.update(module_table)
     return {name: _propagating(function) for name, function in table.items()}

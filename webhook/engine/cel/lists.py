@@ -36,7 +36,8 @@ def _greater(left: Any, right: Any) -> bool:
     both_numbers = isinstance(a, int | float) and isinstance(b, int | float)
     if not both_numbers and type(left) is not type(right):
         raise CelFunctionError(
-            f"no such overload: compare {type_name(left)} with {type_name(right)}")
+            f"no such overload: compare {type_name(left)} with {type_name(right)}"
+        )
     return bool(a > b)
 
 
@@ -85,5 +86,9 @@ def list_last_index_of(receiver: Any, item: Any) -> ct.IntType:
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "isSorted": is_sorted, "sum": total, "min": minimum, "max": maximum}
+    "isSorted": is_sorted,
+    "sum": total,
+    "min": minimum,
+    "max": maximum,
+}
 """indexOf/lastIndexOf are shared with strings and dispatched in library.py."""

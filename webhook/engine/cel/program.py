@@ -36,8 +36,7 @@ MAX_SECONDS = 0.25
 MAX_BOUND_LENGTH = 1 << 20
 """Largest string or list a comprehension or cel.bind may bind to a variable."""
 
-_TRAPPED = (ValueError, KeyError, TypeError, ArithmeticError, IndexError, NameError,
-            AttributeError)
+_TRAPPED = (ValueError, KeyError, TypeError, ArithmeticError, IndexError, NameError, AttributeError)
 
 
 class _Budget:
@@ -92,8 +91,11 @@ _MISSING = object()
 
 def _type_error(error: BaseException) -> str:
     text = str(error)
-    return text if text.startswith("no such overload") and "<class" not in text else (
-        "no such overload")
+    return (
+        text
+        if text.startswith("no such overload") and "<class" not in text
+        else ("no such overload")
+    )
 
 
 def _overflow(error: BaseException) -> str:
@@ -129,8 +131,9 @@ def _result(activation: Any, expression: Callable[[Any], Any]) -> Any:
         return CELEvalError(describe(error), type(error), error.args)
 
 
-def _bind(activation: Scope, name: str, body: Callable[[Any], Any],
-          init: Callable[[Any], Any]) -> Any:
+def _bind(
+    activation: Scope, name: str, body: Callable[[Any], Any], init: Callable[[Any], Any]
+) -> Any:
     """cel.bind(name, init, body): evaluate init once, then body with `name` bound to it."""
     return body(activation.nested_activation(vars={name: _result(activation, init)}))
 
@@ -138,16 +141,23 @@ def _bind(activation: Scope, name: str, body: Callable[[Any], Any],
 def _error_text(error: CELEvalError) -> str:
     message = str(error.args[0]) if error.args else "evaluation error"
     cause = error.__cause__
-    return describe(cause) if isinstance(cause, BaseException) and message in (
-        "return error for overflow", "no such overload") else message
+    return (
+        describe(cause)
+        if isinstance(cause, BaseException)
+        and message in ("return error for overflow", "no such overload")
+        else message
+    )
 
 
 _EVALUATION = SimpleNamespace(**vars(celpy.evaluation))
 _EVALUATION.result = _result
 _GLOBALS: dict[str, Any] = {
     "celpy": SimpleNamespace(celtypes=celpy.celtypes, evaluation=_EVALUATION),
-    "operator": operator, "builtins": builtins, "CELEvalError": CELEvalError,
-    "_dg_bind": _bind, **{python_name(name): fn for name, fn in FUNCTIONS.items()},
+    "operator": operator,
+    "builtins": builtins,
+    "CELEvalError": CELEvalError,
+    "_dg_bind": _bind,
+    **{python_name(name): fn for name, fn in FUNCTIONS.items()},
 }
 
 
@@ -186,8 +196,9 @@ def _load(python_source: str) -> Callable[[Scope], Any]:
     return namespace["_dg_main"]  # type: ignore[no-any-return]
 
 
-def compile_expression(expression: str, *, variables: Iterable[str],
-                       expect_bool: bool = True) -> Program:
+def compile_expression(
+    expression: str, *, variables: Iterable[str], expect_bool: bool = True
+) -> Program:
     """Parse, check and transpile once; CelCompileError for anything that can never run.
 
     `expect_bool=False` skips the "result can never be a bool" check, for tools and tests

@@ -18,20 +18,82 @@ from webhook.engine.cel.syntax import call_parts, column, ident_name, namespace_
 
 Kind = Literal["bool", "other"] | None
 
-BOOL_RESULTS = frozenset({
-    "has", "bool", "isQuantity", "isSemver", "matches", "startsWith", "endsWith", "contains",
-    "isGreaterThan", "isLessThan", "isSorted", "isInteger", "all", "exists", "exists_one",
-    "sets.contains", "sets.equivalent", "sets.intersects",
-})
-OTHER_RESULTS = frozenset({
-    "size", "int", "uint", "double", "string", "bytes", "duration", "timestamp", "type",
-    "quantity", "semver", "compareTo", "sign", "asInteger", "asApproximateFloat", "add", "sub",
-    "major", "minor", "patch", "charAt", "indexOf", "lastIndexOf", "lowerAscii", "upperAscii",
-    "replace", "split", "substring", "trim", "join", "find", "findAll", "map", "filter",
-    "strings.quote", "list",
-})
-_PASS_THROUGH = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition",
-                           "multiplication", "unary", "member", "primary", "paren_expr"})
+BOOL_RESULTS = frozenset(
+    {
+        "has",
+        "bool",
+        "isQuantity",
+        "isSemver",
+        "matches",
+        "startsWith",
+        "endsWith",
+        "contains",
+        "isGreaterThan",
+        "isLessThan",
+        "isSorted",
+        "isInteger",
+        "all",
+        "exists",
+        "exists_one",
+        "sets.contains",
+        "sets.equivalent",
+        "sets.intersects",
+    }
+)
+OTHER_RESULTS = frozenset(
+    {
+        "size",
+        "int",
+        "uint",
+        "double",
+        "string",
+        "bytes",
+        "duration",
+        "timestamp",
+        "type",
+        "quantity",
+        "semver",
+        "compareTo",
+        "sign",
+        "asInteger",
+        "asApproximateFloat",
+        "add",
+        "sub",
+        "major",
+        "minor",
+        "patch",
+        "charAt",
+        "indexOf",
+        "lastIndexOf",
+        "lowerAscii",
+        "upperAscii",
+        "replace",
+        "split",
+        "substring",
+        "trim",
+        "join",
+        "find",
+        "findAll",
+        "map",
+        "filter",
+        "strings.quote",
+        "list",
+    }
+)
+_PASS_THROUGH = frozenset(
+    {
+        "expr",
+        "conditionalor",
+        "conditionaland",
+        "relation",
+        "addition",
+        "multiplication",
+        "unary",
+        "member",
+        "primary",
+        "paren_expr",
+    }
+)
 
 
 def _by_name(name: str) -> Kind:
@@ -54,8 +116,13 @@ def _ternary(node: TranspilerTree, variables: frozenset[str]) -> Kind:
 
 
 _FIXED: dict[str, Kind] = {
-    "conditionalor": "bool", "conditionaland": "bool", "relation": "bool",
-    "addition": "other", "multiplication": "other", "list_lit": "other", "map_lit": "other",
+    "conditionalor": "bool",
+    "conditionaland": "bool",
+    "relation": "bool",
+    "addition": "other",
+    "multiplication": "other",
+    "list_lit": "other",
+    "map_lit": "other",
 }
 """Node types whose result kind does not depend on their operands (when they have two)."""
 
@@ -90,5 +157,6 @@ def require_bool(tree: TranspilerTree, variables: frozenset[str]) -> None:
     """CelCompileError when the expression's value is statically not a bool."""
     if result_kind(tree, variables) == "other":
         shown = ident_name(tree) or "this expression"
-        raise CelCompileError(f"{shown} must evaluate to a bool, but its result is never a bool",
-                              column(tree) or 1)
+        raise CelCompileError(
+            f"{shown} must evaluate to a bool, but its result is never a bool", column(tree) or 1
+        )

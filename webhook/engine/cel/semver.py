@@ -31,8 +31,9 @@ class Semver:
     __slots__ = ("build", "major", "minor", "patch", "pre")
     CEL_TYPE_NAME = "kubernetes.Semver"
 
-    def __init__(self, major: int, minor: int, patch: int, pre: Prerelease = (),
-                 build: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, major: int, minor: int, patch: int, pre: Prerelease = (), build: tuple[str, ...] = ()
+    ) -> None:
         self.major, self.minor, self.patch = major, minor, patch
         self.pre, self.build = pre, build
 
@@ -84,7 +85,8 @@ def _number(text: str, what: str) -> int:
         raise CelFunctionError(f"Invalid character(s) found in {what} number {text!r}")
     if len(text) > 1 and text[0] == "0":
         raise CelFunctionError(
-            f"{what.capitalize()} number must not contain leading zeroes {text!r}")
+            f"{what.capitalize()} number must not contain leading zeroes {text!r}"
+        )
     if not text or int(text) > _UINT64_MAX:
         raise CelFunctionError(f"invalid {what} number {text!r}")
     return int(text)
@@ -96,7 +98,8 @@ def _prerelease_part(text: str) -> int | str:
     if set(text) <= _NUMBERS:
         if len(text) > 1 and text[0] == "0":
             raise CelFunctionError(
-                f"Numeric PreRelease version must not contain leading zeroes {text!r}")
+                f"Numeric PreRelease version must not contain leading zeroes {text!r}"
+            )
         return int(text)
     if not set(text) <= _ALPHANUMERICS:
         raise CelFunctionError(f"Invalid character(s) found in prerelease {text!r}")
@@ -148,8 +151,11 @@ def _parse(text: Any, normalize: Any, function: str) -> Semver:
     text = str(expect(text, ct.StringType, function))
     if normalize is None:
         return parse_semver(text)
-    return normalize_and_parse(text) if expect(normalize, ct.BoolType, function) else parse_semver(
-        text)
+    return (
+        normalize_and_parse(text)
+        if expect(normalize, ct.BoolType, function)
+        else parse_semver(text)
+    )
 
 
 def semver(text: Any, normalize: Any = None) -> Semver:
@@ -179,5 +185,10 @@ def patch(receiver: Any) -> ct.IntType:
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "semver": semver, "isSemver": is_semver, "major": major, "minor": minor, "patch": patch}
+    "semver": semver,
+    "isSemver": is_semver,
+    "major": major,
+    "minor": minor,
+    "patch": patch,
+}
 """Names only Semver answers; compareTo & co. are shared with Quantity (library.py)."""

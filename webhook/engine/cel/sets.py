@@ -42,4 +42,7 @@ def intersects(a: Any, b: Any) -> ct.BoolType:
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "sets.contains": contains, "sets.equivalent": equivalent, "sets.intersects": intersects}
+    "sets.contains": contains,
+    "sets.equivalent": equivalent,
+    "sets.intersects": intersects,
+}

@@ -19,13 +19,26 @@ from webhook.engine.cel.values import expect
 MAX_STRING = 1 << 20
 """Largest string a library function may build (1 MiB of code points)."""
 
-_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
+_GO_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
 """Go's unicode.IsSpace set; Python's str.strip() also strips \\x1c-\\x1f, Go does not."""
 _LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 _UPPER = {c + 32: c for c in range(ord("A"), ord("Z") + 1)}
-_QUOTE = str.maketrans({"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
-                        "\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'})
+_QUOTE = str.maketrans(
+    {
+        "\a": "\\a",
+        "\b": "\\b",
+        "\f": "\\f",
+        "\n": "\\n",
+        "\r": "\\r",
+        "\t": "\\t",
+        "\v": "\\v",
+        "\\": "\\\\",
+        '"': '\\"',
+    }
+)
 
 
 def _string(value: Any, function: str) -> str:
@@ -48,7 +61,7 @@ def char_at(receiver: Any, index: Any) -> ct.StringType:
     text, i = _string(receiver, "charAt"), _int(index, "charAt")
     if i < 0 or i > len(text):
         raise CelFunctionError(f"index out of range: {i}")
-    return ct.StringType(text[i:i + 1])
+    return ct.StringType(text[i : i + 1])
 
 
 def string_index_of(receiver: Any, sub: Any, offset: Any = None) -> ct.IntType:
@@ -102,7 +115,7 @@ def split(receiver: Any, separator: Any, limit: Any = None) -> ct.ListType:
     elif n < 0 or n > len(text):
         parts = list(text)
     else:
-        parts = [*text[:n - 1], text[n - 1:]]
+        parts = [*text[: n - 1], text[n - 1 :]]
     return ct.ListType([ct.StringType(p) for p in parts])
 
 

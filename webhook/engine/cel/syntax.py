@@ -23,8 +23,22 @@ from webhook.engine.cel.errors import CelCompileError
 from webhook.engine.cel.library import FUNCTIONS, NAMESPACES
 
 MACROS = frozenset({"map", "filter", "all", "exists", "exists_one"})
-TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map",
-                        "null_type", "type", "timestamp", "duration"})
+TYPE_NAMES = frozenset(
+    {
+        "int",
+        "uint",
+        "double",
+        "bool",
+        "string",
+        "bytes",
+        "list",
+        "map",
+        "null_type",
+        "type",
+        "timestamp",
+        "duration",
+    }
+)
 KNOWN_FUNCTIONS = frozenset(FUNCTIONS) | frozenset(base_functions) | {"has", "dyn"}
 
 _parser: lark.Lark | None = None
@@ -37,10 +51,16 @@ def _lark() -> lark.Lark:
         if _parser is None:
             grammar = (Path(celpy.__file__).parent / "cel.lark").read_text()
             _parser = lark.Lark(
-                grammar, parser="lalr", start="expr", g_regex_flags=re.M,
+                grammar,
+                parser="lalr",
+                start="expr",
+                g_regex_flags=re.M,
                 lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
-                propagate_positions=True, maybe_placeholders=False, priority="invert",
-                tree_class=TranspilerTree)
+                propagate_positions=True,
+                maybe_placeholders=False,
+                priority="invert",
+                tree_class=TranspilerTree,
+            )
         return _parser
 
 
@@ -51,8 +71,9 @@ def parse(expression: str) -> TranspilerTree:
         return tree
     except lark.exceptions.UnexpectedInput as error:
         first_line = str(error).strip().splitlines()[0]
-        raise CelCompileError(f"syntax error: {first_line}", getattr(error, "column", None)) \
-            from None
+        raise CelCompileError(
+            f"syntax error: {first_line}", getattr(error, "column", None)
+        ) from None
     except lark.exceptions.LarkError as error:
         raise CelCompileError(f"syntax error: {error}") from None
 
@@ -143,13 +164,20 @@ class References:
             self._function(name, node)
             self._walk_all([receiver, *args], bound)
 
-    def _comprehension(self, node: TranspilerTree, args: list[TranspilerTree],
-                       bound: frozenset[str], expected: int, label: str) -> None:
+    def _comprehension(
+        self,
+        node: TranspilerTree,
+        args: list[TranspilerTree],
+        bound: frozenset[str],
+        expected: int,
+        label: str,
+    ) -> None:
         """Macros and cel.bind: first argument a fresh variable, visible in the last one."""
         variable = ident_name(args[0]) if args else None
         if len(args) != expected or variable is None:
             raise CelCompileError(
-                f"{label}() takes a variable name and {expected - 1} expression(s)", column(node))
+                f"{label}() takes a variable name and {expected - 1} expression(s)", column(node)
+            )
         self._walk_all(args[1:-1], bound)
         self.walk(args[-1], bound | {variable})
 

@@ -27,18 +27,22 @@ from celpy.evaluation import Activation, Phase1Transpiler, Phase2Transpiler, Tra
 from webhook.engine.cel.library import FUNCTIONS, python_name
 from webhook.engine.cel.syntax import MACROS, call_parts, ident_name, namespace_of
 
-_BIND = Template(dedent("""\
+_BIND = Template(
+    dedent("""\
     # cel.bind:
     ex_${n}_i = lambda activation: ${init}
     ex_${n}_x = lambda activation: ${body}
-    ex_${n} = lambda activation: _dg_bind(activation, '${var}', ex_${n}_x, ex_${n}_i)"""))
+    ex_${n} = lambda activation: _dg_bind(activation, '${var}', ex_${n}_x, ex_${n}_i)""")
+)
 
 
-_HAS = Template(dedent("""\
+_HAS = Template(
+    dedent("""\
     # ident_arg has:
     ex_${n}_h = lambda activation: ${exprlist}
     ex_${n} = lambda activation: celpy.celtypes.BoolType(
-        not isinstance(celpy.evaluation.result(activation, ex_${n}_h), CELEvalError))"""))
+        not isinstance(celpy.evaluation.result(activation, ex_${n}_h), CELEvalError))""")
+)
 
 
 class _Phase1(Phase1Transpiler):
@@ -72,12 +76,15 @@ class _Phase1(Phase1Transpiler):
 
     def _bind(self, tree: TranspilerTree, args: list[TranspilerTree]) -> None:
         variable = ident_name(args[0])
-        tree.checked_exception = (_BIND, {
-            "n": lambda t: str(t.expr_number),
-            "init": lambda t: args[1].transpiled,
-            "body": lambda t: args[2].transpiled,
-            "var": lambda t: str(variable),
-        })
+        tree.checked_exception = (
+            _BIND,
+            {
+                "n": lambda t: str(t.expr_number),
+                "init": lambda t: args[1].transpiled,
+                "body": lambda t: args[2].transpiled,
+                "var": lambda t: str(variable),
+            },
+        )
         tree.transpiled = f"ex_{tree.expr_number}(activation)"
 
 

@@ -15,8 +15,18 @@ import celpy.celtypes as ct
 from webhook.engine.cel.errors import NoSuchOverload
 
 CEL_VALUE_TYPES: tuple[type, ...] = (
-    ct.BoolType, ct.IntType, ct.UintType, ct.DoubleType, ct.StringType, ct.BytesType,
-    ct.ListType, ct.MapType, ct.DurationType, ct.TimestampType, ct.TypeType, type(None),
+    ct.BoolType,
+    ct.IntType,
+    ct.UintType,
+    ct.DoubleType,
+    ct.StringType,
+    ct.BytesType,
+    ct.ListType,
+    ct.MapType,
+    ct.DurationType,
+    ct.TimestampType,
+    ct.TypeType,
+    type(None),
 )
 """Values that are already CEL values; library types (Quantity, Semver) register themselves."""
 
@@ -38,9 +48,13 @@ def _int_to_cel(value: int) -> Any:
 
 
 _TO_CEL: tuple[tuple[Any, Any], ...] = (
-    (bool, ct.BoolType), (int, _int_to_cel), (float, ct.DoubleType), (str, ct.StringType),
-    (Mapping, _map_to_cel), (list | tuple | set | frozenset, lambda v: ct.ListType(
-        [to_cel(i) for i in v])), (bytes, ct.BytesType),
+    (bool, ct.BoolType),
+    (int, _int_to_cel),
+    (float, ct.DoubleType),
+    (str, ct.StringType),
+    (Mapping, _map_to_cel),
+    (list | tuple | set | frozenset, lambda v: ct.ListType([to_cel(i) for i in v])),
+    (bytes, ct.BytesType),
 )
 """Order matters: bool before int (bool is an int subclass)."""
 
@@ -56,8 +70,11 @@ def to_cel(value: Any) -> Any:
 
 
 _TO_PLAIN: tuple[tuple[Any, Any], ...] = (
-    (ct.BoolType, bool), (ct.IntType | ct.UintType, int), (ct.DoubleType, float),
-    (ct.StringType, str), (ct.BytesType, bytes),
+    (ct.BoolType, bool),
+    (ct.IntType | ct.UintType, int),
+    (ct.DoubleType, float),
+    (ct.StringType, str),
+    (ct.BytesType, bytes),
     (Mapping, lambda v: {to_plain(k): to_plain(i) for k, i in v.items()}),
     (list, lambda v: [to_plain(i) for i in v]),
 )
@@ -102,9 +119,16 @@ def expect(value: Any, kind: type | tuple[type, ...], function: str) -> Any:
 
 def type_name(value: Any) -> str:
     """The CEL type name of a value, for error messages."""
-    names = {ct.BoolType: "bool", ct.IntType: "int", ct.UintType: "uint",
-             ct.DoubleType: "double", ct.StringType: "string", ct.BytesType: "bytes",
-             ct.ListType: "list", type(None): "null"}
+    names = {
+        ct.BoolType: "bool",
+        ct.IntType: "int",
+        ct.UintType: "uint",
+        ct.DoubleType: "double",
+        ct.StringType: "string",
+        ct.BytesType: "bytes",
+        ct.ListType: "list",
+        type(None): "null",
+    }
     for cls, name in names.items():
         if isinstance(value, cls):
             return name
