@@ -229,3 +229,89 @@ def test_namespace_admin_label_guard_runs_through_the_pipeline() -> None:
     assert "may not set or change the resource.kubernetes.io/admin-access label" in str(
         verdict.decision.reasons[0]
     )
+
+
+GPU_CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "gpu.nvidia.com"},
+    "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]},
+}
+
+
+def gpu_slice(node: str, memory: str, count: int) -> dict[str, Any]:
+    devices = [
+        {
+            "name": f"gpu-{i}",
+            "attributes": {
+                "productName": {"string": f"GPU {memory}"},
+                "uuid": {"string": f"{node}-{i}"},
+            },
+            "capacity": {"memory": {"value": memory}},
+        }
+        for i in range(count)
+    ]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-gpu", "resourceVersion": "1"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }
+
+
+FEASIBILITY = """
+apiVersion: dragate.io/v1alpha1
+kind: Settings
+metadata: {name: s}
+spec: {feasibility: Deny}
+---
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: team-a}
+spec:
+  namespaces: [team-a]
+  quota: [{deviceClassName: gpu.nvidia.com, maxDevices: 10}]
+"""
+
+
+def inventory_context() -> Context:
+    from webhook.cli.offline import offline_context
+
+    state = SnapshotState(
+        [GPU_CLASS, gpu_slice("node-a", "40Gi", 4), gpu_slice("node-b", "80Gi", 4)]
+    )
+    return offline_context(parse_policies(FEASIBILITY), state)
+
+
+BIG_MEMORY = "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('100Gi')) >= 0"
+SOME_MEMORY = "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('60Gi')) >= 0"
+
+
+@pytest.mark.parametrize(
+    ("fields", "allowed", "fragment"),
+    [
+        (exact(count=4, selectors=(SOME_MEMORY,)), True, ""),
+        (exact(count=1, selectors=(BIG_MEMORY,)), False, "rules out the most"),
+        (exact(count=5, selectors=(SOME_MEMORY,)), False, "needs 5"),
+    ],
+    ids=["feasible", "no-device-matches", "not-enough-on-one-node"],
+)
+def test_feasibility_against_the_published_devices(
+    fields: dict[str, Any], allowed: bool, fragment: str
+) -> None:
+    verdict = review(request_from_object(claim(request(fields))), inventory_context())
+    assert verdict.allowed is allowed, verdict.decision.reasons
+    assert fragment in " ".join(str(r) for r in verdict.decision.reasons)
+
+
+def test_all_mode_is_charged_the_devices_the_class_matches() -> None:
+    verdict = review(
+        request_from_object(claim(request(exact(count=None, mode="All")))), inventory_context()
+    )
+    assert verdict.allowed
+    assert verdict.decision.charges == {"gpu.nvidia.com": 8}

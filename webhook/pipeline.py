@@ -17,6 +17,8 @@ import jsonpatch
 
 from webhook.engine import evaluate, namespace_labels, resolve_tenant
 from webhook.engine.counting import add_charges, devices_by_class
+from webhook.engine.feasibility import check_claim
+from webhook.engine.inventory import Inventory
 from webhook.engine.normalize import ObjectError, pod_claims, template_claim_spec
 from webhook.engine.quota import limits_of
 from webhook.engine.workloads import PREDICTED_KINDS, demand, fit_warnings
@@ -24,6 +26,7 @@ from webhook.rewrite import rewrite_object
 from webhook.types import (
     Action,
     AdmissionRequest,
+    ClaimSpec,
     ClusterState,
     Decision,
     Facts,
@@ -49,6 +52,7 @@ class Context:
     state: ClusterState
     ledger: Ledger
     templates: TemplateSink | None = None
+    inventory: Callable[[], Inventory | None] | None = None
 
 
 def review(request: AdmissionRequest, context: Context, *, mutate: bool = False) -> Verdict:
@@ -96,17 +100,30 @@ def exempt(request: AdmissionRequest, settings: Settings) -> bool:
     )
 
 
-def gather(request: AdmissionRequest, policies: PolicySet, state: ClusterState) -> Facts:
+def gather(request: AdmissionRequest, policies: PolicySet, context: Context) -> Facts:
     """Every fact the engine may need for `request`, read once."""
+    state = context.state
     namespace = state.namespace(request.namespace) if request.namespace else None
     labels = namespace_labels(namespace, request.namespace)
     tenant = resolve_tenant(policies, request.namespace, labels) if request.namespace else None
-    return Facts(
+    facts = Facts(
         namespace=namespace,
         tenant=tenant,
         templates=_templates(request, state),
         device_classes=state.device_classes(),
     )
+    inventory = context.inventory() if context.inventory is not None else None
+    return _with_inventory(facts, inventory) if inventory is not None else facts
+
+
+def _with_inventory(facts: Facts, inventory: Inventory) -> Facts:
+    """What the published devices add: `All` counted exactly, and unsatisfiable requests."""
+    classes = facts.device_classes
+
+    def problems(spec: ClaimSpec) -> list[str]:
+        return [r.message for r in check_claim(inventory, spec, classes) if not r.ok]
+
+    return replace(facts, class_capacity=inventory.class_capacity(classes), feasibility=problems)
 
 
 def _templates(request: AdmissionRequest, state: ClusterState) -> dict[str, Object]:
@@ -139,7 +156,7 @@ def _unavailable(request: AdmissionRequest, settings: Settings, err: FactsUnavai
 def _validate_with_facts(
     request: AdmissionRequest, policies: PolicySet, context: Context
 ) -> Verdict:
-    facts = gather(request, policies, context.state)
+    facts = gather(request, policies, context)
     if facts.tenant is not None:
         facts = replace(facts, usage=context.ledger.usage(facts.tenant.name))
     decision = evaluate(request, policies, facts)
@@ -211,7 +228,7 @@ def _mutate(request: AdmissionRequest, policies: PolicySet, context: Context) ->
 def _rewrite(
     request: AdmissionRequest, policies: PolicySet, context: Context, obj: Object
 ) -> Verdict:
-    facts = gather(request, policies, context.state)
+    facts = gather(request, policies, context)
     result = rewrite_object(
         obj,
         policies.mappings,

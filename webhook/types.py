@@ -7,7 +7,7 @@ admission can be shared safely between threads of a gunicorn worker.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -301,6 +301,7 @@ class Facts:
     templates: Mapping[str, Object] = field(default_factory=dict)  # name -> template in ns
     device_classes: Mapping[str, Object] = field(default_factory=dict)  # name -> DeviceClass
     class_capacity: Mapping[str, int] = field(default_factory=dict)  # class -> matching devices
+    feasibility: Callable[[ClaimSpec], Sequence[str]] | None = None  # unsatisfiable requests
     usage_version: str = ""  # ledger version the usage was read at (compare-and-swap)
 
 
@@ -398,6 +399,8 @@ class ClusterState(Protocol):
     def claims(self) -> Sequence[Object]: ...
 
     def namespaces(self) -> Sequence[Object]: ...
+
+    def slices(self) -> Sequence[Object]: ...
 
 
 @dataclass(frozen=True)

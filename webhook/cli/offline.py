@@ -14,6 +14,7 @@ import click
 from webhook.cli import exits
 from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context
+from webhook.sources.inventory import InventorySource
 from webhook.sources.policies import PolicyError, default_policy_dir, load_policies
 from webhook.sources.state import SnapshotState, load_state
 from webhook.sources.usage import holds_by_tenant
@@ -59,6 +60,7 @@ def offline_context(policies: PolicySet, state: SnapshotState) -> Context:
         templates=lambda namespace, templates, dry_run: _add_templates(
             state, namespace, templates, dry_run
         ),
+        inventory=InventorySource(state.slices).current,
     )
 
 

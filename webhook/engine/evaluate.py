@@ -127,6 +127,21 @@ def _findings(
                 claim=claim.spec.label,
             )
     yield from _quota_findings(claims, facts)
+    yield from _feasibility_findings(claims, facts, policies.settings.feasibility)
+
+
+def _feasibility_findings(
+    claims: list[JudgedClaim], facts: Facts, action: Action | None
+) -> Iterator[Finding]:
+    if action is None or facts.feasibility is None:
+        return
+    tenant = _tenant_name(facts)
+    for claim in claims:
+        for message in facts.feasibility(claim.spec):
+            reason = Reason(
+                policy="feasibility", message=f"{claim.spec.label}: {message}", tenant=tenant
+            )
+            yield Finding(action, reason)
 
 
 def _rule_inputs(request: AdmissionRequest, facts: Facts) -> RuleInputs:

@@ -8,23 +8,37 @@ import pytest
 from webhook.engine.cel import CelCompileError, compile_expression, to_cel
 from webhook.types import CompiledExpression, DragateError, EvalResult
 
-REQUEST = {"name": "gpu", "deviceClassName": "gpu.nvidia.com", "count": 2,
-           "allocationMode": "ExactCount", "adminAccess": False,
-           "selectors": ["device.attributes['gpu.nvidia.com'].productName == 'A100'"]}
+REQUEST = {
+    "name": "gpu",
+    "deviceClassName": "gpu.nvidia.com",
+    "count": 2,
+    "allocationMode": "ExactCount",
+    "adminAccess": False,
+    "selectors": ["device.attributes['gpu.nvidia.com'].productName == 'A100'"],
+}
 VARIABLES = ["request", "object", "oldObject", "namespace", "tenant", "operation", "userInfo"]
 
 COMPILE_ERRORS = [
     ("syntax", "request.count >", "syntax error"),
     ("syntax_unclosed", "request.selectors.all(s, s.contains('x')", "syntax error"),
     ("unknown_variable", "requests.count > 1", "undeclared reference to 'requests'"),
-    ("unknown_variable_in_macro", "request.selectors.all(s, t == s)",
-     "undeclared reference to 't'"),
-    ("macro_variable_out_of_scope", "request.selectors.all(s, true) && s == ''",
-     "undeclared reference to 's'"),
+    (
+        "unknown_variable_in_macro",
+        "request.selectors.all(s, t == s)",
+        "undeclared reference to 't'",
+    ),
+    (
+        "macro_variable_out_of_scope",
+        "request.selectors.all(s, true) && s == ''",
+        "undeclared reference to 's'",
+    ),
     ("unknown_function", "frobnicate(request)", "undeclared reference to function 'frobnicate'"),
     ("unknown_method", "request.name.frobnicate()", "undeclared reference to function"),
-    ("unknown_namespace_function", "sets.union([1], [2]) == [1, 2]",
-     "undeclared reference to function 'sets.union'"),
+    (
+        "unknown_namespace_function",
+        "sets.union([1], [2]) == [1, 2]",
+        "undeclared reference to function 'sets.union'",
+    ),
     ("int_result", "1 + 2", "must evaluate to a bool"),
     ("string_result", "'x'", "must evaluate to a bool"),
     ("list_result", "[true]", "must evaluate to a bool"),
@@ -84,8 +98,9 @@ RUNTIME_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize(("expr", "message"), [c[1:] for c in COMPILE_ERRORS],
-                         ids=[c[0] for c in COMPILE_ERRORS])
+@pytest.mark.parametrize(
+    ("expr", "message"), [c[1:] for c in COMPILE_ERRORS], ids=[c[0] for c in COMPILE_ERRORS]
+)
 def test_compile_errors(expr, message):
     with pytest.raises(CelCompileError) as caught:
         compile_expression(expr, variables=VARIABLES)
@@ -108,15 +123,17 @@ def _activation():
     return {"request": to_cel(REQUEST), "namespace": None, "tenant": "team-a", "object": {}}
 
 
-@pytest.mark.parametrize(("expr", "expected"), [c[1:] for c in RUNTIME],
-                         ids=[c[0] for c in RUNTIME])
+@pytest.mark.parametrize(
+    ("expr", "expected"), [c[1:] for c in RUNTIME], ids=[c[0] for c in RUNTIME]
+)
 def test_runtime_values(expr, expected):
     program = compile_expression(expr, variables=VARIABLES, expect_bool=False)
     assert program.evaluate(_activation()) == EvalResult(value=expected)
 
 
-@pytest.mark.parametrize(("expr", "message"), [c[1:] for c in RUNTIME_ERRORS],
-                         ids=[c[0] for c in RUNTIME_ERRORS])
+@pytest.mark.parametrize(
+    ("expr", "message"), [c[1:] for c in RUNTIME_ERRORS], ids=[c[0] for c in RUNTIME_ERRORS]
+)
 def test_runtime_errors(expr, message):
     result = compile_expression(expr, variables=VARIABLES).evaluate(_activation())
     assert result.value is None
@@ -136,7 +153,8 @@ def test_declared_but_absent_variable_is_an_error_result():
 def test_variables_lists_only_what_is_referenced():
     program = compile_expression(
         "request.count > 0 && [1].all(tenant, tenant > 0) && cel.bind(x, 1, x > 0)",
-        variables=VARIABLES)
+        variables=VARIABLES,
+    )
     assert program.variables == frozenset({"request"})
     assert program.source.startswith("request.count")
 
@@ -147,8 +165,15 @@ def test_program_satisfies_protocol():
 
 
 def test_runaway_comprehension_is_stopped():
-    expr = "[" + ",".join(["1"] * 60) + "].all(a, [" + ",".join(["1"] * 60) + "].all(b, [" \
-        + ",".join(["1"] * 60) + "].all(c, a + b + c > 0)))"
+    expr = (
+        "["
+        + ",".join(["1"] * 60)
+        + "].all(a, ["
+        + ",".join(["1"] * 60)
+        + "].all(b, ["
+        + ",".join(["1"] * 60)
+        + "].all(c, a + b + c > 0)))"
+    )
     result = compile_expression(expr, variables=()).evaluate({})
     assert result.error is not None and result.error.startswith("evaluation stopped")
 

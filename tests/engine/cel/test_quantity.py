@@ -15,10 +15,17 @@ VALUES = [
     ("isQuantity_invalidSuffix", 'isQuantity("20Mo")', False),
     ("isQuantity_passingRegex", 'isQuantity("10Mm")', False),
     ("equality_reflexivity", 'quantity("200M") == quantity("200M")', True),
-    ("equality_symmetry",
-     'quantity("200M") == quantity("0.2G") && quantity("0.2G") == quantity("200M")', True),
-    ("equality_transitivity", 'quantity("2M") == quantity("0.002G") && '
-     'quantity("2000k") == quantity("2M") && quantity("0.002G") == quantity("2000k")', True),
+    (
+        "equality_symmetry",
+        'quantity("200M") == quantity("0.2G") && quantity("0.2G") == quantity("200M")',
+        True,
+    ),
+    (
+        "equality_transitivity",
+        'quantity("2M") == quantity("0.002G") && '
+        'quantity("2000k") == quantity("2M") && quantity("0.002G") == quantity("2000k")',
+        True,
+    ),
     ("inequality", 'quantity("200M") == quantity("0.3G")', False),
     ("binary_equals_decimal_by_value", "quantity('1Gi') == quantity('1024Mi')", True),
     ("quantity_less", 'quantity("50M").isLessThan(quantity("50Mi"))', True),
@@ -36,8 +43,7 @@ VALUES = [
     ("sub_quantity", 'quantity("50k").sub(quantity("20")) == quantity("49.98k")', True),
     ("sub_int", 'quantity("50k").sub(20) == quantity("49980")', True),
     ("arith_chain_1", 'quantity("50k").add(20).sub(quantity("100k")).asInteger()', -49980),
-    ("arith_chain",
-     'quantity("50k").add(20).sub(quantity("100k")).sub(-50000).asInteger()', 20),
+    ("arith_chain", 'quantity("50k").add(20).sub(quantity("100k")).sub(-50000).asInteger()', 20),
     ("as_integer", 'quantity("50k").asInteger()', 50000),
     ("is_integer_huge", 'quantity("9999999999999999999999999999999999999G").isInteger()', False),
     ("is_integer", 'quantity("50").isInteger()', True),
@@ -68,8 +74,11 @@ VALUES = [
 ERRORS = [
     ("parseInvalidSuffix", 'quantity("10Mo")', "quantities must match the regular expression"),
     ("parseInvalidSuffixPassesRegex", 'quantity("10Mm")', "unable to parse quantity's suffix"),
-    ("as_integer_error", 'quantity("9999999999999999999999999999999999999G").asInteger()',
-     "cannot convert value to integer"),
+    (
+        "as_integer_error",
+        'quantity("9999999999999999999999999999999999999G").asInteger()',
+        "cannot convert value to integer",
+    ),
     ("doc_200K", "quantity('200K')", "unable to parse quantity's suffix"),
     ("doc_Three", "quantity('Three')", "quantities must match"),
     ("empty", "quantity('')", "quantities must match"),
@@ -94,15 +103,18 @@ def test_errors(run, expr, message):
     assert message in result.error
 
 
-@pytest.mark.parametrize(("text", "value", "scaled"), [
-    ("12Mi", 12 * 2**20, (12 * 2**20, 0)),
-    ("100m", Fraction(1, 10), (100, -3)),
-    ("1.5", 1.5, (15, -1)),
-    ("-", 0, (0, 0)),  # Go's scanner reads a bare sign as zero
-    ("1.5Gi", 1.5 * 2**30, None),
-    ("1Ei", 2**60, None),  # too many binary digits for the fast form
-    ("16Ei", 2**63 - 1, None),  # BinarySI is capped at int64 max
-])
+@pytest.mark.parametrize(
+    ("text", "value", "scaled"),
+    [
+        ("12Mi", 12 * 2**20, (12 * 2**20, 0)),
+        ("100m", Fraction(1, 10), (100, -3)),
+        ("1.5", 1.5, (15, -1)),
+        ("-", 0, (0, 0)),  # Go's scanner reads a bare sign as zero
+        ("1.5Gi", 1.5 * 2**30, None),
+        ("1Ei", 2**60, None),  # too many binary digits for the fast form
+        ("16Ei", 2**63 - 1, None),  # BinarySI is capped at int64 max
+    ],
+)
 def test_parse_forms(text, value, scaled):
     parsed = parse_quantity(text)
     assert parsed.value == value

@@ -37,8 +37,11 @@ VALUES = [
     ("upperAscii_unicode", "'tacoCαt'.upperAscii() == 'TACOCαT'", True),
     ("replace", "'12 days 12 hours'.replace('{0}', '2') == '12 days 12 hours'", True),
     ("replace_all", "'{0} days {0} hours'.replace('{0}', '2') == '2 days 2 hours'", True),
-    ("replace_n", "'{0} days {0} hours'.replace('{0}', '2', 1).replace('{0}', '23') "
-     "== '2 days 23 hours'", True),
+    (
+        "replace_n",
+        "'{0} days {0} hours'.replace('{0}', '2', 1).replace('{0}', '23') == '2 days 23 hours'",
+        True,
+    ),
     ("replace_unicode", "'1 ©αT taco'.replace('αT', 'o©α') == '1 ©o©α taco'", True),
     ("replace_zero", "'abc'.replace('b', 'x', 0) == 'abc'", True),
     ("replace_empty_old", "'abc'.replace('', '-') == '-a-b-c-'", True),
@@ -63,8 +66,11 @@ VALUES = [
     ("join_empty", "[].join() == ''", True),
     ("join_empty_sep", "[].join('-') == ''", True),
     ("quote", 'strings.quote("first\\nsecond") == "\\"first\\\\nsecond\\""', True),
-    ("quote_escapes", "strings.quote('\\a\\b\\f\\r\\t\\v\\\\') == '\"\\\\a\\\\b\\\\f\\\\r\\\\t"
-     "\\\\v\\\\\\\\\"'", True),
+    (
+        "quote_escapes",
+        "strings.quote('\\a\\b\\f\\r\\t\\v\\\\') == '\"\\\\a\\\\b\\\\f\\\\r\\\\t\\\\v\\\\\\\\\"'",
+        True,
+    ),
     ("quote_unicode", "strings.quote('ta©o©αT') == '\"ta©o©αT\"'", True),
     ("quote_quotes", "strings.quote('\"') == '\"\\\\\"\"'", True),
 ]
@@ -79,10 +85,12 @@ ERRORS = [
     ("substring_oob", "'tacocat'.substring(40) == 'cat'", "index out of range: 40"),
     ("substring_negative", "'tacocat'.substring(-1) == 'cat'", "index out of range: -1"),
     ("substring_range_oob", "'tacocat'.substring(1, 50) == 'cat'", "index out of range: 50"),
-    ("substring_range_negative", "'tacocat'.substring(49, 50) == 'cat'",
-     "index out of range: 49"),
-    ("substring_inverted", "'tacocat'.substring(4, 3) == ''",
-     "invalid substring range. start: 4, end: 3"),
+    ("substring_range_negative", "'tacocat'.substring(49, 50) == 'cat'", "index out of range: 49"),
+    (
+        "substring_inverted",
+        "'tacocat'.substring(4, 3) == ''",
+        "invalid substring range. start: 4, end: 3",
+    ),
     ("join_non_string", "[1, 2].join() == ''", "no such overload"),
     ("charAt_not_int", "'abc'.charAt('1') == ''", "no such overload"),
 ]
@@ -103,6 +111,8 @@ def test_errors(run, expr, message):
 
 
 def test_replace_refuses_to_build_huge_strings(run):
-    result = run("cel.bind(s, 'aaaaaaaaaaaaaaaa'.replace('a', 'aaaaaaaaaaaaaaaa'), "
-                 "cel.bind(t, s.replace('a', s), t.replace('a', t))).size() > 0")
+    result = run(
+        "cel.bind(s, 'aaaaaaaaaaaaaaaa'.replace('a', 'aaaaaaaaaaaaaaaa'), "
+        "cel.bind(t, s.replace('a', s), t.replace('a', t))).size() > 0"
+    )
     assert result.error is not None and "longer than" in result.error

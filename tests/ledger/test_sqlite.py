@@ -1,0 +1,174 @@
+"""The SQLite ledger keeps the ledger contract, the pending lifecycle, and counts exactly when
+several processes reserve at once; a locked or foreign file fails clearly instead of hanging."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from ledger_contract import CONTRACT, GPU
+
+from webhook.ledger.sqlite import (
+    SCHEMA_VERSION,
+    LedgerFileError,
+    LedgerUnavailable,
+    SqliteLedger,
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> str:
+    return str(tmp_path / "ledger.sqlite")
+
+
+@pytest.mark.parametrize("case", CONTRACT, ids=[c.__name__ for c in CONTRACT])
+def test_contract(case: Callable[[Callable[[], SqliteLedger]], None], tmp_path: Path) -> None:
+    files = iter(range(100))
+    case(lambda: SqliteLedger(str(tmp_path / f"l{next(files)}.sqlite")))
+
+
+def test_pending_holder_is_released_after_its_bound_unless_its_object_appears(
+    db_path: str,
+) -> None:
+    clock = Clock()
+    ledger = SqliteLedger(db_path, clock=clock)
+    ledger.reserve("t", {"claim:a/seen": {GPU: 1}, "claim:a/lost": {GPU: 1}}, {})
+    clock.now += 60
+    ledger.reconcile({"t": {"claim:a/seen": {GPU: 1}}})
+    assert ledger.usage("t")[GPU].used == 2
+    clock.now += 61
+    ledger.reconcile({"t": {"claim:a/seen": {GPU: 1}}})
+    assert [h.key for h in ledger.usage("t")[GPU].holders] == ["claim:a/seen"]
+
+
+def test_pending_bound_is_configurable(db_path: str) -> None:
+    clock = Clock()
+    ledger = SqliteLedger(db_path, clock=clock, pending_seconds=5)
+    ledger.reserve("t", {"claim:a/lost": {GPU: 1}}, {})
+    clock.now += 6
+    ledger.reconcile({})
+    assert ledger.usage("t") == {}
+
+
+def test_confirmed_holder_is_dropped_when_its_object_is_gone(db_path: str) -> None:
+    ledger = SqliteLedger(db_path)
+    ledger.seed({"t": {"claim:a/x": {GPU: 2}}})
+    ledger.reconcile({"t": {}})
+    assert ledger.usage("t") == {}
+
+
+def test_seed_replaces_confirmed_truth_and_keeps_pending(db_path: str) -> None:
+    ledger = SqliteLedger(db_path)
+    ledger.seed({"t": {"claim:a/old": {GPU: 2}}})
+    ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {})
+    ledger.seed({"t": {"claim:a/new": {GPU: 3}}})
+    assert {h.key: h.devices for h in ledger.usage("t")[GPU].holders} == {
+        "claim:a/new": 3,
+        "pod:u/gpu": 1,
+    }
+    assert not ledger.reserve("t", {"claim:a/y": {GPU: 1}}, {GPU: 4}).granted
+
+
+def test_state_survives_reopening(db_path: str) -> None:
+    SqliteLedger(db_path).reserve("t", {"claim:a/x": {GPU: 3}}, {GPU: 4})
+    assert SqliteLedger(db_path).usage("t")[GPU].used == 3
+
+
+def test_threads_of_one_process_never_overcommit(db_path: str) -> None:
+    ledger = SqliteLedger(db_path)
+    granted: list[bool] = []
+
+    def work(worker: int) -> None:
+        for i in range(10):
+            result = ledger.reserve("t", {f"claim:w{worker}/{i}": {GPU: 1}}, {GPU: 23})
+            granted.append(result.granted)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert granted.count(True) == 23
+    assert ledger.usage("t")[GPU].used == 23
+
+
+def _reserve_many(path: str, worker: int, barrier: threading.Barrier) -> int:
+    """One 'gunicorn worker': 25 reservations of one device each; returns how many were granted."""
+    ledger = SqliteLedger(path, busy_timeout_ms=30_000)
+    barrier.wait()
+    return sum(
+        ledger.reserve("t", {f"claim:p{worker}/{i}": {GPU: 1}}, {GPU: 37}).granted
+        for i in range(25)
+    )
+
+
+def test_processes_reserving_at_once_grant_exactly_the_quota(db_path: str) -> None:
+    SqliteLedger(db_path)  # create the schema once, as `serve` does before forking
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Manager().Barrier(4)
+    with context.Pool(4) as pool:
+        granted = pool.starmap(_reserve_many, [(db_path, w, barrier) for w in range(4)])
+    assert sum(granted) == 37
+    assert SqliteLedger(db_path).usage("t")[GPU].used == 37
+
+
+def test_a_lock_held_past_the_busy_timeout_raises_instead_of_hanging(db_path: str) -> None:
+    ledger = SqliteLedger(db_path, busy_timeout_ms=200)
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        started = time.monotonic()
+        with pytest.raises(LedgerUnavailable, match="locked by another writer for more than 200"):
+            ledger.reserve("t", {"claim:a/x": {GPU: 1}}, {GPU: 4})
+        assert time.monotonic() - started < 2.0
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert ledger.reserve("t", {"claim:a/x": {GPU: 1}}, {GPU: 4}).granted
+
+
+def test_a_refused_or_failed_reservation_leaves_no_open_transaction(db_path: str) -> None:
+    ledger = SqliteLedger(db_path)
+    ledger.reserve("t", {"claim:a/x": {GPU: 4}}, {GPU: 4})
+    assert not ledger.reserve("t", {"claim:a/y": {GPU: 1}}, {GPU: 4}).granted
+    with pytest.raises(TypeError):
+        ledger.reserve("t", {"claim:a/z": {GPU: "many"}}, {GPU: 9})  # type: ignore[dict-item]
+    other = SqliteLedger(db_path, busy_timeout_ms=100)
+    other.release("t", "claim:a/x")
+    assert ledger.usage("t") == {}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"this is not a database, just some text\n" * 100, b"SQLite format 3\x00" + b"\xff" * 4080],
+    ids=["text-file", "corrupt-header"],
+)
+def test_a_file_that_is_not_a_ledger_gives_a_clear_error(db_path: str, content: bytes) -> None:
+    Path(db_path).write_bytes(content)
+    with pytest.raises(LedgerFileError, match="is not a usable dragate ledger"):
+        SqliteLedger(db_path)
+
+
+def test_a_newer_schema_is_refused(db_path: str) -> None:
+    with sqlite3.connect(db_path) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(LedgerFileError, match="schema version 2, this dragate reads up to 1"):
+        SqliteLedger(db_path)
+
+
+def test_an_unreachable_path_is_unavailable(tmp_path: Path) -> None:
+    with pytest.raises(LedgerUnavailable, match="unable to open"):
+        SqliteLedger(str(tmp_path / "missing-dir" / "ledger.sqlite"))

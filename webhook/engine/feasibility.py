@@ -1,0 +1,127 @@
+"""Could any node ever satisfy a device request? And if not, which selector is in the way?
+
+A claim whose selectors match nothing is accepted by the API server and then waits forever
+for the scheduler. Checking it at admission against the published ResourceSlices turns that
+into an immediate answer that names the selector to fix and shows devices that nearly
+matched. `Settings.feasibility` decides whether a failed check denies or warns.
+
+Allocations are ignored on purpose: a full cluster frees up, a missing GPU model does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from webhook.engine.inventory import Inventory, Selection, class_selectors
+from webhook.types import AllocationMode, ClaimSpec, DeviceRequest, Object
+
+
+@dataclass(frozen=True)
+class FeasibilityResult:
+    """The answer for one request (for `firstAvailable`: its best alternative)."""
+
+    ok: bool
+    request: str
+    device_class: str = ""
+    matching: int = 0  # devices in the cluster matching class and request selectors
+    needed: int = 1
+    on_one_node: int | None = None  # best single node, when `needed` > 1
+    failed_selector: str | None = None  # the selector whose removal would match the most
+    closest: tuple[str, ...] = ()  # devices matching every selector but `failed_selector`
+    errors: tuple[str, ...] = ()  # selector evaluation errors (those devices did not match)
+    unknown_class: bool = False
+    alternatives: tuple[FeasibilityResult, ...] = ()
+
+    @property
+    def message(self) -> str:
+        if self.alternatives and not self.ok:
+            parts = "; ".join(a.message for a in self.alternatives)
+            return f"request {self.request!r}: no alternative can be satisfied ({parts})"
+        return _message(self)
+
+
+def check_claim(
+    inventory: Inventory, spec: ClaimSpec, device_classes: Mapping[str, Object]
+) -> tuple[FeasibilityResult, ...]:
+    """One result per request of the claim."""
+    return tuple(check_request(inventory, r, device_classes) for r in spec.requests)
+
+
+def check_request(
+    inventory: Inventory, request: DeviceRequest, device_classes: Mapping[str, Object]
+) -> FeasibilityResult:
+    """Feasible when the request (or, for `firstAvailable`, any alternative) can be met."""
+    if not request.alternatives:
+        return _check_leaf(inventory, request, device_classes)
+    results = tuple(_check_leaf(inventory, a, device_classes) for a in request.alternatives)
+    chosen = next((r for r in results if r.ok), None)
+    if chosen is not None:
+        return chosen
+    best = max(results, key=lambda r: r.matching)
+    return FeasibilityResult(
+        ok=False, request=request.name, matching=best.matching, needed=best.needed,
+        failed_selector=best.failed_selector, closest=best.closest,
+        errors=tuple(e for r in results for e in r.errors), alternatives=results,
+    )
+
+
+def needed_devices(request: DeviceRequest) -> int:
+    """`All` needs at least one matching device, ExactCount its count."""
+    return 1 if request.allocation_mode == AllocationMode.ALL else max(request.count, 1)
+
+
+def _check_leaf(
+    inventory: Inventory, request: DeviceRequest, device_classes: Mapping[str, Object]
+) -> FeasibilityResult:
+    needed = needed_devices(request)
+    base = FeasibilityResult(
+        ok=False, request=request.name, device_class=request.device_class, needed=needed
+    )
+    device_class = device_classes.get(request.device_class)
+    if device_class is None:
+        return replace(base, unknown_class=True)
+    expressions = [*class_selectors(device_class), *request.selectors]
+    selection = inventory.select(expressions)
+    on_one_node = selection.most_on_one_node() if needed > 1 else None
+    result = replace(
+        base, matching=selection.count, on_one_node=on_one_node, errors=selection.errors,
+        ok=selection.count >= needed and (on_one_node is None or on_one_node >= needed),
+    )
+    return result if result.ok else _diagnose(inventory, result, expressions)
+
+
+def _diagnose(
+    inventory: Inventory, result: FeasibilityResult, expressions: Sequence[str]
+) -> FeasibilityResult:
+    """Name the selector whose removal would match the most devices, and those devices."""
+    best: tuple[int, str, Selection] | None = None
+    for index, expression in enumerate(expressions):
+        others = inventory.select([*expressions[:index], *expressions[index + 1 :]])
+        if others.count > result.matching and (best is None or others.count > best[0]):
+            best = (others.count, expression, others)
+    if best is None:
+        return result
+    return replace(result, failed_selector=best[1], closest=best[2].examples())
+
+
+def _message(result: FeasibilityResult) -> str:
+    head = f"request {result.request!r}"
+    if result.unknown_class:
+        return f"{head}: DeviceClass {result.device_class!r} does not exist"
+    noun = "device" if result.needed == 1 else "devices"
+    if result.ok:
+        return f"{head}: {result.matching} devices of class {result.device_class!r} match"
+    if result.matching >= result.needed:
+        text = (f"{head} needs {result.needed} {noun} of class {result.device_class!r} on one "
+                f"node; {result.matching} match in the cluster but at most "
+                f"{result.on_one_node} on any one node")
+    else:
+        text = (f"{head} needs {result.needed} {noun} of class {result.device_class!r} "
+                f"but {result.matching} in the cluster match")
+    if result.failed_selector is not None:
+        text += (f"; selector {result.failed_selector!r} rules out the most"
+                 f" (without it: {', '.join(result.closest)})")
+    if result.errors:
+        text += f"; errors: {'; '.join(result.errors[:2])}"
+    return text

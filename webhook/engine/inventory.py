@@ -1,0 +1,408 @@
+"""What devices the cluster has, and how many of them a set of CEL selectors can match.
+
+A GPU cluster publishes thousands of devices but only a few *kinds*: 10,000 GPUs of three
+models differ mostly in ids (uuid, PCI bus id, index). Devices are therefore grouped by their
+*signature* - driver, attributes and capacities with the values of per-device ids left out -
+and a selector is evaluated once per group, not once per device. Results are cached per
+(expression, signature) in a `SelectorCache` that outlives one `Inventory`, so rebuilding the
+inventory when a ResourceSlice changes keeps the work already done (it also keeps each slice's
+parsed devices by resourceVersion, so only changed slices are parsed again).
+
+An expression that can read an id (it names one, indexes a map with a computed key, or walks
+values with a two-variable comprehension) is evaluated per device instead: correct first,
+fast for the selectors people actually write.
+
+Semantics follow the scheduler's allocator: class selectors, then request selectors, all
+ANDed, first failure stops; an evaluation error on a device means that device does not match
+(the error is kept for the message). Current allocations are ignored: this answers "could the
+cluster ever satisfy this", not "is it free now".
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from webhook.engine.cel import CelCompileError, Program, compile_expression, device_to_cel
+from webhook.types import Object
+
+ID_ATTRIBUTES = frozenset({
+    "uuid", "parentUUID", "serial", "serialNumber", "pciBusID", "pcieBusID", "pcieRoot",
+    "index", "minor", "parentIndex", "parentMinor", "numa",
+})
+"""Attribute/capacity ids (in any domain) that name one device rather than describe a kind;
+their values are left out of the signature. `memorySlice<N>` MIG capacities count too."""
+ID_PREFIXES = ("memorySlice",)
+
+_READS_ID = re.compile(
+    r"\b(?:" + "|".join(sorted(ID_ATTRIBUTES)) + r")\b|\b(?:" + "|".join(ID_PREFIXES) + ")",
+    re.IGNORECASE,
+)
+_COMPUTED_INDEX = re.compile(r"[\w\])]\s*\[(?!\s*(?:'[^'\\]*'|\"[^\"\\]*\"|\d+)\s*\])")
+_IN_LIST = re.compile(r"\bin\s*\[")  # `x in [...]` is a list literal, not an index
+_TWO_VARIABLE_MACRO = re.compile(r"\.\w+\(\s*\w+\s*,\s*\w+\s*,")
+MAX_CACHED_VERDICTS = 200_000
+"""Selectors come from user objects, so every cache is bounded: past this it starts over."""
+
+Signature = frozenset[tuple[Any, ...]]
+Hits = frozenset[int] | None
+"""Which devices of a group match: None for all of them, else their positions in the group."""
+
+
+def reads_device_identity(expression: str) -> bool:
+    """Whether the expression might tell two devices of one group apart (conservative)."""
+    return bool(
+        _READS_ID.search(expression)
+        or _COMPUTED_INDEX.search(_IN_LIST.sub("in (", expression))
+        or _TWO_VARIABLE_MACRO.search(expression)
+    )
+
+
+@functools.cache
+def is_id(name: str) -> bool:
+    """Whether an attribute or capacity name is a per-device id (cached: names are few)."""
+    ident = name.rpartition("/")[2]
+    return ident in ID_ATTRIBUTES or ident.startswith(ID_PREFIXES)
+
+
+# ---------------------------------------------------------------------- devices and groups
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """One published device, as the selector environment sees it, plus where it is."""
+
+    name: str  # "<pool>/<device>"
+    driver: str
+    node: str | None  # None: reachable from several nodes (allNodes / nodeSelector)
+    attributes: Mapping[str, Any]
+    capacity: Mapping[str, Any]
+
+    def describe(self) -> str:
+        """The name, with the product or MIG profile when the driver publishes one."""
+        for key in ("productName", "profile"):
+            value = _attribute_value(self.attributes, key)
+            if value is not None:
+                return f"{self.name} ({value})"
+        return self.name
+
+
+def _attribute_value(attributes: Mapping[str, Any], ident: str) -> Any:
+    for name, value in attributes.items():
+        if name.rpartition("/")[2] == ident and isinstance(value, Mapping) and value:
+            return next(iter(value.values()))
+    return None
+
+
+def signature(device: Device) -> Signature:
+    """Driver, attributes and capacities; ids contribute their name but not their value.
+
+    The fast path hashes the published `{kind: value}` items as they are; anything unusual
+    (a malformed value, an unhashable one) takes the slow path through `_frozen`.
+    """
+    try:
+        return frozenset((
+            ("driver", device.driver),
+            *[("a", n) if is_id(n) else ("a", n, *v.items())
+              for n, v in device.attributes.items()],
+            *[("c", n) if is_id(n) else ("c", n, *v.items())
+              for n, v in device.capacity.items()],
+        ))
+    except (AttributeError, TypeError):
+        return _slow_signature(device)
+
+
+def _slow_signature(device: Device) -> Signature:
+    items: list[tuple[Any, ...]] = [("driver", device.driver)]
+    for kind, entries in (("a", device.attributes), ("c", device.capacity)):
+        for name, value in entries.items():
+            items.append((kind, name) if is_id(name) else (kind, name, _frozen(value)))
+    return frozenset(items)
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), repr(v)) for k, v in value.items()))
+    return repr(value)
+
+
+@dataclass
+class Group:
+    """Devices with one signature; the first stands for all in signature-only evaluations."""
+
+    signature: Signature
+    devices: list[Device] = field(default_factory=list)
+    _cel: Any = None
+    _cel_error: str | None = None
+
+    def cel(self) -> tuple[Any, str | None]:
+        """The `device` variable of the representative device, built once."""
+        if self._cel is None and self._cel_error is None:
+            self._cel, self._cel_error = device_value(self.devices[0])
+        return self._cel, self._cel_error
+
+    def nodes(self, hits: Hits) -> Counter[str | None]:
+        members = self.devices if hits is None else [self.devices[i] for i in sorted(hits)]
+        return Counter(d.node for d in members)
+
+
+def device_value(device: Device) -> tuple[Any, str | None]:
+    try:
+        return device_to_cel(device.driver, device.attributes, device.capacity), None
+    except ValueError as error:
+        return None, f"device {device.name}: {error}"
+
+
+# ---------------------------------------------------------------------- slices
+
+
+def current_slices(slices: Sequence[Object]) -> list[Object]:
+    """The slices of the newest generation of each pool (older ones are being replaced)."""
+    newest: dict[tuple[str, str], int] = {}
+    for item in slices:
+        key, generation = _pool(item)
+        newest[key] = max(newest.get(key, generation), generation)
+    return [item for item in slices if _pool(item)[1] == newest[_pool(item)[0]]]
+
+
+def parse_slice(item: Object) -> tuple[tuple[Device, Signature], ...]:
+    """A slice's devices (v1/v1beta2 or v1beta1 shape), each with its signature."""
+    return tuple((d, signature(d)) for d in _slice_devices(item.get("spec") or {}))
+
+
+def _pool(item: Object) -> tuple[tuple[str, str], int]:
+    spec = item.get("spec") or {}
+    pool = spec.get("pool") or {}
+    key = (str(spec.get("driver", "")), str(pool.get("name", "")))
+    return key, int(pool.get("generation") or 0)
+
+
+def _slice_devices(spec: Mapping[str, Any]) -> Iterator[Device]:
+    driver = str(spec.get("driver", ""))
+    pool = str((spec.get("pool") or {}).get("name", ""))
+    shared = spec.get("allNodes") or spec.get("nodeSelector") is not None
+    slice_node = None if shared else spec.get("nodeName")
+    for raw in spec.get("devices") or []:
+        body = raw.get("basic") or raw  # v1beta1 wraps the device in `basic`
+        node = body.get("nodeName") or (None if body.get("allNodes") else slice_node)
+        yield Device(
+            name=f"{pool}/{raw.get('name', '')}" if pool else str(raw.get("name", "")),
+            driver=driver,
+            node=str(node) if node else None,
+            attributes=body.get("attributes") or {},
+            capacity=body.get("capacity") or {},
+        )
+
+
+# ---------------------------------------------------------------------- evaluation cache
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One selector on one device (or on a whole group)."""
+
+    matched: bool
+    error: str | None = None
+
+
+class SelectorCache:
+    """Compiled selectors per expression and verdicts per (expression, signature).
+
+    Safe to share between inventories and threads: entries are only ever added, a lost race
+    computes the same value twice, and the verdict table is cleared when it grows too big.
+    """
+
+    def __init__(self, max_verdicts: int = MAX_CACHED_VERDICTS) -> None:
+        self._programs: dict[str, Program | str] = {}
+        self._identity: dict[str, bool] = {}
+        self._verdicts: dict[tuple[str, Signature], Verdict] = {}
+        self._slices: dict[tuple[str, str], tuple[tuple[Device, Signature], ...]] = {}
+        self._max = max_verdicts
+
+    def devices(self, slices: Sequence[Object]) -> list[tuple[Device, Signature]]:
+        """Parsed devices of `slices`; a slice whose resourceVersion is unchanged since the
+        last call is not parsed again, so an informer update costs one slice, not all."""
+        parsed: dict[tuple[str, str], tuple[tuple[Device, Signature], ...]] = {}
+        devices: list[tuple[Device, Signature]] = []
+        for item in current_slices(slices):
+            meta = item.get("metadata") or {}
+            version = meta.get("resourceVersion")
+            if not version:
+                devices.extend(parse_slice(item))
+                continue
+            key = (str(meta.get("uid") or meta.get("name")), str(version))
+            found = parsed[key] = self._slices.get(key) or parse_slice(item)
+            devices.extend(found)
+        self._slices = parsed
+        return devices
+
+    def reads_identity(self, expression: str) -> bool:
+        found = self._identity.get(expression)
+        if found is None:
+            found = reads_device_identity(expression)
+            _store(self._identity, expression, found, self._max)
+        return found
+
+    def program(self, expression: str) -> Program | str:
+        """The compiled selector, or the compile error as text."""
+        found = self._programs.get(expression)
+        if found is None:
+            try:
+                found = compile_expression(expression, variables=["device"])
+            except CelCompileError as error:
+                found = f"selector {expression!r} cannot be compiled: {error}"
+            _store(self._programs, expression, found, self._max)
+        return found
+
+    def verdict(self, expression: str, group: Group) -> Verdict:
+        key = (expression, group.signature)
+        found = self._verdicts.get(key)
+        if found is None:
+            value, error = group.cel()
+            found = self.evaluate(expression, value, error)
+            _store(self._verdicts, key, found, self._max)
+        return found
+
+    def evaluate(self, expression: str, device: Any, device_error: str | None) -> Verdict:
+        program = self.program(expression)
+        if isinstance(program, str):
+            return Verdict(False, program)
+        if device_error is not None:
+            return Verdict(False, device_error)
+        result = program.evaluate({"device": device})
+        if result.error is not None:
+            return Verdict(False, f"selector {expression!r}: {result.error}")
+        return Verdict(result.value is True)
+
+
+def _store(table: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    if len(table) >= limit:
+        table.clear()
+    table[key] = value
+
+
+# ---------------------------------------------------------------------- the inventory
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The devices a conjunction of selectors matches, per group, and the errors met."""
+
+    hits: tuple[tuple[Group, Hits], ...]
+    errors: tuple[str, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return sum(len(g.devices) if h is None else len(h) for g, h in self.hits)
+
+    def most_on_one_node(self) -> int:
+        """Matching devices reachable from the best single node (shared pools reach all)."""
+        nodes: Counter[str | None] = Counter()
+        for group, hits in self.hits:
+            nodes.update(group.nodes(hits))
+        shared = nodes.pop(None, 0)
+        return shared + max(nodes.values(), default=0)
+
+    def examples(self, limit: int = 3) -> tuple[str, ...]:
+        """A few matching devices, one per group first so different kinds show up."""
+        found: list[str] = []
+        for group, hits in self.hits:
+            index = 0 if hits is None else min(hits)
+            found.append(group.devices[index].describe())
+        return tuple(found[:limit])
+
+
+class Inventory:
+    """The cluster's devices grouped by signature; immutable apart from its caches."""
+
+    def __init__(self, groups: Iterable[Group], cache: SelectorCache | None = None) -> None:
+        self.groups = tuple(groups)
+        self.cache = cache or SelectorCache()
+        self._identity_hits: dict[tuple[str, int], tuple[Hits, str | None]] = {}
+
+    @classmethod
+    def from_slices(
+        cls, slices: Sequence[Object], cache: SelectorCache | None = None
+    ) -> Inventory:
+        cache = cache or SelectorCache()
+        groups: dict[Signature, Group] = {}
+        for device, key in cache.devices(slices):
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = Group(key)
+            group.devices.append(device)
+        return cls(groups.values(), cache)
+
+    @property
+    def device_count(self) -> int:
+        return sum(len(g.devices) for g in self.groups)
+
+    def count_matching(
+        self, class_selectors: Sequence[str], request_selectors: Sequence[str] = ()
+    ) -> int:
+        return self.select([*class_selectors, *request_selectors]).count
+
+    def class_capacity(self, device_classes: Mapping[str, Object]) -> dict[str, int]:
+        """Devices each DeviceClass can match: what `allocationMode: All` asks for."""
+        return {
+            name: self.count_matching(class_selectors(device_class))
+            for name, device_class in device_classes.items()
+        }
+
+    def select(self, expressions: Sequence[str]) -> Selection:
+        """Devices matching every expression, tried in order like the allocator does."""
+        found: list[tuple[Group, Hits]] = []
+        errors: dict[str, None] = {}
+        for position, group in enumerate(self.groups):
+            hits = self._group_hits(position, group, expressions, errors)
+            if hits is None or hits:
+                found.append((group, hits))
+        return Selection(tuple(found), tuple(errors))
+
+    def _group_hits(
+        self, position: int, group: Group, expressions: Sequence[str], errors: dict[str, None]
+    ) -> Hits:
+        hits: Hits = None
+        for expression in expressions:
+            more, error = self._hits(position, group, expression)
+            if error is not None:
+                errors[error] = None
+            hits = more if hits is None else hits if more is None else hits & more
+            if hits is not None and not hits:
+                break
+        return hits
+
+    def _hits(self, position: int, group: Group, expression: str) -> tuple[Hits, str | None]:
+        if not self.cache.reads_identity(expression):
+            verdict = self.cache.verdict(expression, group)
+            return (None if verdict.matched else frozenset()), verdict.error
+        key = (expression, position)
+        found = self._identity_hits.get(key)
+        if found is None:
+            found = self._per_device(group, expression)
+            _store(self._identity_hits, key, found, MAX_CACHED_VERDICTS)
+        return found
+
+    def _per_device(self, group: Group, expression: str) -> tuple[Hits, str | None]:
+        """Evaluate on every device of the group: the expression may read an id."""
+        matched: list[int] = []
+        first_error: str | None = None
+        for index, device in enumerate(group.devices):
+            verdict = self.cache.evaluate(expression, *device_value(device))
+            if verdict.matched:
+                matched.append(index)
+            first_error = first_error or verdict.error
+        return (None if len(matched) == len(group.devices) else frozenset(matched)), first_error
+
+
+def class_selectors(device_class: Object | None) -> tuple[str, ...]:
+    """The CEL expressions of a DeviceClass's `spec.selectors`."""
+    spec = (device_class or {}).get("spec") or {}
+    return tuple(
+        str((s.get("cel") or {}).get("expression", "true"))
+        for s in spec.get("selectors") or []
+    )

@@ -1,0 +1,243 @@
+"""A ledger in a SQLite file: the offline and single-node webhook's shared quota state.
+
+Several gunicorn worker *processes* (each with several threads) admit at once, so the
+check-and-reserve must be one database transaction: `BEGIN IMMEDIATE` takes SQLite's write lock
+before the tenant's rows are read, so two workers can never both read "36 of 37 used" and both
+add one. The arithmetic itself is `accounting.reserve`, shared with the memory and Kubernetes
+ledgers so that all three agree on what fits.
+
+WAL mode lets readers (`usage`) run while a writer holds the lock. Each thread has its own
+connection (sqlite3 connections must not be shared between threads) and a connection made
+before a fork is never reused in the child. A write lock held longer than the busy timeout
+raises `LedgerUnavailable` rather than hanging the admission request past its deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+
+from webhook.ledger import accounting
+from webhook.ledger.accounting import PENDING_SECONDS, Holds, Record, Records
+from webhook.types import ClassUsage, DragateError, Reservation
+
+SCHEMA_VERSION = 1
+"""Stored in `PRAGMA user_version`; a file with a newer version is refused, never rewritten."""
+BUSY_TIMEOUT_MS = 2000
+"""How long a transaction waits for another worker's write lock; well inside the webhook's
+admission deadline so that a stuck lock gives a clear error, not an apiserver timeout."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS holders (
+    tenant     TEXT NOT NULL,
+    holder     TEXT NOT NULL,
+    devices    TEXT NOT NULL,      -- JSON: device class -> devices
+    expires_at REAL,               -- NULL once confirmed; pending holders expire
+    PRIMARY KEY (tenant, holder)
+) WITHOUT ROWID
+"""
+_LOCKED = ("database is locked", "database is busy", "database table is locked")
+
+
+class LedgerUnavailable(DragateError):
+    """The ledger cannot be read or written now (locked past the busy timeout, I/O error)."""
+
+
+class LedgerFileError(DragateError):
+    """The file is not a ledger this version can use: not SQLite, corrupt, or a newer schema."""
+
+
+class SqliteLedger:
+    """Per tenant: holder -> record, in one SQLite table; safe across processes and threads."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        pending_seconds: float = PENDING_SECONDS,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    ) -> None:
+        self.path = path
+        self._clock = clock
+        self._pending_seconds = pending_seconds
+        self._busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._connection()  # fail at startup, not at the first admission
+
+    # ------------------------------------------------------------------ Ledger protocol
+
+    def usage(self, tenant: str) -> Mapping[str, ClassUsage]:
+        with self._errors():
+            return accounting.usage_of(_records(self._connection(), tenant))
+
+    def reserve(
+        self,
+        tenant: str,
+        holds: Mapping[str, Mapping[str, int]],
+        limits: Mapping[str, int],
+    ) -> Reservation:
+        """Read the tenant's holders, check, write the difference: one IMMEDIATE transaction."""
+        with self._transaction() as db:
+            current = _records(db, tenant)
+            outcome = accounting.reserve(
+                current, holds, limits, now=self._clock(), pending_seconds=self._pending_seconds
+            )
+            if outcome.granted:
+                _write_diff(db, tenant, current, outcome.records)
+            return Reservation(outcome.granted, accounting.usage_of(outcome.records))
+
+    def release(self, tenant: str, holder: str) -> None:
+        with self._transaction() as db:
+            db.execute("DELETE FROM holders WHERE tenant = ? AND holder = ?", (tenant, holder))
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def reconcile(self, truth: Mapping[str, Holds]) -> None:
+        """Confirm, keep or drop holders given the holds of existing objects per tenant."""
+        with self._transaction() as db:
+            now = self._clock()
+            stored = _all_records(db)
+            for tenant in set(stored) | set(truth):
+                current = stored.get(tenant, {})
+                updated = accounting.reconcile(current, truth.get(tenant, {}), now=now)
+                _write_diff(db, tenant, current, updated)
+
+    def seed(self, holds_by_tenant: Mapping[str, Holds]) -> None:
+        """Replace all confirmed holders with `holds_by_tenant` (the cluster's truth at startup).
+
+        Pending holders stay: another worker may have just admitted them.
+        """
+        with self._transaction() as db:
+            db.execute("DELETE FROM holders WHERE expires_at IS NULL")
+            for tenant, holds in holds_by_tenant.items():
+                for key, record in accounting.confirmed(holds).items():
+                    _put(db, tenant, key, record)
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their thread ends)."""
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local.db = None
+
+    # ------------------------------------------------------------------ connections
+
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection; a new one after a fork (a parent's must not be reused)."""
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None or getattr(self._local, "pid", None) != os.getpid():
+            with self._errors():
+                db = self._open()
+            self._local.db, self._local.pid = db, os.getpid()
+        return db
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(
+            self.path, timeout=self._busy_timeout_ms / 1000, isolation_level=None
+        )
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            _migrate(db, self.path)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error; sqlite errors translated."""
+        db = self._connection()
+        with self._errors():
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as error:
+            if any(text in str(error) for text in _LOCKED):
+                raise LedgerUnavailable(
+                    f"ledger {self.path} is locked by another writer for more than "
+                    f"{self._busy_timeout_ms} ms ({error})"
+                ) from error
+            raise LedgerUnavailable(f"ledger {self.path}: {error}") from error
+        except sqlite3.DatabaseError as error:
+            raise LedgerFileError(
+                f"{self.path} is not a usable dragate ledger: {error}"
+            ) from error
+
+
+# ---------------------------------------------------------------------- schema and rows
+
+
+def _migrate(db: sqlite3.Connection, path: str) -> None:
+    """Create the schema on an empty file; refuse a file written by a newer dragate."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise LedgerFileError(
+            f"{path} has ledger schema version {version}, this dragate reads up to "
+            f"{SCHEMA_VERSION}; upgrade dragate or point --state at another file"
+        )
+    if version == SCHEMA_VERSION:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute(_SCHEMA)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _record(devices: str, expires_at: float | None) -> Record:
+    parsed = json.loads(devices)
+    return Record({str(c): int(n) for c, n in parsed.items()}, expires_at)
+
+
+def _records(db: sqlite3.Connection, tenant: str) -> Records:
+    rows = db.execute(
+        "SELECT holder, devices, expires_at FROM holders WHERE tenant = ?", (tenant,)
+    )
+    return {holder: _record(devices, expires) for holder, devices, expires in rows}
+
+
+def _all_records(db: sqlite3.Connection) -> dict[str, Records]:
+    stored: dict[str, Records] = {}
+    for tenant, holder, devices, expires in db.execute(
+        "SELECT tenant, holder, devices, expires_at FROM holders"
+    ):
+        stored.setdefault(tenant, {})[holder] = _record(devices, expires)
+    return stored
+
+
+def _put(db: sqlite3.Connection, tenant: str, holder: str, record: Record) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO holders (tenant, holder, devices, expires_at) VALUES (?,?,?,?)",
+        (tenant, holder, json.dumps(dict(record.devices), sort_keys=True), record.expires_at),
+    )
+
+
+def _write_diff(
+    db: sqlite3.Connection, tenant: str, before: Mapping[str, Record], after: Mapping[str, Record]
+) -> None:
+    """Write only the holders that changed, so a transaction stays as short as it can."""
+    for holder in before.keys() - after.keys():
+        db.execute("DELETE FROM holders WHERE tenant = ? AND holder = ?", (tenant, holder))
+    for holder, record in after.items():
+        if before.get(holder) != record:
+            _put(db, tenant, holder, record)
