@@ -488,3 +488,16 @@ def test_packaged_example_policies_match_the_repository() -> None:
     names = sorted(p.name for p in (REPO / "policies").glob("*.yaml"))
     assert names == sorted(p.name for p in packaged.glob("*.yaml"))
     assert filecmp.cmpfiles(REPO / "policies", packaged, names, shallow=False)[0] == names
+
+
+def test_a_configmap_mount_is_read_once_through_its_visible_names(tmp_path: Path) -> None:
+    """The kubelet keeps the real files in `..<timestamp>/`, linked through `..data`."""
+    hidden = tmp_path / "..2026_11_30_09_00_00.123" / "tenants.yaml"
+    hidden.parent.mkdir()
+    hidden.write_text(
+        "apiVersion: dragate.io/v1alpha1\nkind: Tenant\nmetadata: {name: a}\n"
+        "spec: {namespaces: [a]}\n"
+    )
+    (tmp_path / "..data").symlink_to(hidden.parent.name)
+    (tmp_path / "tenants.yaml").symlink_to("..data/tenants.yaml")
+    assert [t.name for t in load_policies([tmp_path]).tenants] == ["a"]

@@ -6,7 +6,6 @@ they share this construction instead of each wiring the pipeline by hand.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -14,12 +13,12 @@ import click
 from webhook.cli import exits
 from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context
-from webhook.sources.inventory import InventorySource
+from webhook.sources import offline as sources_offline
+from webhook.sources.offline import existing_holds
 from webhook.sources.policies import PolicyError, default_policy_dir, load_policies
 from webhook.sources.state import SnapshotState, load_state
-from webhook.sources.usage import holds_by_tenant
 from webhook.sources.yamlio import YamlError
-from webhook.types import Object, PolicySet
+from webhook.types import PolicySet
 
 
 class UsageError(click.ClickException):
@@ -50,25 +49,6 @@ def snapshot(path: str | None) -> SnapshotState:
 
 
 def offline_context(policies: PolicySet, state: SnapshotState) -> Context:
-    """A pipeline context whose ledger starts from the claims already in `state`."""
-    namespaces = {str(n["metadata"]["name"]): n for n in state.namespaces()}
-    holds, _ = holds_by_tenant(policies, state.claims(), namespaces)
-    return Context(
-        policies=lambda: policies,
-        state=state,
-        ledger=MemoryLedger(holds),
-        templates=lambda namespace, templates, dry_run: _add_templates(
-            state, namespace, templates, dry_run
-        ),
-        inventory=InventorySource(state.slices).current,
-    )
-
-
-def _add_templates(
-    state: SnapshotState, namespace: str, templates: Sequence[Object], dry_run: bool
-) -> None:
-    if dry_run:
-        return
-    for template in templates:
-        metadata = {**(template.get("metadata") or {}), "namespace": namespace}
-        state.add({**template, "metadata": metadata})
+    """A pipeline context whose in-memory ledger starts from the claims already in `state`."""
+    ledger = MemoryLedger(existing_holds(policies, state))
+    return sources_offline.offline_context(lambda: policies, state, ledger)

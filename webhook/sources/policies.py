@@ -81,14 +81,28 @@ def policy_files(paths: Sequence[str | Path], problems: list[PolicyProblem]) -> 
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*")
-                           if p.suffix in POLICY_SUFFIXES and p.is_file())
+            found = files_under(path)
             files.extend(str(p) for p in found)
             if not found:
                 problems.append(PolicyProblem(Source(str(path)), "", "no *.yaml or *.yml files"))
         else:
             files.append(str(raw))
     return files
+
+
+def files_under(directory: Path) -> list[Path]:
+    """Policy files below `directory`, sorted, skipping dot-directories.
+
+    A ConfigMap mount holds every file twice (`..data/x.yaml` and the `x.yaml` link to it),
+    and a git checkout has `.git`; only the visible names are the policy set.
+    """
+    return sorted(
+        p
+        for p in directory.rglob("*")
+        if p.suffix in POLICY_SUFFIXES
+        and p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(directory).parts)
+    )
 
 
 def default_policy_dir() -> Path:

@@ -1,0 +1,256 @@
+"""The Flask app through its test client: the bad-input matrix and the response contract."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import time
+from typing import Any
+
+import pytest
+from admission_support import encode, pod, review_body
+
+from webhook.admission.config import TimeoutOutcome
+from webhook.types import Decision, Verdict
+
+JSON = "application/json"
+
+
+def _without(key: str) -> dict[str, Any]:
+    body = review_body()
+    del body["request"][key]
+    return body
+
+
+BAD_INPUTS = [
+    pytest.param(b"{not json", JSON, "not valid JSON", id="malformed-json"),
+    pytest.param(b"", JSON, "not valid JSON", id="empty-body"),
+    pytest.param(b"\xff\xfe\x00", JSON, "not valid JSON", id="not-utf8"),
+    pytest.param(b"[" * 100_000 + b"]" * 100_000, JSON, "JSON", id="deeply-nested"),
+    pytest.param(b"1" * 5000, JSON, "JSON", id="huge-integer"),
+    pytest.param(b"[]", JSON, "JSON object", id="array-body"),
+    pytest.param(encode(review_body()), "text/plain", "Content-Type", id="text-plain"),
+    pytest.param(encode(review_body()), None, "Content-Type", id="no-content-type"),
+    pytest.param(
+        encode({**review_body(), "apiVersion": "admission.k8s.io/v1beta1"}),
+        JSON,
+        "apiVersion",
+        id="v1beta1",
+    ),
+    pytest.param(encode({**review_body(), "kind": "Pod"}), JSON, "kind", id="wrong-kind"),
+    pytest.param(
+        encode({k: v for k, v in review_body().items() if k != "request"}),
+        JSON,
+        "missing request",
+        id="no-request",
+    ),
+    pytest.param(
+        encode({**review_body(), "request": "x"}), JSON, "missing request", id="request-not-object"
+    ),
+    pytest.param(encode(_without("uid")), JSON, "uid", id="no-uid"),
+    pytest.param(encode(review_body(uid="")), JSON, "uid", id="empty-uid"),
+    pytest.param(encode(review_body(uid=7)), JSON, "uid", id="uid-not-string"),
+    pytest.param(encode(_without("kind")), JSON, "request.kind", id="no-kind"),
+    pytest.param(encode(review_body(kind={"version": "v1"})), JSON, "kind.kind", id="kind-empty"),
+    pytest.param(encode(_without("resource")), JSON, "request.resource", id="no-resource"),
+    pytest.param(encode(review_body(operation="PATCH")), JSON, "operation", id="bad-operation"),
+    pytest.param(encode(review_body(operation=None)), JSON, "operation", id="no-operation"),
+    pytest.param(encode(review_body(object=[1])), JSON, "request.object", id="object-list"),
+    pytest.param(encode(review_body(dryRun="yes")), JSON, "dryRun", id="dryrun-string"),
+    pytest.param(encode(review_body(namespace=3)), JSON, "namespace", id="namespace-int"),
+    pytest.param(encode(review_body(userInfo="root")), JSON, "userInfo", id="userinfo-string"),
+]
+
+
+@pytest.mark.parametrize("endpoint", ["/validate", "/mutate"])
+@pytest.mark.parametrize(("body", "content_type", "expected"), BAD_INPUTS)
+def test_bad_input_is_400_with_json_message(
+    client: Any, endpoint: str, body: bytes, content_type: str | None, expected: str
+) -> None:
+    headers = {"Content-Type": content_type} if content_type else {}
+    response = client.post(endpoint, data=body, headers=headers)
+    assert response.status_code == 400
+    assert response.is_json
+    assert expected in response.get_json()["message"]
+
+
+def test_uid_is_echoed_in_400_when_known(client: Any) -> None:
+    response = client.post(
+        "/validate", data=encode(review_body(operation="PATCH")), content_type=JSON
+    )
+    assert response.get_json()["uid"] == "705ab4f5-6393-11e8-b7cc-42010a800002"
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+def test_body_over_limit_is_400(make_app: Any, declared: bool) -> None:
+    client = make_app(max_body_bytes=2048).test_client()
+    body = encode(review_body(pod(filler="x" * 60)) | {"pad": "y" * 4096})
+    if declared:
+        response = client.post("/validate", data=body, content_type=JSON)
+    else:
+        response = client.post(
+            "/validate",
+            input_stream=io.BytesIO(body),
+            content_type=JSON,
+            headers={"Transfer-Encoding": "chunked"},
+            environ_overrides={"wsgi.input_terminated": True},
+        )
+    assert response.status_code == 400
+    assert "limit" in response.get_json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "code"),
+    [
+        ("GET", "/validate", 405),
+        ("PUT", "/mutate", 405),
+        ("GET", "/nope", 404),
+    ],
+    ids=["get-validate", "put-mutate", "unknown-path"],
+)
+def test_routing_errors_are_json_not_500(client: Any, method: str, path: str, code: int) -> None:
+    response = client.open(path, method=method)
+    assert response.status_code == code
+    assert response.get_json()["code"] == code
+
+
+def test_allow_echoes_uid_and_envelope(client: Any) -> None:
+    body = client.post("/validate", json=review_body()).get_json()
+    assert body["apiVersion"] == "admission.k8s.io/v1"
+    assert body["kind"] == "AdmissionReview"
+    response = body["response"]
+    assert response["uid"] == "705ab4f5-6393-11e8-b7cc-42010a800002"
+    assert response["allowed"] is True
+    assert "patch" not in response and "patchType" not in response
+    assert response["auditAnnotations"] == {"dragate.io-tenant": "team-a"}
+
+
+def test_denial_has_403_and_a_message_with_the_numbers(client: Any) -> None:
+    response = client.post("/validate", json=review_body(pod(deny="yes"))).get_json()["response"]
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 403
+    message = response["status"]["message"]
+    for part in (
+        "[quota]",
+        "team-a",
+        "gpu.nvidia.com",
+        "used 6",
+        "limit 8",
+        "requested 4",
+        "team-a/train-1",
+    ):
+        assert part in message
+
+
+def test_mutate_sends_base64_jsonpatch(client: Any) -> None:
+    response = client.post("/mutate", json=review_body()).get_json()["response"]
+    assert response["patchType"] == "JSONPatch"
+    patch = json.loads(base64.b64decode(response["patch"]))
+    assert patch == [{"op": "add", "path": "/metadata/labels/dragate.io~1seen", "value": "yes"}]
+    assert "labelled dragate.io/seen" in response["warnings"]
+
+
+def test_validate_never_sends_a_patch(make_app: Any) -> None:
+    def patching(*_: Any, **__: Any) -> Verdict:
+        return Verdict(Decision(), patch=({"op": "add", "path": "/x", "value": 1},))
+
+    client = make_app(reviewer=patching).test_client()
+    response = client.post("/validate", json=review_body()).get_json()["response"]
+    assert "patch" not in response and "patchType" not in response
+
+
+def test_empty_patch_is_not_sent(make_app: Any) -> None:
+    client = make_app(reviewer=lambda *_, **__: Verdict(Decision(), patch=()))
+    response = client.test_client().post("/mutate", json=review_body()).get_json()["response"]
+    assert "patch" not in response and "patchType" not in response
+
+
+def test_dry_run_reaches_the_pipeline(client: Any) -> None:
+    response = client.post("/validate", json=review_body(dryRun=True)).get_json()["response"]
+    assert response["warnings"] == ["dry run: nothing reserved"]
+
+
+@pytest.mark.parametrize(
+    ("request_fields", "options"),
+    [
+        ({"operation": "DELETE", "object": None}, {}),
+        ({"operation": "CONNECT"}, {}),
+        ({"subResource": "status", "operation": "UPDATE"}, {}),
+        ({"subResource": "ephemeralcontainers", "operation": "UPDATE"}, {}),
+        ({"subResource": "resize", "operation": "UPDATE"}, {}),
+        ({"namespace": "dragate-system"}, {"own_namespace": "dragate-system"}),
+        (
+            {"userInfo": {"username": "system:serviceaccount:dragate-system:dragate"}},
+            {"own_namespace": "dragate-system", "own_service_account": "dragate"},
+        ),
+    ],
+    ids=["delete", "connect", "status", "ephemeral", "resize", "own-namespace", "own-sa"],
+)
+def test_exempt_requests_pass_unevaluated(
+    make_app: Any, request_fields: dict[str, Any], options: dict[str, Any]
+) -> None:
+    client = make_app(**options).test_client()
+    obj = pod("nowhere", crash="yes")  # would be denied (no tenant) or crash if evaluated
+    for endpoint in ("/validate", "/mutate"):
+        response = client.post(endpoint, json=review_body(obj, **request_fields))
+        body = response.get_json()["response"]
+        assert body["allowed"] is True and "patch" not in body
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "options", "allowed"),
+    [
+        ("/validate", {}, False),
+        ("/validate", {"on_timeout": "allow"}, True),
+        ("/mutate", {}, True),
+    ],
+    ids=["validate-deny", "validate-allow", "mutate-fails-open"],
+)
+def test_timeout_parameter_is_respected(
+    make_app: Any, endpoint: str, options: dict[str, Any], allowed: bool
+) -> None:
+    if "on_timeout" in options:
+        options = {"on_timeout": TimeoutOutcome(options["on_timeout"])}
+    client = make_app(timeout_margin=0.1, **options).test_client()
+    started = time.monotonic()
+    response = client.post(f"{endpoint}?timeout=1s", json=review_body(pod(sleep="2")))
+    assert time.monotonic() - started < 1.0
+    body = response.get_json()["response"]
+    assert body["allowed"] is allowed
+    if allowed:
+        assert "exceeded" in body["warnings"][0]
+        assert "patch" not in body
+    else:
+        assert body["status"]["code"] == 403
+        assert "could not finish" in body["status"]["message"]
+
+
+def test_internal_bug_is_500_with_uid(client: Any, caplog: Any) -> None:
+    response = client.post("/validate", json=review_body(pod(crash="yes")))
+    assert response.status_code == 500
+    assert response.get_json()["uid"] == "705ab4f5-6393-11e8-b7cc-42010a800002"
+
+
+def test_health_and_readiness(client: Any) -> None:
+    assert client.get("/healthz").status_code == 200
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.get_json()["policies"] == {
+        "state": "current",
+        "digest": "d1",
+        "loadedAt": ready.get_json()["policies"]["loadedAt"],
+        "errors": [],
+    }
+
+
+def test_metrics_count_reviews(client: Any) -> None:
+    client.post("/validate", json=review_body(pod(deny="yes"), operation="UPDATE"))
+    text = client.get("/metrics").get_data(as_text=True)
+    assert (
+        'dragate_admission_requests_total{endpoint="validate",kind="Pod",'
+        'operation="UPDATE",result="denied"}' in text
+    )
+    assert 'dragate_denials_total{policy="quota",tenant="team-a"}' in text
+    assert "dragate_admission_duration_seconds_bucket" in text and 'le="0.0005"' in text
+    assert "dragate_policy_reload_success 1.0" in text

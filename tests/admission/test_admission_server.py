@@ -1,0 +1,279 @@
+"""The real `dragate serve`: gunicorn, TLS, workers, reload and shutdown, over real sockets."""
+
+from __future__ import annotations
+
+import base64
+import json
+import signal
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+from admission_support import pod, review_body
+from server_support import (
+    Server,
+    get_on_new_connection,
+    readyz,
+    start,
+    write_policies,
+)
+
+from webhook.sources import certs
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    running = start(tmp_path_factory.mktemp("serve"))
+    yield running
+    assert running.stop() == 0, running.logs()
+
+
+def test_allow_deny_and_mutate(server: Server) -> None:
+    allowed = server.post("/validate", review_body()).json()["response"]
+    assert allowed["allowed"] is True and allowed["uid"] == review_body()["request"]["uid"]
+    denied = server.post("/validate", review_body(pod(deny="yes"))).json()["response"]
+    assert denied["status"]["code"] == 403 and "limit 8" in denied["status"]["message"]
+    mutated = server.post("/mutate", review_body()).json()["response"]
+    assert mutated["patchType"] == "JSONPatch"
+    assert json.loads(base64.b64decode(mutated["patch"]))[0]["path"].startswith("/metadata")
+
+
+def test_dry_run_is_passed_through(server: Server) -> None:
+    response = server.post("/validate", review_body(dryRun=True)).json()["response"]
+    assert response["warnings"] == ["dry run: nothing reserved"]
+
+
+def test_timeout_parameter_answers_in_time(server: Server) -> None:
+    started = time.monotonic()
+    validate = server.post("/validate?timeout=1s", review_body(pod(sleep="3"))).json()
+    mutate = server.post("/mutate?timeout=1s", review_body(pod(sleep="3"))).json()
+    assert time.monotonic() - started < 2.5
+    assert validate["response"]["allowed"] is False
+    assert mutate["response"]["allowed"] is True and "exceeded" in mutate["response"]["warnings"][0]
+
+
+@pytest.mark.parametrize(
+    ("data", "headers"),
+    [
+        (b"{", {"Content-Type": "application/json"}),
+        (json.dumps(review_body()).encode(), {"Content-Type": "text/plain"}),
+        (b"x" * (3 * 1024 * 1024 + 1), {"Content-Type": "application/json"}),
+    ],
+    ids=["malformed", "content-type", "too-large"],
+)
+def test_bad_input_is_400(server: Server, data: bytes, headers: dict[str, str]) -> None:
+    response = requests.post(
+        server.url + "/validate", data=data, headers=headers, verify=str(server.trust), timeout=10
+    )
+    assert response.status_code == 400 and "message" in response.json()
+
+
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1 is deprecated:DeprecationWarning")
+def test_tls_versions(server: Server) -> None:
+    modern = ssl.create_default_context(cafile=str(server.trust))
+    with (
+        socket.create_connection(("127.0.0.1", server.port)) as raw,
+        modern.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        assert tls.version() == "TLSv1.3"
+        assert tls.selected_alpn_protocol() in (None, "http/1.1")
+    old = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    old.load_verify_locations(str(server.trust))
+    old.minimum_version = old.maximum_version = ssl.TLSVersion.TLSv1_1
+    old.set_ciphers("DEFAULT:@SECLEVEL=0")
+    with socket.create_connection(("127.0.0.1", server.port)) as raw, pytest.raises(ssl.SSLError):
+        old.wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def test_plaintext_is_refused(server: Server) -> None:
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"http://127.0.0.1:{server.port}/healthz", timeout=5)
+
+
+def test_metrics_aggregate_across_workers(server: Server) -> None:
+    body = review_body(
+        operation="UPDATE",
+        kind={"group": "", "version": "v1", "kind": "Namespace"},
+        resource={"group": "", "version": "v1", "resource": "namespaces"},
+    )
+    for _ in range(12):  # a new connection each time, so both workers answer some
+        assert server.post("/validate", body, headers={"Connection": "close"}).ok
+    text = server.get("/metrics").text
+    line = (
+        'dragate_admission_requests_total{endpoint="validate",kind="Namespace",'
+        'operation="UPDATE",result="allowed"} 12.0'
+    )
+    assert line in text
+    assert "dragate_policy_reload_success 1.0" in text
+    assert "dragate_certificate_expiry_timestamp_seconds " in text
+
+
+def test_mtls_is_required_with_client_ca(tmp_path: Path) -> None:
+    clients = tmp_path / "clients"
+    ca, ca_key = certs.make_ca("client-ca")
+    cert, key = certs.make_client(ca, ca_key)
+    certs.write_file(clients / "ca.crt", certs.pem_certs([ca]), private=False)
+    certs.write_file(clients / "client.crt", certs.pem_certs([cert]), private=False)
+    certs.write_file(clients / "client.key", certs.pem_key(key), private=True)
+    pair = (str(clients / "client.crt"), str(clients / "client.key"))
+    server = start(tmp_path, "--client-ca", str(clients / "ca.crt"), client_cert=pair)
+    try:
+        with pytest.raises((requests.exceptions.SSLError, requests.ConnectionError)):
+            requests.get(server.url + "/healthz", verify=str(server.trust), timeout=5)
+        assert server.get("/healthz").status_code == 200
+    finally:
+        assert server.stop() == 0
+
+
+def test_certificate_rotation_without_failures(tmp_path: Path) -> None:
+    """Same-CA renewal, then a new CA published as old+new bundle first, under load."""
+    live = tmp_path / "certs"
+    certs.create(live, ["localhost", "127.0.0.1"])
+    trust = tmp_path / "trust.pem"
+    trust.write_bytes((live / "ca.crt").read_bytes())
+    server = start(tmp_path)
+    seen: set[int] = set()
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def client() -> None:
+        while not stop.is_set():
+            try:
+                status, serial = get_on_new_connection(server.port, trust)
+                seen.add(serial) if status == 200 else failures.append(str(status))
+            except (OSError, ssl.SSLError) as err:
+                failures.append(repr(err))
+
+    thread = threading.Thread(target=client, daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.3)
+        certs.renew(live)
+        _wait_for_serial(seen, live)
+        staging = tmp_path / "staging"  # rotate the CA in a copy; publish the bundle first
+        staging.mkdir()
+        for name in ("ca.crt", "ca.key", "tls.crt", "tls.key"):
+            (staging / name).write_bytes((live / name).read_bytes())
+        certs.renew(staging, rotate_ca=True)
+        trust.write_bytes((staging / "ca-bundle.crt").read_bytes())
+        time.sleep(0.2)
+        for name in ("tls.key", "tls.crt"):
+            certs.write_file(live / name, (staging / name).read_bytes(), private=True)
+        _wait_for_serial(seen, live)
+    finally:
+        stop.set()
+        thread.join(10)
+        assert server.stop() == 0
+    assert failures == []
+    assert len(seen) >= 3
+
+
+def _wait_for_serial(seen: set[int], live: Path) -> None:
+    serial = certs.read_certs(live / "tls.crt")[0].serial_number
+    deadline = time.monotonic() + 10
+    while serial not in seen and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert serial in seen
+
+
+def test_broken_policy_keeps_the_last_good_set(tmp_path: Path) -> None:
+    policies = tmp_path / "policies"
+    write_policies(policies, "team-a")
+    server = start(tmp_path, "--reload-interval", "0.1", policies=policies)
+    team_b = review_body(pod("team-b"))
+    try:
+        assert server.post("/validate", team_b).json()["response"]["allowed"] is False
+        write_policies(policies, "team-a", "team-b")
+        _eventually(
+            lambda: all(
+                server.post("/validate", team_b, headers={"Connection": "close"}).json()[
+                    "response"
+                ]["allowed"]
+                for _ in range(6)
+            )
+        )
+        time.sleep(1.0)  # every worker has polled many times by now, not just the one we hit
+        (policies / "broken.yaml").write_text(
+            "apiVersion: dragate.io/v1alpha1\nkind: Tenant\nmetadata: {name: x}\nspec: {quota: 7}\n"
+        )
+        _eventually(lambda: all(readyz(server)["policies"]["state"] == "stale" for _ in range(6)))
+        time.sleep(1.0)
+        ready = server.get("/readyz")
+        assert ready.status_code == 200
+        assert "broken.yaml" in " ".join(ready.json()["policies"]["errors"])
+        for _ in range(6):
+            response = server.post("/validate", team_b, headers={"Connection": "close"})
+            assert response.json()["response"]["allowed"] is True
+        assert "dragate_policy_reload_success 0.0" in server.get("/metrics").text
+    finally:
+        assert server.stop() == 0
+
+
+def _eventually(check: object, seconds: float = 10) -> None:
+    assert callable(check)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    raise AssertionError("condition not reached in time")
+
+
+def test_sigterm_drains_in_flight_requests_and_exits_0(tmp_path: Path) -> None:
+    server = start(tmp_path, "--graceful-timeout", "10")
+    session = requests.Session()
+    trust = str(server.trust)
+    assert session.get(server.url + "/healthz", verify=trust).status_code == 200  # kept alive
+    results: list[requests.Response] = []
+    slow = threading.Thread(
+        target=lambda: results.append(server.post("/validate", review_body(pod(sleep="1.5"))))
+    )
+    slow.start()
+    time.sleep(0.4)
+    server.process.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    drained = session.get(server.url + "/healthz", verify=trust)  # same connection, stopping
+    assert drained.status_code == 200
+    assert drained.headers.get("Connection", "").lower() == "close"
+    slow.join(10)
+    assert results and results[0].status_code == 200
+    assert results[0].json()["response"]["allowed"] is True
+    assert server.process.wait(timeout=15) == 0
+    with pytest.raises(requests.ConnectionError):
+        requests.get(server.url + "/healthz", verify=str(server.trust), timeout=2)
+
+
+def test_real_pipeline_denies_over_quota(tmp_path: Path) -> None:
+    """No double: the default wiring (real loader, pipeline, offline state, memory ledger)."""
+    policies = tmp_path / "policies"
+    write_policies(policies, "team-a")
+    server = start(tmp_path, double=False, policies=policies)
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "big", "namespace": "team-a"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 4}}
+                ]
+            }
+        },
+    }
+    body = review_body(
+        claim,
+        kind={"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
+        resource={"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
+    )
+    try:
+        response = server.post("/validate", body).json()["response"]
+        assert response["allowed"] is False, response
+        assert response["status"]["code"] == 403
+        assert "team-a" in response["status"]["message"]
+    finally:
+        assert server.stop() == 0

@@ -1,0 +1,210 @@
+"""Pure pieces: warning and audit bounds, denial messages, durations, policy reload, TLS cache."""
+
+from __future__ import annotations
+
+import contextlib
+import ssl
+import time
+from pathlib import Path
+
+import pytest
+from admission_support import POLICIES, StaticLoader
+
+from webhook.admission import review
+from webhook.admission.config import TlsFiles
+from webhook.admission.deadline import budget, parse_go_duration
+from webhook.admission.reload import PolicyHolder
+from webhook.admission.tls import ContextCache
+from webhook.sources import certs
+from webhook.types import PolicySet, Reason
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("short", "short"),
+        ("x" * 120, "x" * 120),
+        ("x" * 121, "x" * 119 + "…"),
+        ("é" * 300, "é" * 119 + "…"),
+        ("line\nbreak\ttab", "line break tab"),
+        ("\n\n", None),
+    ],
+    ids=["short", "exactly-120", "121", "non-ascii", "control-chars", "blank-dropped"],
+)
+def test_warnings_are_one_line_and_at_most_120(text: str, expected: str | None) -> None:
+    assert review.bound_warnings([text]) == ([expected] if expected else [])
+
+
+def test_warning_count_is_bounded() -> None:
+    bounded = review.bound_warnings([f"w{i}" for i in range(50)], limit=20)
+    assert len(bounded) == 20 and bounded[-1] == "31 more warnings not shown"
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("tenant", "tenant"),
+        ("dragate.io/tenant", "dragate.io-tenant"),
+        ("-lead_", "lead"),
+        ("a" * 80, "a" * 63),
+        ("über key", "ber-key"),
+        ("///", ""),
+    ],
+    ids=["plain", "slash", "edge-chars", "long", "non-ascii", "nothing-left"],
+)
+def test_audit_keys_become_valid_qualified_names(key: str, expected: str) -> None:
+    assert review.audit_key(key) == expected
+
+
+def test_audit_annotations_first_key_wins_and_values_bounded() -> None:
+    got = review.audit_annotations({"a/b": "1", "a-b": "2", "v": "x" * 5000})
+    assert got["a-b"] == "1" and len(got["v"]) == review.MAX_AUDIT_VALUE_CHARS
+
+
+def test_reason_numbers_are_not_repeated_when_the_message_has_them() -> None:
+    reason = Reason(
+        "quota",
+        "team-a uses 6 of 8 gpu.nvidia.com",
+        tenant="team-a",
+        device_class="gpu.nvidia.com",
+        used=6,
+        limit=8,
+        requested=4,
+    )
+    text = review.format_reason(reason)
+    assert text.count("team-a") == 1 and text.count("gpu.nvidia.com") == 1
+    assert "used 6 / limit 8 / requested 4" in text
+
+
+def test_denial_message_is_bounded() -> None:
+    message = review.denial_message([Reason("p", f"m{i}") for i in range(15)])
+    assert message.endswith("and 5 more reasons")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("10s", 10.0),
+        ("1m30s", 90.0),
+        ("500ms", 0.5),
+        ("1.5s", 1.5),
+        ("", None),
+        ("10", None),
+        ("s", None),
+        ("-1s", None),
+        ("0s", None),
+        ("10x", None),
+    ],
+)
+def test_go_durations(text: str, seconds: float | None) -> None:
+    assert parse_go_duration(text) == seconds
+
+
+def test_budget_keeps_a_margin_and_caps_at_30s() -> None:
+    assert budget("10s", 10.0, 0.25) == 9.75
+    assert budget("1s", 10.0, 0.5) == 0.75
+    assert budget(None, 10.0, 0.25) == 9.75
+    assert budget("5m", 10.0, 0.25) == 29.75
+    assert budget("junk", 3.0, 0.25) == 2.75
+
+
+# --------------------------------------------------------------------------- reload
+
+
+def test_reload_swaps_a_valid_set_and_keeps_the_last_good_one(tmp_path: Path) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text("one")
+    loader = StaticLoader(POLICIES)
+    holder = PolicyHolder([str(tmp_path)], loader)
+    assert not holder.poll()  # nothing changed
+    policy.touch()
+    assert not holder.poll()  # touched, same content: not reloaded
+
+    loader.result = PolicySet(digest="d2")
+    policy.write_text("two")
+    assert holder.poll() and holder.get().digest == "d2" and not holder.status.stale
+
+    error = ValueError("bad")
+    error.problems = ["p.yaml:3: spec.quota: expected a list"]  # type: ignore[attr-defined]
+    loader.result = error
+    policy.write_text("three")
+    assert not holder.poll()
+    assert holder.get().digest == "d2"
+    assert holder.status.stale and holder.status.errors == (
+        "p.yaml:3: spec.quota: expected a list",
+    )
+
+    loader.result = PolicySet(digest="d4")
+    policy.write_text("four")
+    assert holder.poll() and holder.get().digest == "d4" and not holder.status.stale
+
+
+def test_watcher_thread_polls(tmp_path: Path) -> None:
+    from webhook.admission.reload import PolicyWatcher
+
+    (tmp_path / "p.yaml").write_text("one")
+    loader = StaticLoader(POLICIES)
+    holder = PolicyHolder([str(tmp_path)], loader)
+    watcher = PolicyWatcher(holder, interval=0.05)
+    watcher.ensure_running()
+    watcher.ensure_running()  # once per process
+    loader.result = PolicySet(digest="new")
+    (tmp_path / "p.yaml").write_text("two")
+    deadline = time.monotonic() + 3
+    while holder.get().digest != "new" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    watcher.stop()
+    assert holder.get().digest == "new"
+
+
+# --------------------------------------------------------------------------- TLS
+
+
+def _serial(context: ssl.SSLContext, ca: Path) -> int:
+    """The serial of the certificate `context` serves, via an in-memory handshake."""
+    from cryptography import x509
+
+    client = ssl.create_default_context(cafile=str(ca))
+    c_in, c_out, s_in, s_out = ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO()
+    cli = client.wrap_bio(c_in, c_out, server_hostname="localhost")
+    srv = context.wrap_bio(s_in, s_out, server_side=True)
+    for _ in range(10):
+        for side in (cli, srv):
+            with contextlib.suppress(ssl.SSLWantReadError):
+                side.do_handshake()
+        s_in.write(c_out.read())
+        c_in.write(s_out.read())
+    der = cli.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der).serial_number
+
+
+def test_context_is_cached_and_reloaded_on_change(tmp_path: Path) -> None:
+    certs.create(tmp_path, ["localhost"])
+    files = TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key")
+    cache = ContextCache(files)
+    first = cache.get()
+    assert cache.get() is first
+    assert first.minimum_version == ssl.TLSVersion.TLSv1_2
+    certs.renew(tmp_path)
+    second = cache.get()
+    assert second is not first
+    assert _serial(second, tmp_path / "ca.crt") == certs.read_certs(files.cert)[0].serial_number
+
+
+def test_mismatched_pair_keeps_the_previous_context(tmp_path: Path) -> None:
+    certs.create(tmp_path, ["localhost"])
+    cache = ContextCache(TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key"))
+    first = cache.get()
+    ca, ca_key = certs.read_ca(certs.CertDir(tmp_path))
+    _, other_key = certs.make_serving(ca, ca_key, ["localhost"])
+    certs.write_file(tmp_path / "tls.key", certs.pem_key(other_key), private=True)
+    assert cache.get() is first  # mid-swap: new key, old certificate
+    (tmp_path / "tls.key").unlink()
+    assert cache.get() is first  # briefly missing
+
+
+def test_client_ca_requires_client_certificates(tmp_path: Path) -> None:
+    certs.create(tmp_path, ["localhost"])
+    files = TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "ca.crt")
+    assert ContextCache(files).get().verify_mode == ssl.CERT_REQUIRED

@@ -1,0 +1,675 @@
+"""The Helm chart in charts/dragate, rendered by the real helm binary of the e2e toolchain.
+
+`helm lint` (also --strict), then `helm template` for the defaults and for each non-default
+mode (cert-manager, url mode, NetworkPolicy, ServiceMonitor, git-sync, inline policies), parsed
+and checked property by property. The matchConditions are evaluated with cel-python against
+sample objects, so a wrong CEL expression fails here, not in a cluster. Installing the chart
+into a real kube-apiserver is tests/e2e/test_helm_install.py.
+
+helm missing: the tests FAIL with a message (build it with tests/e2e/toolchain/build.sh),
+unless DRAGATE_SKIP_E2E=1, which skips them like the other toolchain tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import celpy
+import pytest
+import yaml
+from cryptography import x509
+from e2e.toolchain_bins import ToolchainMissing, require_binaries, toolchain_bin_dir
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "dragate"
+NAMESPACE = "dragate-system"
+RELEASE = "dragate"
+FULLNAME = "dragate"  # the release name contains the chart name
+
+Doc = dict[str, Any]
+
+
+# --- helm ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def helm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Helm]:
+    if os.environ.get("DRAGATE_SKIP_E2E") == "1":
+        pytest.skip("DRAGATE_SKIP_E2E=1: chart tests need the toolchain's helm")
+    try:
+        bin_dir = require_binaries(toolchain_bin_dir(), ("helm",))
+    except ToolchainMissing as error:
+        pytest.fail(str(error), pytrace=False)
+    yield Helm(bin_dir / "helm", tmp_path_factory.mktemp("helm"))
+
+
+class Helm:
+    def __init__(self, binary: Path, home: Path) -> None:
+        self.binary = binary
+        self.home = home
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        env = {
+            **os.environ,
+            "HELM_CACHE_HOME": str(self.home / "cache"),
+            "HELM_CONFIG_HOME": str(self.home / "config"),
+            "HELM_DATA_HOME": str(self.home / "data"),
+        }
+        result = subprocess.run(
+            [str(self.binary), *args], capture_output=True, text=True, env=env, timeout=120,
+            check=False,
+        )  # fmt: skip
+        if check and result.returncode != 0:
+            raise AssertionError(f"helm {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+        return result
+
+    def values_args(self, values: dict[str, Any] | None) -> list[str]:
+        if not values:
+            return []
+        path = self.home / f"values-{abs(hash(json.dumps(values, sort_keys=True)))}.json"
+        path.write_text(json.dumps(values))
+        return ["-f", str(path)]
+
+    def template(self, values: dict[str, Any] | None = None, *extra: str) -> Rendered:
+        result = self.run(
+            "template", RELEASE, str(CHART), "--namespace", NAMESPACE,
+            *self.values_args(values), *extra,
+        )  # fmt: skip
+        return Rendered([d for d in yaml.safe_load_all(result.stdout) if d])
+
+    def template_error(self, values: dict[str, Any]) -> str:
+        result = self.run(
+            "template", RELEASE, str(CHART), "--namespace", NAMESPACE,
+            *self.values_args(values), check=False,
+        )  # fmt: skip
+        assert result.returncode != 0, f"expected helm template to fail for {values}"
+        return result.stderr
+
+
+class Rendered:
+    def __init__(self, docs: list[Doc]) -> None:
+        self.docs = docs
+
+    def kinds(self) -> list[str]:
+        return sorted(d["kind"] for d in self.docs)
+
+    def all(self, kind: str) -> list[Doc]:
+        return [d for d in self.docs if d["kind"] == kind]
+
+    def one(self, kind: str, name: str | None = None) -> Doc:
+        found = [d for d in self.all(kind) if name is None or d["metadata"]["name"] == name]
+        assert len(found) == 1, f"expected one {kind} {name or ''}, got {len(found)}"
+        return found[0]
+
+    def has(self, kind: str) -> bool:
+        return bool(self.all(kind))
+
+
+@pytest.fixture(scope="session")
+def default(helm: Helm) -> Rendered:
+    return helm.template()
+
+
+URL_MODE = {
+    "deployment": {"enabled": False},
+    "webhook": {
+        "url": "https://192.0.2.10:9443",
+        "caBundle": base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode(),
+    },
+}
+NON_DEFAULT = {
+    "certs": {"mode": "certManager"},
+    "networkPolicy": {"enabled": True, "controlPlaneCIDRs": ["10.0.0.0/16", "172.16.0.0/12"]},
+    "serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
+    "prometheusRule": {"enabled": True},
+    "deployment": {"replicas": 5, "preStopSleepSeconds": 5},
+    "serve": {"workers": 3, "threads": 8, "gracefulTimeoutSeconds": 20},
+    "webhook": {"validating": {"failurePolicy": "Ignore", "timeoutSeconds": 5}},
+}
+
+
+def container(deployment: Doc, name: str = "dragate") -> Doc:
+    found: Doc = next(c for c in deployment["spec"]["template"]["spec"]["containers"]
+                      if c["name"] == name)  # fmt: skip
+    return found
+
+
+def flags(args: list[str]) -> dict[str, str]:
+    """`--name=value` arguments as a dict (bare flags map to "")."""
+    out = {}
+    for arg in args:
+        if arg.startswith("--"):
+            name, _, value = arg[2:].partition("=")
+            out[name] = value
+    return out
+
+
+def webhooks(rendered: Rendered) -> dict[str, Doc]:
+    found = {}
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        for config in rendered.all(kind):
+            for hook in config["webhooks"]:
+                found[hook["name"]] = hook
+    return found
+
+
+# --- lint ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["lint", "lint-strict"])
+def test_lint_default_values(helm: Helm, strict: bool) -> None:
+    result = helm.run("lint", str(CHART), *(["--strict"] if strict else []))
+    assert "0 chart(s) failed" in result.stdout
+
+
+@pytest.mark.parametrize("values", [NON_DEFAULT, URL_MODE], ids=["non-default", "url-mode"])
+def test_lint_strict_non_default_values(helm: Helm, values: dict[str, Any]) -> None:
+    helm.run("lint", str(CHART), "--strict", *helm.values_args(values))
+
+
+# --- default render ------------------------------------------------------------------------------
+
+
+CLUSTER_SCOPED = ("ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration",
+                  "MutatingWebhookConfiguration")  # fmt: skip
+
+
+def test_default_render_has_every_object(default: Rendered) -> None:
+    assert default.kinds() == sorted([
+        "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
+        "MutatingWebhookConfiguration", "PodDisruptionBudget", "Role", "RoleBinding", "Secret",
+        "Service", "ServiceAccount", "ValidatingWebhookConfiguration",
+    ])  # fmt: skip
+    for doc in default.docs:
+        if doc["kind"] not in CLUSTER_SCOPED:
+            assert doc["metadata"]["namespace"] == NAMESPACE, doc["kind"]
+        assert doc["metadata"]["labels"]["app.kubernetes.io/instance"] == RELEASE
+
+
+def test_deployment_is_highly_available(default: Rendered) -> None:
+    deployment = default.one("Deployment")
+    spec = deployment["spec"]
+    pod = spec["template"]["spec"]
+    assert spec["replicas"] == 3
+    assert spec["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    anti = pod["affinity"]["podAntiAffinity"]
+    preferred = anti["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert preferred[0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    selector = spec["selector"]["matchLabels"]
+    assert preferred[0]["podAffinityTerm"]["labelSelector"]["matchLabels"] == selector
+    spread = pod["topologySpreadConstraints"][0]
+    assert spread["topologyKey"] == "topology.kubernetes.io/zone"
+    assert spread["labelSelector"]["matchLabels"] == selector
+    pdb = default.one("PodDisruptionBudget")
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == selector
+
+
+def test_shutdown_outlasts_prestop_and_graceful_timeout(default: Rendered) -> None:
+    pod = default.one("Deployment")["spec"]["template"]["spec"]
+    dragate = container(default.one("Deployment"))
+    pre_stop = dragate["lifecycle"]["preStop"]["sleep"]["seconds"]
+    graceful = int(flags(dragate["args"])["graceful-timeout"])
+    assert pre_stop > 0
+    assert pod["terminationGracePeriodSeconds"] > pre_stop + graceful
+
+
+def test_container_runs_dragate_serve_in_cluster(default: Rendered) -> None:
+    dragate = container(default.one("Deployment"))
+    assert dragate["image"] == "ghcr.io/dragate/dragate:" + chart_app_version()
+    assert dragate["command"] == ["dragate"]
+    assert dragate["args"][0] == "serve"
+    args = flags(dragate["args"])
+    assert args["in-cluster"] == ""
+    assert args["port"] == "8443"
+    assert args["host"] == "0.0.0.0"
+    assert args["cert-dir"] == "/etc/dragate/tls"
+    assert args["policies"].startswith("/etc/dragate/policies")
+    assert (args["workers"], args["threads"]) == ("2", "4")
+    assert args["own-service-account"] == "$(POD_SERVICE_ACCOUNT)"
+    env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+           for e in dragate["env"]}  # fmt: skip
+    assert env["POD_NAMESPACE"] == "metadata.namespace"
+    assert env["POD_SERVICE_ACCOUNT"] == "spec.serviceAccountName"
+    assert dragate["ports"] == [{"name": "https", "containerPort": 8443, "protocol": "TCP"}]
+    assert dragate["resources"]["requests"]["cpu"]
+    assert dragate["resources"]["limits"]["memory"]
+
+
+def test_probes_use_https_health_endpoints(default: Rendered) -> None:
+    dragate = container(default.one("Deployment"))
+    live, ready = dragate["livenessProbe"]["httpGet"], dragate["readinessProbe"]["httpGet"]
+    assert live == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
+    assert ready == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
+
+
+def test_pod_is_hardened(default: Rendered) -> None:
+    pod = default.one("Deployment")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 65532
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    sc = container(default.one("Deployment"))["securityContext"]
+    assert sc["runAsNonRoot"] is True
+    assert sc["runAsUser"] == 65532
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
+def test_volumes_are_directory_mounts_and_memory_scratch(default: Rendered) -> None:
+    pod = default.one("Deployment")["spec"]["template"]["spec"]
+    for c in pod["containers"] + pod.get("initContainers", []):
+        for mount in c["volumeMounts"]:
+            assert "subPath" not in mount and "subPathExpr" not in mount, mount
+    mounts = {m["mountPath"]: m for m in container(default.one("Deployment"))["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    for path in ("/tmp", "/dev/shm"):
+        assert volumes[mounts[path]["name"]]["emptyDir"]["medium"] == "Memory"
+    tls = volumes[mounts["/etc/dragate/tls"]["name"]]["secret"]
+    assert tls["secretName"] == f"{FULLNAME}-tls"
+    assert {i["key"] for i in tls["items"]} == {"tls.crt", "tls.key", "ca.crt"}  # never ca.key
+    policies = volumes[mounts["/etc/dragate/policies"]["name"]]["configMap"]
+    assert policies["name"] == f"{FULLNAME}-policies"
+    assert all(m["readOnly"] for p, m in mounts.items() if p.startswith("/etc/dragate"))
+
+
+def test_service_maps_443_to_the_https_port(default: Rendered) -> None:
+    service = default.one("Service")
+    assert service["spec"]["ports"] == [
+        {"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"}
+    ]
+    selector = default.one("Deployment")["spec"]["selector"]["matchLabels"]
+    assert service["spec"]["selector"] == selector
+
+
+def rules_of(role: Doc) -> list[tuple[tuple[str, ...], ...]]:
+    return sorted(
+        tuple(tuple(sorted(rule.get(key, []))) for key in
+              ("apiGroups", "resources", "resourceNames", "verbs"))
+        for rule in role["rules"]
+    )  # fmt: skip
+
+
+def test_cluster_role_is_least_privilege(default: Rendered) -> None:
+    expected = [
+        {"apiGroups": [""], "resources": ["namespaces", "pods"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["resource.k8s.io"],
+         "resources": ["resourceclaims", "resourceclaimtemplates", "deviceclasses",
+                       "resourceslices"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates"],
+         "verbs": ["create"]},
+        {"apiGroups": ["dragate.io"], "resources": ["tenantusages"],
+         "verbs": ["get", "list", "watch", "create", "update", "patch"]},
+        {"apiGroups": ["admissionregistration.k8s.io"],
+         "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+         "resourceNames": [FULLNAME], "verbs": ["patch"]},
+    ]  # fmt: skip
+    role = default.one("ClusterRole")
+    assert rules_of(role) == rules_of({"rules": expected})
+    for rule in role["rules"]:
+        assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
+        assert "secrets" not in rule["resources"]
+    binding = default.one("ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": FULLNAME, "namespace": NAMESPACE}
+    ]
+
+
+def test_namespaced_role_pins_its_own_secret(default: Rendered) -> None:
+    expected = [
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [f"{FULLNAME}-tls"],
+         "verbs": ["get", "update", "patch"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
+    ]  # fmt: skip
+    assert rules_of(default.one("Role")) == rules_of({"rules": expected})
+    assert default.one("RoleBinding")["subjects"][0]["name"] == FULLNAME
+
+
+# --- webhook configurations ----------------------------------------------------------------------
+
+EXPECTED_RULES = {
+    "pods.validate.dragate.io": [
+        {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+         "resources": ["pods"], "scope": "Namespaced"}],
+    "claims.validate.dragate.io": [
+        {"operations": ["CREATE", "UPDATE"], "apiGroups": ["resource.k8s.io"],
+         "apiVersions": ["v1"],
+         "resources": ["resourceclaims", "resourceclaimtemplates"], "scope": "Namespaced"}],
+    "namespaces.validate.dragate.io": [
+        {"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
+         "resources": ["namespaces"], "scope": "Cluster"}],
+    "pods.mutate.dragate.io": [
+        {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+         "resources": ["pods"], "scope": "Namespaced"}],
+}  # fmt: skip
+
+
+def test_webhook_configurations(default: Rendered) -> None:
+    validating = default.one("ValidatingWebhookConfiguration", FULLNAME)
+    mutating = default.one("MutatingWebhookConfiguration", FULLNAME)
+    hooks = webhooks(default)
+    assert set(hooks) == set(EXPECTED_RULES)
+    assert [h["name"] for h in mutating["webhooks"]] == ["pods.mutate.dragate.io"]
+    assert len(validating["webhooks"]) == 3
+    for name, hook in hooks.items():
+        mutate = name.endswith(".mutate.dragate.io")
+        assert hook["rules"] == EXPECTED_RULES[name], name
+        assert hook["admissionReviewVersions"] == ["v1"]
+        assert hook["matchPolicy"] == "Equivalent"
+        assert hook["sideEffects"] == "NoneOnDryRun"
+        assert hook["timeoutSeconds"] == (2 if mutate else 3)
+        assert hook["failurePolicy"] == ("Ignore" if mutate else "Fail")
+        assert hook.get("reinvocationPolicy") == ("IfNeeded" if mutate else None)
+        assert hook["clientConfig"]["service"] == {
+            "name": FULLNAME, "namespace": NAMESPACE, "port": 443,
+            "path": "/mutate" if mutate else "/validate",
+        }  # fmt: skip
+        # No subresource is ever sent (pods/status, pods/resize, pods/ephemeralcontainers).
+        for rule in hook["rules"]:
+            assert not any("/" in r or r == "*" for r in rule["resources"]), rule
+        assert hook["namespaceSelector"] == {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name", "operator": "NotIn",
+            "values": [NAMESPACE, "kube-system"],
+        }]}  # fmt: skip
+
+
+def test_ca_bundle_is_the_secret_ca_and_signs_the_serving_cert(default: Rendered) -> None:
+    secret = default.one("Secret", f"{FULLNAME}-tls")
+    assert secret["type"] == "kubernetes.io/tls"
+    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
+    assert set(data) == {"ca.crt", "ca.key", "tls.crt", "tls.key", "ca-bundle.crt"}
+    bundles = {base64.b64decode(h["clientConfig"]["caBundle"]) for h in webhooks(default).values()}
+    assert bundles == {data["ca-bundle.crt"]}
+    ca = x509.load_pem_x509_certificate(data["ca.crt"])
+    leaf = x509.load_pem_x509_certificate(data["tls.crt"])
+    leaf.verify_directly_issued_by(ca)
+    names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert f"{FULLNAME}.{NAMESPACE}.svc" in names.get_values_for_type(x509.DNSName)
+
+
+# --- matchConditions: compiled and evaluated with cel-python -------------------------------------
+
+
+def evaluate(expression: str, **activation: Any) -> bool:
+    env = celpy.Environment()
+    program = env.program(env.compile(expression))
+    return bool(program.evaluate({k: celpy.json_to_cel(v) for k, v in activation.items()}))
+
+
+def conditions(hook: Doc) -> dict[str, str]:
+    return {c["name"]: c["expression"] for c in hook["matchConditions"]}
+
+
+def all_match(hook: Doc, obj: Any, old: Any = None, *, operation: str = "CREATE",
+              user: str = "alice", groups: list[str] | None = None) -> bool:  # fmt: skip
+    request = {"operation": operation, "userInfo": {"username": user, "groups": groups or []}}
+    return all(evaluate(e, object=obj, oldObject=old, request=request)
+               for e in conditions(hook).values())  # fmt: skip
+
+
+def pod(*containers: Doc, claims: bool = False, init: list[Doc] | None = None) -> Doc:
+    spec: Doc = {"containers": list(containers)}
+    if claims:
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    if init:
+        spec["initContainers"] = init
+    return {"apiVersion": "v1", "kind": "Pod", "spec": spec}
+
+
+PLAIN = {"name": "app", "image": "busybox", "resources": {"limits": {"cpu": "1"}}}
+BARE = {"name": "app", "image": "busybox"}
+LEGACY = {"name": "train", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": "2"}}}
+MIG = {"name": "nb", "image": "cuda", "resources": {"requests": {"nvidia.com/mig-1g.10gb": "1"}}}
+
+
+def test_match_conditions_compile_and_select_gpu_pods(default: Rendered) -> None:
+    hooks = webhooks(default)
+    validate, mutate = hooks["pods.validate.dragate.io"], hooks["pods.mutate.dragate.io"]
+    names = {"gpu-pod", "not-control-plane-update", "not-dragate-itself"}
+    assert set(conditions(validate)) == names
+    for hook in (validate, mutate):
+        assert all_match(hook, pod(LEGACY))
+        assert all_match(hook, pod(PLAIN, MIG))
+        assert all_match(hook, pod(BARE, init=[LEGACY]))
+        assert not all_match(hook, pod(PLAIN))
+        assert not all_match(hook, pod(BARE))
+    # DRA pods are validated (quota) but never mutated (nothing to rewrite): after a rewrite
+    # the Pod no longer matches, so a reinvocation round skips the call.
+    assert all_match(validate, pod(BARE, claims=True))
+    assert not all_match(mutate, pod(BARE, claims=True))
+
+
+def test_match_conditions_skip_control_plane_updates_only(default: Rendered) -> None:
+    claims = webhooks(default)["claims.validate.dragate.io"]
+    claim = {"kind": "ResourceClaim", "spec": {}}
+    controller = "system:serviceaccount:kube-system:resource-claim-controller"
+    # The resourceclaim controller's CREATEs consume the Pod's reservation: always sent.
+    assert all_match(claims, claim, user=controller)
+    assert not all_match(claims, claim, claim, operation="UPDATE", user=controller)
+    assert not all_match(claims, claim, claim, operation="UPDATE", user="system:node:n1",
+                         groups=["system:nodes", "system:authenticated"])  # fmt: skip
+    assert all_match(claims, claim, claim, operation="UPDATE", user="alice")
+    own = f"system:serviceaccount:{NAMESPACE}:{FULLNAME}"
+    assert not all_match(claims, claim, user=own)
+
+
+def test_match_conditions_send_namespaces_only_for_admin_access(default: Rendered) -> None:
+    hook = webhooks(default)["namespaces.validate.dragate.io"]
+    label = "resource.kubernetes.io/admin-access"
+
+    def ns(labels: dict[str, str] | None) -> Doc:
+        meta: Doc = {"name": "team-a"}
+        if labels is not None:
+            meta["labels"] = labels
+        return {"kind": "Namespace", "metadata": meta}
+
+    assert all_match(hook, ns({label: "true"}))
+    assert not all_match(hook, ns({"team": "a"}))
+    assert not all_match(hook, ns(None))
+    # Removing the label is involved too (oldObject has it).
+    assert all_match(hook, ns({}), ns({label: "true"}), operation="UPDATE")
+    assert not all_match(hook, ns({"x": "1"}), ns({"x": "2"}), operation="UPDATE")
+
+
+def test_gpu_resource_prefixes_come_from_values(helm: Helm) -> None:
+    rendered = helm.template({"webhook": {"gpuResourcePrefixes": ["nvidia.com/", "amd.com/"]}})
+    hook = webhooks(rendered)["pods.mutate.dragate.io"]
+    amd = {"name": "a", "resources": {"limits": {"amd.com/gpu": "1"}}}
+    assert all_match(hook, pod(amd))
+    assert all_match(hook, pod(LEGACY))
+
+
+# --- policies ------------------------------------------------------------------------------------
+
+
+def test_chart_policy_files_are_a_copy_of_the_repository_policies() -> None:
+    repo = {p.name: p.read_bytes() for p in (REPO / "policies").glob("*.yaml")}
+    chart = {p.name: p.read_bytes() for p in (CHART / "files" / "policies").glob("*.yaml")}
+    assert repo, "no policies/*.yaml in the repository"
+    assert chart == repo, "charts/dragate/files/policies differs from policies/: copy them over"
+
+
+def test_policy_configmap_holds_the_chart_files(default: Rendered) -> None:
+    data = default.one("ConfigMap", f"{FULLNAME}-policies")["data"]
+    files = {p.name: p.read_text() for p in (CHART / "files" / "policies").glob("*.yaml")}
+    assert data == files
+
+
+def test_inline_policies_replace_the_files(helm: Helm) -> None:
+    text = "apiVersion: dragate.io/v1alpha1\nkind: Settings\nmetadata: {name: cluster}\nspec: {}\n"
+    rendered = helm.template({"policies": {"inline": {"settings.yaml": text}}})
+    assert rendered.one("ConfigMap")["data"] == {"settings.yaml": text}
+
+
+def test_existing_configmap_for_gitops(helm: Helm) -> None:
+    rendered = helm.template({"policies": {"existingConfigMap": "policies-from-git"}})
+    assert not rendered.has("ConfigMap")
+    volumes = rendered.one("Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "policies", "configMap": {"name": "policies-from-git"}} in volumes
+
+
+def test_git_sync_sidecar(helm: Helm) -> None:
+    rendered = helm.template({"policies": {"gitSync": {
+        "enabled": True, "repo": "https://git.example.com/platform/gpu-policies.git",
+        "ref": "v3", "subPath": "clusters/prod"}}})  # fmt: skip
+    assert not rendered.has("ConfigMap")
+    pod = rendered.one("Deployment")["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["initContainers"]] == ["git-sync-init"]
+    assert "--one-time" in pod["initContainers"][0]["args"]
+    sidecar = container(rendered.one("Deployment"), "git-sync")
+    assert "--ref=v3" in sidecar["args"] and "--one-time" not in sidecar["args"]
+    assert sidecar["securityContext"]["readOnlyRootFilesystem"] is True
+    args = flags(container(rendered.one("Deployment"))["args"])
+    assert args["policies"] == "/etc/dragate/git/current/clusters/prod"
+
+
+# --- non-default modes ---------------------------------------------------------------------------
+
+
+def test_non_default_values(helm: Helm) -> None:
+    rendered = helm.template(NON_DEFAULT)
+    deployment = rendered.one("Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    args = flags(container(deployment)["args"])
+    assert deployment["spec"]["replicas"] == 5
+    assert (args["workers"], args["threads"], args["graceful-timeout"]) == ("3", "8", "20")
+    assert pod["terminationGracePeriodSeconds"] > 5 + 20
+    hooks = webhooks(rendered)
+    assert hooks["claims.validate.dragate.io"]["failurePolicy"] == "Ignore"
+    assert hooks["claims.validate.dragate.io"]["timeoutSeconds"] == 5
+
+
+def test_cert_manager_mode(helm: Helm) -> None:
+    rendered = helm.template(NON_DEFAULT)
+    assert not rendered.has("Secret")
+    issuers = {i["metadata"]["name"]: i["spec"] for i in rendered.all("Issuer")}
+    assert issuers == {f"{FULLNAME}-selfsigned": {"selfSigned": {}},
+                       f"{FULLNAME}-ca": {"ca": {"secretName": f"{FULLNAME}-ca"}}}  # fmt: skip
+    certs = {c["metadata"]["name"]: c["spec"] for c in rendered.all("Certificate")}
+    assert certs[f"{FULLNAME}-ca"]["isCA"] is True
+    serving = certs[f"{FULLNAME}-serving"]
+    assert serving["secretName"] == f"{FULLNAME}-tls"
+    assert serving["issuerRef"]["name"] == f"{FULLNAME}-ca"
+    assert f"{FULLNAME}.{NAMESPACE}.svc" in serving["dnsNames"]
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        config = rendered.one(kind)
+        assert config["metadata"]["annotations"] == {
+            "cert-manager.io/inject-ca-from": f"{NAMESPACE}/{FULLNAME}-serving"
+        }
+        for hook in config["webhooks"]:
+            assert "caBundle" not in hook["clientConfig"]  # cainjector owns it
+    pod = rendered.one("Deployment")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["tls"]["secret"]["secretName"] == f"{FULLNAME}-tls"
+
+
+def test_network_policy_allows_only_the_webhook_port(helm: Helm) -> None:
+    policy = helm.template(NON_DEFAULT).one("NetworkPolicy")
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    [rule] = policy["spec"]["ingress"]
+    assert rule["ports"] == [{"port": "https", "protocol": "TCP"}]
+    cidrs = NON_DEFAULT["networkPolicy"]["controlPlaneCIDRs"]  # type: ignore[index]
+    assert rule["from"] == [{"ipBlock": {"cidr": cidr}} for cidr in cidrs]
+
+
+def test_service_monitor_scrapes_https_metrics(helm: Helm) -> None:
+    rendered = helm.template(NON_DEFAULT)
+    monitor = rendered.one("ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    [endpoint] = monitor["spec"]["endpoints"]
+    where = (endpoint["port"], endpoint["path"], endpoint["scheme"])
+    assert where == ("https", "/metrics", "https")
+    assert endpoint["tlsConfig"]["ca"]["secret"] == {"name": f"{FULLNAME}-tls", "key": "ca.crt"}
+    rule = rendered.one("PrometheusRule")
+    exprs = [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert any("dragate_certificate_expiry_timestamp_seconds" in e for e in exprs)
+    assert any("apiserver_admission_webhook_fail_open_count" in e for e in exprs)
+
+
+def test_url_mode(helm: Helm) -> None:
+    rendered = helm.template(URL_MODE)
+    for kind in ("Deployment", "Service", "PodDisruptionBudget", "Secret"):
+        assert not rendered.has(kind), kind
+    assert rendered.has("ConfigMap") and rendered.has("ClusterRole")
+    for name, hook in webhooks(rendered).items():
+        path = "/mutate" if name.endswith(".mutate.dragate.io") else "/validate"
+        assert hook["clientConfig"] == {
+            "url": "https://192.0.2.10:9443" + path, "caBundle": URL_MODE["webhook"]["caBundle"],
+        }  # fmt: skip
+
+
+# --- values that must be refused -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"replica": 3}, "additional properties 'replica' not allowed"),
+    ({"deployment": {"replicaCount": 3}}, "additional properties 'replicaCount' not allowed"),
+    ({"webhook": {"validating": {"failurePolicy": "fail"}}}, "failurePolicy"),
+    ({"webhook": {"mutating": {"timeoutSeconds": 31}}}, "timeoutSeconds"),
+    ({"certs": {"mode": "cert-manager"}}, "mode"),
+    ({"webhook": {"gpuResourcePrefixes": ["nvidia.com/' || true || '"]}}, "gpuResourcePrefixes"),
+], ids=["top-level-typo", "nested-typo", "failure-policy-case", "timeout-range", "cert-mode",
+        "cel-injection"])  # fmt: skip
+def test_schema_rejects_bad_values(helm: Helm, values: dict[str, Any], message: str) -> None:
+    assert message in helm.template_error(values)
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"webhook": {"url": "https://10.0.0.1:8443", "caBundle": "QUJD"}}, "deployment.enabled=false"),
+    ({"deployment": {"enabled": False}, "webhook": {"url": "https://h:1"}}, "caBundle"),
+    ({"deployment": {"enabled": False}}, "needs webhook.url"),
+    ({"deployment": {"terminationGracePeriodSeconds": 30}}, "must be larger than"),
+    ({"certs": {"mode": "secret"}}, "webhook.caBundle"),
+], ids=["url-with-deployment", "url-without-ca", "nothing-serves", "grace-too-short",
+        "secret-without-ca"])  # fmt: skip
+def test_inconsistent_modes_fail_with_a_message(helm: Helm, values: dict[str, Any],
+                                                message: str) -> None:  # fmt: skip
+    assert message in helm.template_error(values)
+
+
+# --- CRD -----------------------------------------------------------------------------------------
+
+
+def test_tenant_usage_crd() -> None:
+    crd = yaml.safe_load((CHART / "crds" / "tenantusages.yaml").read_text())
+    assert crd["metadata"]["name"] == "tenantusages.dragate.io"
+    assert crd["spec"]["scope"] == "Cluster"
+    [version] = crd["spec"]["versions"]
+    assert version["name"] == "v1alpha1" and version["storage"] and version["served"]
+    holder = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["holders"][
+        "additionalProperties"]  # fmt: skip
+    assert holder["properties"]["devices"]["additionalProperties"]["type"] == "integer"
+    assert holder["properties"]["expiresAt"]["type"] == "number"
+
+
+def test_chart_crd_is_a_copy_of_the_canonical_crd() -> None:
+    canonical = REPO / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
+    assert (CHART / "crds" / "tenantusages.yaml").read_bytes() == canonical.read_bytes(), (
+        "charts/dragate/crds/tenantusages.yaml differs from webhook/defaults/crds: copy it over"
+    )
+
+
+def chart_app_version() -> str:
+    match = re.search(r'^appVersion:\s*"?([^"\n]+)"?', (CHART / "Chart.yaml").read_text(), re.M)
+    assert match
+    return match.group(1)
+
+
+def test_every_serve_flag_the_chart_passes_exists(default: Rendered) -> None:
+    """The chart and `dragate serve` are built by different hands: keep them in step."""
+    from webhook.cli.serve import command
+
+    known = {opt for param in command.params for opt in param.opts}
+    passed = {arg.partition("=")[0] for arg in container(default.one("Deployment"))["args"][1:]}
+    assert passed <= known, f"flags unknown to `dragate serve`: {sorted(passed - known)}"

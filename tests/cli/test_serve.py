@@ -1,0 +1,250 @@
+"""`dragate serve` and `dragate webhook-config` up to the point gunicorn would start."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from ruamel.yaml import YAML
+
+from webhook.admission.config import ServeConfig
+from webhook.cli import main, serve
+from webhook.sources import certs
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[ServeConfig]:
+    """Captures the config `serve` would run instead of starting gunicorn."""
+    configs: list[ServeConfig] = []
+    monkeypatch.setattr(serve, "run", configs.append)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    return configs
+
+
+def test_no_flags_uses_examples_and_a_generated_localhost_cert(
+    started: list[ServeConfig], tmp_path: Path
+) -> None:
+    result = CliRunner().invoke(main, ["serve"])
+    assert result.exit_code == 0, result.output
+    config = started[0]
+    assert (config.host, config.port, config.state_file, config.cluster) == (
+        "127.0.0.1",
+        8443,
+        None,
+        None,
+    )
+    assert config.tls.cert == tmp_path / "state" / "dragate" / "certs" / "tls.crt"
+    names = certs.certificate_names(certs.read_certs(config.tls.cert)[0])
+    assert {"localhost", "127.0.0.1", "::1"} <= set(names)
+    assert (config.tls.key.stat().st_mode & 0o777) == 0o600
+
+
+def test_extra_dns_name_reissues_the_dev_cert(started: list[ServeConfig]) -> None:
+    CliRunner().invoke(main, ["serve"])
+    first = certs.read_certs(started[0].tls.cert)[0]
+    CliRunner().invoke(main, ["serve", "--dns-name", "host.docker.internal"])
+    second = certs.read_certs(started[1].tls.cert)[0]
+    assert "host.docker.internal" in certs.certificate_names(second)
+    assert first.issuer == second.issuer  # same dev CA, so trust survives
+
+
+def test_a_given_cert_dir_is_used_as_is(started: list[ServeConfig], tmp_path: Path) -> None:
+    certs.create(tmp_path / "mounted", ["dragate.ns.svc"])
+    before = (tmp_path / "mounted" / "tls.crt").read_bytes()
+    result = CliRunner().invoke(main, ["serve", "--cert-dir", str(tmp_path / "mounted")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "mounted" / "tls.crt").read_bytes() == before
+
+
+def test_flags_reach_the_config(started: list[ServeConfig], tmp_path: Path) -> None:
+    args = [
+        "serve",
+        "--host",
+        "::1",
+        "--port",
+        "9443",
+        "--workers",
+        "3",
+        "--threads",
+        "8",
+        "--max-body-bytes",
+        "4096",
+        "--on-timeout",
+        "allow",
+        "--own-namespace",
+        "dragate",
+        "--own-service-account",
+        "sa",
+        "--log-level",
+        "debug",
+    ]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    config = started[0]
+    assert (config.host, config.port, config.workers, config.threads) == ("::1", 9443, 3, 8)
+    options = config.admission
+    assert (options.max_body_bytes, options.on_timeout.value) == (4096, "allow")
+    assert (options.own_namespace, options.own_service_account) == ("dragate", "sa")
+
+
+def test_own_namespace_defaults_to_pod_namespace(
+    started: list[ServeConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("POD_NAMESPACE", "gpu-system")
+    CliRunner().invoke(main, ["serve"])
+    assert started[0].admission.own_namespace == "gpu-system"
+
+
+@pytest.mark.parametrize(
+    "flags", [["--in-cluster"], ["--kubeconfig", "/nonexistent"]], ids=["in-cluster", "kubeconfig"]
+)
+def test_cluster_mode_is_a_clear_error_for_now(
+    started: list[ServeConfig], flags: list[str]
+) -> None:
+    result = CliRunner().invoke(main, ["serve", *flags])
+    assert result.exit_code == 2
+    assert "cluster mode arrives with issue 5" in result.output
+    assert started == []
+
+
+def test_invalid_policies_exit_2_with_every_problem(
+    started: list[ServeConfig], tmp_path: Path
+) -> None:
+    bad = tmp_path / "policies"
+    bad.mkdir()
+    (bad / "t.yaml").write_text(
+        "apiVersion: dragate.io/v1alpha1\nkind: Tenant\nmetadata: {name: x}\nspec: {quota: 7}\n"
+    )
+    result = CliRunner().invoke(main, ["serve", "--policies", str(bad)])
+    assert result.exit_code == 2
+    assert "t.yaml" in result.output and started == []
+
+
+def test_invalid_state_exits_2(started: list[ServeConfig], tmp_path: Path) -> None:
+    state = tmp_path / "state.yaml"
+    state.write_text("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n")
+    result = CliRunner().invoke(main, ["serve", "--state", str(state)])
+    assert result.exit_code == 2 and "state" in result.output
+
+
+def test_multiprocess_metrics_dir_is_set_and_removed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    seen: list[str] = []
+
+    class FakeServer:
+        def __init__(self, config: Any) -> None:
+            import os
+
+            seen.append(os.environ["PROMETHEUS_MULTIPROC_DIR"])
+
+        def run(self) -> None:
+            assert Path(seen[0]).is_dir()
+
+    import webhook.admission.server as server_module
+
+    monkeypatch.setattr(server_module, "DragateServer", FakeServer)
+    serve.run(None)  # type: ignore[arg-type]
+    assert seen and not Path(seen[0]).exists()
+
+
+def test_gunicorn_settings() -> None:
+    from webhook.admission.config import TlsFiles
+    from webhook.admission.server import gunicorn_settings
+
+    config = ServeConfig(Path("p"), TlsFiles(Path("c"), Path("k")), host="::1", port=9443)
+    settings = gunicorn_settings(config)
+    assert settings["bind"] == ["[::1]:9443"]
+    assert settings["worker_class"] == "gthread" and settings["http_protocols"] == "h1"
+    assert settings["keepalive"] == 30 and settings["control_socket_disable"] is True
+    assert callable(settings["ssl_context"])
+
+
+# --------------------------------------------------------------------------- webhook-config
+
+
+def test_webhook_config(tmp_path: Path) -> None:
+    certs.create(tmp_path, ["localhost"])
+    args = [
+        "webhook-config",
+        "--url",
+        "https://host.docker.internal:8443",
+        "--cert-dir",
+        str(tmp_path),
+        "--exclude-namespace",
+        "kube-system",
+        "--exclude-namespace",
+        "dragate-system",
+    ]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    validating, mutating = YAML(typ="safe").load_all(result.output)
+    assert validating["kind"] == "ValidatingWebhookConfiguration"
+    hook = validating["webhooks"][0]
+    assert hook["clientConfig"]["url"] == "https://host.docker.internal:8443/validate"
+    assert base64.b64decode(hook["clientConfig"]["caBundle"]) == (tmp_path / "ca.crt").read_bytes()
+    assert (hook["matchPolicy"], hook["sideEffects"], hook["failurePolicy"]) == (
+        "Equivalent",
+        "NoneOnDryRun",
+        "Fail",
+    )
+    assert hook["admissionReviewVersions"] == ["v1"]
+    resources = {r for rule in hook["rules"] for r in rule["resources"]}
+    assert resources == {"pods", "resourceclaims", "resourceclaimtemplates", "namespaces"}
+    expression = hook["namespaceSelector"]["matchExpressions"][0]
+    assert expression == {
+        "key": "kubernetes.io/metadata.name",
+        "operator": "NotIn",
+        "values": ["kube-system", "dragate-system"],
+    }
+    assert mutating["webhooks"][0]["reinvocationPolicy"] == "IfNeeded"
+    assert mutating["webhooks"][0]["failurePolicy"] == "Ignore"
+    assert mutating["webhooks"][0]["clientConfig"]["url"].endswith("/mutate")
+
+
+def test_webhook_config_validates_against_the_api_schema(tmp_path: Path) -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    certs.create(tmp_path, ["localhost"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "webhook-config",
+            "--url",
+            "https://127.0.0.1:8443",
+            "--cert-dir",
+            str(tmp_path),
+            "--failure-policy",
+            "Ignore",
+        ],
+    )
+    for document in YAML(typ="safe").load_all(result.output):
+        kubernetes_validate.validate(document, "1.34", strict=True)
+
+
+def test_webhook_config_uses_the_rotation_bundle(tmp_path: Path) -> None:
+    certs.create(tmp_path, ["localhost"])
+    certs.renew(tmp_path, rotate_ca=True)
+    result = CliRunner().invoke(
+        main, ["webhook-config", "--url", "https://h:1", "--cert-dir", str(tmp_path)]
+    )
+    document = next(iter(YAML(typ="safe").load_all(result.output)))
+    bundle = base64.b64decode(document["webhooks"][0]["clientConfig"]["caBundle"])
+    assert bundle.count(b"BEGIN CERTIFICATE") == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--url", "http://plain:80"], "https://"),
+        (["--url", "https://h:1", "--ca-bundle", "/dev/null"], "no usable CA bundle"),
+    ],
+    ids=["plain-http", "empty-bundle"],
+)
+def test_webhook_config_errors(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, ["webhook-config", *args])
+    assert result.exit_code == 2 and message in result.output

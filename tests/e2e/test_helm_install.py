@@ -1,0 +1,254 @@
+"""The Helm chart installs into a real kube-apiserver.
+
+- url mode (the webhook outside the cluster): every object is created, the CRD is established
+  and enforces its schema, and the matchConditions, namespaceSelector and failure policies
+  behave as designed. The webhook URL points at a closed port, so "was dragate called?" is
+  visible as a fast `failed calling webhook` error (validating fails closed) or as a clean
+  admission (not called, or mutating failing open).
+- default mode: the Deployment, Service, PDB, Secret and webhook configurations are accepted;
+  the Pods the ReplicaSet creates pass Pod Security "restricted" (no kubelet runs them); the
+  Helm-made certificate survives upgrades, renews from the kept CA, and a CA rotation keeps
+  the old CA in the bundle.
+
+Each test uninstalls its release: a webhook with failurePolicy Fail and no server behind it
+would otherwise refuse GPU objects for every later test of the session cluster.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+
+from . import certs
+from .cluster import Cluster, CommandError
+from .processes import LOOPBACK, free_port, wait_for
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "dragate"
+ADMIN_ACCESS = "resource.kubernetes.io/admin-access"
+
+Install = Callable[..., str]
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def get(cluster: Cluster, *args: str) -> Any:
+    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
+
+
+@pytest.fixture
+def install(cluster: Cluster) -> Iterator[Install]:
+    """`install(release, namespace, *helm_args)`: helm install; uninstalled after the test."""
+    releases: list[tuple[str, str]] = []
+
+    def run(release: str, namespace: str, *args: str) -> str:
+        releases.append((release, namespace))
+        return cluster.helm("install", release, str(CHART), "--namespace", namespace,
+                            *args).stdout  # fmt: skip
+
+    yield run
+    for release, namespace in reversed(releases):
+        cluster.helm("uninstall", release, "--namespace", namespace, "--wait=false", check=False)
+        cluster.kubectl("delete", "namespace", namespace, "--wait=false", "--ignore-not-found")
+
+
+def create_dry_run(cluster: Cluster, manifest: dict[str, Any], namespace: str | None = None) -> str:
+    """`kubectl create --dry-run=server`: full admission, webhooks included, nothing stored.
+    Returns "" when admitted, else the error text."""
+    scope = ["-n", namespace] if namespace else []
+    try:
+        cluster.kubectl("create", *scope, "--dry-run=server", "-f", "-", input=json.dumps(manifest))
+    except CommandError as error:
+        return str(error.stderr)
+    return ""
+
+
+def pod(name: str, resources: dict[str, str] | None = None) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": "main", "image": "registry.example/app:1"}
+    if resources:
+        c["resources"] = {"limits": resources}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [c]}}  # fmt: skip
+
+
+def claim(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1}}]}},
+    }  # fmt: skip
+
+
+def namespace(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": labels or {}}}  # fmt: skip
+
+
+def tenant_usage(name: str, devices: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "dragate.io/v1alpha1", "kind": "TenantUsage", "metadata": {"name": name},
+        "spec": {"tenant": name, "holders": {"claim:team-a/train": {
+            "devices": {"gpu.nvidia.com": devices}, "expiresAt": 1767225600.5}}},
+    }  # fmt: skip
+
+
+def called(error: str, webhook: str) -> bool:
+    return f'failed calling webhook "{webhook}"' in error
+
+
+def test_url_mode_install(cluster: Cluster, install: Install) -> None:
+    release = unique("dragate-url")  # contains the chart name, so it is also the full name
+    own_ns = release
+    ca = certs.make_ca("dragate-helm-e2e")
+    bundle = base64.b64encode(ca.cert_pem).decode()
+    closed = f"https://{LOOPBACK}:{free_port()}"  # nobody listens: calls fail at once
+    notes = install(release, own_ns, "--create-namespace",
+            "--set", "deployment.enabled=false", "--set", f"webhook.url={closed}",
+            "--set", f"webhook.caBundle={bundle}")  # fmt: skip
+    assert f"url mode: the apiserver calls {closed}/validate" in notes
+
+    # The CRD is established and enforces its schema.
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                    "crd/tenantusages.dragate.io")  # fmt: skip
+    usage = unique("e2e-tenant")
+    cluster.apply(json.dumps(tenant_usage(usage, 2)))
+    try:
+        stored = get(cluster, "tenantusage", usage)
+        assert stored["spec"]["holders"]["claim:team-a/train"]["devices"] == {"gpu.nvidia.com": 2}
+        assert "greater than or equal to 0" in create_dry_run(
+            cluster, tenant_usage(unique("e2e-bad"), -1)
+        )
+    finally:
+        cluster.kubectl("delete", "tenantusage", usage, "--ignore-not-found")
+
+    # Webhook configurations carry the url and the given caBundle.
+    validating = get(cluster, "validatingwebhookconfiguration", release)
+    mutating = get(cluster, "mutatingwebhookconfiguration", release)
+    hooks = {h["name"]: h for h in validating["webhooks"] + mutating["webhooks"]}
+    assert set(hooks) == {"pods.validate.dragate.io", "claims.validate.dragate.io",
+                          "namespaces.validate.dragate.io", "pods.mutate.dragate.io"}  # fmt: skip
+    for name, hook in hooks.items():
+        path = "/mutate" if ".mutate." in name else "/validate"
+        assert hook["clientConfig"] == {"url": closed + path, "caBundle": bundle}
+        assert len(hook["matchConditions"]) >= 1  # compiled and accepted by the apiserver
+
+    # Policies ConfigMap, service account and RBAC.
+    data = get(cluster, "configmap", "-n", own_ns, f"{release}-policies")["data"]
+    assert set(data) == {p.name for p in (CHART / "files" / "policies").glob("*.yaml")}
+    get(cluster, "serviceaccount", "-n", own_ns, release)
+    cluster_role = get(cluster, "clusterrole", release)
+    assert {"tenantusages"} in [set(r["resources"]) for r in cluster_role["rules"]]
+    role = get(cluster, "role", "-n", own_ns, release)
+    assert {"resourceNames": [f"{release}-tls"], "verbs": ["get", "update", "patch"]}.items() <= (
+        next(r for r in role["rules"] if r["resources"] == ["secrets"]).items()
+    )
+    get(cluster, "clusterrolebinding", release)
+    get(cluster, "rolebinding", "-n", own_ns, release)
+    for kind in ("deployment", "service", "secret"):
+        absent = cluster.kubectl("get", kind, "-n", own_ns, "-l",
+                                 f"app.kubernetes.io/instance={release}", "-o", "name")  # fmt: skip
+        assert absent.stdout.strip() == "", f"url mode must not create a {kind}"
+
+    # What reaches dragate (fails closed: "failed calling webhook") and what does not.
+    apps = unique("apps")
+    cluster.apply(json.dumps(namespace(apps)))  # no watched label: not sent
+    try:
+        assert create_dry_run(cluster, pod("plain", {"cpu": "1"}), apps) == ""
+        error = create_dry_run(cluster, pod("legacy", {"nvidia.com/gpu": "1"}), apps)
+        # The mutating call failed open (Ignore); the validating one failed closed (Fail).
+        assert called(error, "pods.validate.dragate.io"), error
+        assert called(create_dry_run(cluster, claim("c"), apps), "claims.validate.dragate.io")
+        labelled = namespace(unique("admin"), {ADMIN_ACCESS: "true"})
+        assert called(create_dry_run(cluster, labelled), "namespaces.validate.dragate.io")
+        assert create_dry_run(cluster, namespace(unique("plain"), {"team": "a"})) == ""
+        # Excluded namespaces are never sent: its own (no deadlock) and kube-system.
+        for excluded in (own_ns, "kube-system"):
+            assert create_dry_run(cluster, pod("legacy", {"nvidia.com/gpu": "1"}), excluded) == ""
+            assert create_dry_run(cluster, claim("c"), excluded) == ""
+    finally:
+        cluster.kubectl("delete", "namespace", apps, "--wait=false")
+
+
+def secret_data(cluster: Cluster, ns: str, name: str) -> dict[str, bytes]:
+    data = get(cluster, "secret", "-n", ns, name)["data"]
+    return {k: base64.b64decode(v) for k, v in data.items()}
+
+
+def ca_bundles(cluster: Cluster, name: str) -> set[bytes]:
+    found = set()
+    for kind in ("validatingwebhookconfiguration", "mutatingwebhookconfiguration"):
+        for hook in get(cluster, kind, name)["webhooks"]:
+            found.add(base64.b64decode(hook["clientConfig"]["caBundle"]))
+    return found
+
+
+def pem_certs(data: bytes) -> list[x509.Certificate]:
+    return x509.load_pem_x509_certificates(data)
+
+
+def test_default_mode_install_and_certificate_lifecycle(cluster: Cluster, install: Install) -> None:
+    release = unique("dragate")
+    ns = release
+    # Pod Security "restricted" enforced: the ReplicaSet's Pods are refused unless hardened.
+    cluster.apply(json.dumps(namespace(ns, {"pod-security.kubernetes.io/enforce": "restricted"})))
+    notes = install(release, ns, "--wait=false")
+    assert f"rollout status deployment/{release}" in notes  # NOTES.txt: how to verify
+    assert "--dry-run=server" in notes and "dragate_certificate_expiry_timestamp_seconds" in notes
+
+    deployment = get(cluster, "deployment", "-n", ns, release)
+    assert deployment["spec"]["replicas"] == 3
+    get(cluster, "service", "-n", ns, release)
+    get(cluster, "poddisruptionbudget", "-n", ns, release)
+    hooks = get(cluster, "validatingwebhookconfiguration", release)["webhooks"]
+    assert {h["clientConfig"]["service"]["name"] for h in hooks} == {release}
+
+    def pods_created() -> bool:
+        listed = get(cluster, "pods", "-n", ns, "-l", f"app.kubernetes.io/instance={release}")
+        return len(listed["items"]) == 3
+
+    try:
+        wait_for(pods_created, timeout=60, what="3 webhook Pods created by the ReplicaSet")
+    except TimeoutError:
+        events = cluster.kubectl("get", "events", "-n", ns, "-o", "wide").stdout
+        raise AssertionError(f"Pods were not created (Pod Security?):\n{events}") from None
+
+    # The Helm-made certificate: caBundle = the Secret's bundle; the leaf chains to the CA.
+    first = secret_data(cluster, ns, f"{release}-tls")
+    assert ca_bundles(cluster, release) == {first["ca-bundle.crt"]}
+    [ca] = pem_certs(first["ca.crt"])
+    pem_certs(first["tls.crt"])[0].verify_directly_issued_by(ca)
+
+    # A plain upgrade keeps everything (lookup), so the apiserver never loses trust.
+    cluster.helm("upgrade", release, str(CHART), "-n", ns, "--reuse-values")
+    assert secret_data(cluster, ns, f"{release}-tls") == first
+    assert ca_bundles(cluster, release) == {first["ca-bundle.crt"]}
+
+    # Renew: a new serving cert from the same CA; caBundle unchanged.
+    cluster.helm("upgrade", release, str(CHART), "-n", ns, "--reuse-values",
+                 "--set", "certs.helm.renew=true")  # fmt: skip
+    renewed = secret_data(cluster, ns, f"{release}-tls")
+    assert renewed["tls.crt"] != first["tls.crt"]
+    assert renewed["ca.crt"] == first["ca.crt"]
+    pem_certs(renewed["tls.crt"])[0].verify_directly_issued_by(ca)
+    assert ca_bundles(cluster, release) == {first["ca-bundle.crt"]}
+
+    # Rotate the CA: the bundle trusts old and new, so pods still serving the old cert work.
+    rotate = ["--set", "certs.helm.renew=false", "--set", "certs.helm.rotateCA=true"]
+    cluster.helm("upgrade", release, str(CHART), "-n", ns, "--reuse-values", *rotate)
+    rotated = secret_data(cluster, ns, f"{release}-tls")
+    [new_ca] = pem_certs(rotated["ca.crt"])
+    assert new_ca != ca
+    assert pem_certs(rotated["ca-bundle.crt"]) == [ca, new_ca]
+    pem_certs(rotated["tls.crt"])[0].verify_directly_issued_by(new_ca)
+    assert ca_bundles(cluster, release) == {rotated["ca-bundle.crt"]}

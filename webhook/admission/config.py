@@ -1,0 +1,77 @@
+"""Everything `dragate serve` decides before the first request, as one plain value.
+
+The gunicorn master builds it from flags and hands it to every worker; workers build their own
+Flask app, context and watcher from it after fork (threads and sockets do not survive a fork).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the apiserver's own write-body limit
+DEFAULT_TIMEOUT_SECONDS = 10.0  # the apiserver's default `timeoutSeconds`
+
+
+class TimeoutOutcome(StrEnum):
+    """What /validate answers when a review outlives the apiserver's deadline."""
+
+    DENY = "deny"
+    ALLOW = "allow"
+
+
+@dataclass(frozen=True)
+class ClusterTarget:
+    """Where live cluster facts would come from (issue 5); None means offline."""
+
+    kubeconfig: str | None = None
+    in_cluster: bool = False
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """The serving certificate and key, and an optional CA that client certs must chain to."""
+
+    cert: Path
+    key: Path
+    client_ca: Path | None = None
+
+
+@dataclass(frozen=True)
+class AdmissionOptions:
+    """Per-request behaviour of the Flask app; the part tests vary most."""
+
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    default_timeout: float = DEFAULT_TIMEOUT_SECONDS
+    timeout_margin: float = 0.25  # answer this much before the apiserver gives up
+    on_timeout: TimeoutOutcome = TimeoutOutcome.DENY
+    own_namespace: str = ""
+    own_service_account: str = ""
+    max_warnings: int = 20
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """All serve settings; built by the CLI, read by gunicorn hooks and the app factory."""
+
+    policy_dir: Path
+    tls: TlsFiles
+    host: str = "127.0.0.1"
+    port: int = 8443
+    state_file: Path | None = None
+    ledger_file: Path | None = None
+    cluster: ClusterTarget | None = None
+    workers: int = 2
+    threads: int = 4
+    keepalive: int = 30
+    graceful_timeout: int = 25
+    reload_interval: float = 1.0
+    log_level: str = "info"
+    admission: AdmissionOptions = field(default_factory=AdmissionOptions)
+
+
+def own_namespace_default() -> str:
+    """The Downward API's POD_NAMESPACE, so a Deployment needs no extra flag."""
+    return os.environ.get("POD_NAMESPACE", "")

@@ -1,0 +1,119 @@
+"""From a parsed request to an AdmissionReview reply: exemptions, deadline, metrics, one log line.
+
+Kept apart from Flask so the decision of what to answer (and what to count and log) reads
+top to bottom in one place: `Admitter.admit`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.admission import metrics
+from webhook.admission.config import AdmissionOptions, TimeoutOutcome
+from webhook.admission.deadline import DeadlineExceeded, DeadlineRunner
+from webhook.admission.exempt import exemption
+from webhook.admission.review import render_response
+from webhook.pipeline import Context
+from webhook.types import AdmissionRequest, Decision, Reason, Verdict
+
+log = logging.getLogger("dragate.admission")
+KNOWN_KINDS = frozenset({"Pod", "ResourceClaim", "ResourceClaimTemplate", "Namespace"})
+Reviewer = Callable[..., Verdict]
+"""`webhook.pipeline.review(request, context, *, mutate)` or a test double with that shape."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A verdict and the label it is counted under: allowed, denied, exempt or timeout."""
+
+    verdict: Verdict
+    result: str
+
+
+class Admitter:
+    """Answers one review; shared by the threads of a worker (it holds no per-request state)."""
+
+    def __init__(
+        self,
+        context: Context,
+        options: AdmissionOptions,
+        reviewer: Reviewer,
+        runner: DeadlineRunner,
+    ) -> None:
+        self.context = context
+        self.options = options
+        self._reviewer = reviewer
+        self._runner = runner
+
+    def admit(self, request: AdmissionRequest, *, mutate: bool, budget: float) -> dict[str, Any]:
+        """The reply body; exceptions from the pipeline propagate (the caller answers 500)."""
+        started = time.perf_counter()
+        endpoint = "mutate" if mutate else "validate"
+        outcome = self._outcome(request, mutate=mutate, budget=budget)
+        elapsed = time.perf_counter() - started
+        _count(request, endpoint, outcome, elapsed)
+        _log(request, endpoint, outcome, elapsed)
+        return render_response(
+            request.uid, outcome.verdict, mutate=mutate, max_warnings=self.options.max_warnings
+        )
+
+    def _outcome(self, request: AdmissionRequest, *, mutate: bool, budget: float) -> Outcome:
+        reason = exemption(request, self.options)
+        if reason is not None:
+            log.debug("exempt", extra={"uid": request.uid, "reason": reason})
+            return Outcome(Verdict(Decision(allowed=True)), "exempt")
+        try:
+            verdict = self._runner.run(
+                lambda: self._reviewer(request, self.context, mutate=mutate), budget
+            )
+        except DeadlineExceeded:
+            return Outcome(self._timeout_verdict(mutate, budget), "timeout")
+        return Outcome(verdict, "allowed" if verdict.allowed else "denied")
+
+    def _timeout_verdict(self, mutate: bool, budget: float) -> Verdict:
+        """Mutation fails open (validation still runs); validation follows --on-timeout."""
+        if mutate:
+            note = f"dragate: mutation skipped, review exceeded {budget:.1f}s"
+            return Verdict(Decision(allowed=True, warnings=(note,)))
+        if self.options.on_timeout is TimeoutOutcome.ALLOW:
+            note = f"dragate: not checked, review exceeded {budget:.1f}s (--on-timeout=allow)"
+            return Verdict(Decision(allowed=True, warnings=(note,)))
+        reason = Reason(
+            policy="dragate-timeout",
+            message=f"dragate could not finish the review within {budget:.1f}s; retry, and if "
+            "it persists ask the cluster admins (denied because --on-timeout=deny)",
+        )
+        return Verdict(Decision(allowed=False, reasons=(reason,)))
+
+
+def _count(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: float) -> None:
+    kind = request.kind if request.kind in KNOWN_KINDS else "other"  # bounded label values
+    metrics.REQUESTS.labels(request.operation.value, kind, endpoint, outcome.result).inc()
+    metrics.DURATION.labels(endpoint).observe(elapsed)
+    decision = outcome.verdict.decision
+    for reason in decision.reasons if not decision.allowed else ():
+        metrics.DENIALS.labels(reason.tenant or decision.tenant, reason.policy).inc()
+
+
+def _log(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: float) -> None:
+    decision = outcome.verdict.decision
+    log.info(
+        "review",
+        extra={"fields": {
+            "uid": request.uid,
+            "endpoint": endpoint,
+            "kind": request.kind,
+            "namespace": request.namespace,
+            "name": request.name,
+            "operation": request.operation.value,
+            "dry_run": request.dry_run,
+            "tenant": decision.tenant,
+            "allowed": decision.allowed,
+            "result": outcome.result,
+            "duration_ms": round(elapsed * 1000, 3),
+        }},
+    )  # fmt: skip

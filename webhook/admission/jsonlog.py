@@ -1,0 +1,45 @@
+"""One JSON object per log line, so log pipelines need no parsing rules.
+
+Review lines carry identifiers and the outcome only (uid, kind, namespace, name, operation,
+tenant, allowed, duration_ms) and never the object: Pods can hold secrets in env values.
+Pass them as `extra={"fields": {...}}`; that also allows keys LogRecord reserves, like `name`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+LOGGER_NAME = "dragate"
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """`{"ts", "level", "logger", "msg", ...extra fields}`; exceptions as one string field."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        entry.update({k: v for k, v in vars(record).items() if k not in _STANDARD | {"fields"}})
+        entry.update(getattr(record, "fields", None) or {})  # may hold reserved names: "name"
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+def configure(level: str = "info") -> None:
+    """Send the `dragate` logger's records to stderr as JSON lines (idempotent)."""
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.setLevel(level.upper())
+    logger.propagate = False
+    if not any(isinstance(h.formatter, JsonFormatter) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(JsonFormatter())
+        logger.addHandler(handler)

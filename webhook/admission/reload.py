@@ -1,0 +1,174 @@
+"""Policy hot reload: poll the policy files, swap a valid new set in, keep the last good one.
+
+Readers call `holder.get()`, which reads one attribute; the watcher replaces that attribute
+with a new immutable snapshot in one assignment, so a review sees either the old set or the
+new one, never a mix. Polling (mtime, size and inode, then a content digest) works the same
+on every file system, including Kubernetes ConfigMap mounts that swap a symlink.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from webhook.admission import metrics
+from webhook.sources.policies import files_under
+from webhook.types import PolicySet
+
+log = logging.getLogger("dragate.reload")
+Loader = Callable[[Sequence[str]], PolicySet]
+Fingerprint = tuple[tuple[str, int, int, int], ...]
+
+
+@dataclass(frozen=True)
+class PolicyStatus:
+    """What /readyz reports: the set being served and, when stale, why the newer one failed."""
+
+    digest: str
+    loaded_at: float
+    errors: tuple[str, ...] = ()
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.errors)
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    policies: PolicySet
+    status: PolicyStatus
+
+
+class PolicyHolder:
+    """The policy set being served; `get` is the `Context.policies` callable."""
+
+    def __init__(self, paths: Sequence[str], loader: Loader, initial: PolicySet | None = None):
+        self._paths = tuple(paths)
+        self._loader = loader
+        self._fingerprint: Fingerprint = fingerprint(self._paths)
+        self._tried_digest = content_digest(self._paths)
+        policies = initial if initial is not None else loader(self._paths)
+        self._snapshot = _Snapshot(policies, PolicyStatus(policies.digest, time.time()))
+        _record(success=True)
+
+    def get(self) -> PolicySet:
+        return self._snapshot.policies
+
+    @property
+    def status(self) -> PolicyStatus:
+        return self._snapshot.status
+
+    def poll(self) -> bool:
+        """Reload when the files changed; True when a new set was swapped in."""
+        current = fingerprint(self._paths)
+        if current == self._fingerprint:
+            return False
+        self._fingerprint = current
+        digest = content_digest(self._paths)
+        if digest == self._tried_digest:
+            return False  # touched, not changed
+        self._tried_digest = digest
+        return self._load()
+
+    def _load(self) -> bool:
+        try:
+            policies = self._loader(self._paths)
+        except Exception as err:  # PolicyError, and anything a half-written file provokes
+            errors = _problems(err)
+            self._snapshot = _Snapshot(self._snapshot.policies, _stale(self.status, errors))
+            log.error("policy reload failed; serving the last good set", extra={"errors": errors})
+            _record(success=False)
+            return False
+        self._snapshot = _Snapshot(policies, PolicyStatus(policies.digest, time.time()))
+        log.info("policies reloaded", extra={"digest": policies.digest})
+        _record(success=True)
+        return True
+
+
+def _stale(previous: PolicyStatus, errors: list[str]) -> PolicyStatus:
+    return PolicyStatus(previous.digest, previous.loaded_at, tuple(errors))
+
+
+def _problems(err: Exception) -> list[str]:
+    problems = getattr(err, "problems", None)
+    if problems:
+        return [str(p) for p in problems]
+    return [f"{type(err).__name__}: {err}"]
+
+
+def _record(*, success: bool) -> None:
+    metrics.RELOAD_SUCCESS.set(1 if success else 0)
+    if success:
+        metrics.RELOAD_TIMESTAMP.set(time.time())
+
+
+def policy_files(paths: Sequence[str]) -> list[Path]:
+    """The files a reload reads: each file given, and policy files under each directory."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(files_under(path))
+        else:
+            files.append(path)
+    return files
+
+
+def fingerprint(paths: Sequence[str]) -> Fingerprint:
+    """Cheap change detection: (name, mtime_ns, size, inode) of every policy file."""
+    entries = []
+    for file in policy_files(paths):
+        try:
+            st = file.stat()
+        except OSError:
+            continue
+        entries.append((str(file), st.st_mtime_ns, st.st_size, st.st_ino))
+    return tuple(entries)
+
+
+def content_digest(paths: Sequence[str]) -> str:
+    """SHA-256 over names and contents; equal digests mean nothing to reload."""
+    digest = hashlib.sha256()
+    for file in policy_files(paths):
+        try:
+            data = file.read_bytes()
+        except OSError:
+            continue
+        digest.update(str(file).encode() + b"\0" + data + b"\0")
+    return digest.hexdigest()
+
+
+class PolicyWatcher:
+    """A daemon thread per worker process polling the holder; started after fork, lazily."""
+
+    def __init__(self, holder: PolicyHolder, interval: float = 1.0) -> None:
+        self._holder = holder
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._pid = 0
+        self._stop = threading.Event()
+
+    def ensure_running(self) -> None:
+        """Start the thread once in this process (a forked child has no thread of its parent)."""
+        if self._pid == os.getpid():
+            return
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                threading.Thread(target=self._run, name="policy-watcher", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self._holder.poll()
+            except Exception:  # a watcher that dies silently would freeze policies forever
+                log.exception("policy watcher iteration failed")

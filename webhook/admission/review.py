@@ -1,0 +1,248 @@
+"""The AdmissionReview wire format: bytes in, `AdmissionRequest` out; `Verdict` in, dict out.
+
+Everything the apiserver would reject or silently drop is fixed here, once: warnings are
+bounded (each <= 120 characters, a bounded number), audit annotation keys are made valid
+qualified names (the apiserver stores them as `<webhook-name>/<key>`, so the key itself may
+hold no `/`), patches travel only from /mutate and only when non-empty, and a denial always
+carries `status.code` 403 with a message naming policy, tenant, class and numbers.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from webhook.types import AdmissionRequest, Operation, Reason, Verdict
+
+API_VERSION = "admission.k8s.io/v1"
+KIND = "AdmissionReview"
+MAX_WARNING_CHARS = 120
+MAX_AUDIT_KEY_CHARS = 63
+MAX_AUDIT_VALUE_CHARS = 1024
+MAX_REASONS = 10
+ELLIPSIS = "…"
+_AUDIT_KEY = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_AUDIT_BAD_CHARS = re.compile(r"[^-A-Za-z0-9_.]+")
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+class BadReview(ValueError):
+    """The body is not an AdmissionReview we can answer; the caller replies HTTP 400."""
+
+    def __init__(self, message: str, uid: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.uid = uid
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def parse_review(body: bytes, content_type: str | None) -> AdmissionRequest:
+    """Decode and check an admission.k8s.io/v1 AdmissionReview; raise BadReview on anything off."""
+    _require_json_content_type(content_type)
+    document = _decode(body)
+    if document.get("apiVersion") != API_VERSION or document.get("kind") != KIND:
+        raise BadReview(
+            f"expected apiVersion {API_VERSION} kind {KIND}, got "
+            f"{document.get('apiVersion')!r} {document.get('kind')!r}"
+        )
+    request = document.get("request")
+    if not isinstance(request, dict):
+        raise BadReview("missing request")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise BadReview("missing request.uid")
+    try:
+        return _request(uid, request)
+    except BadReview as err:
+        raise BadReview(err.message, uid) from None
+
+
+def _require_json_content_type(content_type: str | None) -> None:
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media != "application/json":
+        raise BadReview(f"Content-Type must be application/json, got {content_type or 'none'!r}")
+
+
+def _decode(body: bytes) -> dict[str, Any]:
+    """JSON of any shape to a dict; deep nesting and giant numbers are user errors too."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError) as err:  # JSONDecodeError and UnicodeDecodeError too
+        raise BadReview(f"body is not valid JSON: {_short(str(err), 200)}") from None
+    if not isinstance(document, dict):
+        raise BadReview("body must be a JSON object")
+    return document
+
+
+def _request(uid: str, raw: Mapping[str, Any]) -> AdmissionRequest:
+    kind = _mapping(raw, "kind", required=True) or {}
+    resource = _mapping(raw, "resource", required=True) or {}
+    return AdmissionRequest(
+        uid=uid,
+        kind=_string(kind, "kind", "request.kind.kind", required=True),
+        group=_string(kind, "group", "request.kind.group"),
+        version=_string(kind, "version", "request.kind.version"),
+        resource=_string(resource, "resource", "request.resource.resource", required=True),
+        operation=_operation(raw.get("operation")),
+        namespace=_string(raw, "namespace", "request.namespace"),
+        name=_string(raw, "name", "request.name"),
+        sub_resource=_string(raw, "subResource", "request.subResource"),
+        object=_mapping(raw, "object"),
+        old_object=_mapping(raw, "oldObject"),
+        dry_run=_flag(raw, "dryRun"),
+        user_info=_mapping(raw, "userInfo") or {},
+    )
+
+
+def _mapping(raw: Mapping[str, Any], key: str, *, required: bool = False) -> dict[str, Any] | None:
+    value = raw.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, dict):
+        raise BadReview(f"request.{key} must be an object")
+    return value
+
+
+def _string(raw: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> str:
+    value = raw.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value):
+        raise BadReview(
+            f"{path} must be a non-empty string" if required else f"{path} must be a string"
+        )
+    return value
+
+
+def _flag(raw: Mapping[str, Any], key: str) -> bool:
+    value = raw.get(key)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise BadReview(f"request.{key} must be a boolean")
+    return value
+
+
+def _operation(value: object) -> Operation:
+    if isinstance(value, str) and value in Operation.__members__.values():
+        return Operation(value)
+    allowed = ", ".join(op.value for op in Operation)
+    raise BadReview(f"request.operation must be one of {allowed}, got {value!r}")
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def render_response(
+    uid: str, verdict: Verdict, *, mutate: bool, max_warnings: int = 20
+) -> dict[str, Any]:
+    """The AdmissionReview reply for `verdict`; `mutate` is True only on /mutate."""
+    decision = verdict.decision
+    response: dict[str, Any] = {"uid": uid, "allowed": decision.allowed}
+    warnings = bound_warnings(_warning_texts(verdict, mutate), max_warnings)
+    if warnings:
+        response["warnings"] = warnings
+    annotations = audit_annotations(decision.audit)
+    if annotations:
+        response["auditAnnotations"] = annotations
+    if not decision.allowed:
+        response["status"] = {
+            "code": 403,
+            "reason": "Forbidden",
+            "message": denial_message(decision.reasons),
+        }
+    elif mutate and verdict.patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = encode_patch(verdict.patch)
+    return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
+
+
+def encode_patch(patch: Iterable[Mapping[str, Any]]) -> str:
+    """RFC 6902 operations as the base64 JSON the apiserver expects."""
+    data = json.dumps(list(patch), separators=(",", ":")).encode()
+    return base64.b64encode(data).decode("ascii")
+
+
+def _warning_texts(verdict: Verdict, mutate: bool) -> list[str]:
+    """Decision warnings, plus the rewriter's notes on /mutate (once each, in order)."""
+    texts = list(verdict.decision.warnings)
+    if mutate:
+        texts.extend(verdict.notes)
+    return list(dict.fromkeys(texts))
+
+
+def bound_warnings(warnings: Iterable[str], limit: int = 20) -> list[str]:
+    """Each warning one clean line of at most 120 characters; at most `limit` of them."""
+    cleaned = [w for w in (_short(_one_line(w), MAX_WARNING_CHARS) for w in warnings) if w]
+    if len(cleaned) <= limit:
+        return cleaned
+    kept = cleaned[: max(limit - 1, 0)]
+    return [*kept, f"{len(cleaned) - len(kept)} more warnings not shown"]
+
+
+def audit_annotations(audit: Mapping[str, str]) -> dict[str, str]:
+    """Keys made valid qualified names (first one wins on a clash); values bounded."""
+    annotations: dict[str, str] = {}
+    for key, value in audit.items():
+        valid = audit_key(key)
+        if valid and valid not in annotations:
+            annotations[valid] = _short(str(value), MAX_AUDIT_VALUE_CHARS)
+    return annotations
+
+
+def audit_key(key: str) -> str:
+    """`dragate.io/tenant` -> `dragate.io-tenant`; "" when nothing valid is left."""
+    candidate = _AUDIT_BAD_CHARS.sub("-", key)[:MAX_AUDIT_KEY_CHARS].strip("-_.")
+    return candidate if _AUDIT_KEY.match(candidate) else ""
+
+
+def denial_message(reasons: Iterable[Reason]) -> str:
+    """One reason per sentence, each naming policy, tenant, class and the numbers."""
+    listed = list(reasons)
+    if not listed:
+        return "denied by dragate"
+    parts = [format_reason(r) for r in listed[:MAX_REASONS]]
+    if len(listed) > MAX_REASONS:
+        parts.append(f"and {len(listed) - MAX_REASONS} more reasons")
+    return "; ".join(parts)
+
+
+def format_reason(reason: Reason) -> str:
+    """`[policy] message (tenant t, class c, used 6 / limit 8 / requested 4, held by ...)`."""
+    details = [
+        f"{label} {value}"
+        for label, value in (("tenant", reason.tenant), ("class", reason.device_class))
+        if value and not _mentions(reason.message, value)
+    ]
+    numbers = [
+        f"{label} {value}"
+        for label, value in (
+            ("used", reason.used),
+            ("limit", reason.limit),
+            ("requested", reason.requested),
+        )
+        if value is not None
+    ]
+    if numbers and not all(_mentions(reason.message, n) for n in numbers):
+        details.append(" / ".join(numbers))
+    if reason.holders and not _mentions(reason.message, reason.holders[0]):
+        details.append("held by " + ", ".join(reason.holders[:5]))
+    return f"{reason}" + (f" ({', '.join(details)})" if details else "")
+
+
+def _mentions(text: str, value: str) -> bool:
+    return re.search(rf"(?<![\w.-]){re.escape(value)}(?![\w-])", text) is not None
+
+
+def _one_line(text: str) -> str:
+    return _CONTROL_CHARS.sub(" ", text).strip()
+
+
+def _short(text: str, limit: int) -> str:
+    """At most `limit` code points (never a broken UTF-8 sequence), ending in … when cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + ELLIPSIS

@@ -1,0 +1,77 @@
+"""gunicorn, started from Python: gthread workers, TLS with hot reload, HTTP/1.1 only.
+
+Why these settings (see shared/reference/admission-webhooks.md, section 4):
+- gthread keeps apiserver connections alive and, since gunicorn 24, does TLS handshakes in
+  worker threads with a timeout; it also calls the `ssl_context` hook per connection, which is
+  what lets a rotated certificate take effect without a restart.
+- keep-alive 30 s saves handshakes; a stopping gthread worker caps idle connections to 2 s and
+  answers any request arriving meanwhile with `Connection: close`.
+- `worker_tmp_dir` on /dev/shm: the heartbeat file's fchmod must never wait on a disk.
+- HTTP/2 stays off (CVE-2023-44487; the apiserver speaks HTTP/1.1 to webhooks anyway).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+from prometheus_client import multiprocess
+
+from webhook.admission import tls
+from webhook.admission.config import ServeConfig
+
+
+def bind_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def gunicorn_settings(config: ServeConfig) -> dict[str, Any]:
+    """Everything gunicorn is told; no config file and no environment are read."""
+    settings: dict[str, Any] = {
+        "bind": [bind_address(config.host, config.port)],
+        "worker_class": "gthread",
+        "workers": config.workers,
+        "threads": config.threads,
+        "keepalive": config.keepalive,
+        "graceful_timeout": config.graceful_timeout,
+        "timeout": 30,
+        "certfile": str(config.tls.cert),
+        "keyfile": str(config.tls.key),
+        "ssl_context": tls.gunicorn_hook(config.tls),
+        "http_protocols": "h1",
+        "accesslog": None,
+        "errorlog": "-",
+        "loglevel": config.log_level,
+        "proc_name": "dragate",
+        "control_socket_disable": True,
+        "preload_app": False,
+        "child_exit": _child_exit,
+    }
+    if os.path.isdir("/dev/shm"):
+        settings["worker_tmp_dir"] = "/dev/shm"
+    return settings
+
+
+def _child_exit(server: Any, worker: Any) -> None:
+    """Drop a dead worker's live gauges. The master never imports `metrics`: its own zero
+    values would otherwise count as a live process in `livemin` gauges."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]
+
+
+class DragateServer(BaseApplication):  # type: ignore[misc]
+    """A gunicorn application whose workers each call `make_app(config)` after fork."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in gunicorn_settings(self.config).items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        from webhook.admission.app import make_app  # noqa: PLC0415  (Flask loads in workers)
+
+        return make_app(self.config)

@@ -1,0 +1,230 @@
+"""`dragate serve`: the webhook over HTTPS, with nothing to set up on a fresh machine.
+
+With no flags it serves the example policies shipped in the package, offline state and a
+self-signed localhost certificate made on first start under the state directory, on
+https://127.0.0.1:8443. Everything is checked in the master before any worker starts, so a
+bad policy file or state file fails fast with exit code 2 instead of a worker boot loop.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from webhook.admission.config import (
+    DEFAULT_MAX_BODY_BYTES,
+    AdmissionOptions,
+    ClusterTarget,
+    ServeConfig,
+    TimeoutOutcome,
+    TlsFiles,
+    own_namespace_default,
+)
+from webhook.cli import exits
+from webhook.cli.certs import BadInput, state_dir
+from webhook.ledger.sqlite import LedgerFileError, LedgerUnavailable, SqliteLedger
+from webhook.sources import certs
+from webhook.sources.offline import existing_holds
+from webhook.sources.policies import PolicyError, default_policy_dir, load_policies
+from webhook.sources.state import SnapshotState, load_state
+from webhook.sources.yamlio import YamlError
+from webhook.types import PolicySet
+
+
+def prepare_certs(cert_dir: Path | None, dns_names: Sequence[str]) -> certs.CertDir:
+    """A given directory holding tls.crt/tls.key is used as is (a mounted Secret); otherwise
+    a dev CA and localhost certificate are made (or re-issued near expiry) there."""
+    if cert_dir is not None and certs.CertDir(cert_dir).has_serving_pair():
+        return certs.CertDir(cert_dir)
+    return certs.ensure_dev(cert_dir or state_dir() / "certs", dns_names)
+
+
+def check_inputs(config: ServeConfig) -> None:
+    """Load policies and state once in the master; raise click errors with exit code 2."""
+    if config.cluster is not None:
+        raise BadInput(
+            "cluster mode arrives with issue 5; omit --kubeconfig/--in-cluster to serve offline"
+        )
+    try:
+        policies = load_policies([config.policy_dir])
+        state = load_state(str(config.state_file)) if config.state_file else SnapshotState()
+        if config.ledger_file is not None:
+            seed_ledger(config.ledger_file, policies, state)
+    except PolicyError as err:
+        problems = "\n".join(f"  {p}" for p in err.problems)
+        raise BadInput(f"invalid policies in {config.policy_dir}:\n{problems}") from None
+    except YamlError as err:
+        raise BadInput(f"invalid state file: {err}") from None
+    except (LedgerFileError, LedgerUnavailable) as err:
+        raise BadInput(f"ledger {config.ledger_file}: {err}") from None
+
+
+def seed_ledger(path: Path, policies: PolicySet, state: SnapshotState) -> None:
+    """Once, before workers fork: the claims in the snapshot are the ledger's confirmed truth."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ledger = SqliteLedger(str(path))
+    try:
+        ledger.seed(existing_holds(policies, state))
+    finally:
+        ledger.close()
+
+
+def use_multiprocess_metrics() -> Path | None:
+    """A fresh directory for prometheus-client's per-worker files, unless one is set already.
+
+    Must run before `webhook.admission.metrics` is imported anywhere in this process.
+    """
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return None
+    directory = Path(tempfile.mkdtemp(prefix="dragate-metrics-"))
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+    return directory
+
+
+def run(config: ServeConfig) -> None:
+    """Serve until SIGTERM/SIGINT; gunicorn exits the process (0 on a clean shutdown)."""
+    master = os.getpid()
+    metrics_dir = use_multiprocess_metrics()
+    try:
+        from webhook.admission.server import DragateServer  # noqa: PLC0415  (after the env var)
+
+        DragateServer(config).run()
+    finally:
+        if metrics_dir is not None and os.getpid() == master:  # workers unwind through here too
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+@click.command("serve")
+@click.option(
+    "--policies",
+    "policy_dir",
+    type=click.Path(path_type=Path, exists=True),
+    help="Policy directory or file (default: the example policies).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8443, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--cert-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="tls.crt/tls.key to serve; made here if absent (default: state dir/certs).",
+)
+@click.option(
+    "--state",
+    "state_file",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="Snapshot of cluster objects (Namespaces, claims, classes) to judge against.",
+)
+@click.option(
+    "--ledger",
+    "ledger_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="SQLite file holding quota reservations offline, shared by all workers "
+    "[default: $XDG_STATE_HOME/dragate/ledger.sqlite3].",
+)
+@click.option("--dns-name", "dns_names", multiple=True, help="Extra SAN for a generated cert.")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64))
+@click.option("--threads", default=4, show_default=True, type=click.IntRange(1, 256))
+@click.option(
+    "--max-body-bytes", default=DEFAULT_MAX_BODY_BYTES, show_default=True, type=click.IntRange(1024)
+)
+@click.option(
+    "--client-ca",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="Require client certificates signed by this CA (mTLS).",
+)
+@click.option(
+    "--on-timeout",
+    type=click.Choice([t.value for t in TimeoutOutcome]),
+    default=TimeoutOutcome.DENY.value,
+    show_default=True,
+    help="/validate answer when a review outlives the apiserver's ?timeout=.",
+)
+@click.option(
+    "--own-namespace",
+    default=own_namespace_default,
+    show_default="$POD_NAMESPACE",
+    help="Requests in this namespace pass unevaluated (no deadlock).",
+)
+@click.option(
+    "--own-service-account",
+    default=lambda: os.environ.get("POD_SERVICE_ACCOUNT", ""),
+    show_default="$POD_SERVICE_ACCOUNT",
+    help="This service account's requests pass (system:serviceaccount:NS:NAME or NAME).",
+)
+@click.option(
+    "--reload-interval",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(0.05, 60),
+    help="Seconds between checks of the policy files for changes.",
+)
+@click.option("--graceful-timeout", default=25, show_default=True, type=click.IntRange(1, 600))
+@click.option(
+    "--log-level",
+    default="info",
+    show_default=True,
+    type=click.Choice(["debug", "info", "warning", "error"]),
+)
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Cluster mode (issue 5).")
+@click.option("--in-cluster", is_flag=True, help="Cluster mode with the pod's account (issue 5).")
+def command(**flags: object) -> None:
+    """Serve /validate and /mutate over HTTPS (gunicorn, gthread workers)."""
+    config = build_config(**flags)  # type: ignore[arg-type]
+    check_inputs(config)
+    click.echo(
+        f"dragate: serving https://{config.host}:{config.port} "
+        f"(policies {config.policy_dir}, certificate {config.tls.cert})",
+        err=True,
+    )
+    run(config)
+    sys.exit(exits.OK)
+
+
+def build_config(
+    *,
+    policy_dir: Path | None,
+    host: str,
+    port: int,
+    cert_dir: Path | None,
+    state_file: Path | None,
+    ledger_file: Path | None,
+    dns_names: tuple[str, ...],
+    workers: int,
+    threads: int,
+    max_body_bytes: int,
+    client_ca: Path | None,
+    on_timeout: str,
+    own_namespace: str,
+    own_service_account: str,
+    reload_interval: float,
+    graceful_timeout: int,
+    log_level: str,
+    kubeconfig: str | None,
+    in_cluster: bool,
+) -> ServeConfig:
+    """Flags to a ServeConfig; makes the dev certificate when needed."""
+    cluster = ClusterTarget(kubeconfig, in_cluster) if kubeconfig or in_cluster else None
+    try:
+        cert_files = prepare_certs(cert_dir, dns_names)
+    except certs.CertError as err:
+        raise BadInput(str(err)) from None
+    tls = TlsFiles(cert_files.file(certs.TLS_CERT), cert_files.file(certs.TLS_KEY), client_ca)
+    options = AdmissionOptions(
+        max_body_bytes=max_body_bytes,
+        on_timeout=TimeoutOutcome(on_timeout),
+        own_namespace=own_namespace,
+        own_service_account=own_service_account,
+    )
+    return ServeConfig(
+        policy_dir=policy_dir or default_policy_dir(), tls=tls, host=host, port=port,
+        state_file=state_file, cluster=cluster,
+        ledger_file=ledger_file or state_dir() / "ledger.sqlite3", workers=workers, threads=threads,
+        graceful_timeout=graceful_timeout, log_level=log_level, admission=options,
+        reload_interval=reload_interval,
+    )  # fmt: skip

@@ -1,0 +1,146 @@
+"""`dragate webhook-config`: Validating and Mutating webhook configurations for dev clusters.
+
+Choices, each for a reason (shared/reference/admission-webhooks.md):
+- rules name `pods` without subresources: `pods/status`, `pods/resize` and
+  `pods/ephemeralcontainers` carry nothing dragate judges, and a status write from the
+  scheduler or kubelet must never wait on (or fail with) this webhook. The server allows
+  them unevaluated if they ever arrive.
+- ResourceClaims and ResourceClaimTemplates in every `resource.k8s.io` version, so v1beta1/2
+  clients are seen too; Namespaces because a label change can move one between tenants.
+- the mutating webhook rewrites Pods at CREATE only, `reinvocationPolicy: IfNeeded` (the
+  rewrite is idempotent), and fails open by default: validation still checks the result.
+- `kube-system` (and the webhook's own namespace) excluded through the immutable
+  `kubernetes.io/metadata.name` label; `sideEffects: NoneOnDryRun` since dry runs never
+  reserve quota.
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from ruamel.yaml import YAML
+
+from webhook.cli.certs import BadInput, state_dir
+from webhook.sources import certs
+
+NAME = "dragate.io"
+WRITE = ["CREATE", "UPDATE"]
+
+
+def rules(*, mutating: bool) -> list[dict[str, Any]]:
+    pods = {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "scope": "Namespaced"}
+    if mutating:
+        return [{"operations": ["CREATE"], **pods}]
+    claims = {
+        "apiGroups": ["resource.k8s.io"],
+        "apiVersions": ["*"],
+        "resources": ["resourceclaims", "resourceclaimtemplates"],
+        "scope": "Namespaced",
+    }
+    namespaces = {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["namespaces"]}
+    return [
+        {"operations": WRITE, **pods},
+        {"operations": WRITE, **claims},
+        {"operations": WRITE, **namespaces, "scope": "Cluster"},
+    ]
+
+
+def webhook(
+    *, mutating: bool, url: str, ca_bundle: bytes, failure_policy: str, timeout: int,
+    excluded: list[str],
+) -> dict[str, Any]:  # fmt: skip
+    """One webhook entry; `mutating` picks the path, rules and reinvocation."""
+    path = "mutate" if mutating else "validate"
+    entry: dict[str, Any] = {
+        "name": f"{path}.{NAME}",
+        "clientConfig": {
+            "url": f"{url.rstrip('/')}/{path}",
+            "caBundle": base64.b64encode(ca_bundle).decode("ascii"),
+        },
+        "rules": rules(mutating=mutating),
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": excluded}
+            ]
+        },
+        "failurePolicy": failure_policy,
+        "sideEffects": "NoneOnDryRun",
+        "timeoutSeconds": timeout,
+        "admissionReviewVersions": ["v1"],
+    }
+    if mutating:
+        entry["reinvocationPolicy"] = "IfNeeded"
+    return entry
+
+
+def configurations(
+    url: str, ca_bundle: bytes, failure_policy: str | None, timeout: int, excluded: list[str]
+) -> list[dict[str, Any]]:
+    """Validating (fails closed unless told) then Mutating (fails open unless told)."""
+    documents = []
+    for kind, mutating, default_policy in (
+        ("ValidatingWebhookConfiguration", False, "Fail"),
+        ("MutatingWebhookConfiguration", True, "Ignore"),
+    ):
+        entry = webhook(
+            mutating=mutating, url=url, ca_bundle=ca_bundle, timeout=timeout, excluded=excluded,
+            failure_policy=failure_policy or default_policy,
+        )  # fmt: skip
+        documents.append({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": "dragate", "labels": {"app.kubernetes.io/managed-by": "dragate"}},
+            "webhooks": [entry],
+        })  # fmt: skip
+    return documents
+
+
+def _ca_bundle(ca_bundle: Path | None, cert_dir: Path | None) -> bytes:
+    path = ca_bundle or certs.CertDir(cert_dir or state_dir() / "certs").ca_bundle
+    try:
+        certs.read_certs(path)
+        return path.read_bytes()
+    except (OSError, certs.CertError) as err:
+        hint = "run `dragate serve` once or pass --ca-bundle"
+        raise BadInput(f"no usable CA bundle: {err}; {hint}") from None
+
+
+@click.command("webhook-config")
+@click.option("--url", required=True, help="Base URL the apiserver calls, e.g. https://host:8443.")
+@click.option("--ca-bundle", type=click.Path(path_type=Path, dir_okay=False, exists=True))
+@click.option(
+    "--cert-dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Use ca-bundle.crt (after a CA rotation) or ca.crt from here.",
+)
+@click.option(
+    "--failure-policy",
+    type=click.Choice(["Fail", "Ignore"]),
+    help="Both webhooks (default: Fail for validating, Ignore for mutating).",
+)
+@click.option("--timeout-seconds", default=10, show_default=True, type=click.IntRange(1, 30))
+@click.option(
+    "--exclude-namespace",
+    "excluded",
+    multiple=True,
+    default=["kube-system"],
+    show_default=True,
+    help="Namespaces never sent to dragate (repeat; add your own).",
+)
+def command(  # noqa: PLR0917  (click passes options by keyword)
+    url: str, ca_bundle: Path | None, cert_dir: Path | None, failure_policy: str | None,
+    timeout_seconds: int, excluded: tuple[str, ...],
+) -> None:  # fmt: skip
+    """Print ready-to-apply webhook configurations (YAML) with caBundle filled in."""
+    if not url.startswith("https://"):
+        raise BadInput("--url must start with https:// (the apiserver calls webhooks over TLS)")
+    bundle = _ca_bundle(ca_bundle, cert_dir)
+    docs = configurations(url, bundle, failure_policy, timeout_seconds, list(excluded))
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.dump_all(docs, sys.stdout)
