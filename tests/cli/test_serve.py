@@ -100,15 +100,30 @@ def test_own_namespace_defaults_to_pod_namespace(
 
 
 @pytest.mark.parametrize(
-    "flags", [["--in-cluster"], ["--kubeconfig", "/nonexistent"]], ids=["in-cluster", "kubeconfig"]
+    ("flags", "message"),
+    [
+        (["--kubeconfig", "/nonexistent"], "does not exist"),
+        (["--in-cluster", "--state", "{state}"], "--state is for offline serving"),
+    ],
+    ids=["missing-kubeconfig", "state-with-cluster"],
 )
-def test_cluster_mode_is_a_clear_error_for_now(
-    started: list[ServeConfig], flags: list[str]
+def test_cluster_mode_bad_flags_exit_2(
+    started: list[ServeConfig], tmp_path: Path, flags: list[str], message: str
 ) -> None:
-    result = CliRunner().invoke(main, ["serve", *flags])
+    state = tmp_path / "state.yaml"
+    state.write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n")
+    args = [f.format(state=state) for f in flags]
+    result = CliRunner().invoke(main, ["serve", *args])
     assert result.exit_code == 2
-    assert "cluster mode arrives with issue 5" in result.output
+    assert message in result.output
     assert started == []
+
+
+def test_kubeconfig_selects_cluster_mode(started: list[ServeConfig], tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    assert CliRunner().invoke(main, ["serve", "--kubeconfig", str(kubeconfig)]).exit_code == 0
+    assert started[0].cluster is not None and started[0].cluster.kubeconfig == str(kubeconfig)
 
 
 def test_invalid_policies_exit_2_with_every_problem(

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import certs
 from .processes import LOOPBACK, ManagedProcess, free_port
@@ -259,10 +260,9 @@ class Cluster:
         }
         return self._run([str(self.bin_dir / "helm"), *args], input, check, env)
 
-    def kubectl_json(self, *args: str) -> dict[str, object]:
-        """`kubectl get ... -o json`, parsed."""
-        result: dict[str, object] = json.loads(self.kubectl(*args, "-o", "json").stdout)
-        return result
+    def get_json(self, *args: str) -> Any:
+        """`kubectl get ARGS -o json`, parsed."""
+        return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
 
     @staticmethod
     def _run(

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -44,11 +46,22 @@ def e2e_bin_dir() -> Path:
     pytest.fail(message, pytrace=False)
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 @pytest.fixture(scope="session")
 def cluster(e2e_bin_dir: Path) -> Iterator[Cluster]:
     keep = os.environ.get("DRAGATE_E2E_KEEP") == "1"
-    with running_cluster(e2e_bin_dir, keep_workdir=keep) as running:
-        yield running
+    # A SIGTERM (CI cancel, timeout) would otherwise leave the control plane running.
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with running_cluster(e2e_bin_dir, keep_workdir=keep) as running:
+            yield running
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @pytest.fixture

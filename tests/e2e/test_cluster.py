@@ -25,10 +25,6 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
-def get_json(cluster: Cluster, *args: str) -> Any:
-    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
-
-
 def annotations_of(obj: Any) -> dict[str, str]:
     return dict(obj["metadata"].get("annotations", {}))
 
@@ -154,10 +150,10 @@ def test_creates_device_class_and_v1_claim(
 ) -> None:
     cluster.apply(v1_claim_yaml("two-gpus", device_class, count=2), namespace)
 
-    claim = get_json(cluster, "-n", namespace, "resourceclaims.v1.resource.k8s.io", "two-gpus")
+    claim = cluster.get_json("-n", namespace, "resourceclaims.v1.resource.k8s.io", "two-gpus")
     exactly = claim["spec"]["devices"]["requests"][0]["exactly"]
     assert exactly == {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": 2}
-    assert get_json(cluster, "deviceclass", device_class)["kind"] == "DeviceClass"
+    assert cluster.get_json("deviceclass", device_class)["kind"] == "DeviceClass"
 
 
 def test_v1beta1_claim_is_readable_as_v1(
@@ -165,13 +161,11 @@ def test_v1beta1_claim_is_readable_as_v1(
 ) -> None:
     cluster.apply(v1beta1_claim_yaml("old-shape", device_class, count=3), namespace)
 
-    claim = get_json(cluster, "-n", namespace, "resourceclaims.v1.resource.k8s.io", "old-shape")
+    claim = cluster.get_json("-n", namespace, "resourceclaims.v1.resource.k8s.io", "old-shape")
     assert claim["apiVersion"] == "resource.k8s.io/v1"
     exactly = claim["spec"]["devices"]["requests"][0]["exactly"]
     assert (exactly["deviceClassName"], exactly["count"]) == (device_class, 3)
-    beta2 = get_json(
-        cluster, "-n", namespace, "resourceclaims.v1beta2.resource.k8s.io", "old-shape"
-    )
+    beta2 = cluster.get_json("-n", namespace, "resourceclaims.v1beta2.resource.k8s.io", "old-shape")
     assert beta2["spec"]["devices"]["requests"][0]["exactly"]["count"] == 3
 
 
@@ -179,7 +173,7 @@ def test_deployment_yields_replicaset_and_pod(cluster: Cluster, namespace: str) 
     cluster.apply(DEPLOYMENT_YAML, namespace)
 
     def has_one(resource: str) -> bool:
-        return len(get_json(cluster, "-n", namespace, resource, "-l", "app=web")["items"]) == 1
+        return len(cluster.get_json("-n", namespace, resource, "-l", "app=web")["items"]) == 1
 
     wait_for(lambda: has_one("replicasets"), timeout=60, what="the Deployment's ReplicaSet")
     wait_for(lambda: has_one("pods"), timeout=60, what="the ReplicaSet's Pod")
@@ -189,10 +183,10 @@ def test_pod_with_claim_template_gets_generated_claim(
     cluster: Cluster, namespace: str, device_class: str
 ) -> None:
     cluster.apply(template_and_pod_yaml(device_class), namespace)
-    pod_uid = get_json(cluster, "-n", namespace, "pod", "trainer")["metadata"]["uid"]
+    pod_uid = cluster.get_json("-n", namespace, "pod", "trainer")["metadata"]["uid"]
 
     def generated_claims() -> list[Any]:
-        items = get_json(cluster, "-n", namespace, "resourceclaims")["items"]
+        items = cluster.get_json("-n", namespace, "resourceclaims")["items"]
         return [c for c in items if POD_CLAIM_NAME_ANNOTATION in annotations_of(c)]
 
     wait_for(lambda: len(generated_claims()) == 1, timeout=60, what="the generated claim")
@@ -235,3 +229,7 @@ def test_stub_webhook_fires(
     claim_reviews = [r for r in reviews if r["kind"]["kind"] == "ResourceClaim"]
     assert {r["path"] for r in claim_reviews} == {"/validate", "/mutate"}
     assert all(r["requestKind"]["version"] == "v1beta1" for r in claim_reviews)
+
+
+def test_helm_reaches_cluster(cluster: Cluster) -> None:
+    assert "NAME" in cluster.helm("list", "--all-namespaces").stdout

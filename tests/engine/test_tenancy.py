@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.engine.tenancy import resolve_tenant, selector_matches
+from webhook.engine.tenancy import resolve_tenant, selector_matches, tenant_index
 from webhook.types import LabelRequirement, LabelSelector, PolicySet, Tenant
 
 BY_LABEL = Tenant("by-label", namespace_selector=LabelSelector({"team": "a"}))
@@ -47,3 +47,66 @@ def test_match_expressions(
 
 def test_empty_selector_matches_everything() -> None:
     assert selector_matches(LabelSelector(), {})
+
+
+def _scan(policies: PolicySet, namespace: str, labels: dict[str, str]) -> Tenant | None:
+    """The definition the index must agree with: names first, then selectors in order."""
+    named = [t for t in policies.tenants if namespace in t.namespaces]
+    if named:
+        return named[0]
+    selected = (
+        t
+        for t in policies.tenants
+        if t.namespace_selector is not None and selector_matches(t.namespace_selector, labels)
+    )
+    return next(selected, None)
+
+
+def _many_tenants() -> PolicySet:
+    tenants = [
+        Tenant(
+            f"t-{i}",
+            namespaces=frozenset({f"ns-{i}"}) if i % 3 else frozenset(),
+            namespace_selector=LabelSelector({"team": f"team-{i % 7}"}) if i % 2 else None,
+        )
+        for i in range(200)
+    ]
+    tenants.insert(
+        50,
+        Tenant(
+            "env-prod",
+            namespace_selector=LabelSelector(
+                match_expressions=(LabelRequirement("env", "In", ("prod",)),)
+            ),
+        ),
+    )
+    tenants.insert(
+        5,
+        Tenant("two-labels", namespace_selector=LabelSelector({"team": "team-3", "tier": "gold"})),
+    )
+    return PolicySet(tenants=tuple(tenants))
+
+
+@pytest.mark.parametrize(
+    ("namespace", "labels"),
+    [
+        ("ns-4", {"team": "team-1"}),
+        ("ns-999", {"team": "team-1"}),
+        ("ns-999", {"team": "team-3", "tier": "gold"}),
+        ("ns-999", {"team": "team-3"}),
+        ("ns-999", {"env": "prod", "team": "team-5"}),
+        ("ns-999", {"env": "prod"}),
+        ("ns-999", {}),
+    ],
+)
+def test_index_agrees_with_a_scan(namespace: str, labels: dict[str, str]) -> None:
+    policies = _many_tenants()
+    assert resolve_tenant(policies, namespace, labels) == _scan(policies, namespace, labels)
+
+
+def test_index_is_built_once_per_policy_set() -> None:
+    first = _many_tenants()
+    again = _many_tenants()
+    assert tenant_index(first) is tenant_index(first)
+    assert tenant_index(again) is not tenant_index(first)
+    assert resolve_tenant(PolicySet(), "ns-4", {}) is None

@@ -17,7 +17,7 @@ from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from webhook import pipeline
-from webhook.admission import jsonlog, metrics
+from webhook.admission import cluster, jsonlog, metrics
 from webhook.admission.config import AdmissionOptions, ServeConfig
 from webhook.admission.deadline import DeadlineRunner, budget
 from webhook.admission.handler import Admitter, Reviewer
@@ -35,20 +35,17 @@ ReadinessCheck = Callable[[], tuple[bool, str]]
 """A named condition for /readyz, e.g. "watch caches synced" once cluster mode lands."""
 
 
-class ClusterModeUnavailable(RuntimeError):
-    """`--kubeconfig` / `--in-cluster` were given; live cluster facts arrive with issue 5."""
-
-
-def build_context(config: ServeConfig, holder: PolicyHolder) -> Context:
+def build_context(
+    config: ServeConfig, holder: PolicyHolder
+) -> tuple[Context, list[ReadinessCheck]]:
     """The one place that picks cluster state and ledger; swap pieces here, nowhere else."""
     if config.cluster is not None:
-        raise ClusterModeUnavailable(
-            "cluster mode arrives with issue 5; run without --kubeconfig/--in-cluster "
-            "(offline state) for now"
-        )
+        mode = cluster.connect(config.cluster, holder.get)
+        mode.start()
+        return mode.context, [mode.ready]
     state = load_state(str(config.state_file)) if config.state_file else SnapshotState.empty()
     ledger = SqliteLedger(str(config.ledger_file)) if config.ledger_file else MemoryLedger()
-    return offline_context(holder.get, state, ledger)
+    return offline_context(holder.get, state, ledger), []
 
 
 def make_app(config: ServeConfig) -> Flask:
@@ -57,10 +54,10 @@ def make_app(config: ServeConfig) -> Flask:
 
     holder = PolicyHolder([str(config.policy_dir)], load_policies)
     watcher = PolicyWatcher(holder, config.reload_interval)
-    context = build_context(config, holder)
+    context, readiness = build_context(config, holder)
     app = create_app(
         context, holder, config.admission, pipeline.review,
-        threads=config.threads, cert=config.tls.cert,
+        threads=config.threads, cert=config.tls.cert, readiness=readiness,
     )  # fmt: skip
     watcher.ensure_running()
     app.extensions["dragate.watcher"] = watcher

@@ -24,7 +24,7 @@ class TimeoutOutcome(StrEnum):
 
 @dataclass(frozen=True)
 class ClusterTarget:
-    """Where live cluster facts would come from (issue 5); None means offline."""
+    """Where live cluster facts come from; None means offline."""
 
     kubeconfig: str | None = None
     in_cluster: bool = False

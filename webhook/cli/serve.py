@@ -47,14 +47,12 @@ def prepare_certs(cert_dir: Path | None, dns_names: Sequence[str]) -> certs.Cert
 
 def check_inputs(config: ServeConfig) -> None:
     """Load policies and state once in the master; raise click errors with exit code 2."""
-    if config.cluster is not None:
-        raise BadInput(
-            "cluster mode arrives with issue 5; omit --kubeconfig/--in-cluster to serve offline"
-        )
+    if config.cluster is not None and config.state_file is not None:
+        raise BadInput("--state is for offline serving; with a cluster, facts come from the API")
     try:
         policies = load_policies([config.policy_dir])
         state = load_state(str(config.state_file)) if config.state_file else SnapshotState()
-        if config.ledger_file is not None:
+        if config.ledger_file is not None and config.cluster is None:
             seed_ledger(config.ledger_file, policies, state)
     except PolicyError as err:
         problems = "\n".join(f"  {p}" for p in err.problems)
@@ -171,8 +169,12 @@ def run(config: ServeConfig) -> None:
     show_default=True,
     type=click.Choice(["debug", "info", "warning", "error"]),
 )
-@click.option("--kubeconfig", type=click.Path(dir_okay=False), help="Cluster mode (issue 5).")
-@click.option("--in-cluster", is_flag=True, help="Cluster mode with the pod's account (issue 5).")
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Cluster mode: watch caches and the TenantUsage ledger through this kubeconfig.",
+)
+@click.option("--in-cluster", is_flag=True, help="Cluster mode with the pod's service account.")
 def command(**flags: object) -> None:
     """Serve /validate and /mutate over HTTPS (gunicorn, gthread workers)."""
     config = build_config(**flags)  # type: ignore[arg-type]

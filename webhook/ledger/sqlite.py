@@ -24,7 +24,7 @@ from contextlib import contextmanager
 
 from webhook.ledger import accounting
 from webhook.ledger.accounting import PENDING_SECONDS, Holds, Record, Records
-from webhook.types import ClassUsage, DragateError, Reservation
+from webhook.types import ClassUsage, DragateError, FactsUnavailable, Reservation
 
 SCHEMA_VERSION = 1
 """Stored in `PRAGMA user_version`; a file with a newer version is refused, never rewritten."""
@@ -44,8 +44,11 @@ CREATE TABLE IF NOT EXISTS holders (
 _LOCKED = ("database is locked", "database is busy", "database table is locked")
 
 
-class LedgerUnavailable(DragateError):
-    """The ledger cannot be read or written now (locked past the busy timeout, I/O error)."""
+class LedgerUnavailable(FactsUnavailable):
+    """The ledger cannot be read or written now (locked past the busy timeout, I/O error).
+
+    A FactsUnavailable, so the pipeline gives the explicit `whenStateUnavailable` outcome.
+    """
 
 
 class LedgerFileError(DragateError):

@@ -25,7 +25,7 @@ class SnapshotState:
 
     def __init__(self, objects: Iterable[Object] = ()) -> None:
         self._lock = threading.Lock()
-        self._objects: dict[tuple[str, str, str], Object] = {}
+        self._by_kind: dict[str, dict[tuple[str, str], Object]] = {}  # kind -> (ns, name)
         for obj in objects:
             self.add(obj)
 
@@ -39,19 +39,23 @@ class SnapshotState:
         if kind not in STATE_KINDS:
             return
         meta = obj.get("metadata") or {}
-        key = (kind, str(meta.get("namespace", "")), str(meta.get("name", "")))
+        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
         with self._lock:
-            self._objects[key] = obj
+            self._by_kind.setdefault(kind, {})[key] = obj
 
     def _of_kind(self, kind: str) -> list[Object]:
+        """One kind's objects, without looking at the others (claims may number 100,000)."""
         with self._lock:
-            return [obj for (k, _, _), obj in self._objects.items() if k == kind]
+            return list(self._by_kind.get(kind, {}).values())
+
+    def _get(self, kind: str, namespace: str, name: str) -> Object | None:
+        return self._by_kind.get(kind, {}).get((namespace, name))
 
     def namespace(self, name: str) -> Object | None:
-        return self._objects.get(("Namespace", "", name))
+        return self._get("Namespace", "", name)
 
     def template(self, namespace: str, name: str) -> Object | None:
-        return self._objects.get(("ResourceClaimTemplate", namespace, name))
+        return self._get("ResourceClaimTemplate", namespace, name)
 
     def device_classes(self) -> Mapping[str, Object]:
         return {str(c["metadata"]["name"]): c for c in self._of_kind("DeviceClass")}

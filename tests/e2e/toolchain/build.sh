@@ -126,6 +126,7 @@ main() {
   if [[ -x /usr/bin/time ]]; then
     time_cmd=(/usr/bin/time -f "[toolchain] go build: %e s wall, %M KiB peak RSS (largest process)")
   fi
+  rm -rf "$pin_dir"/.build-*  # scratch dirs left by an interrupted or failed build
   log "pins $pin_hash -> $bin_dir ($(go version))"
   local started=$SECONDS
   all_present kube-apiserver kube-controller-manager kubectl || build_kube

@@ -1,0 +1,265 @@
+"""KubeLedger and the Reconciler against the real kube-apiserver and the TenantUsage CRD."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ledger_contract import CONTRACT, GPU
+
+from webhook.ledger.accounting import PENDING_SECONDS
+from webhook.ledger.kube import COLLECTION, KubeLedger, object_name
+from webhook.ledger.memory import MemoryLedger
+from webhook.ledger.reconciler import Reconcilable, Reconciler, claims_truth
+from webhook.sources.cluster import KubeState
+from webhook.sources.informer import Informer, Resource
+from webhook.sources.policies import parse_policies
+
+from .cluster import Cluster
+from .processes import wait_for
+
+pytestmark = pytest.mark.e2e
+
+CRD = Path(__file__).parents[2] / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
+RACER = textwrap.dedent(
+    """
+    import json, sys, threading, time
+    from webhook.ledger.kube import KubeLedger
+    kubeconfig, tenant, quota, threads, proc, start = sys.argv[1:7]
+    ledger = KubeLedger.from_kubeconfig(kubeconfig, budget=20.0)
+    results = []
+    def race(number):
+        time.sleep(max(0.0, float(start) - time.time()))
+        holder = {f"claim:race/p{proc}-{number}": {"gpu.nvidia.com": 1}}
+        results.append(ledger.reserve(tenant, holder, {"gpu.nvidia.com": int(quota)}).granted)
+    workers = [threading.Thread(target=race, args=(n,)) for n in range(int(threads))]
+    for worker in workers: worker.start()
+    for worker in workers: worker.join()
+    print(json.dumps({"granted": sum(results), "answered": len(results)}))
+    """
+)
+HOARDER = textwrap.dedent(
+    """
+    import itertools, sys
+    from webhook.ledger.kube import KubeLedger
+    ledger = KubeLedger.from_kubeconfig(sys.argv[1], pending_seconds=2.0)
+    for n in itertools.count():
+        ledger.reserve("crash", {f"claim:crash/c{n % 50}": {"gpu.nvidia.com": 1}}, {})
+        print(n, flush=True)
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def crd(cluster: Cluster) -> Cluster:
+    cluster.kubectl("apply", "-f", str(CRD))
+    cluster.kubectl(
+        "wait", "--for=condition=Established", "crd/tenantusages.dragate.io", "--timeout=30s"
+    )
+    warm = KubeLedger.from_kubeconfig(str(cluster.kubeconfig), budget=30.0)
+    warm.reserve("warm-up", {"claim:w/x": {GPU: 1}}, {})  # the first write sets up storage
+    return cluster
+
+
+@pytest.fixture
+def fresh(crd: Cluster) -> Callable[..., KubeLedger]:
+    """A KubeLedger on an empty ledger: every TenantUsage deleted first."""
+
+    def make(**options: Any) -> KubeLedger:
+        ledger = KubeLedger.from_kubeconfig(str(crd.kubeconfig), **options)
+        ledger.api.request("DELETE", COLLECTION)
+        return ledger
+
+    return make
+
+
+def stored(cluster: Cluster, tenant: str) -> dict[str, Any]:
+    """The TenantUsage's holders as the real kubectl reads them."""
+    result = cluster.kubectl("get", "tenantusage", object_name(tenant), "-o", "json")
+    holders: dict[str, Any] = json.loads(result.stdout)["spec"]["holders"]
+    return holders
+
+
+@pytest.mark.parametrize("case", CONTRACT, ids=[c.__name__ for c in CONTRACT])
+def test_contract(case: Callable[[Callable[[], KubeLedger]], None], fresh: Any) -> None:
+    case(fresh)
+
+
+def test_racing_processes_never_overcommit(crd: Cluster, fresh: Any) -> None:
+    """2 processes x 8 threads race for one tenant's 5 GPUs: exactly 5 are granted."""
+    fresh()
+    quota, threads = 5, 8
+    start = time.time() + 2.0
+    racers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                RACER,
+                str(crd.kubeconfig),
+                "racers",
+                str(quota),
+                str(threads),
+                str(proc),
+                str(start),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for proc in range(2)
+    ]
+    answers = [json.loads(racer.communicate(timeout=40)[0]) for racer in racers]
+    assert sum(a["answered"] for a in answers) == 2 * threads
+    assert sum(a["granted"] for a in answers) == quota
+    holders = stored(crd, "racers")
+    assert len(holders) == quota
+    assert sum(h["devices"][GPU] for h in holders.values()) == quota
+
+
+def test_killed_process_leaks_nothing_after_the_pending_bound(crd: Cluster, fresh: Any) -> None:
+    ledger = fresh(drop_grace=0.0)
+    hoarder = subprocess.Popen(
+        [sys.executable, "-c", HOARDER, str(crd.kubeconfig)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert hoarder.stdout is not None
+        written = [hoarder.stdout.readline() for _ in range(20)]  # then kill it mid-write
+        assert all(written), "the hoarder died on its own"
+    finally:
+        os.kill(hoarder.pid, signal.SIGKILL)
+        hoarder.wait()
+    assert ledger.usage("crash")[GPU].used > 0
+    ledger.reconcile({})  # within the bound: pending holders stay
+    assert ledger.usage("crash")[GPU].used > 0
+    time.sleep(2.1)
+    ledger.reconcile({})
+    assert ledger.usage("crash") == {}
+    assert stored(crd, "crash") == {}
+
+
+POLICIES = """
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: recon}
+spec:
+  namespaces: [recon]
+  quota: [{deviceClassName: gpu.nvidia.com, maxDevices: 8}]
+"""
+
+
+def claim_manifest(name: str, count: int) -> str:
+    request = {"name": "gpu", "exactly": {"deviceClassName": GPU, "count": count}}
+    return json.dumps(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "recon"},
+            "spec": {"devices": {"requests": [request]}},
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def live_state(crd: Cluster) -> Iterator[KubeState]:
+    state = KubeState.from_kubeconfig(str(crd.kubeconfig)).start()
+    assert state.wait_synced(20)
+    crd.kubectl("create", "namespace", "recon")
+    yield state
+    state.stop(timeout=0)
+
+
+class Clock:
+    """Wall time, shifted by the test to pass the pending bound without waiting for it."""
+
+    def __init__(self) -> None:
+        self.shift = 0.0
+
+    def __call__(self) -> float:
+        return time.time() + self.shift
+
+
+@pytest.mark.parametrize("kind", ["kube", "memory"])
+def test_reconciler_confirms_and_drops_holders(
+    crd: Cluster, fresh: Any, live_state: KubeState, kind: str
+) -> None:
+    """Pending -> confirmed when the claim appears; gone with the claim; unseen -> released."""
+    clock = Clock()
+    ledger: Any = (
+        fresh(drop_grace=0.0, clock=clock) if kind == "kube" else MemoryLedger(clock=clock)
+    )
+    name = f"held-{kind}"
+    reconciler = Reconciler(ledger, claims_truth(lambda: parse_policies(POLICIES), live_state))
+    holds = {f"claim:recon/{name}": {GPU: 2}, f"claim:recon/ghost-{kind}": {GPU: 1}}
+    assert ledger.reserve("recon", holds, {GPU: 8}).granted
+    crd.apply(claim_manifest(name, 3))
+    wait_for(lambda: _has_claim(live_state, name), timeout=10, what="claim in cache")
+    assert reconciler.run_once()
+    assert _holders(ledger) == {f"claim:recon/{name}": 3, f"claim:recon/ghost-{kind}": 1}
+    crd.kubectl("delete", "resourceclaim", "-n", "recon", name, "--wait=true")
+    wait_for(lambda: not _has_claim(live_state, name), timeout=10, what="claim gone")
+    assert reconciler.run_once()
+    assert _holders(ledger) == {f"claim:recon/ghost-{kind}": 1}  # pending, within its bound
+    clock.shift += PENDING_SECONDS + 1
+    assert reconciler.run_once()
+    assert _holders(ledger) == {}
+
+
+def test_reconciler_skips_while_facts_are_unavailable(fresh: Any) -> None:
+    ledger = fresh()
+    ledger.reserve("t", {"claim:a/x": {GPU: 1}}, {})
+    never_synced = KubeState(ledger.api)  # not started: every lookup raises
+    reconciler = Reconciler(ledger, claims_truth(lambda: parse_policies(POLICIES), never_synced))
+    assert not reconciler.run_once()
+    assert "not synced" in reconciler.last_error
+    assert ledger.usage("t")[GPU].used == 1
+
+
+def test_reconciler_thread_runs_at_start_and_when_poked(fresh: Any) -> None:
+    ledger = fresh()
+    reconciler = Reconciler(ledger, dict, interval=60)
+    reconciler.start()
+    try:
+        wait_for(lambda: reconciler.runs == 1, timeout=5, what="first pass")
+        reconciler.poke()
+        wait_for(lambda: reconciler.runs == 2, timeout=5, what="poked pass")
+    finally:
+        reconciler.stop()
+
+
+def test_informer_relists_after_410_gone(crd: Cluster, fresh: Any) -> None:
+    """TenantUsage's watch cache began after the CRD was made: resourceVersion 1 is Gone."""
+    api = fresh().api
+    KubeLedger(api).reserve("before-gone", {"claim:g/x": {GPU: 1}}, {})
+    informer = Informer(api, Resource("TenantUsage", COLLECTION))
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        assert informer.synced.wait(10)
+        wait_for(lambda: informer._stream is not None, timeout=5, what="watching")
+        informer.restart_watch(from_version="1")
+        wait_for(lambda: informer.relists >= 2, timeout=10, what="relist after 410 Gone")
+        KubeLedger(api).reserve("after-gone", {"claim:g/x": {GPU: 1}}, {})
+        wait_for(lambda: informer.get("", "after-gone") is not None, timeout=10, what="watched")
+    finally:
+        stop.set()
+        informer.restart_watch()
+
+
+def _has_claim(state: KubeState, name: str) -> bool:
+    return any(c["metadata"]["name"] == name for c in state.claims_in("recon"))
+
+
+def _holders(ledger: Reconcilable) -> dict[str, int]:
+    usage = ledger.usage("recon")  # type: ignore[attr-defined]
+    return {h.key: h.devices for cls in usage.values() for h in cls.holders}

@@ -1,0 +1,55 @@
+"""Cluster mode: watch caches for facts, the TenantUsage ledger, and its reconciler.
+
+Built in each gunicorn worker after fork (threads do not survive fork), so every worker has
+its own caches and reconciler; the ledger's compare-and-swap makes them agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from webhook.admission.config import ClusterTarget
+from webhook.ledger.kube import KubeLedger
+from webhook.ledger.reconciler import Reconciler, claims_truth
+from webhook.pipeline import Context
+from webhook.sources.cluster import KubeState
+from webhook.sources.informer import KubeApi
+from webhook.sources.inventory import InventorySource
+from webhook.types import PolicySet
+
+SYNC_WAIT_SECONDS = 30.0
+"""How long a new worker waits for its caches before serving (it answers unready meanwhile)."""
+
+
+@dataclass(frozen=True)
+class ClusterMode:
+    """The running pieces of cluster mode, for the app factory."""
+
+    context: Context
+    state: KubeState
+    reconciler: Reconciler
+
+    def ready(self) -> tuple[bool, str]:
+        """A /readyz check: every watch cache has listed and is not stale."""
+        return bool(self.state.health()["ready"]), "caches"
+
+    def start(self) -> None:
+        self.state.start()
+        self.reconciler.start()
+
+
+def connect(target: ClusterTarget, policies: Callable[[], PolicySet]) -> ClusterMode:
+    """Caches and ledger on one API connection; nothing runs until `start()`."""
+    api = KubeApi.in_cluster() if target.in_cluster else KubeApi.from_kubeconfig(target.kubeconfig)
+    state = KubeState(api)
+    ledger = KubeLedger(api)
+    reconciler = Reconciler(ledger, claims_truth(policies, state))
+    context = Context(
+        policies=policies,
+        state=state,
+        ledger=ledger,
+        templates=state.ensure_templates,
+        inventory=InventorySource(state.slices).current,
+    )
+    return ClusterMode(context, state, reconciler)

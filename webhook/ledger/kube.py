@@ -1,0 +1,226 @@
+"""The quota ledger in a cluster: one TenantUsage object per tenant, changed by compare-and-swap.
+
+Every webhook replica and gunicorn worker reads the tenant's object, applies the shared
+arithmetic (`accounting.reserve`), and writes it back with the resourceVersion it read. The
+API server refuses a write based on a stale read with 409 Conflict, so of two racing
+admissions exactly one wins and the other re-reads and re-checks: the quota can never be
+overcommitted, whatever the number of processes. Nothing is cached, so every decision is
+made on the latest stored usage.
+
+Admission must not hang on the API: each operation has a total time budget, and running out
+raises FactsUnavailable, which the pipeline turns into a refusal (fail closed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from webhook.ledger import accounting
+from webhook.ledger.accounting import Holds, Records
+from webhook.sources.informer import ApiError, KubeApi, Unreachable
+from webhook.types import ClassUsage, FactsUnavailable, Reservation
+
+GROUP, VERSION, PLURAL = "dragate.io", "v1alpha1", "tenantusages"
+COLLECTION = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+T = TypeVar("T")
+Change = Callable[[Records], tuple[Records, T]]
+"""Records as read -> (records to store, result); storing the same records writes nothing."""
+
+
+def object_name(tenant: str) -> str:
+    """The tenant's own name when the API accepts it, else a stable hash of it."""
+    if _DNS_NAME.match(tenant):
+        return tenant
+    return "tenant-" + hashlib.sha256(tenant.encode()).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A TenantUsage as read: its records and the resourceVersion to write against."""
+
+    records: Records
+    resource_version: str | None  # None: the object does not exist yet
+
+
+class KubeLedger:
+    """A Ledger on TenantUsage objects; safe across threads, processes and replicas."""
+
+    def __init__(
+        self,
+        api: KubeApi,
+        *,
+        budget: float = 1.5,
+        reconcile_budget: float = 10.0,
+        pending_seconds: float = accounting.PENDING_SECONDS,
+        drop_grace: float = 5.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.api = api
+        self.budget = budget
+        self.reconcile_budget = reconcile_budget
+        self.pending_seconds = pending_seconds
+        self.drop_grace = drop_grace
+        self.clock = clock
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | None = None, **options: Any) -> KubeLedger:
+        return cls(KubeApi.from_kubeconfig(path), **options)
+
+    @classmethod
+    def in_cluster(cls, **options: Any) -> KubeLedger:
+        return cls(KubeApi.in_cluster(), **options)
+
+    # ---------------------------------------------------------------- Ledger
+
+    def usage(self, tenant: str) -> Mapping[str, ClassUsage]:
+        return accounting.usage_of(self.records(tenant))
+
+    def records(self, tenant: str) -> Records:
+        return self._read(tenant, time.monotonic() + self.budget).records
+
+    def reserve(
+        self,
+        tenant: str,
+        holds: Mapping[str, Mapping[str, int]],
+        limits: Mapping[str, int],
+    ) -> Reservation:
+        def change(records: Records) -> tuple[Records, Reservation]:
+            outcome = accounting.reserve(
+                records, holds, limits, now=self.clock(), pending_seconds=self.pending_seconds
+            )
+            return outcome.records, Reservation(
+                outcome.granted, accounting.usage_of(outcome.records)
+            )
+
+        return self.update(tenant, change, self.budget)
+
+    def release(self, tenant: str, holder: str) -> None:
+        def change(records: Records) -> tuple[Records, None]:
+            return {k: r for k, r in records.items() if k != holder}, None
+
+        self.update(tenant, change, self.budget)
+
+    def reconcile(self, truth: Mapping[str, Holds]) -> None:
+        """Bring every tenant's records in line with the existing objects (`truth`).
+
+        A confirmed holder missing from `truth` becomes pending for `drop_grace` seconds
+        before it is dropped: another replica's cache may lag this one's, and a claim it
+        has not seen yet must not be forgotten on its word alone.
+        """
+        tenants = set(self._stored_tenants()) | set(truth)
+        for tenant in sorted(tenants):
+            self.update(tenant, self._reconcile_with(truth.get(tenant, {})), self.reconcile_budget)
+
+    def _reconcile_with(self, truth: Holds) -> Change[None]:
+        def change(records: Records) -> tuple[Records, None]:
+            return self._reconciled(records, truth), None
+
+        return change
+
+    def _reconciled(self, records: Records, truth: Holds) -> Records:
+        now = self.clock()
+        kept = accounting.reconcile(records, truth, now=now)
+        for key, record in records.items():
+            if key not in kept and record.expires_at is None and self.drop_grace > 0:
+                kept[key] = accounting.Record(record.devices, now + self.drop_grace)
+        return kept
+
+    # ------------------------------------------------------------------ CAS
+
+    def update(self, tenant: str, change: Change[T], budget: float) -> T:
+        """Apply `change` to the tenant's records with compare-and-swap, retrying conflicts.
+
+        Raises FactsUnavailable when the API does not let the change through in `budget` s.
+        """
+        deadline = time.monotonic() + budget
+        attempt = 0
+        while True:
+            stored = self._read(tenant, deadline)
+            records, result = change(stored.records)
+            if records == stored.records:
+                return result
+            try:
+                self._write(tenant, records, stored.resource_version, deadline)
+                return result
+            except ApiError as error:
+                if error.status != 409:  # Conflict, or AlreadyExists on create
+                    raise FactsUnavailable(f"ledger write for {tenant!r}: {error}") from error
+            attempt += 1
+            self._pause(attempt, deadline, tenant)
+
+    def _pause(self, attempt: int, deadline: float, tenant: str) -> None:
+        """Jittered backoff after a lost race, so racing writers spread out."""
+        delay = random.uniform(0, min(0.002 * 2**attempt, 0.1))
+        if time.monotonic() + delay >= deadline:
+            raise FactsUnavailable(f"ledger for tenant {tenant!r} too contended; retry")
+        time.sleep(delay)
+
+    def _read(self, tenant: str, deadline: float) -> Stored:
+        try:
+            obj = self.api.request(
+                "GET", f"{COLLECTION}/{object_name(tenant)}", timeout=_left(deadline, tenant)
+            )
+        except ApiError as error:
+            if error.status == 404:
+                return Stored({}, None)
+            raise FactsUnavailable(f"ledger read for {tenant!r}: {error}") from error
+        except Unreachable as error:
+            raise FactsUnavailable(f"ledger read for {tenant!r}: {error}") from error
+        return Stored(records_of(obj), str(obj["metadata"]["resourceVersion"]))
+
+    def _write(
+        self, tenant: str, records: Records, resource_version: str | None, deadline: float
+    ) -> None:
+        body = tenant_usage(tenant, records, resource_version)
+        try:
+            if resource_version is None:
+                self.api.request("POST", COLLECTION, body=body, timeout=_left(deadline, tenant))
+            else:
+                path = f"{COLLECTION}/{object_name(tenant)}"
+                self.api.request("PUT", path, body=body, timeout=_left(deadline, tenant))
+        except Unreachable as error:
+            # The write may have landed; if so, the pending bound releases it.
+            raise FactsUnavailable(f"ledger write for {tenant!r}: {error}") from error
+
+    def _stored_tenants(self) -> list[str]:
+        deadline = time.monotonic() + self.reconcile_budget
+        try:
+            listed = self.api.request("GET", COLLECTION, timeout=_left(deadline, "*"))
+        except (ApiError, Unreachable) as error:
+            raise FactsUnavailable(f"cannot list TenantUsages: {error}") from error
+        return [str((o.get("spec") or {}).get("tenant", "")) for o in listed.get("items") or []]
+
+
+def _left(deadline: float, tenant: str) -> float:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0.01:
+        raise FactsUnavailable(f"ledger for tenant {tenant!r} did not answer in time")
+    return remaining
+
+
+def records_of(obj: Mapping[str, Any]) -> Records:
+    holders = (obj.get("spec") or {}).get("holders") or {}
+    return {str(k): accounting.Record.from_json(v) for k, v in holders.items()}
+
+
+def tenant_usage(tenant: str, records: Records, resource_version: str | None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": object_name(tenant)}
+    if resource_version is not None:
+        metadata["resourceVersion"] = resource_version
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "TenantUsage",
+        "metadata": metadata,
+        "spec": {
+            "tenant": tenant,
+            "holders": {key: record.as_json() for key, record in sorted(records.items())},
+        },
+    }

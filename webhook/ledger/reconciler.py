@@ -1,0 +1,104 @@
+"""Keeps a ledger honest: rebuilds the truth from existing claims and reconciles every tenant.
+
+The webhook charges quota at admission, before the object exists; only the claims stored in
+the cluster say what is really held. Periodically (and at start, and soon after a claim is
+deleted) the reconciler counts every claim per tenant (`usage.holds_by_tenant`) and hands
+that truth to the ledger, which confirms holders whose object appeared, releases pending
+holders whose object never appeared within `PENDING_SECONDS`, and drops holders whose
+object is gone. Claims being deleted still count until they are gone.
+
+Only one process needs to run it, but every step is a compare-and-swap on the latest stored
+records, so running it in every replica and worker is safe: two reconcilers with the same
+truth write the same records, and the second write is a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from webhook.ledger.accounting import Holds
+from webhook.sources.usage import holds_by_tenant
+from webhook.types import ClusterState, DragateError, PolicySet
+
+log = logging.getLogger(__name__)
+
+Truth = Callable[[], Mapping[str, Holds]]
+"""Per tenant, the holds of every existing object; raises DragateError when unknown."""
+
+
+class Reconcilable(Protocol):
+    """A ledger that can be brought in line with the truth (MemoryLedger, KubeLedger)."""
+
+    def reconcile(self, truth: Mapping[str, Holds]) -> None: ...
+
+
+def claims_truth(policies: Callable[[], PolicySet], state: ClusterState) -> Truth:
+    """The truth from the claims in `state`, each counted for the tenant of its namespace."""
+
+    def truth() -> Mapping[str, Holds]:
+        namespaces = {str(n["metadata"]["name"]): n for n in state.namespaces()}
+        holds, notes = holds_by_tenant(policies(), state.claims(), namespaces)
+        for note in notes:
+            log.warning("reconcile: %s", note)
+        return holds
+
+    return truth
+
+
+class Reconciler:
+    """Runs `ledger.reconcile(truth())` every `interval` seconds on a daemon thread."""
+
+    def __init__(self, ledger: Reconcilable, truth: Truth, *, interval: float = 15.0) -> None:
+        self.ledger = ledger
+        self.truth = truth
+        self.interval = interval
+        self.runs = 0
+        self.last_error = ""
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run_once(self) -> bool:
+        """One pass; False (and nothing changed) when the truth or the ledger is unavailable.
+
+        Skipping is the safe failure: with an unsynced cache the truth would be "no claims"
+        and every confirmed holder would be dropped.
+        """
+        try:
+            self.ledger.reconcile(self.truth())
+        except DragateError as error:
+            self.last_error = str(error)
+            log.warning("reconcile skipped: %s", error)
+            return False
+        self.runs += 1
+        self.last_error = ""
+        return True
+
+    def poke(self, *_: object) -> None:
+        """Run soon (e.g. a claim was deleted); usable as a KubeState claim listener."""
+        self._wake.set()
+
+    def start(self) -> Reconciler:
+        """Start the loop (first pass at once); idempotent. Call after forking."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="reconciler", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 1.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run_once()
+            except Exception:  # the loop must survive a bug in one pass
+                log.exception("reconcile failed")
+            self._wake.wait(self.interval)
+            self._wake.clear()
