@@ -113,7 +113,7 @@ def command(
     unknown = sorted(set(ignored) - set(RULES))
     if unknown:
         raise click.UsageError(f"unknown rule(s) for --ignore: {', '.join(unknown)}")
-    run = lint_paths(paths, click.get_text_stream("stdin"))
+    run = lint_paths(paths, sys.stdin)
     results = [r for r in run.results if r.rule not in ignored]
     click.echo(
         render_json(results, run) if output == "json" else render_text(results, run), nl=False
