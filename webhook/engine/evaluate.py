@@ -37,6 +37,11 @@ class JudgedClaim:
     spec: ClaimSpec
     holder: str | None
 
+    @property
+    def prefix(self) -> str:
+        """What precedes a request's name in messages: nothing for the object's own claim."""
+        return f"{self.spec.label}, " if self.spec.label.startswith("pod claim") else ""
+
 
 def evaluate(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> Decision:
     """Judge one admission request against the policies, given the facts."""
@@ -73,17 +78,11 @@ def _invalid(err: normalize.ObjectError, facts: Facts) -> Decision:
 
 def _claims(request: AdmissionRequest, facts: Facts) -> tuple[list[JudgedClaim], list[str]]:
     obj = request.object or {}
-    label = f"{request.kind} {request.namespace}/{_name(request)}"
     if request.kind == "ResourceClaim":
-        return [JudgedClaim(normalize.claim_spec(obj, label), holder_key(obj))], []
+        return [JudgedClaim(normalize.claim_spec(obj, "the claim"), holder_key(obj))], []
     if request.kind == "ResourceClaimTemplate":
-        return [JudgedClaim(normalize.template_claim_spec(obj, label), None)], []
+        return [JudgedClaim(normalize.template_claim_spec(obj, "the template"), None)], []
     return _pod_claims(request, facts)
-
-
-def _name(request: AdmissionRequest) -> str:
-    meta = (request.object or {}).get("metadata") or {}
-    return str(request.name or meta.get("name") or meta.get("generateName") or "")
 
 
 def _pod_claims(request: AdmissionRequest, facts: Facts) -> tuple[list[JudgedClaim], list[str]]:
@@ -100,8 +99,7 @@ def _pod_claims(request: AdmissionRequest, facts: Facts) -> tuple[list[JudgedCla
                 f"{pod_claim.template_name!r} not found; its claim is judged when created"
             )
             continue
-        label = f"Pod {request.namespace}/{_name(request)} claim {pod_claim.name!r}"
-        spec = normalize.template_claim_spec(template, label)
+        spec = normalize.template_claim_spec(template, f"pod claim {pod_claim.name!r}")
         claims.append(JudgedClaim(spec, pod_holder_key(uid, pod_claim.name)))
     return claims, notes
 
@@ -124,7 +122,7 @@ def _findings(
                 tenant=tenant,
                 namespace_labels=labels,
                 inputs=inputs,
-                claim=claim.spec.label,
+                prefix=claim.prefix,
             )
     yield from _quota_findings(claims, facts)
     yield from _feasibility_findings(claims, facts, policies.settings.feasibility)
@@ -139,7 +137,7 @@ def _feasibility_findings(
     for claim in claims:
         for message in facts.feasibility(claim.spec):
             reason = Reason(
-                policy="feasibility", message=f"{claim.spec.label}: {message}", tenant=tenant
+                policy="feasibility", message=f"{claim.prefix}{message}", tenant=tenant
             )
             yield Finding(action, reason)
 
@@ -182,11 +180,17 @@ def _already_held(claims: list[JudgedClaim], facts: Facts) -> dict[str, int]:
     return held
 
 
+def _warning(reason: Reason) -> str:
+    """A kubectl warning: short (the API server keeps 120 characters), policy last."""
+    policy = reason.policy.rpartition("/")[2]
+    return f"dragate: {reason.message} ({policy})"
+
+
 def _decide(
     findings: list[Finding], notes: list[str], facts: Facts, claims: list[JudgedClaim]
 ) -> Decision:
     denials = tuple(f.reason for f in findings if f.action == Action.DENY)
-    warnings = [str(f.reason.message) for f in findings if f.action == Action.WARN]
+    warnings = [_warning(f.reason) for f in findings if f.action == Action.WARN]
     audit = {
         f"audit-{i}": str(f.reason)
         for i, f in enumerate(f for f in findings if f.action == Action.AUDIT)

@@ -7,7 +7,7 @@ once and a person fixes a manifest in one round trip.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from webhook.engine.rules import RuleInputs, failed_rules
 from webhook.types import (
@@ -37,11 +37,11 @@ def check_request(
     tenant: Tenant | None,
     namespace_labels: dict[str, str],
     inputs: RuleInputs,
-    claim: str,
+    prefix: str = "",
 ) -> Iterator[Finding]:
     """Every finding for each class the request (or one of its alternatives) may use."""
     for leaf in request.leaves():
-        where = f"{claim}, request {leaf.name!r}"
+        where = f"{prefix}request {leaf.name!r}"
         yield from _class_allowed(leaf, tenant, where)
         yield from _admin_access(leaf, tenant, namespace_labels, where)
         for policy in policies.class_policies:
@@ -115,7 +115,7 @@ def _class_policy(
             tenant,
             leaf,
         )
-        yield Finding(Action.DENY, _with_numbers(finding.reason, limit=limit, requested=leaf.count))
+        yield Finding(Action.DENY, replace(finding.reason, limit=limit, requested=leaf.count))
     if leaf.allocation_mode == AllocationMode.ALL and not policy.allow_allocation_mode_all:
         yield _deny(
             name,
@@ -126,14 +126,3 @@ def _class_policy(
     for failure in failed_rules(policy.validations, leaf, inputs):
         finding = _deny(name, f"{where}: {failure.describe()}", tenant, leaf)
         yield Finding(failure.action, finding.reason)
-
-
-def _with_numbers(reason: Reason, *, limit: int, requested: int) -> Reason:
-    return Reason(
-        policy=reason.policy,
-        message=reason.message,
-        tenant=reason.tenant,
-        device_class=reason.device_class,
-        limit=limit,
-        requested=requested,
-    )
