@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
 
 step "install dragate and its test tools"
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test,bench]'
 
 step "build the Kubernetes test toolchain (cached)"
 bin_dir=$(bash tests/e2e/toolchain/build.sh | tail -n 1)

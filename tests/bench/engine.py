@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from builders import exact, pod, request, template
+from timing import sample, summarize
 
 from webhook.engine import evaluate
 from webhook.engine.cel import compile_expression
@@ -72,8 +71,8 @@ def policies(tenants: int = 50, rules: int = 20) -> PolicySet:
     return PolicySet(tenants=tenant_list, class_policies=class_policies)
 
 
-def scenario(tenants: int = 50) -> tuple[Any, PolicySet, Facts]:
-    policy_set = policies(tenants)
+def scenario(tenants: int = 50, rules: int = 20) -> tuple[Any, PolicySet, Facts]:
+    policy_set = policies(tenants, rules)
     tenant = policy_set.tenants[-1]
     namespace = sorted(tenant.namespaces)[0]
     templates = {
@@ -97,31 +96,23 @@ def scenario(tenants: int = 50) -> tuple[Any, PolicySet, Facts]:
 
 
 def measure(call: Callable[[], object], iterations: int) -> dict[str, float]:
-    for _ in range(min(100, iterations)):
-        call()
-    samples = []
-    for _ in range(iterations):
-        start = time.perf_counter_ns()
-        call()
-        samples.append((time.perf_counter_ns() - start) / 1000)
-    samples.sort()
-    return {
-        "iterations": iterations,
-        "min_us": round(samples[0], 1),
-        "p50_us": round(statistics.median(samples), 1),
-        "p99_us": round(samples[int(len(samples) * 0.99) - 1], 1),
-        "max_us": round(samples[-1], 1),
-    }
+    return summarize(sample(call, iterations, warmup=100))
 
 
-def run(iterations: int) -> dict[str, Any]:
-    req, policy_set, facts = scenario()
+def run(iterations: int, tenants: int = 50, rules: int = 20) -> dict[str, Any]:
+    req, policy_set, facts = scenario(tenants, rules)
     decision = evaluate(req, policy_set, facts)
     assert decision.allowed, decision.reasons
     return {
-        "scenario": "Pod, 2 GPU containers, 2 template claims; 50 tenants; 20 CEL rules",
+        "scenario": f"Pod, 2 GPU containers, 2 template claims; {tenants} tenants; "
+        f"{rules} CEL rules",
         "engine": measure(lambda: evaluate(req, policy_set, facts), iterations),
     }
+
+
+def curve(iterations: int, rule_counts: tuple[int, ...] = (0, 5, 20, 40)) -> list[dict[str, Any]]:
+    """Engine time per Pod review against the number of CEL rules (50 tenants)."""
+    return [{"cel_rules": n, **run(iterations, rules=n)["engine"]} for n in rule_counts]
 
 
 def main() -> None:

@@ -51,6 +51,15 @@ class Stream:
     trailing_newline: bool = True
     indent: tuple[int, int] = (2, 0)
     extra: list[str] = field(default_factory=list)
+    indent_text: str | None = None
+    """When set, `indent` is guessed from this text the first time it is needed (a full parse
+    of the file, skipped for files whose documents do not change)."""
+
+    @property
+    def file_indent(self) -> tuple[int, int]:
+        if self.indent_text is not None:
+            self.indent, self.indent_text = _guess_indent(self.indent_text, (2, 0)), None
+        return self.indent
 
     def update(self, index: int, new: JSON) -> None:
         """Make document `index` hold `new`, touching only the keys that differ."""
@@ -59,7 +68,7 @@ class Stream:
             doc.data = new
             return
         apply_changes(doc.node, doc.data, new)
-        body = render_yaml(doc.node, _guess_indent(doc.body, self.indent))
+        body = render_yaml(doc.node, self._doc_indent(doc.body))
         if to_plain(_yaml().load(body)) != new:
             where = Source(self.file, doc.line)
             raise YamlError(where, "internal: the edited document does not read back the same")
@@ -73,7 +82,16 @@ class Stream:
             self.docs[0].data = _as_list(self.docs[0].data, objects)
             return
         for obj in objects:
-            self.extra.append("---\n" + render_yaml(_to_node(obj), self.indent))
+            self.extra.append("---\n" + render_yaml(_to_node(obj), self.file_indent))
+
+    def _doc_indent(self, body: str) -> tuple[int, int]:
+        """The document's own indentation, the file's where it shows none.
+
+        `body` loaded cleanly in `_parse_doc`, so only ruamel's line heuristic runs here.
+        """
+        guessed = _guessed_indent(body, loads=False)
+        needs_file = guessed is None or None in guessed
+        return _filled(guessed, self.file_indent if needs_file else (2, 0))
 
     def text(self) -> str:
         if self.is_json:
@@ -92,7 +110,7 @@ def parse_stream(text: str, file: str) -> Stream:
     if _looks_json(text, file):
         return _parse_json(text, file)
     docs = [_parse_doc(head, body, line, file) for head, body, line in split_documents(text)]
-    return Stream(file, docs, indent=_guess_indent(text, (2, 0)))
+    return Stream(file, docs, indent_text=text)
 
 
 def _looks_json(text: str, file: str) -> bool:
@@ -159,12 +177,33 @@ def _yaml() -> YAML:
 
 def _guess_indent(text: str, default: tuple[int, int]) -> tuple[int, int]:
     """(mapping indent, sequence dash offset) as the document (or else the file) uses them."""
-    try:
-        _, indent, offset = load_yaml_guess_indent(text)
-    except (YAMLError, ValueError, RecursionError):
+    return _filled(_guessed_indent(text, loads=True), default)
+
+
+def _filled(
+    guessed: tuple[int | None, int | None] | None, default: tuple[int, int]
+) -> tuple[int, int]:
+    if guessed is None:
         return default
+    indent, offset = guessed
     return (default[0] if indent is None else int(indent),
             default[1] if offset is None else int(offset))
+
+
+class _Loaded:
+    """Stands in for ruamel's YAML in `load_yaml_guess_indent` when the text is known to load."""
+
+    def load(self, _text: str) -> None:
+        return None
+
+
+def _guessed_indent(text: str, *, loads: bool) -> tuple[int | None, int | None] | None:
+    """ruamel's guess, or None when the text does not load; `loads=False` skips the load."""
+    try:
+        _, indent, offset = load_yaml_guess_indent(text, **({} if loads else {"yaml": _Loaded()}))
+    except (YAMLError, ValueError, RecursionError):
+        return None
+    return indent, offset
 
 
 def render_yaml(node: Any, indent: tuple[int, int]) -> str:

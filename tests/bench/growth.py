@@ -1,0 +1,112 @@
+"""Growth: the same two reviews as cluster state grows from 10 to 10,000 tenants.
+
+Each size runs in a fresh process (so its memory is its own, like a gunicorn worker's): the
+bench policy set with N generated tenants (half listed by namespace, half selected by a
+namespace label), a SnapshotState with their Namespaces and M existing ResourceClaims, and a
+SQLite ledger seeded from those claims the way `dragate serve` seeds it. The figures are
+`pipeline.review` p50/p99 for /validate (ledger reserve included) and /mutate, and the
+process's resident memory with the webhook's modules (Flask included) loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import workload
+from timing import rss_mib, sample, summarize, timed
+
+from webhook import pipeline
+from webhook.ledger.sqlite import SqliteLedger
+from webhook.sources.offline import existing_holds, offline_context
+from webhook.sources.policies import load_policies
+from webhook.sources.state import SnapshotState
+from webhook.types import LabelSelector, PolicySet, QuotaLimit, Tenant
+
+LABEL = "dragate.io/tenant"
+
+
+def grown_tenant(index: int) -> Tenant:
+    by_label = index % 2 == 1
+    return Tenant(
+        f"grown-{index}",
+        namespaces=frozenset() if by_label else frozenset({f"grown-{index}"}),
+        namespace_selector=LabelSelector({LABEL: f"grown-{index}"}) if by_label else None,
+        allowed_device_classes=frozenset({"gpu.nvidia.com", "mig.nvidia.com"}),
+        quota=(QuotaLimit("gpu.nvidia.com", 1_000_000, 8),),
+    )
+
+
+def grown_policies(base: PolicySet, tenants: int) -> PolicySet:
+    """The bench policies with `tenants` more, put first so the Pod's tenant comes last."""
+    return replace(base, tenants=(*(grown_tenant(i) for i in range(tenants)), *base.tenants))
+
+
+def grown_state(tenants: int, claims: int) -> SnapshotState:
+    objects = workload.state_objects()
+    for i in range(tenants):
+        labels = {LABEL: f"grown-{i}"} if i % 2 else {}
+        objects.append(workload.namespace(f"grown-{i}", labels))
+    objects += [workload.resource_claim(f"c-{j}", f"grown-{j % tenants}") for j in range(claims)]
+    return SnapshotState(objects)
+
+
+def measure(tenants: int, claims: int, iterations: int) -> dict[str, Any]:
+    import webhook.admission.app  # noqa: F401  (a worker's modules, for its memory)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        base = load_policies([str(workload.write_policies(Path(tmp, "policies")))])
+        policies = grown_policies(base, tenants)
+        state = grown_state(tenants, claims)
+        ledger = SqliteLedger(str(Path(tmp, "ledger.sqlite3")))
+        seed_s = timed(lambda: ledger.seed(existing_holds(policies, state)))
+        context = offline_context(lambda: policies, state, ledger)
+        result: dict[str, Any] = {"tenants": tenants, "claims": claims,
+                                  "seed_s": round(seed_s, 3)}
+        for name, request in _requests().items():
+            verdict = pipeline.review(request, context, mutate=name == "mutate")
+            assert verdict.allowed, verdict.decision.reasons
+            call = lambda r=request, m=name == "mutate": pipeline.review(r, context, mutate=m)  # noqa: E731
+            result[name] = summarize(sample(call, iterations, warmup=100))
+        result.update(rss_mib())
+        ledger.close()
+    return result
+
+
+def _requests() -> dict[str, Any]:
+    from webhook.admission.review import parse_review
+
+    bodies = workload.review_bodies()
+    return {"validate": parse_review(bodies["/validate"], "application/json"),
+            "mutate": parse_review(bodies["/mutate"], "application/json")}
+
+
+def curve(sizes: tuple[tuple[int, int], ...], iterations: int) -> list[dict[str, Any]]:
+    """One fresh process per (tenants, claims)."""
+    rows = []
+    for tenants, claims in sizes:
+        done = subprocess.run(
+            [sys.executable, __file__, "--tenants", str(tenants), "--claims", str(claims),
+             "--iterations", str(iterations)],
+            capture_output=True, text=True, check=True)
+        rows.append(json.loads(done.stdout.splitlines()[-1]))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tenants", type=int, required=True)
+    parser.add_argument("--claims", type=int, required=True)
+    parser.add_argument("--iterations", type=int, default=2000)
+    args = parser.parse_args()
+    print(json.dumps(measure(args.tenants, args.claims, args.iterations)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""The baseline: an AdmissionReview endpoint that parses, echoes the uid and allows.
+
+Served by dragate's own gunicorn application class with the same ServeConfig (workers,
+threads, keep-alive, TLS context hook, worker tmp dir), so the only difference from
+`dragate serve` is the WSGI app. Run: `python tests/bench/noop_server.py --port P --cert-dir D`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from webhook.admission.config import ServeConfig, TlsFiles
+from webhook.admission.server import DragateServer
+
+StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+
+
+def noop_app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+    """Parse the review, answer allowed with its uid; /healthz answers ok."""
+    if environ.get("PATH_INFO") == "/healthz":
+        return _json(start_response, {"status": "ok"})
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    review = json.loads(environ["wsgi.input"].read(length))
+    response = {"uid": review["request"]["uid"], "allowed": True}
+    reply = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+    return _json(start_response, reply)
+
+
+def _json(start_response: StartResponse, body: dict[str, Any]) -> list[bytes]:
+    data = json.dumps(body).encode()
+    start_response("200 OK", [("Content-Type", "application/json"),
+                              ("Content-Length", str(len(data)))])
+    return [data]
+
+
+class NoopServer(DragateServer):
+    """DragateServer's settings, the no-op app."""
+
+    def load(self) -> Any:
+        return noop_app
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--cert-dir", type=Path, required=True)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
+    args = parser.parse_args()
+    tls = TlsFiles(args.cert_dir / "tls.crt", args.cert_dir / "tls.key")
+    config = ServeConfig(policy_dir=Path("."), tls=tls, port=args.port,
+                         workers=args.workers, threads=args.threads, log_level="info")
+    NoopServer(config).run()
+
+
+if __name__ == "__main__":
+    main()

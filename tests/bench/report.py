@@ -1,0 +1,177 @@
+"""The report: JSON (everything), Markdown (targets met or missed, then each curve), PNG."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+Target = tuple[str, str, float | None, str, float, str]
+"""(name, shown as, measured, comparison `<=`/`>=`, target, unit)."""
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every target with its measured figure and whether it was met (None: not measured)."""
+    rows: list[Target] = []
+    http = results.get("http", {}).get("ratios", {})
+    for endpoint in ("validate", "mutate"):
+        rows += [
+            (f"/{endpoint} rps at 8 conns / no-op", "ratio",
+             http.get(f"{endpoint}_rps_ratio_at_8"), ">=", 0.8, ""),
+            (f"/{endpoint} p50 at 1 conn minus no-op p50", "delta",
+             http.get(f"{endpoint}_p50_delta_ms_at_1"), "<=", 0.3, "ms"),
+            (f"/{endpoint} p99 at 1 conn", "p99", http.get(f"{endpoint}_p99_ms_at_1"), "<=", 2.0,
+             "ms"),
+        ]
+    engine = _first(results.get("engine", []), "cel_rules", 20)
+    rows += [("engine p50 (50 tenants, 20 rules)", "p50", _get(engine, "p50_us"), "<=", 100, "µs"),
+             ("engine p99 (50 tenants, 20 rules)", "p99", _get(engine, "p99_us"), "<=", 300, "µs")]
+    migrate = (results.get("migrate") or [{}])[-1]
+    rows += [("migrate docs/s (comments kept)", "docs/s", migrate.get("migrate_docs_per_s"), ">=",
+              1000, "docs/s"),
+             ("migrate / ruamel round trip", "ratio", migrate.get("ratio"), ">=", 0.6, "")]
+    inventory = _first(results.get("inventory", []), "devices", None, near=10_000)
+    devices = _get(inventory, "devices")
+    rows += [(f"{devices} devices x 10 selectors cold", "ms", _get(inventory, "cold_ms"), "<=", 50,
+              "ms"),
+             (f"{devices} devices x 10 selectors warm", "ms", _get(inventory, "warm_ms"), "<=", 5,
+              "ms")]
+    ledger = _first(results.get("ledger", []), "processes", 2)
+    rows.append(("ledger overcommit, 2 processes", "devices", _get(ledger, "overcommit"), "<=", 0,
+                 "devices"))
+    rows += _growth_targets(results.get("growth", []))
+    return [_judge(row) for row in rows]
+
+
+def _growth_targets(growth: list[dict[str, Any]]) -> list[Target]:
+    if len(growth) < 2:
+        return []
+    small, large = growth[0], growth[-1]
+    size = (f"{large['tenants']} tenants/{large['claims']} claims vs "
+            f"{small['tenants']}/{small['claims']}")
+    rows: list[Target] = []
+    for endpoint in ("validate", "mutate"):
+        for key in ("p50_us", "p99_us"):
+            growth_factor = round(large[endpoint][key] / small[endpoint][key], 2)
+            name = f"{endpoint} {key[:3]} growth, {size}"
+            rows.append((name, "x", growth_factor, "<=", 1.2, "x"))
+    rows.append((f"memory per worker at {large['tenants']} tenants", "MiB", large["rss_mib"], "<=",
+                 300, "MiB"))
+    return rows
+
+
+def _first(rows: list[dict[str, Any]], key: str, value: Any, near: int | None = None
+           ) -> dict[str, Any] | None:
+    if near is not None:
+        return min(rows, key=lambda r: abs(r[key] - near), default=None)
+    return next((r for r in rows if r.get(key) == value), None)
+
+
+def _get(row: dict[str, Any] | None, key: str) -> Any:
+    return None if row is None else row.get(key)
+
+
+def _judge(row: Target) -> dict[str, Any]:
+    name, _, measured, comparison, target, unit = row
+    met = None if measured is None else (
+        measured <= target if comparison == "<=" else measured >= target)
+    return {"name": name, "measured": measured, "target": f"{comparison} {target:g} {unit}".strip(),
+            "met": met}
+
+
+# ------------------------------------------------------------------------------ markdown
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
+    return head + "".join("| " + " | ".join(str(r.get(c, "")) for c in columns) + " |\n"
+                          for r in rows)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    machine = results["machine"]
+    parts = [
+        "# dragate benchmarks\n",
+        f"Machine: {machine['nproc']} CPUs ({machine['cpu_model']}), {machine['memory_gib']} GiB, "
+        f"Python {machine['python']}, gunicorn {machine['gunicorn']}, {machine['wrk']}, "
+        f"{machine['openssl']}; load average {machine.get('loadavg_start')} at start, "
+        f"{machine.get('loadavg_end')} at end. Mode: {results['mode']}.\n",
+        "## Targets\n",
+        _table([{**t, "met": {True: "met", False: "**missed**", None: "n/a"}[t["met"]]}
+                for t in results["targets"]], ["name", "measured", "target", "met"]),
+    ]
+    http = results.get("http")
+    if http:
+        parts.append("## HTTP: latency (µs) and throughput against keep-alive connections\n")
+        rows = [{"target": t, **r} for t, curve in http["curves"].items() for r in curve]
+        parts.append(_table(rows, ["target", "connections", "rps", "min_us", "p50_us", "p90_us",
+                                   "p99_us", "max_us", "non_2xx", "client"]))
+        parts.append(f"\nWorker memory (MiB): {json.dumps(http['worker_memory'])}\n")
+    sections = {
+        "engine": ("Engine alone per Pod review (µs) against CEL rules",
+                   ["cel_rules", "samples", "min_us", "p50_us", "p99_us", "max_us"]),
+        "inventory": ("Feasibility: 10 selectors against devices (ms)",
+                      ["devices", "groups", "build_ms", "cold_ms", "warm_ms", "rebuild_ms"]),
+        "migrate": ("`dragate migrate --write` against a ruamel.yaml round trip",
+                    ["documents", "migrate_docs_per_s", "ruamel_round_trip_docs_per_s", "ratio"]),
+        "ledger": ("SQLite ledger: processes racing for one tenant",
+                   ["processes", "attempts", "quota", "granted", "unavailable", "overcommit",
+                    "admissions_per_s", "ms_per_admission"]),
+    }
+    for key, (title, columns) in sections.items():
+        if results.get(key):
+            parts += [f"\n## {title}\n", _table(results[key], columns)]
+    if results.get("growth"):
+        rows = [{"tenants": g["tenants"], "claims": g["claims"],
+                 "validate p50/p99 µs": f"{g['validate']['p50_us']} / {g['validate']['p99_us']}",
+                 "mutate p50/p99 µs": f"{g['mutate']['p50_us']} / {g['mutate']['p99_us']}",
+                 "rss MiB": g["rss_mib"], "seed s": g["seed_s"]} for g in results["growth"]]
+        parts += ["\n## Growth: pipeline.review against tenants and claims\n",
+                  _table(rows, list(rows[0]))]
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------------------ plot
+
+
+def plot(results: dict[str, Any], path: Path) -> bool:
+    """Latency percentiles and throughput against connections; False without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    curves = results["http"]["curves"]
+    figure, (latency, throughput) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for target, curve in curves.items():
+        x = [r["connections"] for r in curve]
+        for key, style in (("p50_us", "-o"), ("p99_us", "--^")):
+            latency.plot(x, [r[key] / 1000 for r in curve], style, label=f"{target} {key[:3]}")
+        throughput.plot(x, [r["rps"] for r in curve], "-o", label=target)
+    for axis, label in ((latency, "latency (ms, log)"), (throughput, "requests/s")):
+        axis.set_xscale("log", base=2)
+        axis.set_xlabel("keep-alive connections (closed loop)")
+        axis.set_ylabel(label)
+        axis.grid(True, alpha=0.3)
+        axis.legend(fontsize=7)
+    latency.set_yscale("log")
+    machine = results["machine"]
+    figure.suptitle(f"dragate serve vs no-op, gunicorn gthread 2x4, TLS — {machine['nproc']} "
+                    f"CPUs {machine['cpu_model']}, load generator on the same machine", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+    return True
+
+
+def write(results: dict[str, Any], out: Path) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    results["targets"] = targets(results)
+    files = {"json": out / "report.json", "markdown": out / "report.md"}
+    files["json"].write_text(json.dumps(results, indent=2) + "\n")
+    files["markdown"].write_text(markdown(results))
+    if results.get("http") and plot(results, out / "latency.png"):
+        files["png"] = out / "latency.png"
+    return files

@@ -1,0 +1,102 @@
+"""dragate's benchmark harness: one command, a JSON and a Markdown report and a PNG plot.
+
+    python tests/bench/run.py [--quick] [--out DIR] [--only SECTION ...] [--client auto|wrk|python]
+
+Sections: http (dragate serve vs a no-op app under the same gunicorn and TLS, keep-alive
+connections 1..16), engine, inventory, migrate, ledger, growth. `--quick` uses tiny counts
+(seconds; what CI's smoke test runs); the full run takes several minutes. Writes
+report.json, report.md and latency.png (with matplotlib: `pip install -e '.[bench]'`) to
+--out (default tests/bench/results). Needs wrk for the HTTP figures (Debian: `apt-get
+install wrk`), else falls back to a Python client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import engine
+import growth
+import http_bench
+import inventory
+import ledger_bench
+import machine
+import migrate_bench
+import report
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Iteration counts and input sizes for one mode."""
+
+    http_levels: tuple[int, ...]
+    http_seconds: float
+    engine_iterations: int
+    inventory_nodes: tuple[int, ...]
+    migrate_docs: tuple[int, ...]
+    ledger_per_process: int
+    growth_sizes: tuple[tuple[int, int], ...]
+    growth_iterations: int
+
+
+FULL = Sizes((1, 2, 4, 8, 16), 5, 20_000, (125, 1250, 6250), (100, 400, 1600), 400,
+             ((10, 100), (100, 1_000), (1_000, 10_000), (10_000, 100_000)), 5_000)
+QUICK = Sizes((1, 8), 1, 300, (125,), (20,), 20, ((10, 100), (100, 1_000)), 200)
+
+
+def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any]]:
+    def http() -> dict[str, Any]:
+        result = http_bench.run(tmp / "http", sizes.http_levels, sizes.http_seconds, client)
+        return {**result, "ratios": http_bench.ratios(result)}
+
+    return {
+        "http": http,
+        "engine": lambda: engine.curve(sizes.engine_iterations),
+        "inventory": lambda: [inventory.measure(n) for n in sizes.inventory_nodes],
+        "migrate": lambda: migrate_bench.curve(tmp / "migrate", sizes.migrate_docs),
+        "ledger": lambda: ledger_bench.curve(sizes.ledger_per_process),
+        "growth": lambda: growth.curve(sizes.growth_sizes, sizes.growth_iterations),
+    }
+
+
+def _load() -> list[float]:
+    """1, 5 and 15 minute load averages: other work on the machine skews the figures."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny counts: seconds, not minutes")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
+    args = parser.parse_args()
+    sizes = QUICK if args.quick else FULL
+    results: dict[str, Any] = {"mode": "quick" if args.quick else "full",
+                               "machine": {**machine.describe(), "loadavg_start": _load()}}
+    with tempfile.TemporaryDirectory(prefix="dragate-bench-") as tmp:
+        for name, section in sections(sizes, Path(tmp), args.client).items():
+            if name in args.only:
+                started = time.perf_counter()
+                print(f"bench: {name} ...", file=sys.stderr, flush=True)
+                results[name] = section()
+                results.setdefault("seconds", {})[name] = round(time.perf_counter() - started, 1)
+    results["machine"]["loadavg_end"] = _load()
+    for kind, path in report.write(results, args.out).items():
+        print(f"bench: {kind} report {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""Starting `dragate serve` and the no-op baseline as real processes on loopback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from timing import rss_mib
+
+HERE = Path(__file__).resolve().parent
+DRAGATE = ["-c", "from webhook.cli import main; main()", "serve"]
+
+
+@dataclass
+class Served:
+    """One server process (the gunicorn master) and its port."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def workers(self) -> list[int]:
+        path = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return [int(pid) for pid in path.read_text().split()] if path.exists() else []
+
+    def worker_memory(self) -> list[dict[str, float]]:
+        return [rss_mib(pid) for pid in self.workers()]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _healthy(url: str) -> bool:
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(url + "/healthz", timeout=1, context=context) as reply:
+            return bool(reply.status == 200)
+    except OSError:
+        return False
+
+
+def _wait(served: Served, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if served.process.poll() is not None:
+            raise RuntimeError(f"{served.name} exited:\n{served.log.read_text()[-3000:]}")
+        if _healthy(served.url):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{served.name} did not become healthy:\n{served.log.read_text()[-3000:]}")
+
+
+def _start(name: str, args: list[str], tmp: Path, port: int) -> Served:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp / "state")}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    log = tmp / f"{name}.log"
+    process = subprocess.Popen([sys.executable, *args], stdout=log.open("wb"),
+                               stderr=subprocess.STDOUT, env=env)
+    served = Served(name, process, port, log)
+    try:
+        _wait(served)
+    except BaseException:
+        stop(served)
+        raise
+    return served
+
+
+def stop(served: Served) -> None:
+    if served.process.poll() is None:
+        served.process.send_signal(signal.SIGTERM)
+        try:
+            served.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            served.process.kill()
+            served.process.wait()
+
+
+def start_dragate(tmp: Path, policies: Path, state: Path, workers: int, threads: int) -> Served:
+    """`dragate serve` with its defaults except the files, the port and the pool size."""
+    port = free_port()
+    args = [*DRAGATE, "--port", str(port), "--cert-dir", str(tmp / "certs"),
+            "--policies", str(policies), "--state", str(state),
+            "--ledger", str(tmp / "ledger.sqlite3"),
+            "--workers", str(workers), "--threads", str(threads)]
+    return _start("dragate", args, tmp, port)
+
+
+def start_noop(tmp: Path, workers: int, threads: int) -> Served:
+    """The no-op app with dragate's gunicorn settings and certificate (start dragate first)."""
+    port = free_port()
+    args = [str(HERE / "noop_server.py"), "--port", str(port), "--cert-dir", str(tmp / "certs"),
+            "--workers", str(workers), "--threads", str(threads)]
+    return _start("noop", args, tmp, port)
+
+
+@contextmanager
+def serving(tmp: Path, policies: Path, state: Path, workers: int = 2,
+            threads: int = 4) -> Iterator[dict[str, Served]]:
+    """Both servers, stopped on the way out."""
+    dragate = start_dragate(tmp, policies, state, workers, threads)
+    try:
+        noop = start_noop(tmp, workers, threads)
+    except BaseException:
+        stop(dragate)
+        raise
+    try:
+        yield {"dragate": dragate, "noop": noop}
+    finally:
+        stop(noop)
+        stop(dragate)

@@ -1,0 +1,62 @@
+"""CI smoke for the benchmark harness: `run.py --quick` makes every report with every key.
+
+No timing is asserted (CI machines vary); only that the harness runs end to end. The HTTP
+section uses wrk when installed and falls back to the Python client otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RUN = Path(__file__).resolve().parent / "run.py"
+SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth")
+SUMMARY_KEYS = {"min_us", "p50_us", "p99_us", "max_us"}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:  # type: ignore[type-arg]
+    out = tmp_path_factory.mktemp("bench")
+    subprocess.run([sys.executable, str(RUN), "--quick", "--out", str(out)], check=True,
+                   timeout=240)
+    return out, json.loads((out / "report.json").read_text())
+
+
+def test_report_files_are_written(report: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    out, _ = report
+    assert (out / "report.md").read_text().startswith("# dragate benchmarks")
+    png = out / "latency.png"
+    pytest.importorskip("matplotlib")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_has_every_section_and_machine(report: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    _, data = report
+    assert set(SECTIONS) <= data.keys()
+    assert {"nproc", "cpu_model", "python", "gunicorn"} <= data["machine"].keys()
+
+
+def test_http_curves_compare_against_noop(report: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    _, data = report
+    http = data["http"]
+    assert set(http["curves"]) == {"noop", "validate", "mutate"}
+    for curve in http["curves"].values():
+        for row in curve:
+            assert SUMMARY_KEYS | {"connections", "rps"} <= row.keys()
+            assert row["non_2xx"] == 0
+    assert {"validate_rps_ratio_at_8", "validate_p50_delta_ms_at_1"} <= http["ratios"].keys()
+    assert http["verdicts"]["mutate"]["patched"]
+
+
+def test_curves_and_targets(report: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    _, data = report
+    assert data["engine"][0].keys() >= SUMMARY_KEYS
+    assert {"cold_ms", "warm_ms", "devices"} <= data["inventory"][0].keys()
+    assert {"migrate_docs_per_s", "ratio"} <= data["migrate"][0].keys()
+    assert all(row["overcommit"] == 0 for row in data["ledger"])
+    assert {"validate", "mutate", "rss_mib"} <= data["growth"][0].keys()
+    assert all({"name", "measured", "target", "met"} <= t.keys() for t in data["targets"])

@@ -1,0 +1,57 @@
+"""Summaries of latency samples: the same keys in every section of the report."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+
+def percentile(ordered: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile of already sorted samples (fraction in 0..1)."""
+    if not ordered:
+        return float("nan")
+    rank = max(1, round(fraction * len(ordered) + 0.5 - 1e-9))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def summarize(samples_us: Sequence[float]) -> dict[str, float]:
+    """min / p50 / p90 / p99 / max in microseconds, and how many samples they come from."""
+    ordered = sorted(samples_us)
+    return {
+        "samples": len(ordered),
+        "min_us": round(ordered[0], 1),
+        "p50_us": round(percentile(ordered, 0.50), 1),
+        "p90_us": round(percentile(ordered, 0.90), 1),
+        "p99_us": round(percentile(ordered, 0.99), 1),
+        "max_us": round(ordered[-1], 1),
+    }
+
+
+def sample(call: Callable[[], object], iterations: int, warmup: int = 50) -> list[float]:
+    """Microseconds per call, after `warmup` untimed calls."""
+    for _ in range(min(warmup, iterations)):
+        call()
+    samples = []
+    for _ in range(iterations):
+        started = time.perf_counter_ns()
+        call()
+        samples.append((time.perf_counter_ns() - started) / 1000)
+    return samples
+
+
+def timed(work: Callable[[], object]) -> float:
+    """Seconds one call of `work` takes."""
+    started = time.perf_counter()
+    work()
+    return time.perf_counter() - started
+
+
+def rss_mib(pid: int | str = "self") -> dict[str, float]:
+    """Resident memory now and at its peak, from /proc (Linux)."""
+    fields = {}
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = round(int(value.split()[0]) / 1024, 1)
+    return {"rss_mib": fields.get("VmRSS", 0.0), "peak_rss_mib": fields.get("VmHWM", 0.0)}
