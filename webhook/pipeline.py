@@ -18,7 +18,7 @@ import jsonpatch
 from webhook.engine import evaluate, namespace_labels, resolve_tenant
 from webhook.engine.counting import add_charges, devices_by_class
 from webhook.engine.feasibility import check_claim
-from webhook.engine.inventory import Inventory
+from webhook.engine.inventory import ClassCapacity, Inventory
 from webhook.engine.normalize import ObjectError, pod_claims, template_claim_spec
 from webhook.engine.quota import limits_of
 from webhook.engine.workloads import PREDICTED_KINDS, demand, fit_warnings
@@ -60,9 +60,34 @@ def review(request: AdmissionRequest, context: Context, *, mutate: bool = False)
     policies = context.policies()
     if exempt(request, policies.settings):
         return Verdict(Decision(audit={"exempt": "namespace or service account is exempt"}))
+    try:
+        if mutate:
+            return _mutate(request, policies, context)
+        return _validate(request, policies, context)
+    except UNREADABLE as err:
+        return Verdict(_unreadable(err, mutate=mutate))
+
+
+UNREADABLE = (TypeError, AttributeError, KeyError, ValueError, IndexError, RecursionError)
+"""What a malformed object (a list where a map belongs, 900 levels of nesting, ...) provokes in
+code that reads it. Such an object gets an explicit answer, not an HTTP 500: under
+`failurePolicy: Ignore` a 500 would admit it unchecked."""
+
+
+def _unreadable(err: Exception, *, mutate: bool) -> Decision:
+    """Validation denies what it could not read; mutation leaves it unchanged and says so."""
+    what = (
+        "it nests too deeply"
+        if isinstance(err, RecursionError)
+        else f"{type(err).__name__}: {str(err)[:200]}"
+    )
     if mutate:
-        return _mutate(request, policies, context)
-    return _validate(request, policies, context)
+        return Decision(warnings=(f"dragate: object not rewritten, it could not be read ({what})",))
+    reason = Reason(
+        policy="dragate/unreadable-object",
+        message=f"the object could not be checked ({what}); denied rather than admitted unchecked",
+    )
+    return Decision(allowed=False, reasons=(reason,))
 
 
 @dataclass(frozen=True)
@@ -123,7 +148,8 @@ def _with_inventory(facts: Facts, inventory: Inventory) -> Facts:
     def problems(spec: ClaimSpec) -> list[str]:
         return [r.message for r in check_claim(inventory, spec, classes) if not r.ok]
 
-    return replace(facts, class_capacity=inventory.class_capacity(classes), feasibility=problems)
+    capacity = ClassCapacity(inventory, classes)
+    return replace(facts, class_capacity=capacity, feasibility=problems)
 
 
 def _templates(request: AdmissionRequest, state: ClusterState) -> dict[str, Object]:
@@ -157,7 +183,7 @@ def _validate_with_facts(
     request: AdmissionRequest, policies: PolicySet, context: Context
 ) -> Verdict:
     facts = gather(request, policies, context)
-    if facts.tenant is not None:
+    if facts.tenant is not None and _needs_usage(request):
         facts = replace(facts, usage=context.ledger.usage(facts.tenant.name))
     decision = evaluate(request, policies, facts)
     if request.kind in PREDICTED_KINDS:
@@ -168,6 +194,17 @@ def _validate_with_facts(
     if reservation.granted:
         return Verdict(decision)
     return Verdict(_refused(request, policies, replace(facts, usage=reservation.usage)))
+
+
+def _needs_usage(request: AdmissionRequest) -> bool:
+    """Whether the tenant's usage must be read before judging.
+
+    A real CREATE is judged optimistically: the ledger's atomic reserve is the check that
+    counts, and when it refuses, the request is judged again with the usage that refused it
+    (`_refused`), so the denial still names the numbers and the holders. A dry run writes
+    nothing, and a workload's fit is predicted against usage, so those read it first.
+    """
+    return request.dry_run or request.kind in PREDICTED_KINDS
 
 
 def _predictions(

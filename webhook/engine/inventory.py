@@ -399,6 +399,33 @@ class Inventory:
         return (None if len(matched) == len(group.devices) else frozenset(matched)), first_error
 
 
+class ClassCapacity(Mapping[str, int]):
+    """Devices each DeviceClass matches, counted only for the classes asked about.
+
+    Only `allocationMode: All` requests need it, so a review pays for the classes it uses
+    (and usually for none) instead of for every class in the cluster.
+    """
+
+    def __init__(self, inventory: Inventory, device_classes: Mapping[str, Object]) -> None:
+        self._inventory = inventory
+        self._classes = device_classes
+        self._known: dict[str, int] = {}
+
+    def __getitem__(self, name: str) -> int:
+        if name not in self._known:
+            if name not in self._classes:
+                raise KeyError(name)
+            selectors = class_selectors(self._classes[name])
+            self._known[name] = self._inventory.count_matching(selectors)
+        return self._known[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._classes)
+
+    def __len__(self) -> int:
+        return len(self._classes)
+
+
 def class_selectors(device_class: Object | None) -> tuple[str, ...]:
     """The CEL expressions of a DeviceClass's `spec.selectors`."""
     spec = (device_class or {}).get("spec") or {}
