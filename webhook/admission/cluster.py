@@ -16,7 +16,7 @@ from webhook.pipeline import Context
 from webhook.sources.cluster import KubeState
 from webhook.sources.informer import KubeApi
 from webhook.sources.inventory import InventorySource
-from webhook.types import PolicySet
+from webhook.types import Object, PolicySet
 
 SYNC_WAIT_SECONDS = 30.0
 """How long a new worker waits for its caches before serving (it answers unready meanwhile)."""
@@ -42,7 +42,12 @@ class ClusterMode:
 def connect(target: ClusterTarget, policies: Callable[[], PolicySet]) -> ClusterMode:
     """Caches and ledger on one API connection; nothing runs until `start()`."""
     api = KubeApi.in_cluster() if target.in_cluster else KubeApi.from_kubeconfig(target.kubeconfig)
-    state = KubeState(api)
+
+    def claim_event(kind: str, _claim: Object) -> None:
+        if kind == "DELETED":  # reconcile now, not at the next tick (Reconciler.poke)
+            reconciler.poke()
+
+    state = KubeState(api, claim_listener=claim_event)
     ledger = KubeLedger(api)
     reconciler = Reconciler(ledger, claims_truth(policies, state))
     context = Context(
