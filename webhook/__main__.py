@@ -1,0 +1,5 @@
+"""`python -m webhook` is `dragate`, for machines where the console script is not on PATH."""
+
+from webhook.cli import main
+
+main(prog_name="dragate")
