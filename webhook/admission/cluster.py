@@ -1,7 +1,9 @@
-"""Cluster mode: watch caches for facts, the TenantUsage ledger, and its reconciler.
+"""Cluster mode: watch caches for facts, the TenantUsage ledger, its reconciler, and the
+template keeper.
 
 Built in each gunicorn worker after fork (threads do not survive fork), so every worker has
-its own caches and reconciler; the ledger's compare-and-swap makes them agree.
+its own caches, reconciler and keeper; the ledger's compare-and-swap makes the reconcilers
+agree, and AlreadyExists-is-success makes keepers racing to re-create a template harmless.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from webhook.pipeline import Context
 from webhook.sources.cluster import KubeState
 from webhook.sources.informer import KubeApi
 from webhook.sources.inventory import InventorySource
+from webhook.sources.templates import TemplateKeeper
 from webhook.types import Object, PolicySet
 
 SYNC_WAIT_SECONDS = 30.0
@@ -29,6 +32,7 @@ class ClusterMode:
     context: Context
     state: KubeState
     reconciler: Reconciler
+    keeper: TemplateKeeper
 
     def ready(self) -> tuple[bool, str]:
         """A /readyz check: every watch cache has listed and is not stale."""
@@ -37,6 +41,7 @@ class ClusterMode:
     def start(self) -> None:
         self.state.start()
         self.reconciler.start()
+        self.keeper.start()
 
 
 def connect(target: ClusterTarget, policies: Callable[[], PolicySet]) -> ClusterMode:
@@ -47,7 +52,11 @@ def connect(target: ClusterTarget, policies: Callable[[], PolicySet]) -> Cluster
         if kind == "DELETED":  # reconcile now, not at the next tick (Reconciler.poke)
             reconciler.poke()
 
-    state = KubeState(api, claim_listener=claim_event)
+    def template_event(kind: str, template: Object) -> None:
+        keeper.observe(kind, template)  # a deleted managed template is put back soon
+
+    state = KubeState(api, claim_listener=claim_event, template_listener=template_event)
+    keeper = TemplateKeeper(state, policies)
     ledger = KubeLedger(api)
     reconciler = Reconciler(ledger, claims_truth(policies, state))
     context = Context(
@@ -57,4 +66,4 @@ def connect(target: ClusterTarget, policies: Callable[[], PolicySet]) -> Cluster
         templates=state.ensure_templates,
         inventory=InventorySource(state.slices).current,
     )
-    return ClusterMode(context, state, reconciler)
+    return ClusterMode(context, state, reconciler, keeper)

@@ -52,16 +52,18 @@ class KubeState:
         relist_seconds: float = 300.0,
         watch_seconds: int = 240,
         claim_listener: Listener | None = None,
+        template_listener: Listener | None = None,
     ) -> None:
         self.api = api
         self.stale_after = stale_after
+        listeners = {CLAIMS.kind: claim_listener, TEMPLATES.kind: template_listener}
         self._caches = {
             r.kind: Informer(
                 api,
                 r,
                 relist_seconds=relist_seconds,
                 watch_seconds=watch_seconds,
-                listener=claim_listener if r is CLAIMS else None,
+                listener=listeners.get(r.kind),
             )
             for r in KINDS
         }
@@ -164,6 +166,9 @@ class KubeState:
     def namespaces(self) -> Sequence[Object]:
         return self._cache("Namespace").items()
 
+    def templates(self) -> Sequence[Object]:
+        return self._cache("ResourceClaimTemplate").items()
+
     def slices(self) -> Sequence[Object]:
         return self._cache("ResourceSlice").items()
 
@@ -187,23 +192,43 @@ class KubeState:
             self._create_template(namespace, template, deadline)
 
     def _create_template(self, namespace: str, template: Object, deadline: float) -> None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise FactsUnavailable("no time left to create managed ResourceClaimTemplates")
+        try:
+            self.post_template(namespace, template, remaining)
+        except (ApiError, Unreachable) as error:
+            raise FactsUnavailable(f"cannot create ResourceClaimTemplate: {error}") from error
+
+    def post_template(self, namespace: str, template: Object, timeout: float) -> None:
+        """Create one template and cache it; AlreadyExists (409) is success.
+
+        Raises ApiError or Unreachable: the caller decides between failing and retrying.
+        """
         body = {
             **template,
             "metadata": {**(template.get("metadata") or {}), "namespace": namespace},
         }
-        remaining = deadline - time.monotonic()
         path = f"{RESOURCE_API}/namespaces/{namespace}/resourceclaimtemplates"
-        if remaining <= 0:
-            raise FactsUnavailable("no time left to create managed ResourceClaimTemplates")
         try:
-            created = self.api.request("POST", path, body=body, timeout=remaining)
+            created = self.api.request("POST", path, body=body, timeout=timeout)
         except ApiError as error:
             if error.status == 409:
-                return  # AlreadyExists: made by another replica or an earlier request
-            raise FactsUnavailable(f"cannot create ResourceClaimTemplate: {error}") from error
-        except Unreachable as error:
-            raise FactsUnavailable(f"cannot create ResourceClaimTemplate: {error}") from error
+                return  # AlreadyExists: made by another replica, worker or request
+            raise
         self._caches["ResourceClaimTemplate"].upsert(created)
+
+    def read_namespace(self, name: str, timeout: float) -> Object | None:
+        """The Namespace as the API server has it now (not the cache), None when absent.
+
+        Raises ApiError or Unreachable.
+        """
+        try:
+            return self.api.request("GET", f"{NAMESPACES.path}/{name}", timeout=timeout)
+        except ApiError as error:
+            if error.status == 404:
+                return None
+            raise
 
 
 def _age(since: float | None) -> float | None:
