@@ -123,7 +123,11 @@ def test_allow_echoes_uid_and_envelope(client: Any) -> None:
     assert response["uid"] == "705ab4f5-6393-11e8-b7cc-42010a800002"
     assert response["allowed"] is True
     assert "patch" not in response and "patchType" not in response
-    assert response["auditAnnotations"] == {"dragate.io-tenant": "team-a"}
+    assert response["auditAnnotations"] == {
+        "dragate.io-tenant": "team-a",
+        "decision": "allowed",
+        "tenant": "team-a",
+    }
 
 
 def test_denial_has_403_and_a_message_with_the_numbers(client: Any) -> None:

@@ -29,6 +29,7 @@ from webhook.pipeline import Context
 from webhook.sources.offline import offline_context
 from webhook.sources.policies import load_policies
 from webhook.sources.state import SnapshotState, load_state
+from webhook.types import PolicySet
 
 log = logging.getLogger("dragate.http")
 ReadinessCheck = Callable[[], tuple[bool, str]]
@@ -48,11 +49,14 @@ def build_context(
     return offline_context(holder.get, state, ledger), []
 
 
-def make_app(config: ServeConfig) -> Flask:
-    """gunicorn's WSGI app for one worker: policies, context, watcher, reviewer."""
+def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
+    """gunicorn's WSGI app for one worker: policies, context, watcher, reviewer.
+
+    `fallback` is the policy set the master loaded, served when the files are unreadable now.
+    """
     jsonlog.configure(config.log_level)
 
-    holder = PolicyHolder([str(config.policy_dir)], load_policies)
+    holder = PolicyHolder([str(config.policy_dir)], load_policies, fallback=fallback)
     watcher = PolicyWatcher(holder, config.reload_interval)
     context, readiness = build_context(config, holder)
     app = create_app(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from webhook.admission import metrics
@@ -65,13 +65,16 @@ class Admitter:
         reason = exemption(request, self.options)
         if reason is not None:
             log.debug("exempt", extra={"uid": request.uid, "reason": reason})
-            return Outcome(Verdict(Decision(allowed=True)), "exempt")
+            return Outcome(Verdict(Decision(allowed=True, audit={"exempt": reason})), "exempt")
         try:
             verdict = self._runner.run(
                 lambda: self._reviewer(request, self.context, mutate=mutate), budget
             )
         except DeadlineExceeded:
-            return Outcome(self._timeout_verdict(mutate, budget), "timeout")
+            verdict = self._timeout_verdict(mutate, budget)
+            audit = {"timeout": f"review exceeded {budget:.1f}s"}
+            decision = replace(verdict.decision, audit=audit)
+            return Outcome(replace(verdict, decision=decision), "timeout")
         return Outcome(verdict, "allowed" if verdict.allowed else "denied")
 
     def _timeout_verdict(self, mutate: bool, budget: float) -> Verdict:

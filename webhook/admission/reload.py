@@ -48,14 +48,33 @@ class _Snapshot:
 class PolicyHolder:
     """The policy set being served; `get` is the `Context.policies` callable."""
 
-    def __init__(self, paths: Sequence[str], loader: Loader, initial: PolicySet | None = None):
+    def __init__(
+        self,
+        paths: Sequence[str],
+        loader: Loader,
+        initial: PolicySet | None = None,
+        *,
+        fallback: PolicySet | None = None,
+    ):
+        """`fallback` (the set the gunicorn master loaded) is served, as stale, when the files
+        cannot be loaded now: a worker restarted while they are broken or gone keeps serving
+        instead of failing to boot, which would make gunicorn stop the whole server."""
         self._paths = tuple(paths)
         self._loader = loader
         self._fingerprint: Fingerprint = fingerprint(self._paths)
         self._tried_digest = content_digest(self._paths)
-        policies = initial if initial is not None else loader(self._paths)
-        self._snapshot = _Snapshot(policies, PolicyStatus(policies.digest, time.time()))
-        _record(success=True)
+        errors: list[str] = []
+        try:
+            policies = initial if initial is not None else loader(self._paths)
+        except Exception as err:
+            if fallback is None:
+                raise
+            policies, errors = fallback, _problems(err)
+            log.error("policies cannot be loaded; serving the set the server started with",
+                      extra={"errors": errors})  # fmt: skip
+        status = PolicyStatus(policies.digest, time.time(), tuple(errors))
+        self._snapshot = _Snapshot(policies, status)
+        _record(success=not errors)
 
     def get(self) -> PolicySet:
         return self._snapshot.policies

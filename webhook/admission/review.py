@@ -26,7 +26,10 @@ MAX_REASONS = 10
 ELLIPSIS = "…"
 _AUDIT_KEY = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _AUDIT_BAD_CHARS = re.compile(r"[^-A-Za-z0-9_.]+")
-_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]+")
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
+"""C0 and C1 controls (ANSI escapes start with one), line and paragraph separators and
+bidirectional overrides: none may reach a terminal from a name a user chose."""
+MAX_REASON_CHARS = 1024
 
 
 class BadReview(ValueError):
@@ -48,7 +51,7 @@ def parse_review(body: bytes, content_type: str | None) -> AdmissionRequest:
     if document.get("apiVersion") != API_VERSION or document.get("kind") != KIND:
         raise BadReview(
             f"expected apiVersion {API_VERSION} kind {KIND}, got "
-            f"{document.get('apiVersion')!r} {document.get('kind')!r}"
+            f"{_shown(document.get('apiVersion'))} {_shown(document.get('kind'))}"
         )
     request = document.get("request")
     if not isinstance(request, dict):
@@ -132,7 +135,12 @@ def _operation(value: object) -> Operation:
     if isinstance(value, str) and value in Operation.__members__.values():
         return Operation(value)
     allowed = ", ".join(op.value for op in Operation)
-    raise BadReview(f"request.operation must be one of {allowed}, got {value!r}")
+    raise BadReview(f"request.operation must be one of {allowed}, got {_shown(value)}")
+
+
+def _shown(value: object) -> str:
+    """A sent value quoted in a 400 message (and its log line): escaped and bounded."""
+    return _short(repr(value), 100)
 
 
 # --------------------------------------------------------------------------- rendering
@@ -147,9 +155,7 @@ def render_response(
     warnings = bound_warnings(_warning_texts(verdict, mutate), max_warnings)
     if warnings:
         response["warnings"] = warnings
-    annotations = audit_annotations(decision.audit)
-    if annotations:
-        response["auditAnnotations"] = annotations
+    response["auditAnnotations"] = audit_annotations({**decision.audit, **decision_audit(verdict)})
     if not decision.allowed:
         response["status"] = {
             "code": 403,
@@ -160,6 +166,20 @@ def render_response(
         response["patchType"] = "JSONPatch"
         response["patch"] = encode_patch(verdict.patch)
     return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
+
+
+def decision_audit(verdict: Verdict) -> dict[str, str]:
+    """What every answer records in the audit log: the decision, the tenant, denying policies.
+
+    The apiserver stores each key as `<webhook-name>/<key>`, e.g. `validate.dragate.io/decision`.
+    """
+    decision = verdict.decision
+    audit = {"decision": "allowed" if decision.allowed else "denied"}
+    if decision.tenant:
+        audit["tenant"] = decision.tenant
+    if not decision.allowed:
+        audit["policies"] = ",".join(dict.fromkeys(r.policy for r in decision.reasons))
+    return audit
 
 
 def encode_patch(patch: Iterable[Mapping[str, Any]]) -> str:
@@ -186,12 +206,12 @@ def bound_warnings(warnings: Iterable[str], limit: int = 20) -> list[str]:
 
 
 def audit_annotations(audit: Mapping[str, str]) -> dict[str, str]:
-    """Keys made valid qualified names (first one wins on a clash); values bounded."""
+    """Keys made valid qualified names (first one wins on a clash); values one bounded line."""
     annotations: dict[str, str] = {}
     for key, value in audit.items():
         valid = audit_key(key)
         if valid and valid not in annotations:
-            annotations[valid] = _short(str(value), MAX_AUDIT_VALUE_CHARS)
+            annotations[valid] = _short(_one_line(str(value)), MAX_AUDIT_VALUE_CHARS)
     return annotations
 
 
@@ -206,7 +226,7 @@ def denial_message(reasons: Iterable[Reason]) -> str:
     listed = list(reasons)
     if not listed:
         return "denied by dragate"
-    parts = [format_reason(r) for r in listed[:MAX_REASONS]]
+    parts = [_short(_one_line(format_reason(r)), MAX_REASON_CHARS) for r in listed[:MAX_REASONS]]
     if len(listed) > MAX_REASONS:
         parts.append(f"and {len(listed) - MAX_REASONS} more reasons")
     return "; ".join(parts)

@@ -20,6 +20,7 @@ from prometheus_client import multiprocess
 
 from webhook.admission import tls
 from webhook.admission.config import ServeConfig
+from webhook.types import PolicySet
 
 
 def bind_address(host: str, port: int) -> str:
@@ -63,6 +64,10 @@ def _child_exit(server: Any, worker: Any) -> None:
 class DragateServer(BaseApplication):  # type: ignore[misc]
     """A gunicorn application whose workers each call `make_app(config)` after fork."""
 
+    policies: PolicySet | None = None
+    """The policy set the master loaded (set by `dragate serve` before `run`). Workers inherit
+    it through fork and serve it, as stale, if the files cannot be loaded when they boot."""
+
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         super().__init__()
@@ -74,4 +79,4 @@ class DragateServer(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         from webhook.admission.app import make_app  # noqa: PLC0415  (Flask loads in workers)
 
-        return make_app(self.config)
+        return make_app(self.config, fallback=self.policies)

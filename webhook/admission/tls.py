@@ -85,8 +85,17 @@ Factory = Callable[[], ssl.SSLContext]
 
 
 def gunicorn_hook(files: TlsFiles) -> Callable[[object, Factory], ssl.SSLContext]:
-    """gunicorn's `ssl_context(conf, default_factory)` hook, one cache per worker process."""
+    """gunicorn's `ssl_context(conf, default_factory)` hook, one cache per worker process.
+
+    The cache is filled here, in the master, before workers fork: a worker (re)started while
+    the files are missing or mid-swap then still serves the last good certificate instead of
+    failing every handshake until the files come back.
+    """
     cache = ContextCache(files)
+    try:
+        cache.get()
+    except ssl.SSLError as err:  # the master checked the files; a worker will retry anyway
+        log.warning("cannot load TLS files yet", extra={"error": str(err)})
 
     def ssl_context(conf: object, default_ssl_context_factory: Factory) -> ssl.SSLContext:
         return cache.get()

@@ -73,6 +73,17 @@ def seed_ledger(path: Path, policies: PolicySet, state: SnapshotState) -> None:
         ledger.close()
 
 
+def master_policies(config: ServeConfig) -> PolicySet | None:
+    """The policy set loaded in the master, inherited by every worker through fork: what a
+    worker booting while the files are broken or gone serves (stale) instead of failing to
+    boot, which would make gunicorn stop the whole server. Best effort: `check_inputs` has
+    already reported real problems, so None (workers load their own) whatever goes wrong."""
+    try:
+        return load_policies([config.policy_dir])
+    except Exception:
+        return None
+
+
 def use_multiprocess_metrics() -> Path | None:
     """A fresh directory for prometheus-client's per-worker files, unless one is set already.
 
@@ -92,7 +103,9 @@ def run(config: ServeConfig) -> None:
     try:
         from webhook.admission.server import DragateServer  # noqa: PLC0415  (after the env var)
 
-        DragateServer(config).run()
+        server = DragateServer(config)
+        server.policies = master_policies(config)
+        server.run()
     finally:
         if metrics_dir is not None and os.getpid() == master:  # workers unwind through here too
             shutil.rmtree(metrics_dir, ignore_errors=True)

@@ -1,0 +1,69 @@
+"""Fuzzing the pipeline directly: random DRA objects in v1, v1beta2 and v1beta1 shapes.
+
+`pipeline.review` never raises: every object, however malformed, gets a Verdict whose
+denials carry reasons and whose patch (on mutation) turns the object into `patched`.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonpatch
+from fuzz_support import dra_objects, drop_removed, fuzz_settings, mutated
+from hypothesis import given
+from hypothesis import strategies as st
+
+from webhook import pipeline
+from webhook.pipeline import Context, request_from_object
+from webhook.types import AdmissionRequest, Operation, Verdict
+
+
+def check_verdict(verdict: Verdict, obj: dict[str, Any], *, mutate: bool) -> None:
+    decision = verdict.decision
+    assert isinstance(decision.allowed, bool)
+    if not decision.allowed:
+        assert decision.reasons and all(str(r.message) for r in decision.reasons)
+    assert all(isinstance(w, str) for w in decision.warnings)
+    if mutate and verdict.patch:
+        assert verdict.patched is not None
+        assert jsonpatch.apply_patch(copy.deepcopy(obj), list(verdict.patch)) == verdict.patched
+    for holder, devices in decision.holds.items():
+        assert isinstance(holder, str) and all(n >= 0 for n in devices.values())
+
+
+@fuzz_settings(500)
+@given(obj=dra_objects, operation=st.sampled_from(list(Operation)), dry_run=st.booleans())
+def test_review_never_raises(
+    context: Context, obj: dict[str, Any], operation: Operation, dry_run: bool
+) -> None:
+    before = copy.deepcopy(obj)
+    request = request_from_object(obj, operation=operation, dry_run=dry_run)
+    for mutate in (False, True):
+        check_verdict(pipeline.review(request, context, mutate=mutate), obj, mutate=mutate)
+    assert obj == before  # inputs are never changed
+
+
+@fuzz_settings(300)
+@given(data=st.data())
+def test_mutated_objects(context: Context, data: st.DataObject) -> None:
+    obj = drop_removed(data.draw(mutated(data.draw(dra_objects))))
+    if not isinstance(obj, dict):
+        obj = {"kind": "Pod", "spec": obj}
+    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "Pod"
+    request = AdmissionRequest(
+        uid="u", kind=kind, group="", version="v1", resource="pods",
+        operation=Operation.CREATE, namespace="ml-research", name="x", object=obj,
+    )  # fmt: skip
+    for mutate in (False, True):
+        check_verdict(pipeline.review(request, context, mutate=mutate), obj, mutate=mutate)
+
+
+@fuzz_settings(200)
+@given(obj=dra_objects)
+def test_admit_chain(context: Context, obj: dict[str, Any]) -> None:
+    """Mutate then validate, as the apiserver chains them; the final object is the patched one."""
+    applied = pipeline.admit(request_from_object(obj, dry_run=True), context)
+    assert isinstance(applied.decision.allowed, bool)
+    if applied.mutation.patched is not None:
+        assert applied.final == applied.mutation.patched

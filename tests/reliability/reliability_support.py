@@ -1,0 +1,292 @@
+"""Running real `dragate serve` processes (gunicorn, TLS, the real pipeline) and talking to them.
+
+Unlike tests/admission/server_support.py (a pipeline double), these servers run the real
+engine with real policy files and, where given, a shared SQLite ledger, so faults can be
+checked against what matters: answers, and the quota actually held.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import sqlite3
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+
+from webhook.sources import certs
+
+TENANTS = """\
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {{name: {name}}}
+spec:
+  namespaces: [{name}]
+  quota:
+  - deviceClassName: gpu.nvidia.com
+    maxDevices: {quota}
+"""
+SETTINGS = """\
+apiVersion: dragate.io/v1alpha1
+kind: Settings
+metadata: {{name: settings}}
+spec:
+  whenStateUnavailable: Deny
+  denyUnknownNamespaces: {deny_unknown}
+"""
+
+
+def write_policies(
+    directory: Path,
+    tenants: dict[str, int],
+    *,
+    deny_unknown: bool = False,
+    extra: str = "",
+) -> Path:
+    """One Tenant per entry (namespace = tenant name, `quota` GPUs), Settings, `extra` docs."""
+    directory.mkdir(parents=True, exist_ok=True)
+    docs = [TENANTS.format(name=n, quota=q) for n, q in tenants.items()]
+    docs.append(SETTINGS.format(deny_unknown=str(deny_unknown).lower()))
+    if extra:
+        docs.append(extra)
+    text = "---\n".join(docs)
+    tmp = directory / ".policies.yaml.tmp"
+    tmp.write_text(text)
+    os.replace(tmp, directory / "policies.yaml")  # atomic, as a ConfigMap swap is
+    return directory
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Serve:
+    """One `dragate serve` process (the gunicorn master) and how to reach it."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    cert_dir: Path
+    log: Path
+    command: list[str]
+    env: dict[str, str]
+
+    def restart(self) -> None:
+        """Start the same command again on the same port (after `stop`)."""
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.command, stdout=out, stderr=subprocess.STDOUT, env=self.env
+            )
+        wait_healthy(self, self.cert_dir / "ca.crt")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                return self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        return self.process.wait()
+
+    def workers(self) -> list[int]:
+        """The gunicorn worker pids (children of the master)."""
+        pid = self.process.pid
+        try:
+            text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+        except OSError:
+            return []
+        return [int(p) for p in text.split()]
+
+    def logs(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def start(
+    tmp: Path,
+    name: str,
+    *,
+    policies: Path,
+    cert_dir: Path,
+    ledger: Path | None = None,
+    args: tuple[str, ...] = (),
+    port: int | None = None,
+    workers: int = 2,
+    client_cert: tuple[str, str] | None = None,
+) -> Serve:
+    """`dragate serve` with the real pipeline; returns once /healthz answers over TLS."""
+    if not (cert_dir / "tls.crt").exists():
+        certs.create(cert_dir, ["localhost", "127.0.0.1"])
+    port = port or free_port()
+    command = [
+        sys.executable, "-c", "from webhook.cli import main; main()", "serve",
+        "--port", str(port), "--cert-dir", str(cert_dir), "--policies", str(policies),
+        "--workers", str(workers), "--threads", "4", "--reload-interval", "0.2",
+        "--graceful-timeout", "10",
+        *(("--ledger", str(ledger)) if ledger else ()),
+        *args,
+    ]  # fmt: skip
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp / f"state-{name}")}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    log = tmp / f"serve-{name}.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+    server = Serve(process, port, cert_dir, log, command, env)
+    wait_healthy(server, cert_dir / "ca.crt", client_cert=client_cert)
+    return server
+
+
+def wait_healthy(
+    server: Serve, trust: Path, seconds: float = 30, client_cert: tuple[str, str] | None = None
+) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise AssertionError(f"serve exited {server.process.returncode}:\n{server.logs()}")
+        try:
+            status, _ = request(server.port, trust, "GET", "/healthz", client_cert=client_cert)
+            if status == 200:
+                return
+        except (OSError, ssl.SSLError, http.client.HTTPException):
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise AssertionError(f"serve did not become healthy:\n{server.logs()}")
+
+
+def tls_context(trust: Path, client_cert: tuple[str, str] | None = None) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(trust))
+    if client_cert:
+        context.load_cert_chain(*client_cert)
+    return context
+
+
+def request(
+    port: int,
+    trust: Path,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    timeout: float = 15,
+    client_cert: tuple[str, str] | None = None,
+) -> tuple[int, Any]:
+    """One request on a new TLS connection: (status, decoded JSON body or raw text)."""
+    conn = http.client.HTTPSConnection(
+        "127.0.0.1", port, context=tls_context(trust, client_cert), timeout=timeout
+    )
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        raw = response.read()
+        try:
+            return response.status, json.loads(raw)
+        except ValueError:
+            return response.status, raw.decode(errors="replace")
+    finally:
+        conn.close()
+
+
+def serving_serial(port: int, trust: Path) -> tuple[int, int]:
+    """(status of GET /healthz, serial of the serving certificate) on a new TLS connection."""
+    conn = http.client.HTTPSConnection("127.0.0.1", port, context=tls_context(trust), timeout=10)
+    try:
+        conn.request("GET", "/healthz")
+        status = conn.getresponse().status
+        sock = conn.sock
+        assert isinstance(sock, ssl.SSLSocket)
+        der = sock.getpeercert(binary_form=True)
+        assert der is not None
+        return status, x509.load_der_x509_certificate(der).serial_number
+    finally:
+        conn.close()
+
+
+# --------------------------------------------------------------------------- objects
+
+
+def claim(name: str, namespace: str, count: int = 1, **meta: Any) -> dict[str, Any]:
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace, **meta},
+        "spec": {"devices": {"requests": [request]}},
+    }
+
+
+def pod(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    containers = spec.pop("containers", [{"name": "c", "image": "busybox"}])
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"containers": containers, **spec},
+    }
+
+
+KINDS = {
+    "Pod": ("", "v1", "pods"),
+    "ResourceClaim": ("resource.k8s.io", "v1", "resourceclaims"),
+    "Deployment": ("apps", "v1", "deployments"),
+}
+
+
+def review(obj: dict[str, Any], uid: str, *, dry_run: bool = False) -> dict[str, Any]:
+    group, version, resource = KINDS[obj["kind"]]
+    kind = {"group": group, "version": version, "kind": obj["kind"]}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": kind,
+            "resource": {"group": group, "version": version, "resource": resource},
+            "requestKind": kind,
+            "operation": "CREATE",
+            "namespace": obj["metadata"]["namespace"],
+            "name": obj["metadata"]["name"],
+            "object": obj,
+            "oldObject": None,
+            "dryRun": dry_run,
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+        },
+    }
+
+
+# --------------------------------------------------------------------------- ledger
+
+
+def ledger_usage(path: Path) -> dict[str, dict[str, int]]:
+    """tenant -> holder -> GPUs, read straight from the SQLite file."""
+    db = sqlite3.connect(str(path), timeout=10)
+    try:
+        rows = db.execute("SELECT tenant, holder, devices FROM holders").fetchall()
+    finally:
+        db.close()
+    usage: dict[str, dict[str, int]] = {}
+    for tenant, holder, devices in rows:
+        usage.setdefault(tenant, {})[holder] = int(json.loads(devices).get("gpu.nvidia.com", 0))
+    return usage
+
+
+def eventually(check: Callable[[], bool], seconds: float = 10, what: str = "condition") -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{what} not reached within {seconds}s")

@@ -1,0 +1,140 @@
+"""Bounded work: no policy and no object can make a review run away.
+
+- CEL: every evaluation stops after 100,000 comprehension steps or 0.25 s, whichever first,
+  and a stopped `Deny` rule is an explained denial ("evaluation stopped: ...").
+- Regexes are RE2: `(a+)+$` against `'a' * 30 + '!'` is linear, not 2^30 steps.
+- The apiserver's `?timeout=` bounds the whole review: a slow policy over many requests is
+  answered inside it (validation denied, mutation skipped with a warning).
+- Bodies above 3 MiB are refused with 400, with or without Content-Length.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+from reliability_support import review
+
+from webhook import pipeline
+from webhook.admission.app import create_app
+from webhook.admission.config import AdmissionOptions
+from webhook.admission.reload import PolicyHolder
+from webhook.engine.cel import compile_expression
+from webhook.engine.cel.program import MAX_SECONDS
+from webhook.ledger.memory import MemoryLedger
+from webhook.pipeline import Context, request_from_object
+from webhook.sources.offline import offline_context
+from webhook.sources.policies import parse_policies
+from webhook.sources.state import SnapshotState
+from webhook.types import PolicySet
+
+XS = "[" + ",".join(str(i) for i in range(100)) + "]"
+STEPS_RULE = f"cel.bind(xs, {XS}, xs.all(a, xs.all(b, xs.all(c, a + b + c >= 0))))"
+"""10^6 comprehension steps: stopped by the step limit."""
+TIME_RULE = (
+    f"cel.bind(s, object.metadata.annotations['big'], cel.bind(xs, {XS}, "
+    "xs.all(a, xs.all(b, !s.contains(string(a) + '-' + string(b) + '#')))))"
+)
+"""10^4 steps, each a scan of a 1 MB string: stopped by the time limit."""
+POLICY = """\
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {{name: team-a}}
+spec:
+  namespaces: [team-a]
+---
+apiVersion: dragate.io/v1alpha1
+kind: DeviceClassPolicy
+metadata: {{name: pathological}}
+spec:
+  validations:
+  - expression: "{rule}"
+    message: pathological rule
+    action: Deny
+"""
+
+
+def policies(rule: str) -> PolicySet:
+    return parse_policies(POLICY.format(rule=rule.replace('"', '\\"')), "bounded.yaml")
+
+
+def context_for(rule: str) -> Context:
+    chosen = policies(rule)
+    return offline_context(lambda: chosen, SnapshotState(), MemoryLedger())
+
+
+def claim(requests: int = 1, big: int = 1_000_000) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "team-a", "annotations": {"big": "x" * big}},
+        "spec": {"devices": {"requests": [
+            {"name": f"r{i}", "exactly": {"deviceClassName": "gpu.nvidia.com"}}
+            for i in range(requests)
+        ]}},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rule", "stopped_by"),
+    [(STEPS_RULE, ("more than 100000 comprehension steps", "longer than 0.25 s")),
+     (TIME_RULE, ("longer than 0.25 s",))],
+    ids=["steps", "time"],
+)
+def test_pathological_rule_is_an_explained_denial(rule: str, stopped_by: tuple[str, ...]) -> None:
+    """Whichever limit comes first (on a loaded machine 10^5 cheap steps can take 0.25 s)."""
+    context = context_for(rule)
+    started = time.monotonic()
+    verdict = pipeline.review(request_from_object(claim()), context)
+    elapsed = time.monotonic() - started
+    assert elapsed < MAX_SECONDS + 0.5, elapsed
+    assert not verdict.allowed
+    message = str(verdict.decision.reasons[0])
+    assert "pathological rule" in message and "evaluation stopped" in message
+    assert any(limit in message for limit in stopped_by), message
+
+
+def test_regexes_are_re2() -> None:
+    program = compile_expression("s.matches('(a+)+$')", variables=["s"])
+    for subject in ("a" * 30 + "!", "a" * 200_000 + "!"):
+        started = time.monotonic()
+        result = program.evaluate({"s": subject})
+        assert time.monotonic() - started < 0.5
+        assert result.error is None and result.value is False
+
+
+@pytest.fixture
+def slow_client() -> FlaskClient:
+    """The real app over a policy whose rule takes 0.25 s per request of a claim."""
+    chosen = policies(TIME_RULE)
+    holder = PolicyHolder(["unused"], lambda paths: chosen, initial=chosen)
+    context = offline_context(holder.get, SnapshotState(), MemoryLedger())
+    return create_app(context, holder, AdmissionOptions(), pipeline.review).test_client()
+
+
+def test_timeout_parameter_bounds_a_slow_policy(slow_client: FlaskClient) -> None:
+    """8 requests x 0.25 s = 2 s of CEL, answered inside `?timeout=1s` (budget 0.75 s).
+
+    (The mutating side evaluates no policy rules; its deadline is tested with a slow double in
+    tests/admission/test_admission_server.py.)
+    """
+    body = review(claim(requests=8), "slow-uid")
+    started = time.monotonic()
+    answer = slow_client.post("/validate?timeout=1s", json=body)
+    elapsed = time.monotonic() - started
+    assert answer.status_code == 200 and elapsed < 1.0, elapsed
+    response = answer.get_json()["response"]
+    assert response["uid"] == "slow-uid" and response["allowed"] is False
+    assert "could not finish the review within 0.8s" in response["status"]["message"]
+    assert "timeout" in response["auditAnnotations"]
+
+
+def test_request_size_cap(slow_client: FlaskClient) -> None:
+    limit = AdmissionOptions().max_body_bytes
+    assert limit == 3 * 1024 * 1024
+    answer = slow_client.post("/validate", data=b"x" * (limit + 1),
+                              content_type="application/json")  # fmt: skip
+    assert answer.status_code == 400 and "limit" in json.loads(answer.data)["message"]

@@ -1,0 +1,199 @@
+"""Security properties of a real `dragate serve` (real pipeline, real policies, over TLS)."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from reliability_support import (
+    Serve,
+    claim,
+    pod,
+    request,
+    review,
+    start,
+    tls_context,
+    write_policies,
+)
+
+from webhook.sources import certs
+
+SECRET = "hunter2"
+CONTROL = tuple(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, 0x202E])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
+    tmp = tmp_path_factory.mktemp("security")
+    policies = write_policies(tmp / "policies", {"team-a": 2}, deny_unknown=True)
+    running = start(tmp, "sec", policies=policies, cert_dir=tmp / "certs")
+    yield running
+    assert running.stop() == 0, running.logs()
+
+
+def post(server: Serve, path: str, body: Any) -> dict[str, Any]:
+    status, answer = request(server.port, server.cert_dir / "ca.crt", "POST", path, body)
+    assert status == 200, answer
+    response: dict[str, Any] = answer["response"]
+    return response
+
+
+# --------------------------------------------------------------------------- transport
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize(
+    ("version", "accepted"),
+    [
+        (ssl.TLSVersion.TLSv1, False),
+        (ssl.TLSVersion.TLSv1_1, False),
+        (ssl.TLSVersion.TLSv1_2, True),
+        (ssl.TLSVersion.TLSv1_3, True),
+    ],
+)
+def test_tls_versions(server: Serve, version: ssl.TLSVersion, accepted: bool) -> None:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.load_verify_locations(str(server.cert_dir / "ca.crt"))
+    context.minimum_version = context.maximum_version = version
+    context.set_ciphers("DEFAULT:@SECLEVEL=0")  # let this client offer old versions at all
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
+        if accepted:
+            with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                assert tls.version() == version.name.replace("v1_", "v1.").replace("TLSv1", "TLSv1")
+        else:
+            with pytest.raises(ssl.SSLError) as refused:
+                context.wrap_socket(raw, server_hostname="127.0.0.1")
+            assert refused.value.reason == "TLSV1_ALERT_PROTOCOL_VERSION"  # the server said no
+
+
+def test_plaintext_http_is_refused(server: Serve) -> None:
+    with pytest.raises(requests.ConnectionError):
+        requests.post(f"http://127.0.0.1:{server.port}/validate", json={}, timeout=5)
+
+
+def test_chunked_body_over_the_cap_is_400(server: Serve) -> None:
+    """No Content-Length (chunked): the cap still holds, the answer is a 400 with a message."""
+    conn = http.client.HTTPSConnection(
+        "127.0.0.1", server.port, context=tls_context(server.cert_dir / "ca.crt"), timeout=20
+    )
+    chunk = b" " * 65536
+    try:
+        conn.request("POST", "/validate", body=iter([chunk] * 49),  # 3 MiB + 64 KiB
+                     headers={"Content-Type": "application/json"}, encode_chunked=True)  # fmt: skip
+        response = conn.getresponse()
+        assert response.status == 400 and b"limit" in response.read()
+    finally:
+        conn.close()
+
+
+def test_mtls_refuses_wrong_and_missing_client_certs(tmp_path: Path) -> None:
+    clients = tmp_path / "clients"
+    good_ca, good_key = certs.make_ca("apiserver-client-ca")
+    rogue_ca, rogue_key = certs.make_ca("rogue-ca")
+    files = {}
+    for label, (ca, key) in {"good": (good_ca, good_key), "rogue": (rogue_ca, rogue_key)}.items():
+        cert, cert_key = certs.make_client(ca, key)
+        certs.write_file(clients / f"{label}.crt", certs.pem_certs([cert]), private=False)
+        certs.write_file(clients / f"{label}.key", certs.pem_key(cert_key), private=True)
+        files[label] = (str(clients / f"{label}.crt"), str(clients / f"{label}.key"))
+    certs.write_file(clients / "ca.crt", certs.pem_certs([good_ca]), private=False)
+    policies = write_policies(tmp_path / "policies", {"team-a": 2})
+    server = start(
+        tmp_path, "mtls", policies=policies, cert_dir=tmp_path / "certs",
+        args=("--client-ca", str(clients / "ca.crt")), client_cert=files["good"],
+    )  # fmt: skip
+    trust = server.cert_dir / "ca.crt"
+    try:
+        for wrong in (None, files["rogue"]):
+            with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+                request(server.port, trust, "GET", "/healthz", client_cert=wrong)
+        status, _ = request(server.port, trust, "GET", "/healthz", client_cert=files["good"])
+        assert status == 200
+    finally:
+        assert server.stop() == 0, server.logs()
+
+
+# --------------------------------------------------------------------------- logs and messages
+
+
+def test_no_objects_or_secrets_in_logs(server: Serve) -> None:
+    secret_pod = pod("leaky", "team-a", containers=[{
+        "name": "c", "image": "busybox", "env": [{"name": "PASSWORD", "value": SECRET}],
+        "resources": {"limits": {"nvidia.com/gpu": 1}},
+    }])  # fmt: skip
+    assert post(server, "/mutate", review(secret_pod, "leak-1"))["allowed"] is True
+    assert post(server, "/validate", review(secret_pod, "leak-2"))["allowed"] is True
+    denied = claim("leaky-claim", "team-a", 5, annotations={"token": SECRET})
+    assert post(server, "/validate", review(denied, "leak-3"))["allowed"] is False
+    broken = review(secret_pod, "leak-4")
+    broken["request"]["object"]["spec"]["containers"] = {"not": "a list", "x": SECRET}
+    post(server, "/validate", broken)  # a malformed object: an explicit answer, no traceback
+    time.sleep(0.3)
+    logs = server.logs()
+    assert '"uid": "leak-3"' in logs  # review lines are written...
+    assert SECRET not in logs  # ...but never the object
+    assert "Traceback" not in logs
+
+
+def _clean(text: str) -> None:
+    assert not any(c in text for c in CONTROL), repr(text)
+
+
+EVIL = "evil\n\x1b[31mRED\x1b[0m\r\u202efdp.exe\x85" + "名前" * 200
+
+
+def test_user_strings_are_escaped_in_warnings_and_messages(server: Serve) -> None:
+    gpu_pod = pod("p", "team-a", containers=[
+        {"name": EVIL, "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": 1}}},
+    ])  # fmt: skip
+    mutated = post(server, "/mutate", review(gpu_pod, "esc-1"))
+    assert mutated["warnings"]
+    for warning in mutated["warnings"]:
+        assert len(warning) <= 120
+        _clean(warning)
+    stranger = claim(EVIL, EVIL)  # a namespace in no tenant: denied, the name in the message
+    denied = post(server, "/validate", review(stranger, "esc-2"))
+    assert denied["allowed"] is False
+    _clean(denied["status"]["message"])
+    assert "RED" in denied["status"]["message"]  # escaped, not dropped
+    for value in denied["auditAnnotations"].values():
+        _clean(value)
+
+
+def test_deny_unknown_namespaces_end_to_end(server: Serve) -> None:
+    stranger = post(server, "/validate", review(claim("c", "nobody-owns-this"), "unk-1"))
+    assert stranger["allowed"] is False
+    assert stranger["status"]["code"] == 403
+    assert "nobody-owns-this" in stranger["status"]["message"]
+    no_devices = post(server, "/validate", review(pod("p", "nobody-owns-this"), "unk-2"))
+    assert no_devices["allowed"] is True  # no devices asked: nothing to refuse
+    member = post(server, "/validate", review(claim("c", "team-a"), "unk-3", dry_run=True))
+    assert member["allowed"] is True
+
+
+def test_every_answer_carries_audit_annotations(server: Serve) -> None:
+    cases = [
+        ("/validate", review(claim("a1", "team-a"), "au-1", dry_run=True), "allowed"),
+        ("/validate", review(claim("a2", "team-a", 9), "au-2"), "denied"),
+        ("/validate", review(claim("a3", "nobody"), "au-3"), "denied"),
+        ("/mutate", review(pod("a4", "team-a"), "au-4"), "allowed"),
+        ("/validate", review(pod("a5", "kube-system"), "au-5"), "allowed"),  # exempt by Settings
+    ]
+    delete = review(claim("a6", "team-a"), "au-6")
+    delete["request"].update(operation="DELETE", object=None, oldObject=claim("a6", "team-a"))
+    cases.append(("/validate", delete, "allowed"))  # exempt by the handler
+    for path, body, decision in cases:
+        response = post(server, path, body)
+        annotations = response["auditAnnotations"]
+        assert annotations["decision"] == decision, (body["request"]["uid"], annotations)
+        for key in annotations:
+            assert "/" not in key and len(key) <= 63
+        if decision == "denied":
+            assert annotations["policies"]
