@@ -3,12 +3,15 @@ several processes reserve at once; a locked or foreign file fails clearly instea
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ledger_contract import CONTRACT, GPU
@@ -138,6 +141,42 @@ def test_a_lock_held_past_the_busy_timeout_raises_instead_of_hanging(db_path: st
         blocker.execute("ROLLBACK")
         blocker.close()
     assert ledger.reserve("t", {"claim:a/x": {GPU: 1}}, {GPU: 4}).granted
+
+
+def _hold_writer_gate(path: str, holding: Any, release: Any) -> None:
+    """In another process: take the ledger's lock file and keep it until told."""
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    holding.set()
+    release.wait(30)
+
+
+def test_a_writer_gate_held_by_another_process_raises_instead_of_hanging(db_path: str) -> None:
+    context = multiprocessing.get_context("spawn")
+    holding, release = context.Event(), context.Event()
+    holder = context.Process(target=_hold_writer_gate, args=(db_path, holding, release))
+    holder.start()
+    try:
+        assert holding.wait(30)
+        ledger = SqliteLedger(db_path, busy_timeout_ms=200)
+        with pytest.raises(LedgerUnavailable, match="another process kept the ledger"):
+            ledger.reserve("t", {"claim:a/x": {GPU: 1}}, {GPU: 4})
+    finally:
+        release.set()
+        holder.join(30)
+    assert SqliteLedger(db_path).reserve("t", {"claim:a/x": {GPU: 1}}, {GPU: 4}).granted
+
+
+def test_a_dead_writer_never_blocks_the_ledger(db_path: str) -> None:
+    """The kernel drops the lock file lock of a process killed while holding it."""
+    context = multiprocessing.get_context("spawn")
+    holding, release = context.Event(), context.Event()
+    holder = context.Process(target=_hold_writer_gate, args=(db_path, holding, release))
+    holder.start()
+    assert holding.wait(30)
+    holder.kill()
+    holder.join(30)
+    assert SqliteLedger(db_path, busy_timeout_ms=200).reserve("t", {"c": {GPU: 1}}, {}).granted
 
 
 def test_a_refused_or_failed_reservation_leaves_no_open_transaction(db_path: str) -> None:
