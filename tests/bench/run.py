@@ -3,8 +3,10 @@
     python tests/bench/run.py [--quick] [--out DIR] [--only SECTION ...] [--client auto|wrk|python]
 
 Sections: http (dragate serve vs a no-op app under the same gunicorn and TLS, keep-alive
-connections 1..16), engine, inventory, migrate, ledger, growth. `--quick` uses tiny counts
-(seconds; what CI's smoke test runs); the full run takes several minutes. Writes
+connections 1..16), engine, inventory, migrate, ledger, growth, and kube-ledger (the ledger
+on a real etcd + kube-apiserver; in a full run only when the e2e toolchain is built, never in
+`--quick` unless named with --only). `--quick` uses tiny counts (seconds; what CI's smoke
+test runs); the full run takes several minutes. Writes
 report.json, report.md and latency.png (with matplotlib: `pip install -e '.[bench]'`) to
 --out (default tests/bench/results). Needs wrk for the HTTP figures (Debian: `apt-get
 install wrk`), else falls back to a Python client.
@@ -28,6 +30,7 @@ import engine
 import growth
 import http_bench
 import inventory
+import kube_ledger_bench
 import ledger_bench
 import machine
 import migrate_bench
@@ -35,6 +38,7 @@ import report
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth")
+OPTIONAL = ("kube-ledger",)  # needs the e2e toolchain; never part of --quick by default
 
 
 @dataclass(frozen=True)
@@ -49,11 +53,13 @@ class Sizes:
     ledger_per_process: int
     growth_sizes: tuple[tuple[int, int], ...]
     growth_iterations: int
+    kube_ledger_per_process: int = 300
 
 
 FULL = Sizes((1, 2, 4, 8, 16), 5, 20_000, (125, 1250, 6250), (100, 400, 1600), 400,
              ((10, 100), (100, 1_000), (1_000, 10_000), (10_000, 100_000)), 5_000)
-QUICK = Sizes((1, 8), 1, 300, (125,), (20,), 20, ((10, 100), (100, 1_000)), 200)
+QUICK = Sizes((1, 8), 1, 300, (125,), (20,), 20, ((10, 100), (100, 1_000)), 200,
+              kube_ledger_per_process=40)
 
 
 def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any]]:
@@ -68,6 +74,7 @@ def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any
         "migrate": lambda: migrate_bench.curve(tmp / "migrate", sizes.migrate_docs),
         "ledger": lambda: ledger_bench.curve(sizes.ledger_per_process),
         "growth": lambda: growth.curve(sizes.growth_sizes, sizes.growth_iterations),
+        "kube-ledger": lambda: kube_ledger_bench.curve(sizes.kube_ledger_per_process),
     }
 
 
@@ -80,10 +87,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny counts: seconds, not minutes")
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
+    parser.add_argument("--only", nargs="+", choices=SECTIONS + OPTIONAL)
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
+    if args.only is None:
+        built = not args.quick and kube_ledger_bench.toolchain() is not None
+        args.only = list(SECTIONS) + (list(OPTIONAL) if built else [])
     results: dict[str, Any] = {"mode": "quick" if args.quick else "full",
                                "machine": {**machine.describe(), "loadavg_start": _load()}}
     with tempfile.TemporaryDirectory(prefix="dragate-bench-") as tmp:

@@ -149,7 +149,10 @@ def test_invalid_state_exits_2(started: list[ServeConfig], tmp_path: Path) -> No
 def test_multiprocess_metrics_dir_is_set_and_removed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    # set, then delete: monkeypatch records only a variable that existed, and `serve.run`
+    # sets it directly, so without this it would leak into every later test's subprocesses
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "")
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR")
     seen: list[str] = []
 
     class FakeServer:
@@ -263,3 +266,12 @@ def test_webhook_config_uses_the_rotation_bundle(tmp_path: Path) -> None:
 def test_webhook_config_errors(args: list[str], message: str) -> None:
     result = CliRunner().invoke(main, ["webhook-config", *args])
     assert result.exit_code == 2 and message in result.output
+
+
+def test_a_configured_metrics_dir_that_is_gone_is_made_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    gone = tmp_path / "removed-by-an-earlier-run"
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(gone))
+    assert serve.use_multiprocess_metrics() is None
+    assert gone.is_dir()

@@ -87,9 +87,13 @@ def master_policies(config: ServeConfig) -> PolicySet | None:
 def use_multiprocess_metrics() -> Path | None:
     """A fresh directory for prometheus-client's per-worker files, unless one is set already.
 
-    Must run before `webhook.admission.metrics` is imported anywhere in this process.
+    A directory named by the environment is used (and made, when it does not exist yet: a
+    stale name must not keep workers from booting). Must run before
+    `webhook.admission.metrics` is imported anywhere in this process.
     """
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    configured = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if configured:
+        Path(configured).mkdir(parents=True, exist_ok=True)
         return None
     directory = Path(tempfile.mkdtemp(prefix="dragate-metrics-"))
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
