@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -69,6 +70,8 @@ class KubeLedger:
         self.pending_seconds = pending_seconds
         self.drop_grace = drop_grace
         self.clock = clock
+        self._tenant_locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
 
     @classmethod
     def from_kubeconfig(cls, path: str | None = None, **options: Any) -> KubeLedger:
@@ -139,8 +142,23 @@ class KubeLedger:
         """Apply `change` to the tenant's records with compare-and-swap, retrying conflicts.
 
         Raises FactsUnavailable when the API does not let the change through in `budget` s.
+        Threads of one process take turns per tenant, so compare-and-swap races only happen
+        between processes and replicas (threads racing each other only multiplied conflicts).
         """
         deadline = time.monotonic() + budget
+        lock = self._lock_for(tenant)
+        if not lock.acquire(timeout=_left(deadline, tenant)):
+            raise FactsUnavailable(f"ledger for tenant {tenant!r} too contended; retry")
+        try:
+            return self._swap(tenant, change, deadline)
+        finally:
+            lock.release()
+
+    def _lock_for(self, tenant: str) -> threading.Lock:
+        with self._locks_lock:
+            return self._tenant_locks.setdefault(tenant, threading.Lock())
+
+    def _swap(self, tenant: str, change: Change[T], deadline: float) -> T:
         attempt = 0
         while True:
             stored = self._read(tenant, deadline)
