@@ -15,11 +15,11 @@ truth write the same records, and the second write is a no-op.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from webhook.ledger.accounting import Holds
+from webhook.sources.background import BackgroundLoop
 from webhook.sources.usage import holds_by_tenant
 from webhook.types import ClusterState, DragateError, PolicySet
 
@@ -48,18 +48,18 @@ def claims_truth(policies: Callable[[], PolicySet], state: ClusterState) -> Trut
     return truth
 
 
-class Reconciler:
+class Reconciler(BackgroundLoop):
     """Runs `ledger.reconcile(truth())` every `interval` seconds on a daemon thread."""
 
+    thread_name = "reconciler"
+
     def __init__(self, ledger: Reconcilable, truth: Truth, *, interval: float = 15.0) -> None:
+        super().__init__()
         self.ledger = ledger
         self.truth = truth
         self.interval = interval
         self.runs = 0
         self.last_error = ""
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def run_once(self) -> bool:
         """One pass; False (and nothing changed) when the truth or the ledger is unavailable.
@@ -81,24 +81,10 @@ class Reconciler:
         """Run soon (e.g. a claim was deleted); usable as a KubeState claim listener."""
         self._wake.set()
 
-    def start(self) -> Reconciler:
-        """Start the loop (first pass at once); idempotent. Call after forking."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="reconciler", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 1.0) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
                 self.run_once()
             except Exception:  # the loop must survive a bug in one pass
                 log.exception("reconcile failed")
-            self._wake.wait(self.interval)
-            self._wake.clear()
+            self._sleep(self.interval)

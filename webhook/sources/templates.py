@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from webhook.engine.tenancy import namespace_labels, resolve_tenant
+from webhook.sources.background import BackgroundLoop
 from webhook.sources.informer import ApiError, Backoff, Key, Unreachable
 from webhook.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, FactsUnavailable, Object, PolicySet
 
@@ -54,8 +55,10 @@ class TemplateStore(Protocol):
     def post_template(self, namespace: str, template: Object, timeout: float) -> None: ...
 
 
-class TemplateKeeper:
+class TemplateKeeper(BackgroundLoop):
     """Keeps managed templates present in tenant namespaces; `observe` is a template listener."""
+
+    thread_name = "template-keeper"
 
     def __init__(
         self,
@@ -65,6 +68,7 @@ class TemplateKeeper:
         interval: float = 60.0,
         max_delay: float = 10.0,
     ) -> None:
+        super().__init__()
         self.store = store
         self.policies = policies
         self.interval = interval
@@ -74,9 +78,6 @@ class TemplateKeeper:
         self._known: dict[Key, Object] = {}
         self._due: dict[Key, tuple[float, Backoff]] = {}
         self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     # -------------------------------------------------------------- events
 
@@ -181,19 +182,6 @@ class TemplateKeeper:
 
     # ----------------------------------------------------------- lifecycle
 
-    def start(self) -> TemplateKeeper:
-        """Start the loop; idempotent. Call after forking (threads do not survive fork)."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="template-keeper", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 1.0) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
     def _loop(self) -> None:
         next_sweep = time.monotonic() + self._jittered()
         while not self._stop.is_set():
@@ -201,8 +189,7 @@ class TemplateKeeper:
                 self._sweep_logged()
                 next_sweep = time.monotonic() + self._jittered()
             self._restore_logged()
-            self._wake.wait(max(0.0, min(next_sweep, self._next_due()) - time.monotonic()))
-            self._wake.clear()
+            self._sleep(min(next_sweep, self._next_due()) - time.monotonic())
 
     def _sweep_logged(self) -> None:
         try:
