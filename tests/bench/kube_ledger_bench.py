@@ -23,15 +23,13 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,33 +58,15 @@ def toolchain() -> Path | None:
 @contextmanager
 def control_plane(bin_dir: Path) -> Iterator[Any]:
     """etcd + kube-apiserver on loopback with the CRD installed; stopped and removed after."""
-    from e2e.cluster import (
-        Cluster,
-        make_pki,
-        start_apiserver,
-        start_etcd,
-        write_kubeconfig,
-    )
+    from e2e.cluster import running_cluster
 
-    workdir = Path(tempfile.mkdtemp(prefix="dragate-kube-ledger-bench-"))
-    try:
-        with ExitStack() as stack:
-            pki = make_pki(workdir / "pki")
-            etcd, etcd_url = start_etcd(bin_dir, workdir)
-            stack.callback(etcd.stop)
-            apiserver, server_url = start_apiserver(bin_dir, workdir, pki, etcd_url)
-            stack.callback(apiserver.stop)
-            kubeconfig = write_kubeconfig(workdir / "kubeconfig", server_url, pki)
-            cluster = Cluster(bin_dir, workdir, server_url, pki, kubeconfig)
-            cluster.processes += [etcd, apiserver]
-            cluster.kubectl("apply", "-f", str(CRD))
-            cluster.kubectl("wait", "--for=condition=Established",
-                            "crd/tenantusages.dragate.io", "--timeout=60s")
-            warm = KubeLedger.from_kubeconfig(str(kubeconfig), budget=30.0)
-            warm.reserve("warm-up", {"claim:w/x": {CLASS: 1}}, {})  # first write sets up storage
-            yield cluster
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    with running_cluster(bin_dir, controller_manager=False) as cluster:
+        cluster.kubectl("apply", "-f", str(CRD))
+        cluster.kubectl("wait", "--for=condition=Established",
+                        "crd/tenantusages.dragate.io", "--timeout=60s")
+        warm = KubeLedger.from_kubeconfig(str(cluster.kubeconfig), budget=30.0)
+        warm.reserve("warm-up", {"claim:w/x": {CLASS: 1}}, {})  # first write sets up storage
+        yield cluster
 
 
 class CountingLedger(KubeLedger):

@@ -287,8 +287,11 @@ class Cluster:
 
 
 @contextmanager
-def running_cluster(bin_dir: Path, keep_workdir: bool = False) -> Iterator[Cluster]:
-    """Start etcd, kube-apiserver and kube-controller-manager; stop them and clean up after.
+def running_cluster(
+    bin_dir: Path, keep_workdir: bool = False, *, controller_manager: bool = True
+) -> Iterator[Cluster]:
+    """Start etcd, kube-apiserver and (unless told not to) kube-controller-manager; stop them
+    and clean up after.
 
     Components stop in reverse order of start (terminate, then kill), even when the body
     or a later startup step fails.
@@ -304,9 +307,10 @@ def running_cluster(bin_dir: Path, keep_workdir: bool = False) -> Iterator[Clust
             kubeconfig = write_kubeconfig(workdir / "kubeconfig", server_url, pki)
             cluster = Cluster(bin_dir, workdir, server_url, pki, kubeconfig)
             cluster.processes += [etcd, apiserver]
-            manager = start_controller_manager(bin_dir, workdir, pki, kubeconfig)
-            stack.callback(manager.stop)
-            cluster.processes.append(manager)
+            if controller_manager:
+                manager = start_controller_manager(bin_dir, workdir, pki, kubeconfig)
+                stack.callback(manager.stop)
+                cluster.processes.append(manager)
             yield cluster
     finally:
         if keep_workdir:

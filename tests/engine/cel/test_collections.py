@@ -1,6 +1,6 @@
 """Kubernetes lists library, cel-go ext sets and the RE2 regex library."""
 
-import pytest
+from cel_cases import expect_error, expect_value, table
 
 VALUES = [
     # lists (kubernetes/apiserver pkg/cel/library/lists.go doc examples and tests)
@@ -63,15 +63,11 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize(("expr", "expected"), [c[1:] for c in VALUES], ids=[c[0] for c in VALUES])
+@table(VALUES, "expected")
 def test_values(run, expr, expected):
-    result = run(expr)
-    assert result.error is None
-    assert result.value is expected
+    expect_value(run(expr), expected)
 
 
-@pytest.mark.parametrize(("expr", "message"), [c[1:] for c in ERRORS], ids=[c[0] for c in ERRORS])
+@table(ERRORS, "message")
 def test_errors(run, expr, message):
-    result = run(expr)
-    assert result.value is None
-    assert message in result.error
+    expect_error(run(expr), message)

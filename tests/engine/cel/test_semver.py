@@ -1,6 +1,6 @@
 """Semver: kubernetes/apiserver pkg/cel/library/semver_test.go cases plus precedence rules."""
 
-import pytest
+from cel_cases import expect_error, expect_value, table
 
 VALUES = [
     ("parse", 'semver("1.2.3") == semver("1.2.3")', True),
@@ -64,15 +64,11 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize(("expr", "expected"), [c[1:] for c in VALUES], ids=[c[0] for c in VALUES])
+@table(VALUES, "expected")
 def test_values(run, expr, expected):
-    result = run(expr)
-    assert result.error is None
-    assert result.value == expected and type(result.value) is type(expected)
+    expect_value(run(expr), expected)
 
 
-@pytest.mark.parametrize(("expr", "message"), [c[1:] for c in ERRORS], ids=[c[0] for c in ERRORS])
+@table(ERRORS, "message")
 def test_errors(run, expr, message):
-    result = run(expr)
-    assert result.value is None
-    assert message in result.error
+    expect_error(run(expr), message)

@@ -1,7 +1,7 @@
 # ruff: noqa: RUF001
 """cel-go ext/strings_test.go cases (code-point semantics, error messages)."""
 
-import pytest
+from cel_cases import expect_error, expect_value, table
 
 VALUES = [
     ("charAt", "'tacocat'.charAt(3) == 'o'", True),
@@ -96,18 +96,14 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize(("expr", "expected"), [c[1:] for c in VALUES], ids=[c[0] for c in VALUES])
+@table(VALUES, "expected")
 def test_values(run, expr, expected):
-    result = run(expr)
-    assert result.error is None
-    assert result.value is expected
+    expect_value(run(expr), expected)
 
 
-@pytest.mark.parametrize(("expr", "message"), [c[1:] for c in ERRORS], ids=[c[0] for c in ERRORS])
+@table(ERRORS, "message")
 def test_errors(run, expr, message):
-    result = run(expr)
-    assert result.value is None
-    assert message in result.error
+    expect_error(run(expr), message)
 
 
 def test_replace_refuses_to_build_huge_strings(run):
