@@ -157,6 +157,34 @@ def test_watcher_thread_polls(tmp_path: Path) -> None:
     assert holder.get().digest == "new"
 
 
+def test_a_directory_removed_while_walked_is_empty_not_a_crash(tmp_path: Path) -> None:
+    """A worker booting while the policy directory is deleted must not die (gunicorn would
+    stop the whole server): the walk sees no files and the loader reports the problem."""
+    import shutil
+    import threading
+
+    from webhook.admission.reload import content_digest, fingerprint
+
+    root, done = tmp_path / "policies", threading.Event()
+
+    def churn() -> None:
+        while not done.is_set():
+            for n in range(20):
+                (root / f"d{n}" / "e").mkdir(parents=True, exist_ok=True)
+                (root / f"d{n}" / "e" / "p.yaml").write_text("x")
+            shutil.rmtree(root, ignore_errors=True)
+
+    thread = threading.Thread(target=churn, daemon=True)
+    thread.start()
+    try:
+        for _ in range(300):
+            fingerprint([str(root)])
+            content_digest([str(root)])
+    finally:
+        done.set()
+        thread.join()
+
+
 # --------------------------------------------------------------------------- TLS
 
 

@@ -6,7 +6,11 @@ both are tested here at our own adapter boundary (the urllib3 response we read f
 
 from __future__ import annotations
 
+import http.server
+import threading
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import urllib3
@@ -56,3 +60,53 @@ def test_backoff_doubles_to_a_ceiling_and_resets() -> None:
     assert all(d <= 4.0 for d in delays) and delays[-1] >= 2.0
     backoff.reset()
     assert backoff.next() <= 1.0
+
+
+def _serve_one_event_per_watch(ended: bool) -> Any:
+    """A local chunked HTTP server sending one watch event, then ending the stream when
+    `ended`, else holding it open until `server.release` is set."""
+
+    class Watch(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # chunked, as the API server streams a watch
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            event = b'{"type": "ADDED", "object": {}}\n'
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            self.wfile.flush()
+            if not ended:
+                self.server.release.wait(5)  # type: ignore[attr-defined]
+            self.wfile.write(b"0\r\n\r\n")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Watch)
+    server.release = threading.Event()  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("ended", [False, True], ids=["open", "ended-by-server"])
+def test_closing_a_real_stream_is_idempotent(ended: bool) -> None:
+    """stop() and the watch thread may both close one stream, also after the server ended it;
+    urllib3 raises on those `shutdown()` calls, which must not escape (it failed CI once)."""
+    server = _serve_one_event_per_watch(ended)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/watch"
+        response = urllib3.PoolManager().request("GET", url, preload_content=False)
+        stream = WatchStream(response, "/watch")
+        events = iter(stream)
+        assert next(events)["type"] == "ADDED"
+        if ended:
+            assert list(events) == []
+        started = time.monotonic()
+        stream.close()
+        stream.close()
+        assert list(events) == [] and time.monotonic() - started < 4  # ended by close
+    finally:
+        server.release.set()  # type: ignore[attr-defined]
+        server.shutdown()

@@ -133,10 +133,18 @@ def policy_files(paths: Sequence[str]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(files_under(path))
+            files.extend(_files_under(path))
         else:
             files.append(path)
     return files
+
+
+def _files_under(directory: Path) -> list[Path]:
+    """A directory removed while we walk it has no files; the next load says so clearly."""
+    try:
+        return files_under(directory)
+    except OSError:
+        return []
 
 
 def fingerprint(paths: Sequence[str]) -> Fingerprint:

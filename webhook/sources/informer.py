@@ -10,6 +10,7 @@ and back off on errors, so a busy or restarting API server is never hammered.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import random
@@ -168,8 +169,11 @@ class WatchStream:
             self._response.release_conn()
 
     def close(self) -> None:
+        """Idempotent: stop() and the watch thread may both close the same stream."""
         self.closed = True
-        self._response.shutdown()
+        # urllib3 raises when the stream already ended (closed, or released to the pool)
+        with contextlib.suppress(ValueError, RuntimeError, OSError):
+            self._response.shutdown()
 
 
 @dataclass(frozen=True)
