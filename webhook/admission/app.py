@@ -100,6 +100,9 @@ def _review(admitter: Admitter, *, mutate: bool) -> tuple[Response, int]:
         parsed = parse_review(body, request.content_type)
     except BadReview as err:
         return _bad_request(err, mutate)
+    except TimeoutError:  # slowclients' bound on reading a request ran out mid-body
+        log.warning("request body not received in time", extra={"endpoint": request.path})
+        return _json_error(408, "request body not received in time")
     seconds = budget(
         request.args.get("timeout"),
         admitter.options.default_timeout,

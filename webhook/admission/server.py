@@ -6,6 +6,8 @@ Why these settings (see shared/reference/admission-webhooks.md, section 4):
   what lets a rotated certificate take effect without a restart.
 - keep-alive 30 s saves handshakes; a stopping gthread worker caps idle connections to 2 s and
   answers any request arriving meanwhile with `Connection: close`.
+- gthread as `slowclients.GuardedThreadWorker`: a client that connects and stalls cannot hold a
+  thread (stock gthread blocks in the handshake and request read with no time limit).
 - `worker_tmp_dir` on /dev/shm: the heartbeat file's fchmod must never wait on a disk.
 - HTTP/2 stays off (CVE-2023-44487; the apiserver speaks HTTP/1.1 to webhooks anyway).
 """
@@ -20,6 +22,7 @@ from prometheus_client import multiprocess
 
 from webhook.admission import tls
 from webhook.admission.config import ServeConfig
+from webhook.admission.slowclients import GuardedThreadWorker
 from webhook.types import PolicySet
 
 
@@ -31,7 +34,7 @@ def gunicorn_settings(config: ServeConfig) -> dict[str, Any]:
     """Everything gunicorn is told; no config file and no environment are read."""
     settings: dict[str, Any] = {
         "bind": [bind_address(config.host, config.port)],
-        "worker_class": "gthread",
+        "worker_class": GuardedThreadWorker,
         "workers": config.workers,
         "threads": config.threads,
         "keepalive": config.keepalive,

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from webhook.admission.config import TlsFiles
+from webhook.admission.slowclients import DeadlineSocket
 
 log = logging.getLogger("dragate.tls")
 FileKey = tuple[tuple[int, int, int], ...]
@@ -33,6 +34,7 @@ def build_context(files: TlsFiles) -> ssl.SSLContext:
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(certfile=str(files.cert), keyfile=str(files.key))
     context.set_alpn_protocols(["http/1.1"])
+    context.sslsocket_class = DeadlineSocket  # handshake and request read time-bounded
     if files.client_ca is not None:
         context.load_verify_locations(cafile=str(files.client_ca))
         context.verify_mode = ssl.CERT_REQUIRED
