@@ -180,7 +180,7 @@ def test_gunicorn_settings() -> None:
     settings = gunicorn_settings(config)
     assert settings["bind"] == ["[::1]:9443"]
     assert settings["worker_class"] is GuardedThreadWorker and settings["http_protocols"] == "h1"
-    assert settings["keepalive"] == 30 and settings["control_socket_disable"] is True
+    assert settings["keepalive"] == 120 and settings["control_socket_disable"] is True
     assert callable(settings["ssl_context"])
 
 

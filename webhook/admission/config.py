@@ -65,7 +65,7 @@ class ServeConfig:
     cluster: ClusterTarget | None = None
     workers: int = 2
     threads: int = 4
-    keepalive: int = 30
+    keepalive: int = 120  # > the API server's 90 s idle timeout: see server.py
     graceful_timeout: int = 25
     reload_interval: float = 1.0
     log_level: str = "info"

@@ -1,13 +1,15 @@
 """gunicorn, started from Python: gthread workers, TLS with hot reload, HTTP/1.1 only.
 
 Why these settings (see shared/reference/admission-webhooks.md, section 4):
-- gthread keeps apiserver connections alive and, since gunicorn 24, does TLS handshakes in
-  worker threads with a timeout; it also calls the `ssl_context` hook per connection, which is
-  what lets a rotated certificate take effect without a restart.
-- keep-alive 30 s saves handshakes; a stopping gthread worker caps idle connections to 2 s and
-  answers any request arriving meanwhile with `Connection: close`.
+- gthread keeps apiserver connections alive, and calls the `ssl_context` hook per connection,
+  which is what lets a rotated certificate take effect without a restart.
 - gthread as `slowclients.GuardedThreadWorker`: a client that connects and stalls cannot hold a
   thread (stock gthread blocks in the handshake and request read with no time limit).
+- keep-alive 120 s: longer than the API server's 90 s idle timeout (Go's default), so it is
+  always the API server that closes an idle connection. A server closing one just as the
+  client reuses it fails that POST with EOF, which the API server does not retry. A stopping
+  worker still caps idle connections to 2 s and answers any request arriving meanwhile with
+  `Connection: close`.
 - `worker_tmp_dir` on /dev/shm: the heartbeat file's fchmod must never wait on a disk.
 - HTTP/2 stays off (CVE-2023-44487; the apiserver speaks HTTP/1.1 to webhooks anyway).
 """
