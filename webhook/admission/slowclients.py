@@ -113,12 +113,21 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
             return
         self.nr_conns += 1
         conn = gthread.TConn(self.cfg, client, address, listener.getsockname())
-        if self.cfg.is_ssl:
-            conn.sock = gsock.ssl_context(self.cfg).wrap_socket(
-                conn.sock, server_side=True, do_handshake_on_connect=False,
-                suppress_ragged_eofs=self.cfg.suppress_ragged_eofs,
-            )  # fmt: skip
+        try:
+            if self.cfg.is_ssl:
+                conn.sock = self._wrap(conn.sock)
+        except OSError as err:  # ssl.SSLError too: no usable certificate right now
+            self.log.warning("cannot start TLS on a new connection: %s", err)
+            self.nr_conns -= 1
+            conn.close()
+            return
         self._read_in_loop(conn, handshaking=bool(self.cfg.is_ssl))
+
+    def _wrap(self, raw: Any) -> Any:
+        return gsock.ssl_context(self.cfg).wrap_socket(
+            raw, server_side=True, do_handshake_on_connect=False,
+            suppress_ragged_eofs=self.cfg.suppress_ragged_eofs,
+        )  # fmt: skip
 
     def on_client_socket_readable(self, conn: Any, client: Any) -> None:
         """A kept-alive connection has bytes of its next request: read it here as well."""
@@ -144,6 +153,9 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
         try:
             whole = self._step(reading)
         except OSError:  # ssl.SSLError included: a failed handshake, a reset
+            whole = None
+        except Exception:  # a bug here must cost one connection, never the worker's loop
+            self.log.exception("reading a request failed")
             whole = None
         if whole is None:
             self._drop(reading)
