@@ -73,8 +73,9 @@ def ratios(result: dict[str, Any]) -> dict[str, Any]:
     for endpoint in ("validate", "mutate"):
         base8, own8 = _at(curves["noop"], 8), _at(curves[endpoint], 8)
         base1, own1 = _at(curves["noop"], 1), _at(curves[endpoint], 1)
-        if base8 and own8:
-            out[f"{endpoint}_rps_ratio_at_8"] = round(own8["rps"] / base8["rps"], 3)
+        if base8 and own8:  # None when the no-op completed nothing (a starved CI machine)
+            ratio = own8["rps"] / base8["rps"] if base8["rps"] else None
+            out[f"{endpoint}_rps_ratio_at_8"] = None if ratio is None else round(ratio, 3)
         if base1 and own1:
             delta_us = own1["p50_us"] - base1["p50_us"]
             out[f"{endpoint}_p50_delta_ms_at_1"] = round(delta_us / 1000, 3)
