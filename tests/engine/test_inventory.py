@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from bench.inventory import DRIVER, GPU_CLASS, MIG_EVERY, cluster_slices, driver_version_of
 
+from webhook.engine import inventory as inventory_module
 from webhook.engine.feasibility import check_claim, check_request
 from webhook.engine.inventory import Inventory, SelectorCache, reads_device_identity
 from webhook.types import AllocationMode, ClaimSpec, DeviceRequest
@@ -171,6 +172,31 @@ def cluster() -> Inventory:
 def per_model(model: int) -> int:
     return 8 * len([n for n in range(NODES) if n % 3 == model])
 
+
+
+@pytest.mark.parametrize(("class_selectors", "request_selectors", "expected"),
+                         [c[1:] for c in SELECTOR_CASES], ids=[c[0] for c in SELECTOR_CASES])
+def test_a_remembered_selection_is_the_one_first_computed(
+    class_selectors: list[str], request_selectors: list[str], expected: int
+) -> None:
+    inventory, selectors = small(), [*class_selectors, *request_selectors]
+    first = inventory.select(selectors)
+    again = inventory.select(tuple(selectors))
+    fresh = small().select(selectors)
+    assert again is first
+    assert (again.count, again.errors, again.most_on_one_node()) == (
+        fresh.count, fresh.errors, fresh.most_on_one_node())
+    assert again.count == expected
+
+
+def test_remembered_selections_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inventory_module, "MAX_CACHED_SELECTIONS", 2)
+    inventory = small()
+    first = inventory.select([f"{ATTR}.cores > 120"])
+    inventory.select([f"{ATTR}.mig"])
+    inventory.select([f"device.driver == '{D}'"])  # the table is full: it starts over
+    again = inventory.select([f"{ATTR}.cores > 120"])
+    assert again is not first and again == first
 
 SNAPSHOT_CASES = [
     ("all-gpus", [GPU_CLASS], 10_000),

@@ -3,26 +3,25 @@
 `create_app` takes everything it needs as arguments (tests pass a fake context and reviewer);
 `make_app` is what each gunicorn worker calls after fork: it loads policies, builds the
 context in `build_context` (the one place offline and cluster pieces are chosen) and starts
-the policy watcher in that worker.
+the policy watcher in that worker. `POST /validate` and `POST /mutate` are answered by
+`routes.ReviewRoutes` in front of Flask (the hot path skips Flask's request machinery); the
+Flask views of those routes call the same code, so both answer alike.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from webhook import pipeline
-from webhook.admission import cluster, jsonlog, metrics
+from webhook.admission import cluster, jsonlog, metrics, routes
 from webhook.admission.config import AdmissionOptions, ServeConfig
-from webhook.admission.deadline import DeadlineRunner, budget
+from webhook.admission.deadline import DeadlineRunner
 from webhook.admission.handler import Admitter, Reviewer
 from webhook.admission.reload import PolicyHolder, PolicyWatcher
-from webhook.admission.review import BadReview, parse_review
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.pipeline import Context
@@ -31,7 +30,6 @@ from webhook.sources.policies import load_policies
 from webhook.sources.state import SnapshotState, load_state
 from webhook.types import PolicySet
 
-log = logging.getLogger("dragate.http")
 ReadinessCheck = Callable[[], tuple[bool, str]]
 """A named condition for /readyz, e.g. "watch caches synced" once cluster mode lands."""
 
@@ -90,72 +88,17 @@ def create_app(
     app.add_url_rule("/metrics", "metrics", lambda: _metrics(cert))
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _internal_error)
+    app.wsgi_app = routes.ReviewRoutes(app.wsgi_app, admitter, app.request_class)  # type: ignore[method-assign]
     return app
 
 
-def _review(admitter: Admitter, *, mutate: bool) -> tuple[Response, int]:
-    """POST handler: 400 for anything that is not an AdmissionReview, else the reply."""
-    try:
-        body = _body(admitter.options.max_body_bytes)
-        parsed = parse_review(body, request.content_type)
-    except BadReview as err:
-        return _bad_request(err, mutate)
-    except TimeoutError:  # slowclients' bound on reading a request ran out mid-body
-        log.warning("request body not received in time", extra={"endpoint": request.path})
-        return _json_error(408, "request body not received in time")
-    seconds = budget(
-        request.args.get("timeout"),
-        admitter.options.default_timeout,
-        admitter.options.timeout_margin,
-    )
-    try:
-        return jsonify(admitter.admit(parsed, mutate=mutate, budget=seconds)), 200
-    except Exception:
-        log.exception("internal error during review", extra={"uid": parsed.uid})
-        return _json_error(500, "internal error; see the webhook log for this uid", parsed.uid)
+def _review(admitter: Admitter, *, mutate: bool) -> Response:
+    """The Flask view of a review route; `ReviewRoutes` answers POSTs before Flask sees them."""
+    return _response(routes.answer(admitter, request, mutate=mutate))
 
 
-def _body(limit: int) -> bytes:
-    """The request body, refused above `limit` even when Content-Length is absent (chunked)."""
-    length = request.content_length
-    if length is not None and length > limit:
-        _discard(DRAIN_FACTOR * limit)
-        raise BadReview(f"body of {length} bytes exceeds the {limit}-byte limit")
-    chunks, size = [], 0
-    while size <= limit:
-        chunk = request.stream.read(min(65536, limit + 1 - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    if size > limit:
-        _discard(DRAIN_FACTOR * limit)
-        raise BadReview(f"body exceeds the {limit}-byte limit")
-    return b"".join(chunks)
-
-
-DRAIN_FACTOR = 4
-"""An oversized body is read and dropped up to this many times the limit before answering.
-
-A client still sending when the server answers and closes gets a reset instead of the 400
-and its message; reading a bounded amount lets it see why. Past the bound the connection is
-closed regardless, so a huge body cannot hold a worker thread.
-"""
-
-
-def _discard(remaining: int) -> None:
-    while remaining > 0:
-        chunk = request.stream.read(min(65536, remaining))
-        if not chunk:
-            return
-        remaining -= len(chunk)
-
-
-def _bad_request(err: BadReview, mutate: bool) -> tuple[Response, int]:
-    endpoint = "mutate" if mutate else "validate"
-    metrics.REQUESTS.labels("unknown", "unknown", endpoint, "bad_request").inc()
-    log.warning("bad review", extra={"uid": err.uid, "error": err.message, "endpoint": endpoint})
-    return _json_error(400, err.message, err.uid)
+def _response(reply: routes.Reply) -> Response:
+    return Response(reply.body, status=reply.code, mimetype="application/json")
 
 
 def _readyz(holder: PolicyHolder, checks: Sequence[ReadinessCheck]) -> tuple[Response, int]:
@@ -180,21 +123,9 @@ def _metrics(cert: Path | None) -> Response:
     return Response(data, content_type=content_type)
 
 
-def _json_error(code: int, message: str, uid: str = "") -> tuple[Response, int]:
-    body: dict[str, Any] = {"code": code, "message": message}
-    if uid:
-        body["uid"] = uid
-    return jsonify(body), code
+def _http_error(err: HTTPException) -> Response:
+    return _response(routes.http_error(err))
 
 
-def _http_error(err: HTTPException) -> tuple[Response, int]:
-    """404, 405, 413 and friends as JSON; routing errors are the caller's, never a 500."""
-    code = err.code or 400
-    if code == 413:  # Werkzeug's own size guard: report it as the documented 400
-        code = 400
-    return _json_error(code, err.description or err.name)
-
-
-def _internal_error(err: Exception) -> tuple[Response, int]:
-    log.exception("unhandled error", exc_info=err)
-    return _json_error(500, "internal error")
+def _internal_error(err: Exception) -> Response:
+    return _response(routes.internal_error(err))

@@ -15,6 +15,9 @@ from typing import Any
 
 LOGGER_NAME = "dragate"
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+_NOT_EXTRA = _STANDARD | {"fields"}
+_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
+"""`json.dumps(entry, default=str, ensure_ascii=False)`, built once: a review logs a line each."""
 
 
 class JsonFormatter(logging.Formatter):
@@ -27,11 +30,11 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        entry.update({k: v for k, v in vars(record).items() if k not in _STANDARD | {"fields"}})
+        entry.update({k: v for k, v in vars(record).items() if k not in _NOT_EXTRA})
         entry.update(getattr(record, "fields", None) or {})  # may hold reserved names: "name"
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str, ensure_ascii=False)
+        return _ENCODER.encode(entry)
 
 
 def configure(level: str = "info") -> None:

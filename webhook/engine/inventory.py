@@ -47,6 +47,8 @@ _IN_LIST = re.compile(r"\bin\s*\[")  # `x in [...]` is a list literal, not an in
 _TWO_VARIABLE_MACRO = re.compile(r"\.\w+\(\s*\w+\s*,\s*\w+\s*,")
 MAX_CACHED_VERDICTS = 200_000
 """Selectors come from user objects, so every cache is bounded: past this it starts over."""
+MAX_CACHED_SELECTIONS = 4096
+"""Selections an inventory remembers: each admission of the same claim shape asks again."""
 
 Signature = frozenset[tuple[Any, ...]]
 Hits = frozenset[int] | None
@@ -295,12 +297,17 @@ class Selection:
     hits: tuple[tuple[Group, Hits], ...]
     errors: tuple[str, ...] = ()
 
-    @property
+    @functools.cached_property
     def count(self) -> int:
         return sum(len(g.devices) if h is None else len(h) for g, h in self.hits)
 
     def most_on_one_node(self) -> int:
         """Matching devices reachable from the best single node (shared pools reach all)."""
+        return self._most_on_one_node
+
+    @functools.cached_property
+    def _most_on_one_node(self) -> int:
+        """Counted once per selection: a remembered selection is asked on every admission."""
         nodes: Counter[str | None] = Counter()
         for group, hits in self.hits:
             nodes.update(group.nodes(hits))
@@ -323,6 +330,7 @@ class Inventory:
         self.groups = tuple(groups)
         self.cache = cache or SelectorCache()
         self._identity_hits: dict[tuple[str, int], tuple[Hits, str | None]] = {}
+        self._selections: dict[tuple[str, ...], Selection] = {}
 
     @classmethod
     def from_slices(
@@ -354,7 +362,18 @@ class Inventory:
         }
 
     def select(self, expressions: Sequence[str]) -> Selection:
-        """Devices matching every expression, tried in order like the allocator does."""
+        """Devices matching every expression, tried in order like the allocator does.
+
+        Remembered per expression list: the inventory is immutable, so the answer is too.
+        """
+        key = tuple(expressions)
+        found = self._selections.get(key)
+        if found is None:
+            found = self._select(key)
+            _store(self._selections, key, found, MAX_CACHED_SELECTIONS)
+        return found
+
+    def _select(self, expressions: Sequence[str]) -> Selection:
         found: list[tuple[Group, Hits]] = []
         errors: dict[str, None] = {}
         for position, group in enumerate(self.groups):
