@@ -14,6 +14,9 @@ fail closed), and the stored TenantUsage checked against the grants: overcommit 
 held beyond the quota, `lost` grants that the object does not hold, `orphaned` holders whose
 write landed although its caller gave up (FactsUnavailable; released after the pending bound).
 
+The second curve is the cost of one reserve without contention against the number of holders
+already in the tenant's object (its size, and the share of it that is `managedFields`).
+
     python tests/bench/kube_ledger_bench.py [--threads 1 2 4] [--per-thread N] [--budget S]
     python tests/bench/run.py --only kube-ledger
 """
@@ -37,12 +40,14 @@ TESTS = Path(__file__).resolve().parents[1]
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))  # the e2e package (pyproject: pythonpath = ["tests"])
 
-from webhook.ledger.kube import COLLECTION, KubeLedger, object_name  # noqa: E402
+from webhook.ledger import accounting  # noqa: E402
+from webhook.ledger.kube import COLLECTION, KubeLedger, object_name, tenant_usage  # noqa: E402
 from webhook.types import FactsUnavailable  # noqa: E402
 
 CRD = TESTS.parent / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
 CLASS = "gpu.nvidia.com"
 PROCESSES = 2
+HOLDER_COUNTS = (30, 130, 260, 520)
 
 
 def toolchain() -> Path | None:
@@ -167,6 +172,35 @@ def race(kubeconfig: str, threads: int, per_thread: int, budget: float) -> dict[
     }
 
 
+def by_holders(kubeconfig: str, counts: tuple[int, ...] = HOLDER_COUNTS,
+               samples: int = 15) -> list[dict[str, Any]]:
+    """Median time of one uncontended reserve (a new holder) with `count` holders stored.
+
+    Samples are spaced by a pause, so each reserve is alone: nothing in flight, nothing
+    written just before it (a ledger may treat back-to-back writes as contention).
+    """
+    rows = []
+    for count in counts:
+        tenant = f"bench-holders-{count}"
+        ledger = KubeLedger.from_kubeconfig(kubeconfig, budget=30.0)
+        seed = {f"claim:seed/c-{n}": accounting.Record({CLASS: 1}) for n in range(count)}
+        ledger.api.request("POST", COLLECTION, body=tenant_usage(tenant, seed, None))
+        ledger.usage(tenant)  # the connection is up before timing
+        times = []
+        for n in range(samples):
+            time.sleep(0.1)
+            began = time.perf_counter()
+            ledger.reserve(tenant, {f"claim:ns/new-{n}": {CLASS: 1}}, {})
+            times.append(time.perf_counter() - began)
+        stored = ledger.api.request("GET", f"{COLLECTION}/{object_name(tenant)}")
+        managed = stored["metadata"].get("managedFields") or []
+        rows.append({"holders": count + samples,
+                     "reserve_ms": round(statistics.median(times) * 1000, 2),
+                     "object_kib": round(len(json.dumps(stored)) / 1024, 1),
+                     "managed_fields_kib": round(len(json.dumps(managed)) / 1024, 1)})
+    return rows
+
+
 def _quantile(ordered: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
@@ -185,7 +219,9 @@ def curve(per_thread_total: int = 300, thread_counts: tuple[int, ...] = (1, 2, 4
         startup = time.monotonic() - started
         rows = [race(str(cluster.kubeconfig), t, max(1, per_thread_total // t), budget)
                 for t in thread_counts]
-    return {"budget_s": budget, "control_plane_start_s": round(startup, 1), "races": rows}
+        growth = by_holders(str(cluster.kubeconfig))
+    return {"budget_s": budget, "control_plane_start_s": round(startup, 1), "races": rows,
+            "by_holders": growth}
 
 
 def main() -> None:
@@ -204,6 +240,8 @@ def main() -> None:
         print("| " + " | ".join(columns) + " |", file=sys.stderr)
         for row in result["races"]:
             print("| " + " | ".join(str(row[c]) for c in columns) + " |", file=sys.stderr)
+        for row in result["by_holders"]:
+            print(json.dumps(row), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@
   `tests/e2e/toolchain/build.sh` builds. Fails when the toolchain is missing, unless
   DRAGATE_SKIP_E2E=1 (then skips). DRAGATE_E2E_KEEP=1 keeps the temp dir with logs.
 - `start_webhook` (function): start any HTTPS webhook command; stopped after the test.
+- `crd` (module): the cluster with the TenantUsage CRD installed and its storage warmed up.
+- `fresh` (function): `fresh(**options)` -> a KubeLedger on an empty ledger.
 - `register_webhooks` (function): apply Validating/MutatingWebhookConfigurations with `url`
   clients; removed after the test.
 """
@@ -13,15 +15,18 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import pytest
 
+from webhook.ledger.kube import COLLECTION, KubeLedger
+
 from . import webhooks
 from .cluster import Cluster, running_cluster
+from .ledger_support import CRD
 from .toolchain_bins import ToolchainMissing, require_binaries, toolchain_bin_dir
 from .webhooks import (
     RegisterWebhooks,
@@ -111,3 +116,26 @@ def register_webhooks(cluster: Cluster) -> Iterator[RegisterWebhooks]:
     yield register
     for registration in reversed(registrations):
         registration.delete(cluster)
+
+
+@pytest.fixture(scope="module")
+def crd(cluster: Cluster) -> Cluster:
+    cluster.kubectl("apply", "-f", str(CRD))
+    cluster.kubectl(
+        "wait", "--for=condition=Established", "crd/tenantusages.dragate.io", "--timeout=30s"
+    )
+    warm = KubeLedger.from_kubeconfig(str(cluster.kubeconfig), budget=30.0)
+    warm.reserve("warm-up", {"claim:w/x": {"gpu.nvidia.com": 1}}, {})  # sets up storage
+    return cluster
+
+
+@pytest.fixture
+def fresh(crd: Cluster) -> Callable[..., KubeLedger]:
+    """A KubeLedger on an empty ledger: every TenantUsage deleted first."""
+
+    def make(**options: Any) -> KubeLedger:
+        ledger = KubeLedger.from_kubeconfig(str(crd.kubeconfig), **options)
+        ledger.api.request("DELETE", COLLECTION)
+        return ledger
+
+    return make

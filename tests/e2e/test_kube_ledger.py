@@ -11,14 +11,13 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from ledger_contract import CONTRACT, GPU
 
 from webhook.ledger.accounting import PENDING_SECONDS
-from webhook.ledger.kube import COLLECTION, KubeLedger, object_name
+from webhook.ledger.kube import COLLECTION, KubeLedger
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.reconciler import Reconcilable, Reconciler, claims_truth
 from webhook.sources.cluster import KubeState
@@ -26,28 +25,11 @@ from webhook.sources.informer import Informer, Resource
 from webhook.sources.policies import parse_policies
 
 from .cluster import Cluster
+from .ledger_support import race, stored
 from .processes import wait_for
 
 pytestmark = pytest.mark.e2e
 
-CRD = Path(__file__).parents[2] / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
-RACER = textwrap.dedent(
-    """
-    import json, sys, threading, time
-    from webhook.ledger.kube import KubeLedger
-    kubeconfig, tenant, quota, threads, proc, start = sys.argv[1:7]
-    ledger = KubeLedger.from_kubeconfig(kubeconfig, budget=20.0)
-    results = []
-    def race(number):
-        time.sleep(max(0.0, float(start) - time.time()))
-        holder = {f"claim:race/p{proc}-{number}": {"gpu.nvidia.com": 1}}
-        results.append(ledger.reserve(tenant, holder, {"gpu.nvidia.com": int(quota)}).granted)
-    workers = [threading.Thread(target=race, args=(n,)) for n in range(int(threads))]
-    for worker in workers: worker.start()
-    for worker in workers: worker.join()
-    print(json.dumps({"granted": sum(results), "answered": len(results)}))
-    """
-)
 HOARDER = textwrap.dedent(
     """
     import itertools, sys
@@ -60,36 +42,6 @@ HOARDER = textwrap.dedent(
 )
 
 
-@pytest.fixture(scope="module")
-def crd(cluster: Cluster) -> Cluster:
-    cluster.kubectl("apply", "-f", str(CRD))
-    cluster.kubectl(
-        "wait", "--for=condition=Established", "crd/tenantusages.dragate.io", "--timeout=30s"
-    )
-    warm = KubeLedger.from_kubeconfig(str(cluster.kubeconfig), budget=30.0)
-    warm.reserve("warm-up", {"claim:w/x": {GPU: 1}}, {})  # the first write sets up storage
-    return cluster
-
-
-@pytest.fixture
-def fresh(crd: Cluster) -> Callable[..., KubeLedger]:
-    """A KubeLedger on an empty ledger: every TenantUsage deleted first."""
-
-    def make(**options: Any) -> KubeLedger:
-        ledger = KubeLedger.from_kubeconfig(str(crd.kubeconfig), **options)
-        ledger.api.request("DELETE", COLLECTION)
-        return ledger
-
-    return make
-
-
-def stored(cluster: Cluster, tenant: str) -> dict[str, Any]:
-    """The TenantUsage's holders as the real kubectl reads them."""
-    result = cluster.kubectl("get", "tenantusage", object_name(tenant), "-o", "json")
-    holders: dict[str, Any] = json.loads(result.stdout)["spec"]["holders"]
-    return holders
-
-
 @pytest.mark.parametrize("case", CONTRACT, ids=[c.__name__ for c in CONTRACT])
 def test_contract(case: Callable[[Callable[[], KubeLedger]], None], fresh: Any) -> None:
     case(fresh)
@@ -99,28 +51,9 @@ def test_racing_processes_never_overcommit(crd: Cluster, fresh: Any) -> None:
     """2 processes x 8 threads race for one tenant's 5 GPUs: exactly 5 are granted."""
     fresh()
     quota, threads = 5, 8
-    start = time.time() + 2.0
-    racers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                RACER,
-                str(crd.kubeconfig),
-                "racers",
-                str(quota),
-                str(threads),
-                str(proc),
-                str(start),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for proc in range(2)
-    ]
-    answers = [json.loads(racer.communicate(timeout=40)[0]) for racer in racers]
+    answers = race(crd, "racers", quota, processes=2, threads=threads)
     assert sum(a["answered"] for a in answers) == 2 * threads
-    assert sum(a["granted"] for a in answers) == quota
+    assert sum(len(a["granted"]) for a in answers) == quota
     holders = stored(crd, "racers")
     assert len(holders) == quota
     assert sum(h["devices"][GPU] for h in holders.values()) == quota
