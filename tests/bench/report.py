@@ -26,10 +26,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     engine = _first(results.get("engine", []), "cel_rules", 20)
     rows += [("engine p50 (50 tenants, 20 rules)", "p50", _get(engine, "p50_us"), "<=", 100, "µs"),
              ("engine p99 (50 tenants, 20 rules)", "p99", _get(engine, "p99_us"), "<=", 300, "µs")]
-    migrate = (results.get("migrate") or [{}])[-1]
-    rows += [("migrate docs/s (comments kept)", "docs/s", migrate.get("migrate_docs_per_s"), ">=",
-              1000, "docs/s"),
-             ("migrate / ruamel round trip", "ratio", migrate.get("ratio"), ">=", 0.6, "")]
+    rows += _migrate_targets(results.get("migrate", []))
     inventory = _first(results.get("inventory", []), "devices", None, near=10_000)
     devices = _get(inventory, "devices")
     rows += [(f"{devices} devices x 10 selectors cold", "ms", _get(inventory, "cold_ms"), "<=", 50,
@@ -41,6 +38,18 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                  "devices"))
     rows += _growth_targets(results.get("growth", []))
     return [_judge(row) for row in rows]
+
+
+def _migrate_targets(migrate: list[dict[str, Any]]) -> list[Target]:
+    """At the largest size: speed on the realistic mix, ratio where every document changes."""
+    mix = ([r for r in migrate if r.get("corpus") == "mix"] or [{}])[-1]
+    legacy = ([r for r in migrate if r.get("corpus") == "all-legacy"] or [{}])[-1]
+    return [
+        ("migrate docs/s (comments kept, 10% GPU mix)", "docs/s", mix.get("migrate_docs_per_s"),
+         ">=", 1000, "docs/s"),
+        ("migrate / ruamel round trip (every document rewritten)", "ratio", legacy.get("ratio"),
+         ">=", 0.6, ""),
+    ]
 
 
 def _growth_targets(growth: list[dict[str, Any]]) -> list[Target]:
@@ -113,7 +122,8 @@ def markdown(results: dict[str, Any]) -> str:
         "inventory": ("Feasibility: 10 selectors against devices (ms)",
                       ["devices", "groups", "build_ms", "cold_ms", "warm_ms", "rebuild_ms"]),
         "migrate": ("`dragate migrate --write` against a ruamel.yaml round trip",
-                    ["documents", "migrate_docs_per_s", "ruamel_round_trip_docs_per_s", "ratio"]),
+                    ["corpus", "documents", "migrate_docs_per_s", "ruamel_round_trip_docs_per_s",
+                     "ratio", "repeats"]),
         "ledger": ("SQLite ledger: processes racing for one tenant",
                    ["processes", "attempts", "quota", "granted", "unavailable", "overcommit",
                     "admissions_per_s", "ms_per_admission"]),

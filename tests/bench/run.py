@@ -54,12 +54,13 @@ class Sizes:
     growth_sizes: tuple[tuple[int, int], ...]
     growth_iterations: int
     kube_ledger_per_process: int = 300
+    migrate_repeats: int = migrate_bench.REPEATS
 
 
 FULL = Sizes((1, 2, 4, 8, 16), 5, 20_000, (125, 1250, 6250), (100, 400, 1600), 400,
              ((10, 100), (100, 1_000), (1_000, 10_000), (10_000, 100_000)), 5_000)
 QUICK = Sizes((1, 8), 1, 300, (125,), (20,), 20, ((10, 100), (100, 1_000)), 200,
-              kube_ledger_per_process=40)
+              kube_ledger_per_process=40, migrate_repeats=1)
 
 
 def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any]]:
@@ -71,7 +72,8 @@ def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any
         "http": http,
         "engine": lambda: engine.curve(sizes.engine_iterations),
         "inventory": lambda: [inventory.measure(n) for n in sizes.inventory_nodes],
-        "migrate": lambda: migrate_bench.curve(tmp / "migrate", sizes.migrate_docs),
+        "migrate": lambda: migrate_bench.curve(tmp / "migrate", sizes.migrate_docs,
+                                               sizes.migrate_repeats),
         "ledger": lambda: ledger_bench.curve(sizes.ledger_per_process),
         "growth": lambda: growth.curve(sizes.growth_sizes, sizes.growth_iterations),
         "kube-ledger": lambda: kube_ledger_bench.curve(sizes.kube_ledger_per_process),

@@ -20,10 +20,11 @@ from typing import Any
 import click
 
 from webhook.cli import exits
-from webhook.rewrite import rewrite_object
+from webhook.rewrite import resource_markers, rewrite_object
 from webhook.sources.manifests import STDIN, find_files, read_text
 from webhook.sources.policies import default_mappings, load_policies
-from webhook.sources.roundtrip import Stream, parse_stream
+from webhook.sources.roundtrip import Skip, Stream, parse_stream
+from webhook.sources.skim import skipper
 from webhook.sources.yamlio import YamlError
 from webhook.types import DragateError, LegacyResourceMapping
 
@@ -57,6 +58,7 @@ class Run:
     changed: int = 0
     failed: int = 0
     denied: int = 0
+    skip: Skip | None = None  # documents that certainly stay as they are: never loaded
 
 
 @click.command("migrate")
@@ -77,7 +79,7 @@ def command(policies: str | None, mode: str | None, templates_out: str | None,
     except DragateError as err:
         click.echo(f"error: {err}", err=True)
         raise SystemExit(exits.BAD_INPUT) from None
-    run = Run(mappings, mode or "summary", templates_out)
+    run = Run(mappings, mode or "summary", templates_out, skip=skip_rule(mappings))
     for file in find_files(paths):
         _process(run, file)
     _finish(run)
@@ -87,6 +89,15 @@ def load_mappings(policies: str | None) -> Sequence[LegacyResourceMapping]:
     """Mappings from the policy files, or the built-in default when none are given."""
     loaded = load_policies([policies]).mappings if policies is not None else ()
     return loaded or default_mappings()
+
+
+def skip_rule(mappings: Sequence[LegacyResourceMapping]) -> Skip | None:
+    """Documents to copy without loading: no mapped resource name, and not a template.
+
+    `existing_templates` must still see every ResourceClaimTemplate, so its kind is a marker
+    too; see `webhook.sources.skim` for why a document without markers cannot change.
+    """
+    return skipper((*resource_markers(mappings), TEMPLATE_KIND))
 
 
 def _process(run: Run, file: str) -> None:
@@ -111,7 +122,7 @@ def _display(file: str) -> str:
 
 def migrate_text(text: str, file: str, run: Run) -> Migration:
     """The migrated text of one file; templates follow their workload or go to `run`."""
-    stream = parse_stream(text, file)
+    stream = parse_stream(text, file, run.skip)
     present = existing_templates(stream)
     migration = Migration(file, text, text)
     for index, doc in enumerate(list(stream.docs)):

@@ -62,6 +62,22 @@ def find_match(resource: str, mappings: Sequence[LegacyResourceMapping]) -> Matc
     return found
 
 
+def resource_markers(mappings: Sequence[LegacyResourceMapping]) -> tuple[str, ...]:
+    """Text that every resource name `find_match` accepts contains: each name and prefix.
+
+    The rewriter changes, notes or denies only for a container resource key that `find_match`
+    accepts (node labels and MIG hints are read only once one is found), so an object in which
+    no key contains one of these comes out of `rewrite_object` unchanged, without a note. The
+    CLI relies on that to copy such documents without loading them; `""` (a prefix that takes
+    every name) is returned as is, and turns that off.
+    """
+    return tuple(dict.fromkeys(
+        entry.resource_name if entry.resource_name is not None
+        else entry.resource_name_prefix or ""
+        for policy in mappings for entry in policy.resources
+    ))
+
+
 _DIGITS = re.compile(r"^\+?[0-9]+$")
 
 

@@ -5,6 +5,9 @@ the diff it leaves must be just those keys. The text is cut into documents at th
 markers; a document that does not change is never re-rendered (byte-identical), and one that
 does is patched (JSON-patch ops computed on plain data, applied to the ruamel tree) and dumped
 alone with the file's own indentation. JSON files stay JSON, with their indent.
+
+Reading with ruamel's round-trip loader is most of the cost, so it happens once per document
+that may change and never for one the caller's `skip` rules out (`webhook.sources.skim`).
 """
 
 from __future__ import annotations
@@ -13,31 +16,43 @@ import io
 import itertools
 import json
 import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonpatch
+import yaml as pyyaml
 from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import CommentMark, MarkedYAMLError, YAMLError
-from ruamel.yaml.tokens import CommentToken
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.util import load_yaml_guess_indent
 
+from webhook.sources.treepatch import apply_changes, to_node
 from webhook.sources.yamlio import MAX_TEXT_BYTES, YamlError, to_plain
 from webhook.types import JSON, Source
 
 _MARKER = re.compile(r"^---(?=[ \t]|$)", re.MULTILINE)
+_CONTENT_LINE = re.compile(r"^[A-Za-z0-9\"'{\[]", re.MULTILINE)
+_C_LOADER = getattr(pyyaml, "CSafeLoader", None)
+_RENDERED: dict[tuple[str, tuple[int, int]], str] = {}
+_RENDERED_MAX = 1024
+_LOCAL = threading.local()  # this thread's loader and dumpers: building one costs a document
 
 
 @dataclass
 class Doc:
-    """One document: its `---` line(s) kept verbatim, its body, and both views of its data."""
+    """One document: its `---` line(s) kept verbatim, its body, and both views of its data.
+
+    `parsed` is False for a document the caller ruled out of any change: it was never loaded
+    (no node, no data) and is copied back byte for byte.
+    """
 
     head: str
     body: str
     line: int
     node: Any = None
     data: JSON = None
+    parsed: bool = True
 
 
 @dataclass
@@ -52,13 +67,17 @@ class Stream:
     indent: tuple[int, int] = (2, 0)
     extra: list[str] = field(default_factory=list)
     indent_text: str | None = None
-    """When set, `indent` is guessed from this text the first time it is needed (a full parse
-    of the file, skipped for files whose documents do not change)."""
+    """When set, `indent` is guessed from this text the first time it is needed (skipped for
+    files whose documents do not change)."""
+    indent_loads: bool | None = None
+    """Whether the whole `indent_text` loads as one document, when its split alone tells; None:
+    ruamel must load it to know (see `whole_text_loads`)."""
 
     @property
     def file_indent(self) -> tuple[int, int]:
         if self.indent_text is not None:
-            self.indent, self.indent_text = _guess_indent(self.indent_text, (2, 0)), None
+            text, self.indent_text = self.indent_text, None
+            self.indent = _filled(_file_guess(text, self.indent_loads), (2, 0))
         return self.indent
 
     def update(self, index: int, new: JSON) -> None:
@@ -69,7 +88,7 @@ class Stream:
             return
         apply_changes(doc.node, doc.data, new)
         body = render_yaml(doc.node, self._doc_indent(doc.body))
-        if to_plain(_yaml().load(body)) != new:
+        if not reads_back(body, new):
             where = Source(self.file, doc.line)
             raise YamlError(where, "internal: the edited document does not read back the same")
         doc.body, doc.data = _keep_tail(doc.body, body), new
@@ -82,7 +101,7 @@ class Stream:
             self.docs[0].data = _as_list(self.docs[0].data, objects)
             return
         for obj in objects:
-            self.extra.append("---\n" + render_yaml(_to_node(obj), self.file_indent))
+            self.extra.append("---\n" + render_new(obj, self.file_indent))
 
     def _doc_indent(self, body: str) -> tuple[int, int]:
         """The document's own indentation, the file's where it shows none.
@@ -103,14 +122,47 @@ class Stream:
         return out + "".join(self.extra)
 
 
-def parse_stream(text: str, file: str) -> Stream:
+Skip = Callable[[str], bool]
+"""True for a document body that certainly needs no change: it is then never loaded."""
+
+
+def parse_stream(text: str, file: str, skip: Skip | None = None) -> Stream:
     """The documents of `text`; raises YamlError with `file:line` for broken input."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise YamlError(Source(file), f"larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB")
     if _looks_json(text, file):
         return _parse_json(text, file)
-    docs = [_parse_doc(head, body, line, file) for head, body, line in split_documents(text)]
-    return Stream(file, docs, indent_text=text)
+    docs = [_read_doc(head, body, line, file, skip) for head, body, line in split_documents(text)]
+    return Stream(file, docs, indent_text=text, indent_loads=whole_text_loads(docs))
+
+
+def _read_doc(head: str, body: str, line: int, file: str, skip: Skip | None) -> Doc:
+    if skip is not None and skip(body):
+        return Doc(head, body, line, parsed=False)
+    return _parse_doc(head, body, line, file)
+
+
+def whole_text_loads(docs: list[Doc]) -> bool | None:
+    """Whether ruamel's single-document `load` of the whole file succeeds, if the split tells.
+
+    ruamel's indent guess for the file loads it whole, and gives up when that fails. Every part
+    after the first starts with a `---` at column 0, which always starts a document; the first
+    part is one when it has a marker or a line starting at column 0 with a letter, digit, quote
+    or bracket (comments start with `#`, directives with `%`). Two documents fail the load. A
+    file that is a single parsed document without a marker is exactly the text that loaded.
+    """
+    if len(docs) == 1 and not docs[0].head and docs[0].parsed:
+        return True
+    first = docs[0]
+    if len(docs) > 2 or (len(docs) == 2 and (first.head or _CONTENT_LINE.search(first.body))):
+        return False
+    return None
+
+
+def _file_guess(text: str, loads: bool | None) -> tuple[int | None, int | None] | None:
+    """ruamel's guess for the whole file, loading it only when `loads` cannot tell."""
+    guessed = _guessed_indent(text, loads=loads is None)  # the line heuristic always runs
+    return None if loads is False else guessed
 
 
 def _looks_json(text: str, file: str) -> bool:
@@ -157,7 +209,7 @@ def _bare_marker(chunk: str) -> bool:
 
 def _parse_doc(head: str, body: str, line: int, file: str) -> Doc:
     try:
-        node = _yaml().load(body)
+        node = load_rt(body)
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = line + (mark.line if mark is not None else 0)
@@ -175,9 +227,24 @@ def _yaml() -> YAML:
     return yaml
 
 
-def _guess_indent(text: str, default: tuple[int, int]) -> tuple[int, int]:
-    """(mapping indent, sequence dash offset) as the document (or else the file) uses them."""
-    return _filled(_guessed_indent(text, loads=True), default)
+def load_rt(text: str) -> Any:
+    """One document through ruamel's round-trip loader, the same one each time in a thread."""
+    with _reused("loader", _yaml) as yaml:
+        try:
+            return yaml.load(text)
+        finally:  # what ruamel leaves on the YAML object after a load
+            yaml.doc_infos.clear()  # one per load
+            yaml.version = None  # set by a `%YAML` directive, else read by the next load
+
+
+@contextmanager
+def _reused(name: str, make: Callable[[], YAML]) -> Iterator[YAML]:
+    """This thread's `name`, made once; forgotten when it fails, as ruamel keeps half-done state
+    (a constructor's pending generators, a representer's objects) after an exception."""
+    cached: dict[str, YAML] = _LOCAL.__dict__.setdefault("yamls", {})
+    yaml = cached.pop(name, None) or make()
+    yield yaml
+    cached[name] = yaml
 
 
 def _filled(
@@ -206,13 +273,48 @@ def _guessed_indent(text: str, *, loads: bool) -> tuple[int | None, int | None] 
     return indent, offset
 
 
+def reads_back(text: str, expected: JSON) -> bool:
+    """Whether the rendered `text` loads as `expected`.
+
+    libyaml reads it first, 50 times faster than ruamel; ruamel decides whenever they disagree
+    (YAML 1.1 and 1.2 differ on `yes`, `0o17`, `1e3`...), so a True is a reading both agree on.
+    """
+    if _C_LOADER is not None:
+        try:
+            if to_plain(pyyaml.load(text, Loader=_C_LOADER)) == expected:
+                return True
+        except (pyyaml.YAMLError, ValueError, TypeError, RecursionError, OverflowError):
+            pass
+    same: bool = to_plain(load_rt(text)) == expected
+    return same
+
+
+def render_new(obj: JSON, indent: tuple[int, int]) -> str:
+    """A new document (a template) as YAML; remembered, as files repeat the same templates.
+
+    The key is the `repr` of plain data, which tells `1` from `"1"`, `1.0` and `True`.
+    """
+    key = (repr(obj), indent)
+    text = _RENDERED.get(key)
+    if text is None:
+        if len(_RENDERED) >= _RENDERED_MAX:
+            _RENDERED.clear()
+        text = _RENDERED[key] = render_yaml(to_node(obj), indent)
+    return text
+
+
 def render_yaml(node: Any, indent: tuple[int, int]) -> str:
+    buffer = io.StringIO()
+    with _reused(f"dumper{indent}", lambda: _dumper(indent)) as yaml:
+        yaml.dump(node, buffer)
+    return buffer.getvalue()
+
+
+def _dumper(indent: tuple[int, int]) -> YAML:
     yaml = _yaml()
     mapping, offset = indent
     yaml.indent(mapping=mapping, sequence=max(mapping, offset + 2), offset=offset)
-    buffer = io.StringIO()
-    yaml.dump(node, buffer)
-    return buffer.getvalue()
+    return yaml
 
 
 def _keep_tail(old: str, new: str) -> str:
@@ -225,145 +327,3 @@ def _as_list(data: JSON, objects: list[JSON]) -> JSON:
     if isinstance(data, dict) and data.get("kind") == "List" and isinstance(items, list):
         return {**data, "items": [*data["items"], *objects]}
     return {"apiVersion": "v1", "kind": "List", "items": [data, *objects]}
-
-
-# ------------------------------------------------------------------ patching the ruamel tree
-
-
-def apply_changes(root: Any, old: JSON, new: JSON) -> None:
-    """Apply the minimal JSON patch from `old` to `new` onto the ruamel tree `root`."""
-    pending: list[tuple[Any, str]] = []
-    for op in jsonpatch.make_patch(old, new).patch:
-        _apply_op(root, op, pending)
-    for container, comment in pending:
-        _attach_comment(container, comment)
-
-
-def _apply_op(root: Any, op: dict[str, Any], pending: list[tuple[Any, str]]) -> None:
-    kind = op["op"]
-    if kind in ("move", "copy"):
-        parent, key = _locate(root, op["from"])
-        value = _to_node(to_plain(parent[key]))
-        if kind == "move":
-            _remove(parent, key, pending)
-        parent, key = _locate(root, op["path"])
-        _add(parent, key, value)
-        return
-    parent, key = _locate(root, op["path"])
-    if kind == "remove":
-        _remove(parent, key, pending)
-    elif kind == "add":
-        _add(parent, key, _to_node(op["value"]))
-    elif kind == "replace":
-        parent[key] = _to_node(op["value"])
-
-
-def _locate(root: Any, pointer: str) -> tuple[Any, Any]:
-    parts = jsonpatch.JsonPointer(pointer).parts
-    node = root
-    for part in parts[:-1]:
-        node = node[int(part)] if isinstance(node, list) else node[part]
-    last = parts[-1]
-    if isinstance(node, list):
-        return node, len(node) if last == "-" else int(last)
-    return node, last
-
-
-def _add(parent: Any, key: Any, value: Any) -> None:
-    """Insert; a new `metadata` goes first, where people look for it.
-
-    Appending at the end moves the full-line comments that followed the old last entry (ruamel
-    hangs them on it) to after the new one, so they stay above whatever came next.
-    """
-    if key == "metadata" and isinstance(parent, CommentedMap) and key not in parent:
-        parent.insert(0, key, value)
-        return
-    appending = key == len(parent) if isinstance(parent, list) else key not in parent
-    moved = _trailing_comment(parent, None, None) if appending and _nonempty(parent) else ""
-    if isinstance(parent, list):
-        parent.insert(key, value)
-    else:
-        parent[key] = value
-    if moved:
-        _attach_comment(parent, moved)
-
-
-def _remove(parent: Any, key: Any, pending: list[tuple[Any, str]]) -> None:
-    """Remove `key`, keeping the full-line comments that ruamel had hung on it."""
-    comment = _trailing_comment(parent[key], parent, key)
-    keys = list(range(len(parent))) if isinstance(parent, list) else list(parent)
-    position = keys.index(key)
-    del parent[key]
-    if not comment:
-        return
-    if position == len(keys) - 1:
-        pending.append((parent, comment))  # after the other edits: new keys may follow
-    elif position > 0:
-        _attach_after(parent, keys[position - 1], comment)
-
-
-def _attach_after(parent: Any, key: Any, comment: str) -> None:
-    if _nonempty(parent[key]):
-        _attach_comment(parent[key], comment)
-    else:
-        _hang(parent, key, comment)
-
-
-def _trailing_comment(value: Any, parent: Any, key: Any) -> str:
-    holder, last = _deepest_last(value) if _nonempty(value) else (parent, key)
-    token = _token(holder, last)
-    if token is None or "\n" not in token.value:
-        return ""
-    first, rest = token.value.split("\n", 1)
-    token.value = first + "\n"
-    return rest
-
-
-def _nonempty(value: Any) -> bool:
-    return isinstance(value, (CommentedMap, CommentedSeq)) and len(value) > 0
-
-
-def _deepest_last(node: Any) -> tuple[Any, Any]:
-    while True:
-        last = len(node) - 1 if isinstance(node, list) else list(node)[-1]
-        child = node[last]
-        if not _nonempty(child):
-            return node, last
-        node = child
-
-
-def _token(holder: Any, key: Any) -> CommentToken | None:
-    entry = holder.ca.items.get(key) if hasattr(holder, "ca") else None
-    if not entry:
-        return None
-    token = entry[0] if isinstance(holder, list) else entry[2]
-    return token if isinstance(token, CommentToken) else None
-
-
-def _attach_comment(container: Any, comment: str) -> None:
-    """Hang full-line comments after the last scalar of `container` (dropped if it is empty)."""
-    if not _nonempty(container) or not comment.strip():
-        return
-    holder, last = _deepest_last(container)
-    _hang(holder, last, comment)
-
-
-def _hang(holder: Any, last: Any, comment: str) -> None:
-    token = _token(holder, last)
-    if token is not None:
-        token.value = token.value + comment
-        return
-    token = CommentToken("\n" + comment, CommentMark(0), None)
-    slot = [token, None] if isinstance(holder, list) else [None, None, token, None]
-    holder.ca.items[last] = slot
-
-
-def _to_node(value: JSON) -> Any:
-    if isinstance(value, dict):
-        node = CommentedMap()
-        for k, v in value.items():
-            node[k] = _to_node(v)
-        return node
-    if isinstance(value, list):
-        return CommentedSeq(_to_node(v) for v in value)
-    return value
