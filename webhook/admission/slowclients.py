@@ -93,6 +93,8 @@ class _Reading:
         self.handshaking = handshaking
         self.deadline = time.monotonic() + REQUEST_SECONDS
         self.buffer = RequestBuffer()
+        self.waits_for = selectors.EVENT_READ
+        self.registered = False  # with the poller: only once it had to wait for bytes
         self.done = False
 
 
@@ -101,7 +103,7 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._reading: deque[_Reading] = deque()  # sorted by deadline: all get the same bound
+        self._reading: deque[_Reading] = deque()  # waiting ones, by deadline (same bound)
         self._buffered = 0
 
     def accept(self, listener: Any) -> None:
@@ -144,10 +146,9 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
                 self._drop(reading)
 
     def _read_in_loop(self, conn: Any, *, handshaking: bool) -> None:
-        reading = _Reading(conn, handshaking)
-        self._reading.append(reading)
-        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._advance, reading))
-        self._advance(reading, None)  # the bytes are usually here already: no extra loop turn
+        """Read the request now; only what is not here yet waits in the poller (the bytes of
+        a kept-alive connection's next request usually are, sparing two epoll calls)."""
+        self._advance(_Reading(conn, handshaking), None)
 
     def _advance(self, reading: _Reading, _fileobj: Any) -> None:
         try:
@@ -161,6 +162,17 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
             self._drop(reading)
         elif whole or self._buffered > WORKER_PREREAD_LIMIT:
             self._dispatch(reading)
+        else:
+            self._wait(reading)
+
+    def _wait(self, reading: _Reading) -> None:
+        sock, callback = reading.conn.sock, partial(self._advance, reading)
+        if reading.registered:
+            self.poller.modify(sock, reading.waits_for, callback)
+            return
+        self.poller.register(sock, reading.waits_for, callback)
+        reading.registered = True
+        self._reading.append(reading)
 
     def _step(self, reading: _Reading) -> bool | None:
         """Handshake, then read what has arrived: True once whole, None if the client left."""
@@ -179,17 +191,15 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
                 return True
 
     def _handshake(self, reading: _Reading) -> bool:
-        sock = reading.conn.sock
-        callback = partial(self._advance, reading)
         try:
-            sock.do_handshake()
+            reading.conn.sock.do_handshake()
         except ssl.SSLWantReadError:
-            self.poller.modify(sock, selectors.EVENT_READ, callback)
+            reading.waits_for = selectors.EVENT_READ
             return False
         except ssl.SSLWantWriteError:
-            self.poller.modify(sock, selectors.EVENT_WRITE, callback)
+            reading.waits_for = selectors.EVENT_WRITE
             return False
-        self.poller.modify(sock, selectors.EVENT_READ, callback)
+        reading.waits_for = selectors.EVENT_READ
         reading.handshaking = False
         return True
 
@@ -211,8 +221,9 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
     def _finish(self, reading: _Reading) -> Any:
         reading.done = True
         self._buffered -= len(reading.buffer.data)
-        with contextlib.suppress(KeyError, ValueError, OSError):
-            self.poller.unregister(reading.conn.sock)
+        if reading.registered:
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self.poller.unregister(reading.conn.sock)
         return reading.conn
 
 
