@@ -9,8 +9,9 @@ import pytest
 from bench.inventory import DRIVER, GPU_CLASS, MIG_EVERY, cluster_slices, driver_version_of
 
 from webhook.engine import inventory as inventory_module
+from webhook.engine.devices import reads_device_identity
 from webhook.engine.feasibility import check_claim, check_request
-from webhook.engine.inventory import Inventory, SelectorCache, reads_device_identity
+from webhook.engine.inventory import Inventory, SelectorCache
 from webhook.types import AllocationMode, ClaimSpec, DeviceRequest
 
 D = DRIVER
