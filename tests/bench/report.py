@@ -37,7 +37,19 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     rows.append(("ledger overcommit, 2 processes", "devices", _get(ledger, "overcommit"), "<=", 0,
                  "devices"))
     rows += _growth_targets(results.get("growth", []))
+    rows += _kube_ledger_targets(results.get("kube-ledger", {}).get("races", []))
     return [_judge(row) for row in rows]
+
+
+def _kube_ledger_targets(races: list[dict[str, Any]]) -> list[Target]:
+    if not races:
+        return []
+    busiest = max(races, key=lambda r: r["threads_per_process"])
+    label = f"{busiest['processes']} processes x {busiest['threads_per_process']} threads"
+    return [(f"cluster ledger decisions/s, one tenant, {label}", "rate",
+             busiest["admissions_per_s"], ">=", 100, "/s"),
+            ("cluster ledger overcommit, every level", "devices",
+             max(r["overcommit"] for r in races), "<=", 0, "devices")]
 
 
 def _migrate_targets(migrate: list[dict[str, Any]]) -> list[Target]:
@@ -138,7 +150,21 @@ def markdown(results: dict[str, Any]) -> str:
                  "rss MiB": g["rss_mib"], "seed s": g["seed_s"]} for g in results["growth"]]
         parts += ["\n## Growth: pipeline.review against tenants and claims\n",
                   _table(rows, list(rows[0]))]
-    return "\n".join(parts)
+    return "\n".join(parts + _kube_ledger_tables(results.get("kube-ledger") or {}))
+
+
+def _kube_ledger_tables(kube: dict[str, Any]) -> list[str]:
+    parts = []
+    if kube.get("races"):
+        parts += ["\n## Cluster ledger: processes racing for one tenant on a real kube-apiserver\n",
+                  _table(kube["races"], ["processes", "threads_per_process", "attempts", "quota",
+                                         "granted", "unavailable", "overcommit", "conflicts",
+                                         "orphaned", "admissions_per_s", "p50_ms", "p99_ms"])]
+    if kube.get("by_holders"):
+        parts += ["\n## Cluster ledger: one uncontended reserve against holders stored\n",
+                  _table(kube["by_holders"], ["holders", "reserve_ms", "object_kib",
+                                              "managed_fields_kib"])]
+    return parts
 
 
 # ------------------------------------------------------------------------------ plot
