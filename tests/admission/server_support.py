@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import signal
-import socket
-import ssl
 import subprocess
 import sys
 import time
@@ -16,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
-from cryptography import x509
+from net_support import free_port
 
 HERE = Path(__file__).parent
 TENANTS = """\
@@ -29,13 +26,6 @@ spec:
   - deviceClassName: gpu.nvidia.com
     maxDevices: 2
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def write_policies(directory: Path, *namespaces: str) -> None:
@@ -140,22 +130,6 @@ def _wait_healthy(server: Server, seconds: float = 30) -> None:
         time.sleep(0.1)
     server.stop()
     raise AssertionError(f"serve did not become healthy:\n{server.logs()}")
-
-
-def get_on_new_connection(port: int, trust: Path, path: str = "/healthz") -> tuple[int, int]:
-    """(HTTP status, serving certificate serial) over a fresh TLS connection."""
-    context = ssl.create_default_context(cafile=str(trust))
-    conn = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
-    try:
-        conn.request("GET", path)
-        status = conn.getresponse().status
-        sock = conn.sock
-        assert isinstance(sock, ssl.SSLSocket)
-        der = sock.getpeercert(binary_form=True)
-        assert der is not None
-        return status, x509.load_der_x509_certificate(der).serial_number
-    finally:
-        conn.close()
 
 
 def readyz(server: Server) -> dict[str, Any]:

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import requests
 from admission_support import pod, review_body
+from net_support import serving_serial
 from server_support import (
     Server,
-    get_on_new_connection,
     readyz,
     start,
     write_policies,
@@ -144,7 +144,7 @@ def test_certificate_rotation_without_failures(tmp_path: Path) -> None:
     def client() -> None:
         while not stop.is_set():
             try:
-                status, serial = get_on_new_connection(server.port, trust)
+                status, serial = serving_serial(server.port, trust)
                 seen.add(serial) if status == 200 else failures.append(str(status))
             except (OSError, ssl.SSLError) as err:
                 failures.append(repr(err))

@@ -11,7 +11,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import sqlite3
 import ssl
 import subprocess
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
+from net_support import free_port
 
 from webhook.sources import certs
 
@@ -64,13 +63,6 @@ def write_policies(
     tmp.write_text(text)
     os.replace(tmp, directory / "policies.yaml")  # atomic, as a ConfigMap swap is
     return directory
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -196,21 +188,6 @@ def request(
             return response.status, json.loads(raw)
         except ValueError:
             return response.status, raw.decode(errors="replace")
-    finally:
-        conn.close()
-
-
-def serving_serial(port: int, trust: Path) -> tuple[int, int]:
-    """(status of GET /healthz, serial of the serving certificate) on a new TLS connection."""
-    conn = http.client.HTTPSConnection("127.0.0.1", port, context=tls_context(trust), timeout=10)
-    try:
-        conn.request("GET", "/healthz")
-        status = conn.getresponse().status
-        sock = conn.sock
-        assert isinstance(sock, ssl.SSLSocket)
-        der = sock.getpeercert(binary_form=True)
-        assert der is not None
-        return status, x509.load_der_x509_certificate(der).serial_number
     finally:
         conn.close()
 

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from net_support import serving_serial
 from reliability_support import (
     Serve,
     claim,
@@ -36,7 +37,6 @@ from reliability_support import (
     ledger_usage,
     request,
     review,
-    serving_serial,
     start,
     write_policies,
 )
