@@ -55,7 +55,7 @@ class RequestBuffer:
     def feed(self, chunk: bytes) -> bool:
         self.data += chunk
         if self._wanted is None:
-            self._wanted = _wanted_bytes(bytes(self.data))
+            self._wanted = _wanted_bytes(self.data)
         return self.complete
 
     @property
@@ -65,12 +65,12 @@ class RequestBuffer:
         return len(self.data) >= self._wanted
 
 
-def _wanted_bytes(data: bytes) -> int | None:
+def _wanted_bytes(data: bytearray) -> int | None:
     """Headers plus the body to pre-read, or None while the headers have not ended."""
     end = data.find(b"\r\n\r\n")
     if end < 0:
         return None
-    fields = dict(_header_fields(data[:end]))
+    fields = dict(_header_fields(bytes(data[:end])))
     if b"transfer-encoding" in fields or b"expect" in fields:
         return end + 4
     try:
