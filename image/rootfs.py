@@ -82,7 +82,10 @@ def write_etc(root: Path) -> None:
     (root / "etc/passwd").write_text(PASSWD)
     (root / "etc/group").write_text(GROUP)
     (root / "etc/nsswitch.conf").write_text(NSSWITCH)
-    for directory, mode in (("tmp", 0o1777), ("home/nonroot", 0o755), ("dev/shm", 0o1777)):
+    # Mount points of the chart's volumes exist in the image: the root is read-only.
+    for directory, mode in (("tmp", 0o1777), ("home/nonroot", 0o755), ("dev/shm", 0o1777),
+                            ("proc", 0o555), ("sys", 0o555), ("etc/dragate/tls", 0o755),
+                            ("etc/dragate/policies", 0o755), ("etc/dragate/git", 0o755)):
         (root / directory).mkdir(parents=True, exist_ok=True)
         (root / directory).chmod(mode)
 
