@@ -149,7 +149,7 @@ def test_bytecode_is_precompiled_without_timestamps(image_dir: Path) -> None:
     """Read-only root: nothing can be compiled at run time, so everything is compiled now;
     unchecked-hash pycs (flags 0b01) never stat or hash the source at import."""
     root = image_dir / "rootfs"
-    for source in ("opt/dragate/lib/python3.11/site-packages/webhook/cli.py",
+    for source in ("opt/dragate/lib/python3.11/site-packages/webhook/cli/serve.py",
                    "usr/lib/python3.11/json/decoder.py"):  # fmt: skip
         path = root / source
         pyc = path.parent / "__pycache__" / f"{path.stem}.cpython-311.pyc"
