@@ -2,6 +2,7 @@
 
     python3 image/build.py [build]     build (or reuse) the image; last stdout line: its dir
     python3 image/build.py print-dir   the dir for the current inputs, without building
+    python3 image/build.py rootfs DIR  only the root filesystem, into DIR (the Dockerfile)
     python3 image/build.py lock        refresh image/*.lock from Debian and PyPI
 
 The dir holds `oci/` (an OCI image layout: push it with skopeo, crane or oras), `rootfs/`
@@ -16,13 +17,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
 import tomllib
 from pathlib import Path
 
+import lock
 import oci
 from rootfs import VENV, build_rootfs
 
@@ -85,7 +86,8 @@ def build(target: Path) -> None:
                   "org.opencontainers.image.version": version(),
                   "org.opencontainers.image.source": SOURCE,
                   "org.opencontainers.image.licenses": "Apache-2.0"}  # fmt: skip
-        digest = oci.pack(root, work / "out/oci", epoch, version(), labels, RUNTIME)
+        digest = oci.pack(root, work / "out/oci", epoch, ref=version(), labels=labels,
+                          runtime=RUNTIME)
         layer = max((work / "out/oci/blobs/sha256").iterdir(), key=lambda p: p.stat().st_size)
         facts = {"digest": digest, "ref": version(), "source_date_epoch": epoch,
                  "compressed_bytes": layer.stat().st_size, "rootfs_bytes": tree_size(root),
@@ -106,9 +108,11 @@ def main(argv: list[str]) -> int:
         if not (target / "image.json").exists():
             build(target)
         print(target)
+    elif command == "rootfs" and len(argv) == 2:
+        with tempfile.TemporaryDirectory() as work:
+            Path(argv[1]).mkdir(parents=True)
+            build_rootfs(REPO, IMAGE, Path(argv[1]), DOWNLOADS, Path(work))
     elif command == "lock":
-        import lock  # only maintainers need the resolvers
-
         lock.main(DOWNLOADS)
     else:
         print(__doc__, file=sys.stderr)

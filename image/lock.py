@@ -47,10 +47,10 @@ def debian_uris() -> list[str]:
 
 
 def lock_debian(downloads: Path) -> None:
-    lines = ["# Debian bookworm packages of the image: url sha256 (image/build.sh lock rewrites it)",
+    lines = ["# Debian bookworm packages of the image: url sha256 (`image/build.sh lock`)",
              f"# source-date-epoch {int(time.time())}"]  # fmt: skip
-    for url in debian_uris():
-        url = url.replace("http://", "https://", 1)
+    for plain in debian_uris():
+        url = plain.replace("http://", "https://", 1)
         digest = hashlib.sha256(fetch(url, None, downloads).read_bytes()).hexdigest()
         lines.append(f"{url} {digest}")
     DEBIAN_LOCK.write_text("\n".join(lines) + "\n")
@@ -84,7 +84,8 @@ def write_python_lock(path: Path, title: str, pins: list[dict[str, str]]) -> Non
     lines = [f"# {title}", "# One wheel per line, usable as `pip install --require-hashes -r`;",
              "# the comment is where image/build.sh fetches it. `image/build.sh lock` rewrites it."]
     for pin in sorted(pins, key=lambda p: p["name"].lower()):
-        lines.append(f"{pin['name']}=={pin['version']} --hash=sha256:{pin['sha256']}  # {pin['url']}")
+        pinned = f"{pin['name']}=={pin['version']} --hash=sha256:{pin['sha256']}"
+        lines.append(f"{pinned}  # {pin['url']}")
     path.write_text("\n".join(lines) + "\n")
 
 

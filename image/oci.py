@@ -81,7 +81,7 @@ def _config(diff_id: str, epoch: int, labels: dict[str, str], runtime: dict[str,
     return json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
 
 
-def pack(root: Path, layout: Path, epoch: int, ref: str,
+def pack(root: Path, layout: Path, epoch: int, *, ref: str,
          labels: dict[str, str], runtime: dict[str, object]) -> str:  # fmt: skip
     """Writes the OCI layout; returns the manifest digest (the image's identity)."""
     (layout / "blobs/sha256").mkdir(parents=True)

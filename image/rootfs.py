@@ -22,7 +22,8 @@ UID = 65532
 # Only what a running server never reads: manuals, changelogs, lintian overrides.
 PRUNE = ("usr/share/man", "usr/share/info", "usr/share/lintian", "usr/share/locale")
 SHELLS = ("bin/sh", "bin/bash", "bin/dash", "usr/bin/sh", "usr/bin/bash", "usr/bin/dash")
-PASSWD = f"root:x:0:0:root:/root:/usr/sbin/nologin\nnonroot:x:{UID}:{UID}:nonroot:/home/nonroot:/usr/sbin/nologin\n"
+PASSWD = (f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
+          f"nonroot:x:{UID}:{UID}:nonroot:/home/nonroot:/usr/sbin/nologin\n")
 GROUP = f"root:x:0:\nnonroot:x:{UID}:\n"
 NSSWITCH = "passwd: files\ngroup: files\nhosts: files dns\nservices: files\nprotocols: files\n"
 
@@ -88,6 +89,7 @@ def write_etc(root: Path) -> None:
                             ("etc/dragate/policies", 0o755), ("etc/dragate/git", 0o755)):
         (root / directory).mkdir(parents=True, exist_ok=True)
         (root / directory).chmod(mode)
+    os.chown(root / "home/nonroot", UID, UID)
 
 
 def in_chroot(root: Path, *argv: str, epoch: int) -> None:

@@ -16,11 +16,9 @@ a host shell then does what the kubelet and runc do, and `exec`s into the image:
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -96,53 +94,65 @@ def resolve(rootfs: Path, command: str, path: str) -> str:
     raise FileNotFoundError(f"{command} is not on the image's PATH {path}")
 
 
-def _mount_script(rootfs: Path, pod: PodSpec, sources: Mapping[str, Path], own_net: bool) -> list[str]:
-    root = shlex.quote(str(rootfs))
+def _mount_script(rootfs: Path, merged: Path, pod: PodSpec, sources: Mapping[str, Path],
+                  own_net: bool) -> list[str]:  # fmt: skip
+    """Host shell lines run in the new namespaces before `exec`ing into the image."""
+    lower, root, scratch = (shlex.quote(str(p)) for p in (rootfs, merged, merged.parent / "upper"))
     group = str(pod.security.get("fsGroup", 0))
     lines = ["set -eu"]
     if own_net:
         lines.append("ip link set lo up")
-    lines += [f"mount --bind {root} {root}", f"mount -o remount,bind,ro {root}",
-              f"mount -t proc proc {root}/proc",
+    # An overlay over the cached rootfs, like a runtime's snapshot: the mount points of the
+    # pod's volumes are made in it (the cache stays untouched), then it is made read-only.
+    lines += [f"mkdir -p {scratch} {root}", f"mount -t tmpfs -o size=1m tmpfs {scratch}",
+              f"mkdir {scratch}/u {scratch}/w",
+              f"mount -t overlay overlay -o lowerdir={lower},upperdir={scratch}/u,"
+              f"workdir={scratch}/w {root}"]  # fmt: skip
+    mounts = pod.container.get("volumeMounts", [])
+    for mount in mounts:
+        lines.append(f"mkdir -p {shlex.quote(str(merged) + mount['mountPath'])}")
+    lines += [f"mount -o remount,ro {root}", f"mount -t proc proc {root}/proc",
               f"mount -t tmpfs -o mode=755,size=1m,nosuid tmpfs {root}/dev"]  # fmt: skip
     for device in DEVICES:
         lines += [f"touch {root}/dev/{device}", f"mount --bind /dev/{device} {root}/dev/{device}"]
     lines += [f"ln -s /proc/self/fd {root}/dev/fd", f"mkdir {root}/dev/shm"]
-    for mount in pod.container.get("volumeMounts", []):
-        volume = pod.volumes[mount["name"]]
-        target = shlex.quote(f"{rootfs}{mount['mountPath']}")
-        if "emptyDir" in volume:
-            size = volume["emptyDir"].get("sizeLimit", "64Mi").replace("Mi", "m")
-            lines.append(f"mount -t tmpfs -o mode=1777,size={size},nosuid,nodev tmpfs {target}")
-        elif "secret" in volume:
-            source = shlex.quote(str(sources[mount["name"]]))
-            lines += [f"mount -t tmpfs -o mode=755,size=1m tmpfs {target}",
-                      f"cp {source}/* {target}/", f"chgrp {group} {target}/*",
-                      f"chmod 0440 {target}/*", f"mount -o remount,bind,ro {target}"]  # fmt: skip
-        else:  # configMap: a read-only bind mount of a ConfigMap-shaped directory
-            source = shlex.quote(str(sources[mount["name"]]))
-            lines += [f"mount --bind {source} {target}", f"mount -o remount,bind,ro {target}"]
+    for mount in mounts:
+        lines += _volume_lines(pod.volumes[mount["name"]], merged, mount, sources, group)
     return lines
 
 
-def launch_argv(
-    rootfs: Path, image: ImageConfig, pod: PodSpec, sources: Mapping[str, Path],
-    *, own_net: bool = True, args: Sequence[str] | None = None,
-) -> list[str]:  # fmt: skip
-    """The host argv that starts the pod's container from `rootfs`."""
+def _volume_lines(volume: Mapping[str, Any], merged: Path, mount: Mapping[str, Any],
+                  sources: Mapping[str, Path], group: str) -> list[str]:  # fmt: skip
+    target = shlex.quote(f"{merged}{mount['mountPath']}")
+    if "emptyDir" in volume:
+        size = volume["emptyDir"].get("sizeLimit", "64Mi").replace("Mi", "m")
+        return [f"mount -t tmpfs -o mode=1777,size={size},nosuid,nodev tmpfs {target}"]
+    source = shlex.quote(str(sources[mount["name"]]))
+    if "secret" in volume:  # the kubelet's tmpfs, files 0440 owned by fsGroup
+        return [f"mount -t tmpfs -o mode=755,size=1m tmpfs {target}",
+                f"cp {source}/* {target}/", f"chgrp {group} {target}/*",
+                f"chmod 0440 {target}/*", f"mount -o remount,bind,ro {target}"]  # fmt: skip
+    # configMap: a read-only bind mount of a ConfigMap-shaped directory
+    return [f"mount --bind {source} {target}", f"mount -o remount,bind,ro {target}"]
+
+
+def launch_argv(rootfs: Path, image: ImageConfig, pod: PodSpec, sources: Mapping[str, Path],
+                workdir: Path, *, own_net: bool = True) -> list[str]:  # fmt: skip
+    """The host argv that starts the pod's container from `rootfs` (mounted under workdir)."""
     env = {**image.env, **pod.env()}
-    command = pod.container.get("command") or image.entrypoint
-    argv = [*command, *(pod.container.get("args", []) if args is None else args)]
+    argv = [*(pod.container.get("command") or image.entrypoint), *pod.container.get("args", [])]
     argv = [expand(arg, env) for arg in argv]
     argv[0] = resolve(rootfs, argv[0], env["PATH"])
-    user = pod.container.get("securityContext", {}).get("runAsUser", image.user.split(":")[0])
-    group = pod.container.get("securityContext", {}).get("runAsGroup", image.user.split(":")[1])
+    context = pod.container.get("securityContext", {})
+    user = context.get("runAsUser", image.user.split(":")[0])
+    group = context.get("runAsGroup", image.user.split(":")[1])
     groups = str(pod.security.get("fsGroup", group))
-    lines = _mount_script(rootfs, pod, sources, own_net)
+    merged = workdir / "root"
+    lines = _mount_script(rootfs, merged, pod, sources, own_net)
     env_args = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
     lines.append(
         f"exec env -i {env_args} chroot --userspec={user}:{group} --groups={groups} "
-        f"{shlex.quote(str(rootfs))} {shlex.join(argv)}"
+        f"{shlex.quote(str(merged))} {shlex.join(argv)}"
     )
     flags = ["--mount", "--pid", "--fork", "--kill-child"] + (["--net"] if own_net else [])
     return ["unshare", *flags, "--", "/bin/sh", "-c", "\n".join(lines)]
@@ -174,8 +184,9 @@ def container_pid(unshare_pid: int) -> int | None:
     return None
 
 
-def nsenter(pid: int, *argv: str, net: bool = False, root: bool = False,
-            user: int | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def nsenter(
+    pid: int, *argv: str, net: bool = False, root: bool = False, user: int | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run `argv` in the container's network namespace, or in its mounts and root as `user`."""
     flags = [f"--target={pid}"]
     if net:
@@ -185,8 +196,6 @@ def nsenter(pid: int, *argv: str, net: bool = False, root: bool = False,
     if user is not None:
         flags += [f"--setuid={user}", f"--setgid={user}"]
     return subprocess.run(["nsenter", *flags, "--", *argv], capture_output=True, text=True,
-                          timeout=timeout, check=False)  # fmt: skip
+                          timeout=30, check=False)  # fmt: skip
 
 
-def terminate(pid: int) -> None:
-    os.kill(pid, signal.SIGTERM)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,13 +51,11 @@ class Pod:
 
     @classmethod
     def start(cls, image_dir: Path, spec: PodSpec, sources: Mapping[str, Path], workdir: Path,
-              *, own_net: bool = True, args: Sequence[str] | None = None) -> Pod:  # fmt: skip
+              *, own_net: bool = True) -> Pod:  # fmt: skip
         image = ImageConfig.read(image_dir / "oci")
-        argv = launch_argv(image_dir / "rootfs", image, spec, sources, own_net=own_net, args=args)
+        argv = launch_argv(image_dir / "rootfs", image, spec, sources, workdir, own_net=own_net)
         process = ManagedProcess("pod", argv, workdir)
         port = spec.container["ports"][0]["containerPort"]
-        if args is not None:
-            port = int(next(a.split("=", 1)[1] for a in args if a.startswith("--port=")))
         pod = cls(process, port, sources["tls"] / "ca.crt", own_net)
         process.wait_ready(lambda: pod.get("/readyz")["status"] == 200, READY_TIMEOUT)
         return pod
@@ -90,11 +90,16 @@ class Pod:
 
     def terminate(self, grace: float = 40.0) -> int:
         """SIGTERM to the container's PID 1, as the kubelet sends it; returns the exit code."""
-        os.kill(self.pid, 15)
+        os.kill(self.pid, signal.SIGTERM)
         wait_for(lambda: not self.process.is_running(), timeout=grace, what="the pod to exit")
         code = self.process._popen.returncode
         return int(code)
 
     def stop(self) -> None:
-        if self.process.is_running():
-            self.process.stop(grace=40.0)
+        """SIGTERM to PID 1 (unshare does not forward it), SIGKILL via unshare if stuck."""
+        pid = container_pid(self.process.pid) if self.process.is_running() else None
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                wait_for(lambda: not self.process.is_running(), timeout=40.0, what="exit")
+        self.process.stop(grace=10.0)
