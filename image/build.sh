@@ -7,7 +7,8 @@
 #   image/build.sh --print-dir | lock     the cache dir for these inputs | refresh the locks
 #
 # The last stdout line is the image dir: oci/ (OCI layout), rootfs/, image.json. Needs root.
-# Installs the Debian tools it uses (dpkg-deb, chroot, unshare, nsenter, ip) when missing.
+# Installs the Debian tools it and tests/image use (dpkg-deb, chroot, unshare, nsenter, ip,
+# umoci) when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,7 @@ ensure_tools() {
     command -v chroot >/dev/null || missing+=(coreutils)
     command -v nsenter >/dev/null || missing+=(util-linux)
     command -v ip >/dev/null || missing+=(iproute2)
+    command -v umoci >/dev/null || missing+=(umoci)  # tests/image: an independent OCI reader
     command -v apt-get >/dev/null || return 0
     if ((${#missing[@]})); then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"

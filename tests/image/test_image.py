@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import tomllib
 from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+import yaml
 from builders import V1, claim, exact, request
 
 from .container import ImageConfig, PodSpec
@@ -155,3 +158,30 @@ def test_bytecode_is_precompiled_without_timestamps(image_dir: Path) -> None:
         pyc = path.parent / "__pycache__" / f"{path.stem}.cpython-311.pyc"
         flags = int.from_bytes(pyc.read_bytes()[4:8], "little")
         assert flags == 0b01, (pyc, flags)
+
+
+def test_versions_agree(image_dir: Path) -> None:
+    """pyproject, the OCI ref, the Dockerfile label and the chart's appVersion (its default
+    image tag) name one version, so `helm install` pulls what the build tagged."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    built = json.loads((image_dir / "image.json").read_text())["ref"]
+    chart = yaml.safe_load((REPO / "charts/dragate/Chart.yaml").read_text())["appVersion"]
+    label = re.search(r'org\.opencontainers\.image\.version="([^"]+)"',
+                      (REPO / "Dockerfile").read_text())  # fmt: skip
+    assert label is not None
+    assert {project, built, chart, label[1]} == {project}
+
+
+def test_umoci_unpacks_the_layout_to_the_same_tree(image_dir: Path, tmp_path: Path) -> None:
+    """umoci, an independent OCI implementation, reads the layout: same files as rootfs/,
+    and the runtime config the chart relies on (uid, gid, entrypoint)."""
+    bundle = tmp_path / "bundle"
+    subprocess.run(["umoci", "unpack", "--image", f"{image_dir / 'oci'}:0.1.0", str(bundle)],
+                   check=True, capture_output=True)  # fmt: skip
+    process = json.loads((bundle / "config.json").read_text())["process"]
+    assert process["user"] == {"uid": 65532, "gid": 65532}
+    assert process["args"] == ["/opt/dragate/bin/dragate", "serve"]
+    differences = subprocess.run(["diff", "-r", "--no-dereference", "-q", str(bundle / "rootfs"),
+                                  str(image_dir / "rootfs")], capture_output=True, text=True,
+                                 check=False)  # fmt: skip
+    assert differences.returncode == 0, differences.stdout[-2000:]
