@@ -93,6 +93,8 @@ def build(target: Path) -> None:
                  "compressed_bytes": layer.stat().st_size, "rootfs_bytes": tree_size(root),
                  "build_seconds": round(time.monotonic() - started, 1)}  # fmt: skip
         (work / "out/image.json").write_text(json.dumps(facts, indent=2) + "\n")
+        if input_hash() != target.name:
+            raise SystemExit("image/build.py: the sources changed during the build; run it again")
         if target.exists():  # another build of the same inputs won
             return
         os.replace(work / "out", target)
