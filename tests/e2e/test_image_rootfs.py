@@ -80,6 +80,7 @@ def image_pod(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Ite
     cluster.kubectl("apply", "-f", str(CRD))
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
                     "crd/tenantusages.dragate.io")  # fmt: skip
+    classes_before = cluster.kubectl("get", "deviceclasses", "-o", "name").stdout.split()
     cluster.apply((DATA / "inventory.yaml").read_text() + f"---\n{json.dumps(SLICE)}\n")
     cluster.kubectl("create", "namespace", NAMESPACE)
     base = tmp_path_factory.mktemp("image-pod")
@@ -100,6 +101,9 @@ def image_pod(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Ite
         cluster.kubectl("delete", "tenantusage", NAMESPACE, "--ignore-not-found", check=False)
         cluster.kubectl("delete", "resourceslice", SLICE["metadata"]["name"],
                         "--ignore-not-found", check=False)  # fmt: skip
+        if not classes_before:  # leave the cluster's DeviceClasses as they were
+            cluster.kubectl("delete", "-f", str(DATA / "inventory.yaml"), "--ignore-not-found",
+                            "--wait=false", check=False)  # fmt: skip
 
 
 def test_image_rootfs_judges_claims_and_keeps_the_ledger(cluster: Cluster, image_pod: Pod) -> None:
