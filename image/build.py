@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -74,7 +75,23 @@ def tree_size(root: Path) -> int:
     return sum(p.lstat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+def check_lock_covers_dependencies() -> None:
+    """A dependency added to pyproject.toml but not locked would fail deep inside pip."""
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    lines = (IMAGE / "requirements.lock").read_text().splitlines()
+    locked = {norm(line.split("==")[0]) for line in lines if line and not line.startswith("#")}
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    names = {d: norm(re.split(r"[\s<>=!~;\[]", d, maxsplit=1)[0]) for d in project}
+    missing = [d for d, name in names.items() if name not in locked]
+    if missing:
+        raise SystemExit(f"image/requirements.lock lacks {missing} from pyproject.toml: "
+                         "run `image/build.sh lock` and commit the locks")  # fmt: skip
+
+
 def build(target: Path) -> None:
+    check_lock_covers_dependencies()
     started = time.monotonic()
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".building-") as tmp:
