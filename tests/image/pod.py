@@ -96,10 +96,15 @@ class Pod:
         return int(code)
 
     def stop(self) -> None:
-        """SIGTERM to PID 1 (unshare does not forward it), SIGKILL via unshare if stuck."""
+        """SIGTERM to PID 1 (unshare does not forward it), SIGKILL to it if stuck: killing
+        unshare alone would orphan the server (chroot --userspec clears the parent-death
+        signal), while PID 1's death ends the whole PID namespace."""
         pid = container_pid(self.process.pid) if self.process.is_running() else None
         if pid is not None:
             os.kill(pid, signal.SIGTERM)
-            with contextlib.suppress(TimeoutError):
+            try:
                 wait_for(lambda: not self.process.is_running(), timeout=40.0, what="exit")
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         self.process.stop(grace=10.0)
