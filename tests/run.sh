@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test dragate has, from a fresh machine: installs what it needs
-# (pip, and the Go-built Kubernetes toolchain, cached outside the repo), then static checks,
-# then the whole pytest suite including the end-to-end tests against a real kube-apiserver.
+# (pip, and the Go-built Kubernetes toolchain, cached outside the repo), builds the container
+# image (cached outside the repo too; needs root), then static checks, then the whole pytest
+# suite including the end-to-end tests against a real kube-apiserver and the image tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,8 +15,13 @@ step "build the Kubernetes test toolchain (cached)"
 bin_dir=$(bash tests/e2e/toolchain/build.sh | tail -n 1)
 export DRAGATE_TOOLCHAIN_BIN="$bin_dir"
 
+step "container image: hadolint, then the build (cached by input hash; a cold build runs twice)"
+hadolint Dockerfile
+image_dir=$(bash image/build.sh --check-reproducible | tail -n 1)
+echo "image: $image_dir"
+
 step "ruff"
-python3 -m ruff check webhook tests
+python3 -m ruff check webhook tests image
 step "mypy --strict"
 python3 -m mypy
 step "layer contracts (import-linter)"
