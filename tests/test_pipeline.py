@@ -309,9 +309,10 @@ def test_feasibility_against_the_published_devices(
     assert fragment in " ".join(str(r) for r in verdict.decision.reasons)
 
 
-def test_all_mode_is_charged_the_devices_the_class_matches() -> None:
+def test_all_mode_is_charged_32_as_resourcequota_and_the_inventory_only_warns() -> None:
     verdict = review(
         request_from_object(claim(request(exact(count=None, mode="All")))), inventory_context()
     )
-    assert verdict.allowed
-    assert verdict.decision.charges == {"gpu.nvidia.com": 8}
+    assert "requested 32" in " ".join(r.message for r in verdict.decision.reasons)
+    assert verdict.decision.charges == {"gpu.nvidia.com": 32}
+    assert any("8 published devices match" in w for w in verdict.decision.warnings)
