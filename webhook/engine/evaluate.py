@@ -19,8 +19,8 @@ from webhook.engine.tenancy import namespace_labels
 from webhook.types import (
     ALL_MODE_DEVICES,
     Action,
-    AllocationMode,
     AdmissionRequest,
+    AllocationMode,
     ClaimSpec,
     Decision,
     Facts,

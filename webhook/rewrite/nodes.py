@@ -216,7 +216,8 @@ def _full_version(key: str, value: str | None, attribute: str, length: int) -> T
     numbers = (value or "").split(".")
     if len(numbers) != length or not all(n.isdigit() for n in numbers):
         return f"dragate: node label {key}={value} kept: not a {length}-part version"
-    checks = [f"{ATTR}.{attribute}.{p}() == {int(n)}" for p, n in zip(_PARTS, numbers)]
+    parts = zip(_PARTS[:length], numbers, strict=True)
+    checks = [f"{ATTR}.{attribute}.{p}() == {int(n)}" for p, n in parts]
     return " && ".join(checks), BOTH
 
 
