@@ -1,0 +1,220 @@
+"""Can one node hold every request of a claim at once? The scheduler's question, asked early.
+
+The scheduler allocates a claim on one node: all its requests together, on distinct devices,
+at most 32 devices in all (`AllocationResultsMaxSize`), `All` taking every matching device the
+node can reach, `firstAvailable` trying alternatives, `matchAttribute` constraints holding
+across the requests they name. A CEL runtime error on any device the node can reach aborts
+the allocation there. Checking requests one at a time says "fits" for `[{gpu 8},{gpu 1}]` on
+8-GPU nodes; this module checks them together.
+
+Nodes with the same devices (as far as this claim can tell) are checked once: a node is
+described by, per device, which requests it matches and its constrained attribute values.
+Devices of a shared pool (`allNodes`, a node selector) are reachable from every node.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.engine.devices import Device
+from webhook.engine.inventory import Selection
+from webhook.types import ALL_MODE_DEVICES, AllocationMode, ClaimSpec, DeviceRequest
+
+MAX_COMBINATIONS = 256
+"""firstAvailable alternatives tried per node; past this the claim is judged on the first."""
+
+Kind = tuple[tuple[bool, ...], tuple[Any, ...]]
+"""A device as the claim sees it: which leaves it matches, its constrained attribute values."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    ok: bool
+    nodes: int = 0  # nodes that could hold the claim
+    reason: str = ""
+
+
+def place_claim(spec: ClaimSpec, selections: Mapping[str, Selection]) -> Placement:
+    """Whether some node can hold all of `spec`'s requests together.
+
+    `selections` maps each leaf name (`request` or `request/sub`) to its devices.
+    """
+    leaves = [leaf for r in spec.requests for leaf in r.leaves() if leaf.name in selections]
+    attributes = tuple(dict.fromkeys(c.attribute for c in spec.constraints))
+    shared = _devices_at(None, leaves, selections)
+    kinds: Counter[tuple[tuple[Kind, int], ...]] = Counter()
+    for node in _nodes(leaves, selections):
+        if any(node in selections[leaf.name].failed_nodes for leaf in leaves):
+            continue
+        kinds[_describe(_devices_at(node, leaves, selections) | shared, leaves, attributes)] += 1
+    fitting = sum(n for kind, n in kinds.items() if _fits(spec, leaves, attributes, kind))
+    if fitting:
+        return Placement(True, fitting)
+    return Placement(False, 0, _why(spec, leaves, selections))
+
+
+def _nodes(leaves: Sequence[DeviceRequest], selections: Mapping[str, Selection]) -> set[str | None]:
+    nodes: set[str | None] = {n for leaf in leaves for n in selections[leaf.name].by_node}
+    shared_only = nodes == {None}
+    nodes.discard(None)
+    return {None} if shared_only else nodes
+
+
+def _devices_at(
+    node: str | None, leaves: Sequence[DeviceRequest], selections: Mapping[str, Selection]
+) -> dict[str, tuple[Device, frozenset[str]]]:
+    """Per device name on `node`: the device and the leaves it matches."""
+    found: dict[str, tuple[Device, set[str]]] = {}
+    for leaf in leaves:
+        for device in selections[leaf.name].by_node.get(node, ()):
+            found.setdefault(device.name, (device, set()))[1].add(leaf.name)
+    return {k: (d, frozenset(m)) for k, (d, m) in found.items()}
+
+
+def _describe(
+    devices: Mapping[str, tuple[Device, frozenset[str]]],
+    leaves: Sequence[DeviceRequest],
+    attributes: Sequence[str],
+) -> tuple[tuple[Kind, int], ...]:
+    kinds: Counter[Kind] = Counter()
+    for device, matched in devices.values():
+        membership = tuple(leaf.name in matched for leaf in leaves)
+        kinds[(membership, tuple(_attribute(device, a) for a in attributes))] += 1
+    return tuple(sorted(kinds.items(), key=repr))
+
+
+def _attribute(device: Device, qualified: str) -> Any:
+    domain, _, name = qualified.rpartition("/")
+    raw = device.attributes.get(qualified)
+    if raw is None and domain == device.driver:
+        raw = device.attributes.get(name)
+    if isinstance(raw, Mapping) and raw:
+        return repr(sorted(raw.items()))
+    return None
+
+
+def _fits(
+    spec: ClaimSpec,
+    leaves: Sequence[DeviceRequest],
+    attributes: Sequence[str],
+    kind: tuple[tuple[Kind, int], ...],
+) -> bool:
+    position = {leaf.name: i for i, leaf in enumerate(leaves)}
+    choices = [[a for a in r.alternatives or (r,) if a.name in position] for r in spec.requests]
+    combinations = itertools.islice(itertools.product(*choices), MAX_COMBINATIONS)
+    return any(
+        _fits_choice(spec, chosen, position, attributes, kind) for chosen in combinations
+    )
+
+
+def _fits_choice(
+    spec: ClaimSpec,
+    chosen: Sequence[DeviceRequest],
+    position: Mapping[str, int],
+    attributes: Sequence[str],
+    kind: tuple[tuple[Kind, int], ...],
+) -> bool:
+    """One alternative per request: try every value of the constrained attributes."""
+    values = [sorted({k[1][i] for k, _ in kind} - {None}, key=repr) for i in range(len(attributes))]
+    for picked in itertools.product(*values):
+        usable = _restrict(spec, chosen, attributes, dict(zip(attributes, picked, strict=True)))
+        if _assign(chosen, position, usable, kind):
+            return True
+    return False
+
+
+def _restrict(
+    spec: ClaimSpec,
+    chosen: Sequence[DeviceRequest],
+    attributes: Sequence[str],
+    picked: Mapping[str, Any],
+) -> dict[str, list[tuple[int, Any]]]:
+    """Per chosen leaf, the attribute values its devices must have (index into attributes)."""
+    rules: dict[str, list[tuple[int, Any]]] = {leaf.name: [] for leaf in chosen}
+    for constraint in spec.constraints:
+        index = attributes.index(constraint.attribute)
+        for leaf in chosen:
+            parent = leaf.name.split("/", 1)[0]
+            if not constraint.requests or {leaf.name, parent} & set(constraint.requests):
+                rules[leaf.name].append((index, picked[constraint.attribute]))
+    return rules
+
+
+def _assign(
+    chosen: Sequence[DeviceRequest],
+    position: Mapping[str, int],
+    rules: Mapping[str, list[tuple[int, Any]]],
+    kind: tuple[tuple[Kind, int], ...],
+) -> bool:
+    """Distinct devices for every chosen leaf: `All` takes all it matches, then a max flow."""
+    free = [n for _, n in kind]
+    needed: list[tuple[int, list[int]]] = []
+    taken = 0
+    for leaf in chosen:
+        usable = [
+            i for i, (k, _) in enumerate(kind)
+            if k[0][position[leaf.name]] and all(k[1][a] == v for a, v in rules[leaf.name])
+        ]
+        if leaf.allocation_mode == AllocationMode.ALL:
+            every = sum(free[i] for i in usable)
+            if every == 0 or any(free[i] != kind[i][1] for i in usable):
+                return False  # none match, or some are already taken by another request
+            for i in usable:
+                free[i] = 0
+            taken += every
+        else:
+            needed.append((leaf.count, usable))
+            taken += leaf.count
+    return taken <= ALL_MODE_DEVICES and _flow(needed, free)
+
+
+def _flow(needed: list[tuple[int, list[int]]], free: list[int]) -> bool:
+    """Whether every (count, usable kinds) demand can be met from `free` devices per kind."""
+    left = list(free)
+    given: list[dict[int, int]] = [{} for _ in needed]
+
+    def augment(demand: int, seen: set[int]) -> bool:
+        for kind in needed[demand][1]:
+            if kind in seen:
+                continue
+            seen.add(kind)
+            if left[kind] > 0:
+                left[kind] -= 1
+                given[demand][kind] = given[demand].get(kind, 0) + 1
+                return True
+            for other, amounts in enumerate(given):
+                if other != demand and amounts.get(kind) and _reroute(other, kind, seen):
+                    given[demand][kind] = given[demand].get(kind, 0) + 1
+                    return True
+        return False
+
+    def _reroute(other: int, kind: int, seen: set[int]) -> bool:
+        given[other][kind] -= 1
+        if augment(other, seen):
+            return True
+        given[other][kind] += 1
+        return False
+
+    for demand, (count, _) in enumerate(needed):
+        for _ in range(count):
+            if not augment(demand, set()):
+                return False
+    return True
+
+
+def _why(
+    spec: ClaimSpec, leaves: Sequence[DeviceRequest], selections: Mapping[str, Selection]
+) -> str:
+    names = ", ".join(repr(r.name) for r in spec.requests)
+    failed = {n for leaf in leaves for n in selections[leaf.name].failed_nodes}
+    text = f"requests {names} cannot be allocated together on any one node"
+    if failed:
+        text += (f" (a selector failed with an error on {len(failed)} node(s), which aborts "
+                 "allocation there)")
+    if spec.constraints:
+        text += " with their matchAttribute constraints"
+    return text
