@@ -1,0 +1,404 @@
+"""dragate against the real kube-scheduler and ResourceQuota (Kubernetes 1.34).
+
+One control plane with kube-scheduler, six fake Ready Nodes and NVIDIA-shaped ResourceSlices
+(`tests/nvidia_shapes.py`): A100 and H100 nodes, a node with GPUs and MIG slices, MIG nodes
+(one with 56 x 1g.10gb). The scheduler is the oracle:
+
+- quota: ResourceQuota's `status.used` for random claims equals dragate's counting;
+- feasibility: dragate's verdict on random claims equals the scheduler's outcome;
+- the legacy table: Pods asking `nvidia.com/*` are created through dragate's webhook and as
+  `dragate migrate` output; those the device plugin would have placed get bound with their
+  claims allocated, the others stay Unschedulable with dragate's warning, and the webhook and
+  `dragate check` agree on every one.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from nvidia_shapes import device_classes
+
+from webhook.engine.counting import add_charges, devices_by_class
+from webhook.engine.feasibility import check_claim
+from webhook.engine.inventory import Inventory
+from webhook.engine.normalize import claim_spec
+
+from .cluster import Cluster, running_cluster
+from .dragate_server import CRD, DRAGATE, DragateServer, serve_command
+from .scheduling import (
+    BOUND,
+    UNSCHEDULABLE,
+    allocated_devices,
+    force_delete,
+    pod_outcome,
+    publish_inventory,
+)
+from .toolchain_bins import require_binaries
+from .webhooks import register_webhooks, wait_until_webhook_fires
+
+pytestmark = pytest.mark.e2e
+
+ADMIN_LABEL = "resource.kubernetes.io/admin-access"
+CLASSES = ("gpu.nvidia.com", "mig.nvidia.com")
+PROFILE = "device.attributes['gpu.nvidia.com'].profile == '{}'"
+PRODUCT = "device.attributes['gpu.nvidia.com'].productName == '{}'"
+MEMORY = "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('{}')) >= 0"
+
+
+@pytest.fixture(scope="module")
+def sched(e2e_bin_dir: Path) -> Iterator[tuple[Cluster, list[dict[str, Any]]]]:
+    require_binaries(e2e_bin_dir, ("kube-scheduler",))
+    with running_cluster(e2e_bin_dir, scheduler=True) as cluster:
+        slices = publish_inventory(cluster)
+        yield cluster, slices
+
+
+def kubectl_json(cluster: Cluster, verb: str, obj: Any, *args: str,
+                 check: bool = True) -> subprocess.CompletedProcess[str]:
+    return cluster.kubectl(verb, "-f", "-", *args, input=json.dumps(obj), check=check)
+
+
+def namespace(cluster: Cluster, name: str, **labels: str) -> None:
+    obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+    kubectl_json(cluster, "create", obj)
+
+
+# --- random claims ---------------------------------------------------------------------------
+
+
+def random_leaf(rng: random.Random, name: str, *, all_ok: bool = True) -> dict[str, Any]:
+    cls = rng.choice(CLASSES)
+    body: dict[str, Any] = {"deviceClassName": cls}
+    if all_ok and rng.random() < 0.2:
+        body["allocationMode"] = "All"
+    else:
+        body["count"] = rng.choice((1, 1, 2, 3, 4, 5, 7, 8, 9))
+    selectors = []
+    if cls == "mig.nvidia.com" and rng.random() < 0.7:
+        selectors.append(PROFILE.format(rng.choice(("1g.10gb", "3g.40gb", "2g.20gb"))))
+    if cls == "gpu.nvidia.com" and rng.random() < 0.5:
+        selectors.append(rng.choice((
+            PRODUCT.format("NVIDIA H100 80GB HBM3"), PRODUCT.format("NVIDIA A100-SXM4-80GB"),
+            MEMORY.format("80Gi"), MEMORY.format("40Gi"),
+            "device.attributes['gpu.nvidia.com'].driverVersion.major() == 570")))
+    if selectors:
+        body["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+    return {"name": name, **body}
+
+
+def random_request(rng: random.Random, name: str, admin: bool) -> dict[str, Any]:
+    """A v1-shaped request: `exactly` or `firstAvailable` (2-3 alternatives)."""
+    if rng.random() < 0.3:
+        subs = [random_leaf(rng, f"alt{i}") for i in range(rng.randint(2, 3))]
+        return {"name": name, "firstAvailable": subs}
+    leaf = random_leaf(rng, name)
+    if admin and rng.random() < 0.3:
+        leaf["adminAccess"] = True
+    return {"name": leaf.pop("name"), "exactly": leaf}
+
+
+def in_version(claim_spec_v1: dict[str, Any], version: str) -> dict[str, Any]:
+    """The same spec in v1 (`exactly`), v1beta2 (same shape) or v1beta1 (flat requests)."""
+    if version != "v1beta1":
+        return claim_spec_v1
+    requests = []
+    for request in claim_spec_v1["devices"]["requests"]:
+        exact = request.get("exactly")
+        requests.append({"name": request["name"], **exact} if exact else request)
+    return {"devices": {**claim_spec_v1["devices"], "requests": requests}}
+
+
+def random_claim(rng: random.Random, name: str, ns: str, *, admin: bool) -> dict[str, Any]:
+    requests = [random_request(rng, f"r{i}", admin) for i in range(rng.randint(1, 3))]
+    version = rng.choice(("v1", "v1beta2", "v1beta1"))
+    return {"apiVersion": f"resource.k8s.io/{version}", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": in_version({"devices": {"requests": requests}}, version)}
+
+
+def quota_key(device_class: str) -> str:
+    return f"{device_class}.deviceclass.resource.k8s.io/devices"
+
+
+# --- 1. ResourceQuota and dragate count alike -------------------------------------------------
+
+
+def test_resourcequota_and_dragate_count_random_claims_alike(
+    sched: tuple[Cluster, list[dict[str, Any]]],
+) -> None:
+    """240 random claims (v1/v1beta2/v1beta1, All, firstAvailable, adminAccess) in 24
+    namespaces, slices published: each namespace's ResourceQuota usage equals dragate's count,
+    from the objects as sent and as stored."""
+    cluster, _ = sched
+    rng = random.Random(1234)
+    expected: dict[str, dict[str, int]] = {}
+    claims: list[dict[str, Any]] = []
+    for n in range(24):
+        ns = f"quota-{n}"
+        namespace(cluster, ns, **{ADMIN_LABEL: "true"})
+        hard = {quota_key(c): "100000" for c in CLASSES}
+        quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "dra",
+                 "namespace": ns}, "spec": {"hard": hard}}
+        kubectl_json(cluster, "create", quota)
+        batch = [random_claim(rng, f"c{i}", ns, admin=True) for i in range(10)]
+        claims += batch
+        expected[ns] = add_charges(devices_by_class(claim_spec(c, "c")) for c in batch)
+    wait_quota_ready(cluster, [f"quota-{n}" for n in range(24)])
+    kubectl_json(cluster, "create", {"apiVersion": "v1", "kind": "List", "items": claims})
+    for ns, charges in expected.items():
+        used = cluster.get_json("resourcequota", "dra", "-n", ns)["status"]["used"]
+        counted = {c: int(used[quota_key(c)]) for c in CLASSES if int(used[quota_key(c)])}
+        stored = cluster.get_json("resourceclaims", "-n", ns)["items"]
+        again = add_charges(devices_by_class(claim_spec(c, "c")) for c in stored)
+        assert counted == charges == again, ns
+
+
+def wait_quota_ready(cluster: Cluster, namespaces: list[str]) -> None:
+    """ResourceQuota admission refuses creates until the controller filled `status.hard`."""
+    from .processes import wait_for
+
+    def ready() -> bool:
+        return all(cluster.get_json("resourcequota", "dra", "-n", ns).get("status", {}).get("hard")
+                   for ns in namespaces)
+
+    wait_for(ready, timeout=60, interval=0.5, what="ResourceQuota status")
+
+
+# --- 2. feasibility == the scheduler's outcome ------------------------------------------------
+
+
+def test_feasibility_verdict_equals_the_schedulers_outcome(
+    sched: tuple[Cluster, list[dict[str, Any]]],
+) -> None:
+    """60 random claims, each with a Pod: bound iff dragate says feasible. One at a time, so
+    allocations never compete (feasibility ignores them on purpose)."""
+    cluster, slices = sched
+    inventory = Inventory.from_slices(slices)
+    classes = {c["metadata"]["name"]: c for c in device_classes()}
+    namespace(cluster, "feasible")
+    rng = random.Random(99)
+    disagreements = []
+    for i in range(60):
+        claim = random_claim(rng, f"f{i}", "feasible", admin=False)
+        results = check_claim(inventory, claim_spec(claim, "c"), classes)
+        verdict = BOUND if all(r.ok for r in results) else UNSCHEDULABLE
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"f{i}",
+               "namespace": "feasible"}, "spec": {
+                   "containers": [{"name": "c", "image": "x",
+                                   "resources": {"claims": [{"name": "d"}]}}],
+                   "resourceClaims": [{"name": "d", "resourceClaimName": f"f{i}"}]}}
+        kubectl_json(cluster, "create", {"apiVersion": "v1", "kind": "List",
+                                         "items": [claim, pod]})
+        outcome, _ = pod_outcome(cluster, "feasible", f"f{i}")
+        if outcome != verdict:
+            disagreements.append((claim["spec"], outcome, [r.message for r in results]))
+        force_delete(cluster, "feasible", f"pod/f{i}")
+        cluster.kubectl("delete", "resourceclaim", f"f{i}", "-n", "feasible", "--wait=true",
+                        "--timeout=60s")
+    assert not disagreements, json.dumps(disagreements, indent=1)
+
+
+# --- 3. the legacy table ----------------------------------------------------------------------
+
+POLICIES = """
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: legacy}
+spec:
+  namespaces: [legacy, migrated]
+  quota:
+  - {deviceClassName: gpu.nvidia.com, maxDevices: 1000}
+  - {deviceClassName: mig.nvidia.com, maxDevices: 1000}
+---
+apiVersion: dragate.io/v1alpha1
+kind: DeviceClassPolicy
+metadata: {name: gpu}
+spec: {deviceClassNames: [gpu.nvidia.com], maxCountPerRequest: 8}
+---
+apiVersion: dragate.io/v1alpha1
+kind: DeviceClassPolicy
+metadata: {name: mig}
+spec: {deviceClassNames: [mig.nvidia.com], maxCountPerRequest: 7}
+---
+apiVersion: dragate.io/v1alpha1
+kind: Settings
+metadata: {name: settings}
+spec: {feasibility: Warn}
+"""
+
+DENIED = "denied"
+
+
+def container(name: str, **limits: int) -> dict[str, Any]:
+    legacy = {f"nvidia.com/{k.replace('_', '.')}": v for k, v in limits.items()}
+    return {"name": name, "image": "x", "resources": {"limits": legacy}}
+
+
+def sidecar(name: str, **limits: int) -> dict[str, Any]:
+    return {**container(name, **limits), "restartPolicy": "Always"}
+
+
+def mig(profile: str, count: int) -> dict[str, int]:
+    return {f"mig-{profile}".replace(".", "_"): count}
+
+
+Row = tuple[str, list[dict[str, Any]], list[dict[str, Any]], dict[str, str], str]
+"""(id, containers, init containers, node selector, expected outcome)"""
+TABLE: list[Row] = [
+    ("gpu-1", [container("m", gpu=1)], [], {}, BOUND),
+    ("gpu-8", [container("m", gpu=8)], [], {}, BOUND),
+    ("gpu-9", [container("m", gpu=9)], [], {}, DENIED),
+    ("two-containers", [container("a", gpu=1), container("b", gpu=2)], [], {}, BOUND),
+    ("h100-product", [container("m", gpu=4)], [],
+     {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, BOUND),
+    ("a100-80-product-8", [container("m", gpu=8)], [],
+     {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}, BOUND),
+    ("a100-40-product-5", [container("m", gpu=5)], [],
+     {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}, UNSCHEDULABLE),
+    ("memory-80g", [container("m", gpu=2)], [], {"nvidia.com/gpu.memory": "81920"}, BOUND),
+    ("memory-40g-4", [container("m", gpu=4)], [], {"nvidia.com/gpu.memory": "40960"}, BOUND),
+    ("family-hopper", [container("m", gpu=1)], [], {"nvidia.com/gpu.family": "hopper"}, BOUND),
+    ("family-ampere-8", [container("m", gpu=8)], [], {"nvidia.com/gpu.family": "ampere"}, BOUND),
+    ("family-volta", [container("m", gpu=1)], [], {"nvidia.com/gpu.family": "volta"},
+     UNSCHEDULABLE),
+    ("driver-570", [container("m", gpu=1)], [], {"nvidia.com/cuda.driver.major": "570"}, BOUND),
+    ("driver-version-550-8", [container("m", gpu=8)], [],
+     {"nvidia.com/cuda.driver-version.major": "550"}, BOUND),
+    ("driver-535", [container("m", gpu=1)], [], {"nvidia.com/cuda.driver.major": "535"},
+     UNSCHEDULABLE),
+    ("cuda-12.8", [container("m", gpu=1)], [],
+     {"nvidia.com/cuda.runtime.major": "12", "nvidia.com/cuda.runtime.minor": "8"}, BOUND),
+    ("compute-9", [container("m", gpu=2)], [], {"nvidia.com/gpu.compute.major": "9"}, BOUND),
+    ("compute-7", [container("m", gpu=1)], [], {"nvidia.com/gpu.compute.major": "7"},
+     UNSCHEDULABLE),
+    ("mig-1g-1", [container("m", **mig("1g.10gb", 1))], [], {}, BOUND),
+    ("mig-1g-7", [container("m", **mig("1g.10gb", 7))], [], {}, BOUND),
+    ("mig-1g-8", [container("m", **mig("1g.10gb", 8))], [], {}, DENIED),
+    ("mig-3g-2", [container("m", **mig("3g.40gb", 2))], [], {}, BOUND),
+    ("mig-3g-3", [container("m", **mig("3g.40gb", 3))], [], {}, UNSCHEDULABLE),
+    ("mig-2g-none", [container("m", **mig("2g.20gb", 1))], [], {}, UNSCHEDULABLE),
+    ("init-8-main-8", [container("m", gpu=8)], [container("i", gpu=8)], {}, BOUND),
+    ("init-8-mains-2-2", [container("a", gpu=2), container("b", gpu=2)],
+     [container("i", gpu=8)], {}, BOUND),
+    ("sidecar-1-init-7-main-7", [container("m", gpu=7)],
+     [sidecar("s", gpu=1), container("i", gpu=7)], {}, BOUND),
+    ("sidecar-2-init-7-main-6", [container("m", gpu=6)],
+     [sidecar("s", gpu=2), container("i", gpu=7)], {}, BOUND),
+    ("gpu-2-and-mig-one-container", [container("m", gpu=2, **mig("1g.10gb", 1))], [], {},
+     BOUND),
+    ("gpu-5-and-mig-one-container", [container("m", gpu=5, **mig("1g.10gb", 1))], [], {},
+     UNSCHEDULABLE),
+    ("h100-9", [container("m", gpu=9)], [],
+     {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, DENIED),
+]
+
+
+def legacy_pod(name: str, ns: str, containers: list[dict[str, Any]],
+               init: list[dict[str, Any]], selector: dict[str, str]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": containers}
+    if init:
+        spec["initContainers"] = init
+    if selector:
+        spec["nodeSelector"] = selector
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+            "spec": spec}
+
+
+@pytest.fixture(scope="module")
+def dragate_on_sched(
+    sched: tuple[Cluster, list[dict[str, Any]]], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Cluster, Path]]:
+    cluster, _ = sched
+    policies = tmp_path_factory.mktemp("sched-policies")
+    (policies / "policies.yaml").write_text(POLICIES)
+    cluster.kubectl("apply", "-f", str(CRD))
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                    "crd/tenantusages.dragate.io")
+    for ns in ("legacy", "migrated"):
+        namespace(cluster, ns)
+    server = DragateServer.launch(serve_command(cluster.kubeconfig, policies), cluster.workdir,
+                                  name="dragate-sched")
+    registration = None
+    try:
+        registration = register_webhooks(cluster, server.server.url("/validate"),
+                                         server.server.url("/mutate"), server.ca_bundle_pem)
+        probe = legacy_pod("probe", "legacy", [container("m", gpu=1)], [], {})
+
+        def fires() -> bool:
+            result = kubectl_json(cluster, "create", probe, "--dry-run=server", check=False)
+            return "Warning: dragate" in result.stderr
+
+        wait_until_webhook_fires(fires, timeout=60)
+        yield cluster, policies
+    finally:
+        if registration is not None:
+            registration.delete(cluster)
+        server.stop()
+
+
+def check_verdict(policies: Path, state: Path, pod: dict[str, Any]) -> dict[str, Any]:
+    """`dragate check -o json` on one Pod, against the cluster's objects."""
+    result = subprocess.run(
+        [DRAGATE, "check", "--policies", str(policies), "--state", str(state), "-o", "json",
+         "-"], input=json.dumps(pod), capture_output=True, text=True, check=False, timeout=120)
+    assert result.returncode in (0, 1), result.stderr
+    verdicts = [v for v in json.loads(result.stdout) if v["kind"] == "Pod"]
+    return dict(verdicts[0])
+
+
+def migrated(pod: dict[str, Any], policies: Path) -> list[dict[str, Any]]:
+    result = subprocess.run([DRAGATE, "migrate", "--policies", str(policies), "-"],
+                            input=yaml.safe_dump(pod), capture_output=True, text=True,
+                            check=True, timeout=120)
+    return [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+def state_file(cluster: Cluster, path: Path) -> Path:
+    objects = cluster.get_json("namespaces,deviceclasses,resourceslices")["items"]
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    return path
+
+
+@pytest.mark.parametrize("row", TABLE, ids=[row[0] for row in TABLE])
+def test_legacy_pod_through_the_webhook_and_migrate(
+    dragate_on_sched: tuple[Cluster, Path], tmp_path: Path, row: Row
+) -> None:
+    case, containers, init, selector, expected = row
+    cluster, policies = dragate_on_sched
+    pod = legacy_pod(case, "legacy", containers, init, selector)
+    checked = check_verdict(policies, state_file(cluster, tmp_path / "state.json"), pod)
+    created = kubectl_json(cluster, "create", pod, check=False)
+    assert (created.returncode == 0) == checked["allowed"], (created.stderr, checked)
+    if expected == DENIED:
+        assert created.returncode != 0
+        for reason in checked["reasons"]:
+            assert reason.split("] ", 1)[-1][:60] in created.stderr, (reason, created.stderr)
+        return
+    assert created.returncode == 0, created.stderr
+    try:
+        assert_outcome(cluster, "legacy", case, expected, created.stderr)
+    finally:
+        force_delete(cluster, "legacy", f"pod/{case}")
+    documents = migrated({**pod, "metadata": {"name": case, "namespace": "migrated"}}, policies)
+    kubectl_json(cluster, "apply", {"apiVersion": "v1", "kind": "List", "items": documents})
+    try:
+        assert_outcome(cluster, "migrated", case, expected, "")
+    finally:
+        force_delete(cluster, "migrated", f"pod/{case}")
+
+
+def assert_outcome(cluster: Cluster, ns: str, name: str, expected: str, warnings: str) -> None:
+    outcome, pod = pod_outcome(cluster, ns, name)
+    assert outcome == expected, pod.get("status")
+    if outcome == BOUND:
+        devices = allocated_devices(cluster, ns, pod)
+        assert devices and all(d.startswith(pod["spec"]["nodeName"] + "/") for d in devices)
+    elif warnings:
+        assert "Warning: dragate" in warnings and "feasibility" in warnings, warnings
