@@ -17,6 +17,9 @@ from .cluster import Cluster
 
 OUTCOME_TIMEOUT = 45.0
 BOUND, UNSCHEDULABLE = "bound", "unschedulable"
+NOT_PLACED = ("Unschedulable", "SchedulerError")
+"""SchedulerError: the DRA plugin failed the claim outright (over 32 devices, a CEL runtime
+error); the scheduler retries, but the Pod is never placed."""
 
 
 def fake_node(cluster: Cluster, name: str) -> None:
@@ -31,6 +34,10 @@ def fake_node(cluster: Cluster, name: str) -> None:
          "lastHeartbeatTime": now, "lastTransitionTime": now}]}}
     cluster.kubectl("patch", "node", name, "--subresource=status", "--type=merge",
                     "-p", json.dumps(status))
+    # The TaintNodesByCondition admission plugin taints every new Node not-ready; no node
+    # lifecycle controller runs to lift it, so lift it here.
+    cluster.kubectl("patch", "node", name, "--type=json",
+                    "-p", '[{"op": "remove", "path": "/spec/taints"}]', check=False)
 
 
 def publish_inventory(cluster: Cluster) -> list[dict[str, Any]]:
@@ -55,8 +62,7 @@ def pod_outcome(cluster: Cluster, namespace: str, name: str,
         if pod["spec"].get("nodeName"):
             return BOUND, pod
         for condition in pod.get("status", {}).get("conditions") or []:
-            if condition.get("type") == "PodScheduled" and condition.get("reason") == (
-                    "Unschedulable"):
+            if condition.get("type") == "PodScheduled" and condition.get("reason") in NOT_PLACED:
                 return UNSCHEDULABLE, pod
         time.sleep(0.3)
     raise AssertionError(f"pod {namespace}/{name} not decided in {timeout}s: {pod.get('status')}")

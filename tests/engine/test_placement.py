@@ -56,7 +56,7 @@ ERRS_ON_NOTE = ("!has(device.attributes['gpu.nvidia.com'].note) || "
         (INVENTORY, spec(exact("g", "gpu", 1), exact("m", "mig", 1, PROFILE.format("1g.10gb"))),
          True),
         (INVENTORY, spec(exact("g", "gpu", 5), exact("m", "mig", 1)), False),
-        (INVENTORY, spec(exact("m", "mig", 1, PROFILE.format("1g.10gb"), mode="All")), True),
+        (INVENTORY, spec(exact("m", "mig", 1, PROFILE.format("1g.10gb"), mode="All")), False),
         (INVENTORY, spec(exact("m", "mig", 1, PROFILE.format("3g.40gb"), mode="All")), True),
         (Inventory.from_slices(cluster_slices()[-1:]), spec(exact("m", "mig", mode="All")), False),
         (MIXED, spec(exact("a"), exact("b"), constraints=[
@@ -64,11 +64,12 @@ ERRS_ON_NOTE = ("!has(device.attributes['gpu.nvidia.com'].note) || "
         (INVENTORY, spec(exact("a"), exact("b"), constraints=[
             {"matchAttribute": "gpu.nvidia.com/productName"}]), True),
         (BROKEN, spec(exact("a", "gpu", 4, ERRS_ON_NOTE)), False),
-        (BROKEN, spec(exact("a", "gpu", 2, ERRS_ON_NOTE)), True),
+        (BROKEN, spec(exact("a", "gpu", 2, ERRS_ON_NOTE)), False),
+        (BROKEN, spec(exact("a", "gpu", 2)), True),
     ],
     ids=["8+1-on-8-gpu-nodes", "4+4", "4+5-h100", "gpu+mig-mixed-node", "5-gpu+mig",
-         "all-1g-mixed-and-mig0-fit", "all-3g", "all-56-migs-over-32", "match-attribute-fails",
-         "match-attribute-holds", "cel-error-fails-its-node", "cel-error-other-node-fits"],
+         "all-1g-56-on-one-node-aborts", "all-3g", "all-56-migs-over-32", "match-attribute-fails",
+         "match-attribute-holds", "cel-error-aborts", "cel-error-aborts-even-where-it-fits", "no-error-fits"],
 )
 def test_requests_of_one_claim_are_placed_together(
     inventory: Inventory, claim: dict[str, Any], fits: bool

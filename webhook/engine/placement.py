@@ -3,9 +3,16 @@
 The scheduler allocates a claim on one node: all its requests together, on distinct devices,
 at most 32 devices in all (`AllocationResultsMaxSize`), `All` taking every matching device the
 node can reach, `firstAvailable` trying alternatives, `matchAttribute` constraints holding
-across the requests they name. A CEL runtime error on any device the node can reach aborts
-the allocation there. Checking requests one at a time says "fits" for `[{gpu 8},{gpu 1}]` on
-8-GPU nodes; this module checks them together.
+across the requests they name. Checking requests one at a time says "fits" for
+`[{gpu 8},{gpu 1}]` on 8-GPU nodes; this module checks them together.
+
+Two things are errors in the scheduler's DRA filter, not "this node does not fit", and an
+error aborts the Pod's scheduling cycle on every node (kube-scheduler 1.34, seen in the e2e):
+a CEL runtime error on a device, and a node where the claim's least possible device count
+(`All` = every matching device it can reach; `firstAvailable` = its smallest alternative)
+passes 32. Either makes the claim infeasible everywhere. (The allocator evaluates devices
+lazily, so an error on a device it never reaches would go unnoticed; treating every error as
+fatal is the conservative reading.)
 
 Nodes with the same devices (as far as this claim can tell) are checked once: a node is
 described by, per device, which requests it matches and its constrained attribute values.
@@ -45,16 +52,37 @@ def place_claim(spec: ClaimSpec, selections: Mapping[str, Selection]) -> Placeme
     """
     leaves = [leaf for r in spec.requests for leaf in r.leaves() if leaf.name in selections]
     attributes = tuple(dict.fromkeys(c.attribute for c in spec.constraints))
+    failed = [e for leaf in leaves for e in selections[leaf.name].errors]
+    if any(selections[leaf.name].failed for leaf in leaves):
+        return Placement(False, 0, f"a selector fails with a CEL runtime error ({failed[0]}), "
+                                   "which aborts scheduling")
     shared = _devices_at(None, leaves, selections)
     kinds: Counter[tuple[tuple[Kind, int], ...]] = Counter()
     for node in _nodes(leaves, selections):
-        if any(node in selections[leaf.name].failed_nodes for leaf in leaves):
-            continue
-        kinds[_describe(_devices_at(node, leaves, selections) | shared, leaves, attributes)] += 1
+        devices = _devices_at(node, leaves, selections) | shared
+        least = _least_devices(spec, devices)
+        if least > ALL_MODE_DEVICES:
+            return Placement(False, 0, f"on node {node} the claim needs at least {least} "
+                                       f"devices, over the limit of {ALL_MODE_DEVICES} per "
+                                       "claim, which aborts scheduling")
+        kinds[_describe(devices, leaves, attributes)] += 1
     fitting = sum(n for kind, n in kinds.items() if _fits(spec, leaves, attributes, kind))
     if fitting:
         return Placement(True, fitting)
     return Placement(False, 0, _why(spec, leaves, selections))
+
+
+def _least_devices(
+    spec: ClaimSpec, devices: Mapping[str, tuple[Device, frozenset[str]]]
+) -> int:
+    """The scheduler's `minDevicesPerClaim` on one node: per request, its smallest
+    alternative, `All` counting every matching device the node can reach."""
+    matching = Counter(leaf for _, leaves in devices.values() for leaf in leaves)
+
+    def size(leaf: DeviceRequest) -> int:
+        return matching[leaf.name] if leaf.allocation_mode == AllocationMode.ALL else leaf.count
+
+    return sum(min(size(leaf) for leaf in request.leaves()) for request in spec.requests)
 
 
 def _nodes(leaves: Sequence[DeviceRequest], selections: Mapping[str, Selection]) -> set[str | None]:
