@@ -222,6 +222,14 @@ spec:
   - {deviceClassName: mig.nvidia.com, maxDevices: 1000}
 ---
 apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: charge}
+spec:
+  namespaces: [charge-dragate]
+  quota:
+  - {deviceClassName: gpu.nvidia.com, maxDevices: 4}
+---
+apiVersion: dragate.io/v1alpha1
 kind: DeviceClassPolicy
 metadata: {name: gpu}
 spec: {deviceClassNames: [gpu.nvidia.com], maxCountPerRequest: 8}
@@ -325,7 +333,7 @@ def dragate_on_sched(
     cluster.kubectl("apply", "-f", str(CRD))
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
                     "crd/tenantusages.dragate.io")
-    for ns in ("legacy", "migrated"):
+    for ns in ("legacy", "migrated", "charge-dragate", "charge-quota"):
         namespace(cluster, ns)
     server = DragateServer.launch(serve_command(cluster.kubeconfig, policies), cluster.workdir,
                                   name="dragate-sched")
@@ -407,3 +415,52 @@ def assert_outcome(cluster: Cluster, ns: str, name: str, expected: str, warnings
     elif warnings:
         # feasibility warnings name the pod claim (kubectl shows the first 120 characters)
         assert "Warning: dragate: pod claim" in warnings, warnings
+
+
+# --- 4. the moment of charge: ResourceQuota vs dragate ----------------------------------------
+
+
+def template_pod(ns: str, count: int) -> list[dict[str, Any]]:
+    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": "eight", "namespace": ns},
+                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                    "deviceClassName": "gpu.nvidia.com", "count": count}}]}}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "uses-eight", "namespace": ns},
+           "spec": {"containers": [{"name": "m", "image": "x",
+                                    "resources": {"claims": [{"name": "gpu"}]}}],
+                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "eight"}]}}
+    return [template, pod]
+
+
+def test_moment_of_charge_resourcequota_later_dragate_at_the_pods_create(
+    dragate_on_sched: tuple[Cluster, Path],
+) -> None:
+    """Over quota by a template claim: ResourceQuota admits the Pod and refuses the claim the
+    resourceclaim controller generates later (the Pod waits, with an event); dragate denies the
+    Pod at its CREATE with the numbers."""
+    from .processes import wait_for
+
+    cluster, _ = dragate_on_sched
+    hard = {quota_key("gpu.nvidia.com"): "4"}
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota",
+             "metadata": {"name": "dra", "namespace": "charge-quota"}, "spec": {"hard": hard}}
+    kubectl_json(cluster, "create", quota)
+    wait_quota_ready(cluster, ["charge-quota"])
+    template, pod = template_pod("charge-quota", 8)
+    kubectl_json(cluster, "create", template)
+    kubectl_json(cluster, "create", pod)  # admitted: nothing is charged for the Pod itself
+
+    def refused_later() -> bool:
+        events = cluster.get_json("events", "-n", "charge-quota")["items"]
+        return any(e.get("reason") == "FailedResourceClaimCreation"
+                   and "exceeded quota" in e.get("message", "") for e in events)
+
+    wait_for(refused_later, timeout=60, interval=0.5, what="the generated claim's refusal")
+    assert not cluster.get_json("resourceclaims", "-n", "charge-quota")["items"]
+    force_delete(cluster, "charge-quota", "pod/uses-eight")
+
+    template, pod = template_pod("charge-dragate", 8)
+    kubectl_json(cluster, "create", template)
+    denied = kubectl_json(cluster, "create", pod, check=False)
+    assert denied.returncode != 0
+    assert "requested 8 > limit 4" in denied.stderr, denied.stderr
