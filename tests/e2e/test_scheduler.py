@@ -301,8 +301,11 @@ TABLE: list[Row] = [
      [container("i", gpu=8)], {}, BOUND),
     ("sidecar-1-init-7-main-7", [container("m", gpu=7)],
      [sidecar("s", gpu=1), container("i", gpu=7)], {}, BOUND),
+    # the sidecar runs beside the init container: 2 + 7 = 9 GPUs, with the device plugin too
     ("sidecar-2-init-7-main-6", [container("m", gpu=6)],
-     [sidecar("s", gpu=2), container("i", gpu=7)], {}, BOUND),
+     [sidecar("s", gpu=2), container("i", gpu=7)], {}, UNSCHEDULABLE),
+    ("init-7-then-sidecar-2-main-6", [container("m", gpu=6)],
+     [container("i", gpu=7), sidecar("s", gpu=2)], {}, BOUND),
     ("gpu-2-and-mig-one-container", [container("m", gpu=2, **mig("1g.10gb", 1))], [], {},
      BOUND),
     ("gpu-5-and-mig-one-container", [container("m", gpu=5, **mig("1g.10gb", 1))], [], {},
