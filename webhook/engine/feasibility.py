@@ -53,15 +53,15 @@ def check_claim(
     results = tuple(check_request(inventory, r, device_classes) for r in spec.requests)
     if not results or not all(r.ok for r in results):
         return results
-    selections = {
-        leaf.name: inventory.select(
-            [*class_selectors(device_classes.get(leaf.device_class)), *leaf.selectors]
-        )
+    expressions = {
+        leaf.name: (*class_selectors(device_classes.get(leaf.device_class)), *leaf.selectors)
         for request in spec.requests
         for leaf in request.leaves()
         if leaf.device_class in device_classes
     }
-    placement = place_claim(spec, selections)
+    selections = {name: inventory.select(exprs) for name, exprs in expressions.items()}
+    key = ("placement", replace(spec, label=""), tuple(expressions.items()))
+    placement = inventory.remember(key, lambda: place_claim(spec, selections))
     if placement.ok:
         return results
     failed = FeasibilityResult(ok=False, request=spec.label, together=placement.reason)

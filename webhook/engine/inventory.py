@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from webhook.engine.cel import CelCompileError, Program, compile_expression
 from webhook.engine.devices import (
@@ -39,6 +39,8 @@ from webhook.engine.devices import (
     reads_device_identity,
 )
 from webhook.types import Object
+
+T = TypeVar("T")
 
 MAX_CACHED_VERDICTS = 200_000
 """Selectors come from user objects, so every cache is bounded: past this it starts over."""
@@ -193,6 +195,17 @@ class Inventory:
         self.cache = cache or SelectorCache()
         self._identity_hits: dict[tuple[str, int], tuple[Hits, str | None, Hits]] = {}
         self._selections: dict[tuple[str, ...], Selection] = {}
+        self._remembered: dict[Any, Any] = {}
+
+    def remember(self, key: Any, compute: Callable[[], T]) -> T:
+        """`compute()`, once per key for this (immutable) inventory: answers derived from it,
+        such as whether a claim shape can be placed, are asked again on every admission."""
+        if key in self._remembered:
+            found: T = self._remembered[key]
+            return found
+        value = compute()
+        _store(self._remembered, key, value, MAX_CACHED_SELECTIONS)
+        return value
 
     @classmethod
     def from_slices(
