@@ -56,33 +56,78 @@ def place_claim(spec: ClaimSpec, selections: Mapping[str, Selection]) -> Placeme
     if any(selections[leaf.name].failed for leaf in leaves):
         return Placement(False, 0, f"a selector fails with a CEL runtime error ({failed[0]}), "
                                    "which aborts scheduling")
-    shared = _devices_at(None, leaves, selections)
-    kinds: Counter[tuple[tuple[Kind, int], ...]] = Counter()
-    for node in _nodes(leaves, selections):
-        devices = _devices_at(node, leaves, selections) | shared
-        least = _least_devices(spec, devices)
+    kinds = _by_group(leaves, selections) if not attributes else None
+    if kinds is None:
+        kinds = _by_device(leaves, selections, attributes)
+    for kind in kinds:
+        least = _least_devices(spec, leaves, kind)
         if least > ALL_MODE_DEVICES:
-            return Placement(False, 0, f"on node {node} the claim needs at least {least} "
-                                       f"devices, over the limit of {ALL_MODE_DEVICES} per "
-                                       "claim, which aborts scheduling")
-        kinds[_describe(devices, leaves, attributes)] += 1
+            return Placement(False, 0, f"a node needs at least {least} devices for the claim, "
+                                       f"over the limit of {ALL_MODE_DEVICES} per claim, which "
+                                       "aborts scheduling")
     fitting = sum(n for kind, n in kinds.items() if _fits(spec, leaves, attributes, kind))
     if fitting:
         return Placement(True, fitting)
     return Placement(False, 0, _why(spec, leaves, selections))
 
 
-def _least_devices(
-    spec: ClaimSpec, devices: Mapping[str, tuple[Device, frozenset[str]]]
-) -> int:
+NodeKind = tuple[tuple[Kind, int], ...]
+
+
+def _by_device(
+    leaves: Sequence[DeviceRequest], selections: Mapping[str, Selection],
+    attributes: Sequence[str],
+) -> Counter[NodeKind]:
+    """Nodes described device by device (needed for constrained attribute values)."""
+    shared = _devices_at(None, leaves, selections)
+    kinds: Counter[NodeKind] = Counter()
+    for node in _nodes(leaves, selections):
+        kinds[_describe(_devices_at(node, leaves, selections) | shared, leaves, attributes)] += 1
+    return kinds
+
+
+def _by_group(
+    leaves: Sequence[DeviceRequest], selections: Mapping[str, Selection]
+) -> Counter[NodeKind] | None:
+    """Nodes described group by group: devices of one group match the same leaves, so a node
+    is its group counts. None when a selector tells devices of a group apart."""
+    matched: dict[int, set[int]] = {}
+    groups: dict[int, Any] = {}
+    for position, leaf in enumerate(leaves):
+        for group, hits in selections[leaf.name].hits:
+            if hits is not None:
+                return None
+            matched.setdefault(id(group), set()).add(position)
+            groups[id(group)] = group
+    per_node: dict[str | None, Counter[int]] = {}
+    for key, group in groups.items():
+        for node, count in group.per_node().items():
+            per_node.setdefault(node, Counter())[key] += count
+    shared = per_node.pop(None, Counter())
+    nodes = per_node.values() if per_node else [Counter()]
+    kinds: Counter[NodeKind] = Counter()
+    for counts in nodes:
+        total = counts + shared
+        described: Counter[Kind] = Counter()
+        for key, count in total.items():
+            described[(tuple(i in matched[key] for i in range(len(leaves))), ())] += count
+        kinds[tuple(sorted(described.items(), key=repr))] += 1
+    return kinds
+
+
+def _least_devices(spec: ClaimSpec, leaves: Sequence[DeviceRequest], kind: NodeKind) -> int:
     """The scheduler's `minDevicesPerClaim` on one node: per request, its smallest
     alternative, `All` counting every matching device the node can reach."""
-    matching = Counter(leaf for _, leaves in devices.values() for leaf in leaves)
+    position = {leaf.name: i for i, leaf in enumerate(leaves)}
+    matching = {name: sum(n for k, n in kind if k[0][i]) for name, i in position.items()}
 
     def size(leaf: DeviceRequest) -> int:
-        return matching[leaf.name] if leaf.allocation_mode == AllocationMode.ALL else leaf.count
+        if leaf.allocation_mode == AllocationMode.ALL:
+            return matching.get(leaf.name, 0)
+        return leaf.count
 
-    return sum(min(size(leaf) for leaf in request.leaves()) for request in spec.requests)
+    return sum(min((size(leaf) for leaf in request.leaves()), default=0)
+               for request in spec.requests)
 
 
 def _nodes(leaves: Sequence[DeviceRequest], selections: Mapping[str, Selection]) -> set[str | None]:
