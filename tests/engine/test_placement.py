@@ -69,7 +69,8 @@ ERRS_ON_NOTE = ("!has(device.attributes['gpu.nvidia.com'].note) || "
     ],
     ids=["8+1-on-8-gpu-nodes", "4+4", "4+5-h100", "gpu+mig-mixed-node", "5-gpu+mig",
          "all-1g-56-on-one-node-aborts", "all-3g", "all-56-migs-over-32", "match-attribute-fails",
-         "match-attribute-holds", "cel-error-aborts", "cel-error-aborts-even-where-it-fits", "no-error-fits"],
+         "match-attribute-holds", "cel-error-aborts", "cel-error-aborts-even-where-it-fits",
+         "no-error-fits"],
 )
 def test_requests_of_one_claim_are_placed_together(
     inventory: Inventory, claim: dict[str, Any], fits: bool
