@@ -149,6 +149,32 @@ def test_mutation_rewrites_a_legacy_pod_and_validation_judges_the_result() -> No
     assert not created
 
 
+def test_a_rewrite_that_breaks_policy_is_denied_on_both_sides_with_one_message() -> None:
+    """The mutating side judges the rewrite before creating any template, and the validating
+    side judges a legacy Pod that reached it unchanged the same way: no path lets it through
+    on the device plugin, and `check` (admit) says exactly what the cluster says."""
+    ctx, _, ledger = context()
+    made: list[Any] = []
+    ctx = replace(ctx, templates=lambda ns, templates, dry: made.extend(templates))
+    over = request_from_object(legacy_pod(gpus=5))
+    mutation = review(over, ctx, mutate=True)
+    unchanged = review(over, ctx)
+    checked = admit(over, ctx)
+    messages = [r.message for r in mutation.decision.reasons]
+    assert not mutation.allowed and not unchanged.allowed and not checked.decision.allowed
+    assert messages == [r.message for r in unchanged.decision.reasons]
+    assert messages == [r.message for r in checked.decision.reasons]
+    assert "requested 5 > limit 4" in messages[0]
+    assert not made, "no managed template may be created for a denied rewrite"
+    assert ledger.usage("team-a") == {}
+
+
+def test_a_legacy_pod_within_policy_is_admitted_unchanged_by_validation_alone() -> None:
+    ctx, _, ledger = context()
+    verdict = review(request_from_object(legacy_pod(gpus=2)), ctx)
+    assert verdict.allowed and ledger.usage("team-a") == {}
+
+
 def test_mutation_is_idempotent() -> None:
     ctx, _, _ = context()
     once = review(request_from_object(legacy_pod()), ctx, mutate=True)
@@ -309,9 +335,10 @@ def test_feasibility_against_the_published_devices(
     assert fragment in " ".join(str(r) for r in verdict.decision.reasons)
 
 
-def test_all_mode_is_charged_the_devices_the_class_matches() -> None:
+def test_all_mode_is_charged_32_as_resourcequota_and_the_inventory_only_warns() -> None:
     verdict = review(
         request_from_object(claim(request(exact(count=None, mode="All")))), inventory_context()
     )
-    assert verdict.allowed
-    assert verdict.decision.charges == {"gpu.nvidia.com": 8}
+    assert "requested 32" in " ".join(r.message for r in verdict.decision.reasons)
+    assert verdict.decision.charges == {"gpu.nvidia.com": 32}
+    assert any("8 published devices match" in w for w in verdict.decision.warnings)

@@ -13,8 +13,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import jsonpatch
-
 from webhook.engine import evaluate, namespace_labels, resolve_tenant
 from webhook.engine.counting import add_charges, devices_by_class
 from webhook.engine.feasibility import check_claim
@@ -23,6 +21,7 @@ from webhook.engine.normalize import ObjectError, pod_claims, template_claim_spe
 from webhook.engine.quota import limits_of
 from webhook.engine.workloads import PREDICTED_KINDS, demand, fit_warnings
 from webhook.rewrite import rewrite_object
+from webhook.rewrite.patch import make_patch
 from webhook.types import (
     Action,
     AdmissionRequest,
@@ -36,6 +35,7 @@ from webhook.types import (
     Operation,
     PolicySet,
     Reason,
+    RewriteResult,
     Settings,
     Verdict,
 )
@@ -183,6 +183,9 @@ def _validate_with_facts(
     request: AdmissionRequest, policies: PolicySet, context: Context
 ) -> Verdict:
     facts = gather(request, policies, context)
+    legacy = _legacy_pod_denial(request, policies, facts)
+    if legacy is not None:
+        return Verdict(legacy)
     if facts.tenant is not None and _needs_usage(request):
         facts = replace(facts, usage=context.ledger.usage(facts.tenant.name))
     decision = evaluate(request, policies, facts)
@@ -266,28 +269,70 @@ def _rewrite(
     request: AdmissionRequest, policies: PolicySet, context: Context, obj: Object
 ) -> Verdict:
     facts = gather(request, policies, context)
-    result = rewrite_object(
-        obj,
-        policies.mappings,
-        native_resources=_native_resources(facts),
-        action_override=facts.tenant.mapping_action if facts.tenant else None,
-        namespace=request.namespace,
-    )
-    tenant = facts.tenant.name if facts.tenant else ""
-    if result.denied:
-        reasons = tuple(
-            Reason(policy="LegacyResourceMapping", message=m, tenant=tenant) for m in result.denied
-        )
-        return Verdict(Decision(allowed=False, reasons=reasons, tenant=tenant))
+    result = _rewritten(request, policies, facts)
+    denial = _rewrite_denial(request, policies, facts, result)
+    if denial is not None:
+        return Verdict(denial)
     if result.templates and context.templates is not None:
         context.templates(request.namespace, result.templates, request.dry_run)
     return Verdict(
-        Decision(warnings=result.notes, tenant=tenant),
+        Decision(warnings=result.notes, tenant=facts.tenant.name if facts.tenant else ""),
         patch=_patch(obj, result.object) if result.changed else (),
         patched=result.object if result.changed else None,
         templates=result.templates,
         notes=result.notes,
     )
+
+
+def _rewritten(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> RewriteResult:
+    return rewrite_object(
+        request.object or {},
+        policies.mappings,
+        native_resources=_native_resources(facts),
+        action_override=facts.tenant.mapping_action if facts.tenant else None,
+        namespace=request.namespace,
+    )
+
+
+def _rewrite_denial(
+    request: AdmissionRequest, policies: PolicySet, facts: Facts, result: RewriteResult
+) -> Decision | None:
+    """Why the rewritten Pod must be refused, judged exactly as validation will judge it.
+
+    Checked before any managed template is created: a rewrite that breaks policy is denied
+    here, with validation's own reasons, instead of failing at the template's creation and
+    letting the Pod through unchanged on the device plugin. `check` meets the same denial.
+    """
+    tenant = facts.tenant.name if facts.tenant else ""
+    if result.denied:
+        reasons = tuple(
+            Reason(policy="LegacyResourceMapping", message=m, tenant=tenant) for m in result.denied
+        )
+        return Decision(allowed=False, reasons=reasons, tenant=tenant)
+    if not result.templates:
+        return None
+    made = {str(t["metadata"]["name"]): t for t in result.templates}
+    judged = evaluate(
+        replace(request, object=result.object),
+        policies,
+        replace(facts, templates={**facts.templates, **made}),
+    )
+    if judged.allowed:
+        return None
+    return replace(judged, warnings=(*result.notes, *judged.warnings), holds={})
+
+
+def _legacy_pod_denial(
+    request: AdmissionRequest, policies: PolicySet, facts: Facts
+) -> Decision | None:
+    """A legacy Pod that reached validation unchanged (the mutating webhook was skipped, or
+    failed open) is judged as its rewrite: it may not bypass the policy by keeping the
+    device plugin's resources. Nothing is reserved for it: it holds no DRA claim."""
+    if request.kind != "Pod" or request.operation != Operation.CREATE or request.sub_resource:
+        return None
+    if request.object is None:
+        return None
+    return _rewrite_denial(request, policies, facts, _rewritten(request, policies, facts))
 
 
 def _native_resources(facts: Facts) -> frozenset[str]:
@@ -299,8 +344,8 @@ def _native_resources(facts: Facts) -> frozenset[str]:
 
 
 def _patch(old: Object, new: Object) -> list[dict[str, Any]]:
-    ops: list[dict[str, Any]] = jsonpatch.make_patch(dict(old), dict(new)).patch
-    return ops
+    """Linear in the object's size (jsonpatch's list diff is quadratic in containers)."""
+    return make_patch(dict(old), dict(new))
 
 
 def request_from_object(

@@ -239,6 +239,15 @@ class ClaimSpec:
 
     label: str
     requests: tuple[DeviceRequest, ...] = ()
+    constraints: tuple[MatchConstraint, ...] = ()
+
+
+@dataclass(frozen=True)
+class MatchConstraint:
+    """`constraints[].matchAttribute`: the devices of these requests share this attribute."""
+
+    attribute: str  # fully qualified, `domain/name`
+    requests: tuple[str, ...] = ()  # request names (`request/subrequest` too); empty: all
 
 
 @dataclass(frozen=True)

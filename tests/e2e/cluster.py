@@ -30,6 +30,7 @@ CONTROLLERS = (
     "deployment-controller",
     "replicaset-controller",
     "resourceclaim-controller",
+    "resourcequota-controller",
     "namespace-controller",
     "garbage-collector-controller",
     "serviceaccount-controller",
@@ -213,6 +214,28 @@ def start_controller_manager(
     return manager
 
 
+def start_scheduler(bin_dir: Path, workdir: Path, kubeconfig: Path) -> ManagedProcess:
+    """kube-scheduler with its defaults (DynamicResourceAllocation is GA in 1.34)."""
+    port = free_port()
+    scheduler = ManagedProcess(
+        "kube-scheduler",
+        [
+            str(bin_dir / "kube-scheduler"),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            f"--secure-port={port}",
+            f"--bind-address={LOOPBACK}",
+            f"--cert-dir={workdir / 'scheduler-certs'}",
+            "--leader-elect=false",
+        ],
+        workdir,
+    )
+    healthz = f"https://{LOOPBACK}:{port}/healthz"
+    scheduler.wait_ready(lambda: _http_ok(healthz, _insecure_tls_context()), STARTUP_TIMEOUT)
+    return scheduler
+
+
 class Cluster:
     """A running control plane and the clients to talk to it."""
 
@@ -288,10 +311,14 @@ class Cluster:
 
 @contextmanager
 def running_cluster(
-    bin_dir: Path, keep_workdir: bool = False, *, controller_manager: bool = True
+    bin_dir: Path,
+    keep_workdir: bool = False,
+    *,
+    controller_manager: bool = True,
+    scheduler: bool = False,
 ) -> Iterator[Cluster]:
-    """Start etcd, kube-apiserver and (unless told not to) kube-controller-manager; stop them
-    and clean up after.
+    """Start etcd, kube-apiserver, (unless told not to) kube-controller-manager and (when
+    asked) kube-scheduler; stop them and clean up after.
 
     Components stop in reverse order of start (terminate, then kill), even when the body
     or a later startup step fails.
@@ -311,6 +338,10 @@ def running_cluster(
                 manager = start_controller_manager(bin_dir, workdir, pki, kubeconfig)
                 stack.callback(manager.stop)
                 cluster.processes.append(manager)
+            if scheduler:
+                process = start_scheduler(bin_dir, workdir, kubeconfig)
+                stack.callback(process.stop)
+                cluster.processes.append(process)
             yield cluster
     finally:
         if keep_workdir:

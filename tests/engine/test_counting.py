@@ -10,32 +10,27 @@ from webhook.engine.normalize import claim_spec
 
 
 @pytest.mark.parametrize(
-    ("requests", "capacity", "expected"),
+    ("requests", "expected"),
     [
-        ([request(exact(count=2))], None, {"gpu.nvidia.com": 2}),
-        ([request(exact(count=None, mode="All"))], None, {"gpu.nvidia.com": 32}),
-        ([request(exact(count=None, mode="All"))], {"gpu.nvidia.com": 6}, {"gpu.nvidia.com": 6}),
-        ([request(exact(count=1, admin=True))], None, {"gpu.nvidia.com": 1}),
+        ([request(exact(count=2))], {"gpu.nvidia.com": 2}),
+        ([request(exact(count=None, mode="All"))], {"gpu.nvidia.com": 32}),
+        ([request(exact(count=1, admin=True))], {"gpu.nvidia.com": 1}),
         (
             [request(exact("a", count=2)), request(exact("b", count=3))],
-            None,
             {"gpu.nvidia.com": 5},
         ),
         (
             [first_available("x", exact("big", count=4), exact("small", count=1))],
-            None,
             {"gpu.nvidia.com": 4},
         ),
         (
             [first_available("x", exact("g", count=2), exact("m", "mig.nvidia.com", count=3))],
-            None,
             {"gpu.nvidia.com": 2, "mig.nvidia.com": 3},
         ),
     ],
     ids=[
         "exact",
-        "all-unknown-inventory",
-        "all-known-inventory",
+        "all-is-32",
         "admin-counts",
         "sum",
         "first-available-max",
@@ -43,9 +38,9 @@ from webhook.engine.normalize import claim_spec
     ],
 )
 def test_devices_by_class(
-    requests: list[dict[str, object]], capacity: dict[str, int] | None, expected: dict[str, int]
+    requests: list[dict[str, object]], expected: dict[str, int]
 ) -> None:
-    assert devices_by_class(claim_spec(claim(*requests), "c"), capacity) == expected
+    assert devices_by_class(claim_spec(claim(*requests), "c")) == expected
 
 
 def test_generated_claim_is_keyed_like_the_pods_reservation() -> None:

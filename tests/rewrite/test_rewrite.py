@@ -109,12 +109,46 @@ def test_template_name_is_readable_without_selectors() -> None:
         ("nvidia.com/cuda.driver.major", "12", True),
         ("nvidia.com/gpu.count", "8", False),
         ("nvidia.com/gpu.product", None, True),
+        ("nvidia.com/gpu.driver.major", "550", False),
     ],
     ids=["product", "mig-product", "shared", "memory", "memory-bad", "family", "family-bad",
-         "compute", "cuda", "count", "exists"],
+         "compute", "cuda", "count", "exists", "not-a-gfd-label"],
 )
 def test_translate_label(key: str, value: str | None, faithful: bool) -> None:
     assert isinstance(translate_label(key, value), tuple) == faithful
+
+
+DRIVER = "device.attributes['gpu.nvidia.com'].driverVersion"
+CUDA = "device.attributes['gpu.nvidia.com'].cudaDriverVersion"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expression"),
+    [
+        ("cuda.driver.major", "550", f"{DRIVER}.major() == 550"),
+        ("cuda.driver.minor", "90", f"{DRIVER}.minor() == 90"),
+        ("cuda.driver.rev", "07", f"{DRIVER}.patch() == 7"),
+        ("cuda.driver-version.major", "570", f"{DRIVER}.major() == 570"),
+        ("cuda.driver-version.revision", "03", f"{DRIVER}.patch() == 3"),
+        ("cuda.driver-version.full", "550.90.07",
+         f"{DRIVER}.major() == 550 && {DRIVER}.minor() == 90 && {DRIVER}.patch() == 7"),
+        ("cuda.runtime.major", "12", f"{CUDA}.major() == 12"),
+        ("cuda.runtime-version.minor", "4", f"{CUDA}.minor() == 4"),
+        ("cuda.runtime-version.full", "12.4", f"{CUDA}.major() == 12 && {CUDA}.minor() == 4"),
+        ("gpu.compute.major", "9", "device.attributes['gpu.nvidia.com']"
+         ".cudaComputeCapability.major() == 9"),
+    ],
+    ids=["driver-major", "driver-minor", "driver-rev", "driver-version-major",
+         "driver-version-revision", "driver-version-full", "runtime-major",
+         "runtime-version-minor", "runtime-version-full", "compute-major"],
+)
+def test_gfd_version_labels_map_to_what_the_dra_driver_publishes(
+    key: str, value: str, expression: str
+) -> None:
+    """GFD's cuda.driver* labels are the NVIDIA driver version (550), cuda.runtime* the CUDA
+    version (12.4): driverVersion and cudaDriverVersion in the DRA driver's attributes."""
+    assert translate_label(f"nvidia.com/{key}", value) == (expression, frozenset(
+        {"gpu.nvidia.com", "mig.nvidia.com"}))
 
 
 def test_label_kept_when_a_container_keeps_legacy_gpus() -> None:

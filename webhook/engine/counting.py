@@ -1,9 +1,12 @@
 """How many devices a claim holds, counted exactly as Kubernetes ResourceQuota counts DRA.
 
-ExactCount adds `count`; `All` adds the number of devices the class can match when the
-inventory is known, else 32 (the most one claim can be allocated); `firstAvailable` adds,
-per class, the largest alternative; adminAccess requests count too. Sharing the counting with
-ResourceQuota means a tenant's numbers in dragate and in `kubectl describe quota` agree.
+ExactCount adds `count`; `All` adds 32 (`AllocationResultsMaxSize`, the most one claim can be
+allocated) whatever the cluster publishes; `firstAvailable` adds, per class, the largest
+alternative; adminAccess requests count too; an unknown allocation mode adds nothing. This is
+`claimEvaluator.Usage` in Kubernetes 1.34 (pkg/quota/v1/evaluator/core/resource_claims.go),
+so a tenant's numbers in dragate and in `kubectl describe quota` agree. The charge never
+depends on the inventory: a charge that grows when a node joins (or is 0 before the first
+ResourceSlice is published) would let the same claim pass or fail with the weather.
 """
 
 from __future__ import annotations
@@ -15,32 +18,28 @@ from webhook.types import ALL_MODE_DEVICES, AllocationMode, ClaimSpec, DeviceReq
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 
 
-def devices_by_class(
-    spec: ClaimSpec, class_capacity: Mapping[str, int] | None = None
-) -> dict[str, int]:
+def devices_by_class(spec: ClaimSpec) -> dict[str, int]:
     """Devices the claim charges per DeviceClass."""
     totals: dict[str, int] = {}
     for request in spec.requests:
-        for device_class, devices in request_charges(request, class_capacity).items():
+        for device_class, devices in request_charges(request).items():
             totals[device_class] = totals.get(device_class, 0) + devices
     return totals
 
 
-def request_charges(
-    request: DeviceRequest, class_capacity: Mapping[str, int] | None = None
-) -> dict[str, int]:
+def request_charges(request: DeviceRequest) -> dict[str, int]:
     """Per class, the most devices any alternative of this request could take."""
     charges: dict[str, int] = {}
     for leaf in request.leaves():
-        devices = leaf_devices(leaf, class_capacity)
+        devices = leaf_devices(leaf)
         charges[leaf.device_class] = max(charges.get(leaf.device_class, 0), devices)
     return charges
 
 
-def leaf_devices(leaf: DeviceRequest, class_capacity: Mapping[str, int] | None = None) -> int:
+def leaf_devices(leaf: DeviceRequest) -> int:
+    """ResourceQuota's worst case for one (sub)request: 32 for `All`, else its count."""
     if leaf.allocation_mode == AllocationMode.ALL:
-        known = (class_capacity or {}).get(leaf.device_class)
-        return known if known is not None else ALL_MODE_DEVICES
+        return ALL_MODE_DEVICES
     return leaf.count
 
 

@@ -125,6 +125,7 @@ class Group:
     devices: list[Device] = field(default_factory=list)
     _cel: Any = None
     _cel_error: str | None = None
+    _per_node: Counter[str | None] | None = None
 
     def cel(self) -> tuple[Any, str | None]:
         """The `device` variable of the representative device, built once."""
@@ -133,8 +134,16 @@ class Group:
         return self._cel, self._cel_error
 
     def nodes(self, hits: Hits) -> Counter[str | None]:
-        members = self.devices if hits is None else [self.devices[i] for i in sorted(hits)]
-        return Counter(d.node for d in members)
+        if hits is None:
+            return self.per_node()
+        return Counter(self.devices[i].node for i in sorted(hits))
+
+    def per_node(self) -> Counter[str | None]:
+        """How many of the group's devices each node reaches (counted once: groups are built
+        once per inventory and never change afterwards)."""
+        if self._per_node is None:
+            self._per_node = Counter(d.node for d in self.devices)
+        return Counter(self._per_node)
 
 
 def device_value(device: Device) -> tuple[Any, str | None]:

@@ -17,8 +17,10 @@ from webhook.engine.requests import Finding, check_request
 from webhook.engine.rules import RuleInputs
 from webhook.engine.tenancy import namespace_labels
 from webhook.types import (
+    ALL_MODE_DEVICES,
     Action,
     AdmissionRequest,
+    AllocationMode,
     ClaimSpec,
     Decision,
     Facts,
@@ -125,6 +127,7 @@ def _findings(
                 prefix=claim.prefix,
             )
     yield from _quota_findings(claims, facts)
+    yield from _all_mode_insight(claims, facts)
     yield from _feasibility_findings(claims, facts, policies.settings.feasibility)
 
 
@@ -161,7 +164,7 @@ def _quota_findings(claims: list[JudgedClaim], facts: Facts) -> Iterator[Finding
         return
     totals: dict[str, int] = {}
     for claim in claims:
-        charges = devices_by_class(claim.spec, facts.class_capacity)
+        charges = devices_by_class(claim.spec)
         for reason in quota.per_claim_reasons(tenant, claim.spec.label, charges):
             yield Finding(Action.DENY, reason)
         if claim.holder is not None:
@@ -170,6 +173,26 @@ def _quota_findings(claims: list[JudgedClaim], facts: Facts) -> Iterator[Finding
     replaced = _already_held(claims, facts)
     for reason in quota.total_reasons(tenant, totals, facts.usage, replaced):
         yield Finding(Action.DENY, reason)
+
+
+def _all_mode_insight(claims: list[JudgedClaim], facts: Facts) -> Iterator[Finding]:
+    """A warning, never a charge: what an `All` request would really get in this cluster.
+
+    Quota charges `All` as ResourceQuota does (32); the published devices only inform.
+    """
+    for claim in claims:
+        for leaf in (leaf for r in claim.spec.requests for leaf in r.leaves()):
+            if leaf.allocation_mode != AllocationMode.ALL:
+                continue
+            published = facts.class_capacity.get(leaf.device_class)
+            if published is None:
+                continue
+            message = (
+                f"{claim.prefix}request {leaf.name!r}: allocationMode All is charged "
+                f"{ALL_MODE_DEVICES} {leaf.device_class} devices (as ResourceQuota); "
+                f"{published} published devices match the class"
+            )
+            yield Finding(Action.WARN, Reason(policy="quota", message=message))
 
 
 def _already_held(claims: list[JudgedClaim], facts: Facts) -> dict[str, int]:
@@ -199,7 +222,7 @@ def _decide(
         claim.holder: charges
         for claim in claims
         if claim.holder is not None
-        and (charges := devices_by_class(claim.spec, facts.class_capacity))
+        and (charges := devices_by_class(claim.spec))
     }
     return Decision(
         allowed=not denials,

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from webhook.engine.inventory import Inventory, Selection, class_selectors
+from webhook.engine.placement import place_claim
 from webhook.types import AllocationMode, ClaimSpec, DeviceRequest, Object
 
 
@@ -32,9 +33,12 @@ class FeasibilityResult:
     errors: tuple[str, ...] = ()  # selector evaluation errors (those devices did not match)
     unknown_class: bool = False
     alternatives: tuple[FeasibilityResult, ...] = ()
+    together: str = ""  # why the requests cannot be allocated together, when that fails
 
     @property
     def message(self) -> str:
+        if self.together:
+            return self.together
         if self.alternatives and not self.ok:
             parts = "; ".join(a.message for a in self.alternatives)
             return f"request {self.request!r}: no alternative can be satisfied ({parts})"
@@ -44,8 +48,24 @@ class FeasibilityResult:
 def check_claim(
     inventory: Inventory, spec: ClaimSpec, device_classes: Mapping[str, Object]
 ) -> tuple[FeasibilityResult, ...]:
-    """One result per request of the claim."""
-    return tuple(check_request(inventory, r, device_classes) for r in spec.requests)
+    """One result per request of the claim; when each could be met alone, one more saying
+    whether some node can meet them all together, as the scheduler must."""
+    results = tuple(check_request(inventory, r, device_classes) for r in spec.requests)
+    if not results or not all(r.ok for r in results):
+        return results
+    expressions = {
+        leaf.name: (*class_selectors(device_classes.get(leaf.device_class)), *leaf.selectors)
+        for request in spec.requests
+        for leaf in request.leaves()
+        if leaf.device_class in device_classes
+    }
+    selections = {name: inventory.select(exprs) for name, exprs in expressions.items()}
+    key = ("placement", replace(spec, label=""), tuple(expressions.items()))
+    placement = inventory.remember(key, lambda: place_claim(spec, selections))
+    if placement.ok:
+        return results
+    failed = FeasibilityResult(ok=False, request=spec.label, together=placement.reason)
+    return (*results, failed)
 
 
 def check_request(

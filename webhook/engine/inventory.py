@@ -13,18 +13,19 @@ values with a two-variable comprehension) is evaluated per device instead: corre
 fast for the selectors people actually write.
 
 Semantics follow the scheduler's allocator: class selectors, then request selectors, all
-ANDed, first failure stops; an evaluation error on a device means that device does not match
-(the error is kept for the message). Current allocations are ignored: this answers "could the
-cluster ever satisfy this", not "is it free now".
+ANDed, first failure stops. An evaluation error on a device does not just fail that device:
+the allocator aborts the claim's allocation on every node that device is reachable from, so a
+`Selection` keeps which devices errored (`failed`) besides the error text. Current allocations
+are ignored: this answers "could the cluster ever satisfy this", not "is it free now".
 """
 
 from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from webhook.engine.cel import CelCompileError, Program, compile_expression
 from webhook.engine.devices import (
@@ -38,6 +39,8 @@ from webhook.engine.devices import (
     reads_device_identity,
 )
 from webhook.types import Object
+
+T = TypeVar("T")
 
 MAX_CACHED_VERDICTS = 200_000
 """Selectors come from user objects, so every cache is bounded: past this it starts over."""
@@ -141,6 +144,22 @@ class Selection:
 
     hits: tuple[tuple[Group, Hits], ...]
     errors: tuple[str, ...] = ()
+    failed: tuple[tuple[Group, Hits], ...] = ()  # devices whose evaluation errored
+
+    @functools.cached_property
+    def failed_nodes(self) -> frozenset[str | None]:
+        """Nodes the scheduler cannot allocate this request on (None: shared devices)."""
+        return frozenset(n for g, h in self.failed for n in g.nodes(h))
+
+    @functools.cached_property
+    def by_node(self) -> dict[str | None, list[Device]]:
+        """Matching devices per node (None: devices reachable from every node)."""
+        found: dict[str | None, list[Device]] = {}
+        for group, hits in self.hits:
+            members = group.devices if hits is None else [group.devices[i] for i in sorted(hits)]
+            for device in members:
+                found.setdefault(device.node, []).append(device)
+        return found
 
     @functools.cached_property
     def count(self) -> int:
@@ -174,8 +193,19 @@ class Inventory:
     def __init__(self, groups: Iterable[Group], cache: SelectorCache | None = None) -> None:
         self.groups = tuple(groups)
         self.cache = cache or SelectorCache()
-        self._identity_hits: dict[tuple[str, int], tuple[Hits, str | None]] = {}
+        self._identity_hits: dict[tuple[str, int], tuple[Hits, str | None, Hits]] = {}
         self._selections: dict[tuple[str, ...], Selection] = {}
+        self._remembered: dict[Any, Any] = {}
+
+    def remember(self, key: Any, compute: Callable[[], T]) -> T:
+        """`compute()`, once per key for this (immutable) inventory: answers derived from it,
+        such as whether a claim shape can be placed, are asked again on every admission."""
+        if key in self._remembered:
+            found: T = self._remembered[key]
+            return found
+        value = compute()
+        _store(self._remembered, key, value, MAX_CACHED_SELECTIONS)
+        return value
 
     @classmethod
     def from_slices(
@@ -220,30 +250,38 @@ class Inventory:
 
     def _select(self, expressions: Sequence[str]) -> Selection:
         found: list[tuple[Group, Hits]] = []
+        failed: list[tuple[Group, Hits]] = []
         errors: dict[str, None] = {}
         for position, group in enumerate(self.groups):
-            hits = self._group_hits(position, group, expressions, errors)
+            hits, errored = self._group_hits(position, group, expressions, errors)
             if hits is None or hits:
                 found.append((group, hits))
-        return Selection(tuple(found), tuple(errors))
+            if errored is None or errored:
+                failed.append((group, errored))
+        return Selection(tuple(found), tuple(errors), tuple(failed))
 
     def _group_hits(
         self, position: int, group: Group, expressions: Sequence[str], errors: dict[str, None]
-    ) -> Hits:
+    ) -> tuple[Hits, Hits]:
+        """Devices matching every expression, and devices some expression errored on."""
         hits: Hits = None
+        errored: set[int] = set()
         for expression in expressions:
-            more, error = self._hits(position, group, expression)
+            more, error, failed = self._hits(position, group, expression)
             if error is not None:
                 errors[error] = None
-            hits = more if hits is None else hits if more is None else hits & more
+                errored |= _members(group, hits if failed is None else _and(hits, failed))
+            hits = _and(hits, more)
             if hits is not None and not hits:
                 break
-        return hits
+        return hits, (None if len(errored) == len(group.devices) else frozenset(errored))
 
-    def _hits(self, position: int, group: Group, expression: str) -> tuple[Hits, str | None]:
+    def _hits(
+        self, position: int, group: Group, expression: str
+    ) -> tuple[Hits, str | None, Hits]:
         if not self.cache.reads_identity(expression):
             verdict = self.cache.verdict(expression, group)
-            return (None if verdict.matched else frozenset()), verdict.error
+            return (None if verdict.matched else frozenset()), verdict.error, None
         key = (expression, position)
         found = self._identity_hits.get(key)
         if found is None:
@@ -251,16 +289,32 @@ class Inventory:
             _store(self._identity_hits, key, found, MAX_CACHED_VERDICTS)
         return found
 
-    def _per_device(self, group: Group, expression: str) -> tuple[Hits, str | None]:
+    def _per_device(self, group: Group, expression: str) -> tuple[Hits, str | None, Hits]:
         """Evaluate on every device of the group: the expression may read an id."""
         matched: list[int] = []
+        failed: list[int] = []
         first_error: str | None = None
         for index, device in enumerate(group.devices):
             verdict = self.cache.evaluate(expression, *device_value(device))
             if verdict.matched:
                 matched.append(index)
+            if verdict.error is not None:
+                failed.append(index)
             first_error = first_error or verdict.error
-        return (None if len(matched) == len(group.devices) else frozenset(matched)), first_error
+        everyone = len(group.devices)
+        return (
+            None if len(matched) == everyone else frozenset(matched),
+            first_error,
+            None if len(failed) == everyone else frozenset(failed),
+        )
+
+
+def _and(left: Hits, right: Hits) -> Hits:
+    return right if left is None else left if right is None else left & right
+
+
+def _members(group: Group, hits: Hits) -> set[int]:
+    return set(range(len(group.devices))) if hits is None else set(hits)
 
 
 class ClassCapacity(Mapping[str, int]):

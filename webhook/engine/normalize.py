@@ -16,6 +16,7 @@ from webhook.types import (
     ClaimSpec,
     DeviceRequest,
     DragateError,
+    MatchConstraint,
     Object,
     PodClaim,
 )
@@ -51,7 +52,22 @@ def _spec(spec: Any, api_version: str, label: str, path: str) -> ClaimSpec:
     requests = tuple(
         _request(item, flat, f"{path}.devices.requests[{i}]") for i, item in enumerate(raw)
     )
-    return ClaimSpec(label=label, requests=requests)
+    constraints = tuple(_constraints(devices.get("constraints"), f"{path}.devices.constraints"))
+    return ClaimSpec(label=label, requests=requests, constraints=constraints)
+
+
+def _constraints(raw: Any, path: str) -> Iterator[MatchConstraint]:
+    """The `matchAttribute` constraints (others, such as distinctAttribute, are not modelled)."""
+    for i, item in enumerate(_list(raw, path)):
+        constraint = _mapping(item, f"{path}[{i}]")
+        attribute = constraint.get("matchAttribute")
+        if attribute is None:
+            continue
+        names = _list(constraint.get("requests"), f"{path}[{i}].requests")
+        yield MatchConstraint(
+            attribute=_string(attribute, f"{path}[{i}].matchAttribute"),
+            requests=tuple(_string(n, f"{path}[{i}].requests") for n in names),
+        )
 
 
 def _request(raw: Any, flat: bool, path: str) -> DeviceRequest:

@@ -44,23 +44,35 @@ def request_name(device_class: str, suffix: str) -> str:
     return dns_label(f"{prefix}-{suffix}" if suffix else prefix)
 
 
-def pod_claim_name(device_class: str, container: str, taken: Iterable[str]) -> str:
-    """`gpu-<container>`, made unique against claims the Pod already has."""
-    used = set(taken)
-    base = dns_label(f"{class_prefix(device_class)}-{container}")
-    name, n = base, 2
-    while name in used:
-        name = dns_label(f"{base}-{n}")
-        n += 1
-    return name
+class UniqueNames:
+    """Hands out names unique within one Pod (claims) or one claim (requests).
+
+    `take("gpu-main")` gives `gpu-main`, then `gpu-main-2`, `gpu-main-3`, ... Each base
+    remembers where its numbering stopped, so a Pod with thousands of same-named containers
+    costs linear time, not a rescan per container.
+    """
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self._used = set(taken)
+        self._next: dict[str, int] = {}
+
+    def take(self, base: str) -> str:
+        name, n = base, self._next.get(base, 2)
+        while name in self._used:
+            name = dns_label(f"{base}-{n}")
+            n += 1
+        self._next[base] = n
+        self._used.add(name)
+        return name
 
 
-def template_name(requests: Sequence[dict[str, Any]]) -> str:
-    """`dragate-gpu-nvidia-com-2`; a hash of the requests is added when there are selectors."""
+def template_name(requests: Sequence[dict[str, Any]], *, named: bool = False) -> str:
+    """`dragate-gpu-nvidia-com-2`; a hash of the requests is added when there are selectors
+    or when containers refer to the requests by name (`named`)."""
     parts = [_request_words(r) for r in requests]
     readable = "-".join([TEMPLATE_PREFIX, *parts])
     has_selectors = any(r["exactly"].get("selectors") for r in requests)
-    return dns_label(readable, force_hash=requests if has_selectors else None)
+    return dns_label(readable, force_hash=requests if has_selectors or named else None)
 
 
 def _request_words(request: dict[str, Any]) -> str:

@@ -132,6 +132,9 @@ def translate_label(key: str, value: str | None) -> Translated:
     semver = _SEMVER_LABELS.get(name)
     if semver is not None:
         return _semver_part(key, value, *semver)
+    full = _FULL_VERSION_LABELS.get(name)
+    if full is not None:
+        return _full_version(key, value, *full)
     if name == "mig.strategy":
         return None  # a fact about the node's MIG setup, not a GPU model: kept, harmless
     return f"dragate: node label {key} kept: no DRA device attribute says the same"
@@ -174,22 +177,48 @@ _HANDLERS: dict[str, Callable[[str], Translated]] = {
 }
 
 _SEMVER_LABELS: dict[str, tuple[str, str]] = {
+    # GFD: compute capability of the GPU (9.0 for H100); the DRA driver's cudaComputeCapability.
     "gpu.compute.major": ("cudaComputeCapability", "major"),
     "gpu.compute.minor": ("cudaComputeCapability", "minor"),
-    "cuda.driver.major": ("cudaDriverVersion", "major"),
-    "cuda.driver.minor": ("cudaDriverVersion", "minor"),
-    "cuda.driver-version.major": ("cudaDriverVersion", "major"),
-    "cuda.driver-version.minor": ("cudaDriverVersion", "minor"),
-    "gpu.driver.major": ("driverVersion", "major"),
-    "gpu.driver.minor": ("driverVersion", "minor"),
-    "gpu.driver.rev": ("driverVersion", "patch"),
+    # GFD: the NVIDIA *driver* version (550.90.07), old and new spellings; the DRA driver
+    # publishes the same NVML value as driverVersion (semver, so "07" is patch 7).
+    "cuda.driver.major": ("driverVersion", "major"),
+    "cuda.driver.minor": ("driverVersion", "minor"),
+    "cuda.driver.rev": ("driverVersion", "patch"),
+    "cuda.driver-version.major": ("driverVersion", "major"),
+    "cuda.driver-version.minor": ("driverVersion", "minor"),
+    "cuda.driver-version.revision": ("driverVersion", "patch"),
+    # GFD: the highest CUDA version the driver supports (12.4); NVML's cudaDriverVersion.
+    "cuda.runtime.major": ("cudaDriverVersion", "major"),
+    "cuda.runtime.minor": ("cudaDriverVersion", "minor"),
+    "cuda.runtime-version.major": ("cudaDriverVersion", "major"),
+    "cuda.runtime-version.minor": ("cudaDriverVersion", "minor"),
 }
+"""GFD label -> (DRA driver attribute, semver part). Checked against GFD's labelers and the
+DRA driver's `deviceinfo.go`: both read the same NVML calls (SystemGetDriverVersion,
+SystemGetCudaDriverVersion, the device's compute capability), for GPUs and MIG devices alike."""
+
+_FULL_VERSION_LABELS: dict[str, tuple[str, int]] = {
+    "cuda.driver-version.full": ("driverVersion", 3),  # 550.90.07
+    "cuda.runtime-version.full": ("cudaDriverVersion", 2),  # 12.4
+}
+_PARTS = ("major", "minor", "patch")
 
 
 def _semver_part(key: str, value: str | None, attribute: str, part: str) -> Translated:
     if value is None or not value.isdigit():
         return f"dragate: node label {key}={value} kept: not a number"
     return f"{ATTR}.{attribute}.{part}() == {int(value)}", BOTH
+
+
+def _full_version(key: str, value: str | None, attribute: str, length: int) -> Translated:
+    """`550.90.07` -> major, minor and patch all equal (semver drops the leading zero)."""
+    numbers = (value or "").split(".")
+    if len(numbers) != length or not all(n.isdigit() for n in numbers):
+        return f"dragate: node label {key}={value} kept: not a {length}-part version"
+    parts = zip(_PARTS[:length], numbers, strict=True)
+    checks = [f"{ATTR}.{attribute}.{p}() == {int(n)}" for p, n in parts]
+    return " && ".join(checks), BOTH
 
 
 def _quote(value: str) -> str:

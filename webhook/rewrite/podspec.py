@@ -3,7 +3,12 @@
 Works in place on a private deep copy (callers never see their input change). Each container
 that asked for mapped resources gets its own pod claim, because the device plugin never shared
 devices between containers and a shared claim would; several mapped resources in one container
-become several requests of that one claim.
+become several requests of that one claim. A resource that a regular init container asks for
+is the exception: the device plugin handed init devices on to the app containers, so those
+containers share one claim sized to what the Pod needed before (`initshare`).
+
+Linear in the number of containers: names are handed out by one `UniqueNames` per pod spec,
+never by rescanning the claims already added.
 """
 
 from __future__ import annotations
@@ -13,9 +18,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.rewrite import nodes
+from webhook.rewrite import initshare, nodes
+from webhook.rewrite.initshare import Member, Role
 from webhook.rewrite.mappings import Match, container_count, find_match
-from webhook.rewrite.names import pod_claim_name, request_name, template_name
+from webhook.rewrite.names import (
+    UniqueNames,
+    class_prefix,
+    dns_label,
+    request_name,
+    template_name,
+)
 from webhook.rewrite.notes import note
 from webhook.types import (
     MANAGED_BY_LABEL,
@@ -62,6 +74,7 @@ class Wanted:
 @dataclass
 class Plan:
     container: dict[str, Any]
+    role: Role = Role.APP
     mig_single: str | None = None  # why `nvidia.com/gpu` may mean a MIG slice in this Pod
     wanted: list[Wanted] = field(default_factory=list)
     remove: list[str] = field(default_factory=list)
@@ -92,23 +105,44 @@ def rewrite_pod_spec(
 def rewrite_in_place(spec: dict[str, Any], opts: Options, out: Outcome) -> set[str]:
     """Rewrite `spec` (already a private copy); returns the legacy resources it removed."""
     mig_single = nodes.mig_single_reason(spec)
-    plans = [_plan(Plan(c, mig_single), opts, out) for c in containers_of(spec)]
+    plans = [_plan(Plan(c, role, mig_single), opts, out) for c, role in _with_roles(spec)]
     plans = [p for p in plans if p.wanted or p.remove or p.kept_legacy]
     wanted = [w for p in plans for w in p.wanted]
     selectors = _carry_node_labels(spec, wanted, any(p.kept_legacy for p in plans), out)
+    claims = spec.setdefault("resourceClaims", []) if wanted else spec.get("resourceClaims")
+    names = UniqueNames(
+        str(c.get("name")) for c in claims or [] if isinstance(c, dict) and c.get("name")
+    )
+    pod = PodClaims(spec, names, selectors, opts, out)
+    shared = _shared_resources(plans, out)
     for plan in plans:
-        _apply(spec, plan, selectors, opts, out)
+        _remove_legacy(plan)
+        own = [w for w in plan.wanted if w.resource not in shared]
+        if own:
+            pod.add_own(plan.container, own)
+    for resource, members in shared.items():
+        pod.add_shared(resource, members)
     return {r for p in plans for r in p.remove}
 
 
 def containers_of(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """Init containers (restartable sidecars included) then app containers; never ephemeral."""
-    found: list[dict[str, Any]] = []
+    return [c for c, _ in _with_roles(spec)]
+
+
+def _with_roles(spec: dict[str, Any]) -> list[tuple[dict[str, Any], Role]]:
+    found: list[tuple[dict[str, Any], Role]] = []
     for key in ("initContainers", "containers"):
         items = spec.get(key)
         if isinstance(items, list):
-            found.extend(c for c in items if isinstance(c, dict))
+            found.extend((c, _role(key, c)) for c in items if isinstance(c, dict))
     return found
+
+
+def _role(key: str, container: dict[str, Any]) -> Role:
+    if key == "containers":
+        return Role.APP
+    return Role.SIDECAR if container.get("restartPolicy") == "Always" else Role.INIT
 
 
 def _plan(plan: Plan, opts: Options, out: Outcome) -> Plan:
@@ -184,9 +218,7 @@ def _carry_node_labels(
     return list(translation.rules)
 
 
-def _apply(
-    spec: dict[str, Any], plan: Plan, rules: list[nodes.LabelRule], opts: Options, out: Outcome
-) -> None:
+def _remove_legacy(plan: Plan) -> None:
     resources = plan.container["resources"]
     for section in ("limits", "requests"):
         values = resources.get(section)
@@ -195,42 +227,119 @@ def _apply(
                 values.pop(resource, None)
             if not values:
                 del resources[section]
-    if plan.wanted:
-        _add_claim(spec, plan, rules, opts, out)
 
 
-def _add_claim(
-    spec: dict[str, Any], plan: Plan, rules: list[nodes.LabelRule], opts: Options, out: Outcome
-) -> None:
-    claims = spec.setdefault("resourceClaims", [])
-    taken = [c.get("name") for c in claims if isinstance(c, dict)]
-    container = str(plan.container.get("name", ""))
-    name = pod_claim_name(plan.wanted[0].device_class, container, map(str, taken))
-    requests = [_request(w, rules) for w in plan.wanted]
-    template = build_template(requests, plan.wanted, opts.namespace)
-    claims.append({"name": name, "resourceClaimTemplateName": template["metadata"]["name"]})
-    plan.container["resources"].setdefault("claims", []).append({"name": name})
-    out.templates.setdefault((opts.namespace or "", template["metadata"]["name"]), template)
-    asked = ", ".join(f"{w.resource}={w.count}" for w in plan.wanted)
-    classes = ", ".join(dict.fromkeys(w.device_class for w in plan.wanted))
-    text = f'dragate: container "{container}": {asked} -> claim "{name}" (class {classes})'
-    out.notes.append(note(text))
+SharedMembers = list[tuple[Plan, Wanted]]
 
 
-def _request(wanted: Wanted, rules: list[nodes.LabelRule]) -> dict[str, Any]:
+def _shared_resources(plans: list[Plan], out: Outcome) -> dict[str, SharedMembers]:
+    """Resources a regular init container asks for, each with every container asking it."""
+    asked: dict[str, SharedMembers] = {}
+    for plan in plans:
+        for wanted in plan.wanted:
+            asked.setdefault(wanted.resource, []).append((plan, wanted))
+    shared: dict[str, SharedMembers] = {}
+    for resource, members in asked.items():
+        if not any(plan.role == Role.INIT for plan, _ in members):
+            continue
+        if initshare.layout(_members(members)) is None:
+            text = (f"dragate: {resource}: init containers keep claims of their own; one claim "
+                    f"cannot hold more than {initshare.MAX_DEVICES_PER_CLAIM} devices")
+            out.notes.append(note(text))
+            continue
+        shared[resource] = members
+    return shared
+
+
+def _members(members: SharedMembers) -> list[Member]:
+    return [Member(plan.role, wanted.count) for plan, wanted in members]
+
+
+@dataclass
+class PodClaims:
+    """Adds claims to one pod spec: names from one allocator, templates into the outcome."""
+
+    spec: dict[str, Any]
+    names: UniqueNames
+    rules: list[nodes.LabelRule]
+    opts: Options
+    out: Outcome
+
+    def add_own(self, container: dict[str, Any], wanted: list[Wanted]) -> None:
+        """One claim for one container, with a request per legacy resource it asked for."""
+        name = self.names.take(dns_label(f"{class_prefix(wanted[0].device_class)}-"
+                                         f"{container.get('name', '')}"))
+        requests = [_request(w, self.rules) for w in wanted]
+        template = build_template(requests, wanted, self.opts.namespace)
+        self._add(name, template)
+        container["resources"].setdefault("claims", []).append({"name": name})
+        asked = ", ".join(f"{w.resource}={w.count}" for w in wanted)
+        classes = ", ".join(dict.fromkeys(w.device_class for w in wanted))
+        text = (f'dragate: container "{container.get("name", "")}": {asked} -> claim "{name}" '
+                f"(class {classes})")
+        self.out.notes.append(note(text))
+
+    def add_shared(self, resource: str, members: SharedMembers) -> None:
+        """One claim for every container asking `resource`, sized as the device plugin was."""
+        layout = initshare.layout(_members(members))
+        assert layout is not None  # checked by _shared_resources
+        first = members[0][1]
+        request_names = UniqueNames(["init"])
+        own = {i: request_names.take(dns_label(str(members[i][0].container.get("name", ""))))
+               for i in layout.own}
+        requests = [_request(members[i][1], self.rules, own[i], n) for i, n in layout.own.items()]
+        if layout.extra:
+            requests.append(_request(first, self.rules, "init", layout.extra))
+        replaced = Wanted(resource, layout.total, first.match)
+        template = build_template(requests, [replaced], self.opts.namespace, named=True)
+        name = self.names.take(dns_label(f"{request_name(first.device_class, first.match.suffix)}"
+                                         "-shared"))
+        self._add(name, template)
+        for i, (plan, _) in enumerate(members):
+            refs = [own[j] for j in layout.refs[i]] if i in layout.refs else [own[i]]
+            refs += ["init"] if i in layout.refs and layout.extra else []
+            plan.container["resources"].setdefault("claims", []).extend(
+                {"name": name, "request": r} for r in refs
+            )
+        text = (f'dragate: {resource}: init containers share claim "{name}" '
+                f"({layout.total} devices, as with the device plugin)")
+        self.out.notes.append(note(text))
+
+    def _add(self, name: str, template: dict[str, Any]) -> None:
+        made = template["metadata"]["name"]
+        self.spec["resourceClaims"].append({"name": name, "resourceClaimTemplateName": made})
+        self.out.templates.setdefault((self.opts.namespace or "", made), template)
+
+
+def _request(
+    wanted: Wanted, rules: list[nodes.LabelRule], name: str | None = None, count: int | None = None
+) -> dict[str, Any]:
     selectors = list(wanted.match.selectors)
     selectors += [r.expression for r in rules if r.expression and wanted.device_class in r.classes]
-    exactly: dict[str, Any] = {"deviceClassName": wanted.device_class, "count": wanted.count}
+    exactly: dict[str, Any] = {
+        "deviceClassName": wanted.device_class,
+        "count": wanted.count if count is None else count,
+    }
     if selectors:
         exactly["selectors"] = [{"cel": {"expression": s}} for s in dict.fromkeys(selectors)]
-    return {"name": request_name(wanted.device_class, wanted.match.suffix), "exactly": exactly}
+    return {
+        "name": name or request_name(wanted.device_class, wanted.match.suffix),
+        "exactly": exactly,
+    }
 
 
 def build_template(
-    requests: list[dict[str, Any]], wanted: list[Wanted], namespace: str | None
+    requests: list[dict[str, Any]],
+    wanted: list[Wanted],
+    namespace: str | None,
+    *,
+    named: bool = False,
 ) -> dict[str, Any]:
-    """A managed `resource.k8s.io/v1` ResourceClaimTemplate, named from what it asks for."""
-    metadata: dict[str, Any] = {"name": template_name(requests)}
+    """A managed `resource.k8s.io/v1` ResourceClaimTemplate, named from what it asks for.
+
+    `named`: containers refer to its requests by name, so the names are part of its identity.
+    """
+    metadata: dict[str, Any] = {"name": template_name(requests, named=named)}
     if namespace:
         metadata["namespace"] = namespace
     metadata["labels"] = {MANAGED_BY_LABEL: MANAGED_BY_VALUE}

@@ -19,7 +19,6 @@ def holds_by_tenant(
     policies: PolicySet,
     claims: Iterable[Object],
     namespaces: Mapping[str, Object],
-    class_capacity: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, Holds], list[str]]:
     """Per tenant, each claim's devices per class; and a note per claim that could not be read."""
     tenants: dict[str, Holds] = {}
@@ -33,7 +32,7 @@ def holds_by_tenant(
         if tenant is None:
             continue
         try:
-            devices = devices_by_class(claim_spec(claim, holder_key(claim)), class_capacity)
+            devices = devices_by_class(claim_spec(claim, holder_key(claim)))
         except ObjectError as err:
             notes.append(f"ResourceClaim {namespace}/{meta.get('name')}: not counted: {err}")
             continue

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the real-Kubernetes e2e toolchain from the Go module proxy:
-#   kube-apiserver, kube-controller-manager, kubectl  (toolchain/kube, Kubernetes v1.34.x)
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+#                                                     (toolchain/kube, Kubernetes v1.34.x)
 #   etcd                                              (toolchain/etcd, etcd server v3.6.x)
 #   helm                                              (toolchain/helm, helm v3)
 #
@@ -100,6 +101,7 @@ build_kube() {
   build kube "$here/kube" "$(kube_ldflags "$version")" "selinux,notest,grpcnotrace" "" \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler \
     k8s.io/kubernetes/cmd/kubectl
 }
 
@@ -129,7 +131,7 @@ main() {
   rm -rf "$pin_dir"/.build-*  # scratch dirs left by an interrupted or failed build
   log "pins $pin_hash -> $bin_dir ($(go version))"
   local started=$SECONDS
-  all_present kube-apiserver kube-controller-manager kubectl || build_kube
+  all_present kube-apiserver kube-controller-manager kube-scheduler kubectl || build_kube
   all_present etcd || build_etcd
   all_present helm || build_helm
   log "toolchain ready in $((SECONDS - started))s"

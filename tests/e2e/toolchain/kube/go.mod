@@ -1,4 +1,5 @@
-// Wrapper module that builds kube-apiserver, kube-controller-manager and kubectl
+// Wrapper module that builds kube-apiserver, kube-controller-manager, kube-scheduler
+// and kubectl
 // from the Go module proxy. k8s.io/kubernetes requires its staging modules at
 // v0.0.0 with local replaces that Go ignores in dependencies, so each staging
 // module is replaced here with v0.34.N for Kubernetes v1.34.N
@@ -12,6 +13,7 @@ godebug default=go1.24
 tool (
 	k8s.io/kubernetes/cmd/kube-apiserver
 	k8s.io/kubernetes/cmd/kube-controller-manager
+	k8s.io/kubernetes/cmd/kube-scheduler
 	k8s.io/kubernetes/cmd/kubectl
 )
 
