@@ -61,6 +61,11 @@ def check_inputs(config: ServeConfig) -> None:
         raise BadInput(f"invalid state file: {err}") from None
     except (LedgerFileError, LedgerUnavailable) as err:
         raise BadInput(f"ledger {config.ledger_file}: {err}") from None
+    except OSError as err:  # no writable state directory (a read-only root filesystem)
+        raise BadInput(
+            f"ledger {config.ledger_file}: cannot create it ({err.strerror or err}); "
+            "pass --ledger FILE on a writable volume, or set XDG_STATE_HOME"
+        ) from None
 
 
 def seed_ledger(path: Path, policies: PolicySet, state: SnapshotState) -> None:
