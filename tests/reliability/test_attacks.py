@@ -23,6 +23,7 @@ from reliability_support import (
     Serve,
     claim,
     eventually,
+    pod,
     request,
     review,
     start,
@@ -155,6 +156,20 @@ def test_errors_are_json_with_their_status(
     assert headers["content-type"] == "application/json"
     answer = json.loads(body)
     assert answer["code"] == status and words.lower() in answer["message"].lower(), answer
+
+
+# --------------------------------------------------------------------------- object sizes
+
+
+def test_four_thousand_same_named_containers_are_refused_before_any_work(server: Serve) -> None:
+    """The legacy Pod that cost minutes of rewriting: Kubernetes refuses it (duplicate names),
+    so both endpoints deny it at once, with the reason."""
+    gpu = {"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    body = review(pod("legacy", "team-a", containers=[gpu] * 4000), "dup-1")
+    for path in ("/mutate", "/validate"):
+        status, answer = request(server.port, server.cert_dir / "ca.crt", "POST", path, body)
+        assert status == 200 and answer["response"]["allowed"] is False, answer
+        assert "container name 'c' is used twice" in answer["response"]["status"]["message"]
 
 
 # --------------------------------------------------------------------------- alias bomb
