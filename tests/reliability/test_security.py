@@ -110,12 +110,16 @@ def test_mtls_refuses_wrong_and_missing_client_certs(tmp_path: Path) -> None:
         args=("--client-ca", str(clients / "ca.crt")), client_cert=files["good"],
     )  # fmt: skip
     trust = server.cert_dir / "ca.crt"
+    forged = review(claim("forged", "team-a", 2), "forged-1")
     try:
-        for wrong in (None, files["rogue"]):
-            with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
-                request(server.port, trust, "GET", "/healthz", client_cert=wrong)
-        status, _ = request(server.port, trust, "GET", "/healthz", client_cert=files["good"])
-        assert status == 200
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+            request(server.port, trust, "GET", "/healthz", client_cert=files["rogue"])
+        status, answer = request(server.port, trust, "POST", "/validate", forged)
+        assert status == 403 and "client certificate" in answer["message"]  # no reservation
+        assert request(server.port, trust, "GET", "/healthz")[0] == 200  # kubelet probes
+        status, answer = request(server.port, trust, "POST", "/validate", forged,
+                                 client_cert=files["good"])  # fmt: skip
+        assert status == 200 and answer["response"]["allowed"] is True
     finally:
         assert server.stop() == 0, server.logs()
 

@@ -76,9 +76,22 @@ class ReviewRoutes:
         mutate = ROUTES.get(environ.get("PATH_INFO", ""))
         if mutate is None or environ.get("REQUEST_METHOD") != "POST":
             return self.app(environ, start_response)
-        reply = guarded(self._admitter, self._request_class(environ), mutate=mutate)
+        if self._admitter.options.require_client_cert and not peer_certified(environ):
+            reply = json_error(403, "reviews need a client certificate signed by --client-ca")
+        else:
+            reply = guarded(self._admitter, self._request_class(environ), mutate=mutate)
         start_response(reply.status, reply.headers())
         return [reply.body]
+
+
+def peer_certified(environ: dict[str, Any]) -> bool:
+    """True when the TLS peer presented a certificate the client CA verified (mTLS)."""
+    sock = environ.get("gunicorn.socket")
+    getpeercert = getattr(sock, "getpeercert", None)
+    try:
+        return bool(getpeercert()) if getpeercert is not None else False
+    except (OSError, ValueError):
+        return False
 
 
 def guarded(admitter: Admitter, request: Request, *, mutate: bool) -> Reply:

@@ -244,6 +244,7 @@ def build_config(
         on_timeout=TimeoutOutcome(on_timeout),
         own_namespace=own_namespace,
         own_service_account=own_service_account,
+        require_client_cert=client_ca is not None,
     )
     return ServeConfig(
         policy_dir=policy_dir or default_policy_dir(), tls=tls, host=host, port=port,
