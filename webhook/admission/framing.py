@@ -17,6 +17,7 @@ from http import HTTPStatus
 HEADER_LIMIT = 64 * 1024
 CHUNK_LINE_LIMIT = 1024  # a chunk-size line (hex size and extensions)
 HEX_DIGITS = b"0123456789abcdefABCDEF"
+_ENCODER = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", ":"))
 
 
 class Progress(Enum):
@@ -105,6 +106,7 @@ class RequestReader:
         self.refusal: Refusal | None = None
         self.expects_continue = False
         self.headers_done = False
+        self.path: list[bytes] = []  # the request target, once the headers ended
         self._wanted: int | None = None  # total bytes, when the body has a Content-Length
         self._chunked: ChunkedBody | None = None
         self._scanned = 0  # where the search for the end of the headers resumes
@@ -142,6 +144,7 @@ class RequestReader:
                 self.refusal = Refusal(431, f"request headers exceed {HEADER_LIMIT} bytes")
             return
         self.headers_done = True
+        self.path = bytes(self.data[: self.data.find(b"\r\n")]).split(b" ")[1:2]
         fields = _header_fields(bytes(self.data[:end]))
         try:
             self._frame_body(fields, end + 4)
@@ -190,9 +193,8 @@ def _header_fields(head: bytes) -> list[tuple[bytes, bytes]]:
 def error_response(code: int, message: str) -> bytes:
     """A whole HTTP/1.1 error reply with a JSON body shaped as the app's (`{code, message}`,
     sorted, compact): what a client gets for framing problems the app never saw."""
-    body = (json.dumps({"code": code, "message": message}, ensure_ascii=True, sort_keys=True,
-                       separators=(",", ":")) + "\n").encode("ascii")
-    reason = HTTPStatus(code).phrase.upper() if code in HTTPStatus._value2member_map_ else "ERROR"
+    body = (_ENCODER.encode({"code": code, "message": message}) + "\n").encode("ascii")
+    reason = HTTPStatus(code).phrase.upper()
     head = (
         f"HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"

@@ -42,12 +42,20 @@ from gunicorn.http import errors as parse_errors
 from gunicorn.workers import gthread
 
 from webhook.admission.config import DEFAULT_MAX_BODY_BYTES
-from webhook.admission.framing import HEADER_LIMIT, Progress, RequestReader, error_response
+from webhook.admission.framing import (
+    HEADER_LIMIT,
+    Progress,
+    Refusal,
+    RequestReader,
+    error_response,
+)
 
 REQUEST_SECONDS = 5.0
 WORKER_BUDGET = 16 * 1024 * 1024  # bytes of unfinished requests one worker buffers in all
 PEER_SHARE = WORKER_BUDGET // 2  # ... of which one client address may hold
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+REVIEW_PATHS = (b"/validate", b"/mutate")
+UNCERTIFIED = "reviews need a client certificate signed by --client-ca"
 __all__ = ["HEADER_LIMIT", "REQUEST_SECONDS", "DeadlineSocket", "GuardedThreadWorker"]
 
 
@@ -78,6 +86,7 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
         self._by_peer: dict[str, int] = {}
         options = getattr(getattr(self.app, "config", None), "admission", None)
         self._max_body = getattr(options, "max_body_bytes", DEFAULT_MAX_BODY_BYTES)
+        self._require_cert = bool(getattr(options, "require_client_cert", False))
 
     def accept(self, listener: Any) -> None:
         try:
@@ -137,6 +146,8 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
         self._advance(_Reading(conn, handshaking, self._max_body), None)
 
     def _advance(self, reading: _Reading, _fileobj: Any) -> None:
+        if reading.done:  # evicted while its event was waiting in the same poller batch
+            return
         try:
             progress = self._step(reading)
         except OSError:  # ssl.SSLError included: a failed handshake, a reset
@@ -188,10 +199,21 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
     def _feed(self, reading: _Reading, chunk: bytes) -> Progress:
         self._count(reading, len(chunk))
         progress = reading.reader.feed(chunk)
+        if progress is not Progress.REFUSED and self._uncertified_review(reading):
+            reading.reader.refusal = Refusal(403, UNCERTIFIED)  # before reading any body
+            return Progress.REFUSED
         if reading.reader.expects_continue and not reading.continued:
             reading.continued = True  # the client waits for this before sending the body
             reading.conn.sock.send(CONTINUE)
         return progress
+
+    def _uncertified_review(self, reading: _Reading) -> bool:
+        """With mTLS, a review from a peer without a client certificate (routes.py answers
+        the same; here it costs no body read)."""
+        if not (self._require_cert and reading.reader.headers_done):
+            return False
+        path = b"".join(reading.reader.path).partition(b"?")[0]
+        return path in REVIEW_PATHS and not reading.conn.sock.getpeercert()
 
     def _count(self, reading: _Reading, size: int) -> None:
         reading.counted += size
@@ -202,16 +224,21 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
         """Past the worker's budget, or a client's share of it, the connection holding the
         most bytes goes (one client's flood evicts its own connections first)."""
         while self._by_peer.get(peer, 0) > PEER_SHARE:
-            self._evict([r for r in self._reading if not r.done and r.peer == peer])
+            if not self._evict([r for r in self._reading if not r.done and r.peer == peer]):
+                break
         while self._buffered > WORKER_BUDGET:
-            self._evict([r for r in self._reading if not r.done])
+            if not self._evict([r for r in self._reading if not r.done]):
+                break
 
-    def _evict(self, candidates: list[_Reading]) -> None:
+    def _evict(self, candidates: list[_Reading]) -> bool:
+        if not candidates:
+            return False
         largest = max(candidates, key=lambda r: r.counted)
         self.log.warning("too many bytes of unfinished requests; closing %s", largest.peer)
         _send_quietly(largest.conn.sock, error_response(503, "server busy: too many "
                                                         "unfinished requests"))  # fmt: skip
         self._drop(largest)
+        return True
 
     def _handshake(self, reading: _Reading) -> bool:
         try:
