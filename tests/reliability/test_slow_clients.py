@@ -86,6 +86,13 @@ def _kept_alive_then_partial(raw: socket.socket) -> socket.socket:
     return tls
 
 
+def _pipelined_then_partial(raw: socket.socket) -> socket.socket:
+    """A whole request and, in the same write, half of the next one (HTTP pipelining)."""
+    tls = _tls(raw)
+    tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: dragate\r\n\r\nGET /healthz HTTP/1.1\r\n")
+    return tls
+
+
 Opener = Callable[[socket.socket], socket.socket]
 TIMED_OUT = (b" 408 ",)
 KINDS: dict[str, tuple[Opener, int, tuple[bytes, ...]]] = {
@@ -99,6 +106,8 @@ KINDS: dict[str, tuple[Opener, int, tuple[bytes, ...]]] = {
     # connections holding most are evicted (503) before the rest time out (408)
     "large-body-stalled": (_large_body_stalled, STALLED, (*TIMED_OUT, b" 503 ")),
     "chunked-stalled": (_chunked_stalled, STALLED, TIMED_OUT),
+    # the first answer, then the half request waits in the event loop, not in a thread
+    "pipelined-then-partial": (_pipelined_then_partial, 2 * STALLED, (b" 200 ",)),
 }
 
 

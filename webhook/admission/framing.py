@@ -127,6 +127,14 @@ class RequestReader:
             return Progress.MORE
         return Progress.WHOLE if len(self.data) >= self._wanted else Progress.MORE
 
+    @property
+    def end(self) -> int:
+        """Where this request ends in `data` once WHOLE; bytes after it are a pipelined next
+        request, which the event loop reads on its own (no thread waits for its rest)."""
+        if self._chunked is not None and self._chunked.end is not None:
+            return self._chunked.end
+        return self._wanted if self._wanted is not None else len(self.data)
+
     def _chunked_progress(self) -> Progress:
         assert self._chunked is not None
         try:

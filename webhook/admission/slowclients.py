@@ -140,10 +140,30 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
         with contextlib.suppress(Exception):
             client.sendall(error_response(code, message))
 
-    def _read_in_loop(self, conn: Any, *, handshaking: bool) -> None:
+    def finish_request(self, conn: Any, fs: Any) -> None:
+        """A kept-alive connection whose client already sent (part of) its next request:
+        that request is read here too, never by a thread waiting for the rest of it."""
+        ahead, conn.dragate_ahead = getattr(conn, "dragate_ahead", b""), b""
+        if not ahead or not self.alive or fs.cancelled() or fs.exception() is not None:
+            super().finish_request(conn, fs)
+        elif fs.result() is not True:
+            super().finish_request(conn, fs)  # closes it
+        else:
+            conn.sock.setblocking(False)
+            self._read_in_loop(conn, handshaking=False, ahead=ahead)
+
+    def _read_in_loop(self, conn: Any, *, handshaking: bool, ahead: bytes = b"") -> None:
         """Read the request now; only what is not here yet waits in the poller (the bytes of
         a kept-alive connection's next request usually are, sparing two epoll calls)."""
-        self._advance(_Reading(conn, handshaking, self._max_body), None)
+        reading = _Reading(conn, handshaking, self._max_body)
+        try:
+            progress = self._feed(reading, ahead) if ahead else Progress.MORE
+        except OSError:  # the 100 Continue could not be sent: the client left
+            progress = None
+        if progress is Progress.MORE:
+            self._advance(reading, None)
+        else:
+            self._settle(reading, progress)
 
     def _advance(self, reading: _Reading, _fileobj: Any) -> None:
         if reading.done:  # evicted while its event was waiting in the same poller batch
@@ -155,6 +175,9 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
         except Exception:  # a bug here must cost one connection, never the worker's loop
             self.log.exception("reading a request failed")
             progress = None
+        self._settle(reading, progress)
+
+    def _settle(self, reading: _Reading, progress: Progress | None) -> None:
         if progress is None:
             self._drop(reading)
         elif progress is Progress.WHOLE:
@@ -278,7 +301,9 @@ class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
         if conn.parser is None:  # a new connection: what gthread's TConn.init() would do
             conn.parser = http.get_parser(self.cfg, conn.sock, conn.client)
             conn.initialized = True
-        conn.parser.unreader.unread(bytes(reading.reader.data))
+        end = reading.reader.end
+        conn.parser.unreader.unread(bytes(reading.reader.data[:end]))
+        conn.dragate_ahead = bytes(reading.reader.data[end:])
         conn.data_ready = True
         self.enqueue_req(conn)
 
