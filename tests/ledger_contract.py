@@ -4,10 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from webhook.ledger.accounting import PENDING_SECONDS
 from webhook.types import Ledger
 
 GPU = "gpu.nvidia.com"
 MakeLedger = Callable[[], Ledger]
+
+
+class Clock:
+    """Wall time the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+MakeTimedLedger = Callable[[Clock], Ledger]
 
 
 def reserve_within_limit_is_granted(make: MakeLedger) -> None:
@@ -58,4 +72,36 @@ CONTRACT = [
     shrinking_is_allowed_over_a_lowered_limit,
     release_frees_devices,
     tenants_are_independent,
+]
+
+
+# ------------------------------------------------------- expiry (issue 15: forged reviews)
+
+
+def unconfirmed_holder_expires_without_a_reconciler(make: MakeTimedLedger) -> None:
+    """A forged CREATE review fills the quota; with nothing confirming it (offline, or no
+    such object in the cluster) it stops counting after the pending bound."""
+    clock = Clock()
+    ledger = make(clock)
+    assert ledger.reserve("t", {"claim:a/forged": {GPU: 4}}, {GPU: 4}).granted
+    assert not ledger.reserve("t", {"claim:a/real": {GPU: 1}}, {GPU: 4}).granted
+    clock.now += PENDING_SECONDS + 1
+    assert ledger.usage("t") == {}
+    assert ledger.reserve("t", {"claim:a/real": {GPU: 4}}, {GPU: 4}).granted
+
+
+def readmitting_a_pending_holder_never_extends_it(make: MakeTimedLedger) -> None:
+    clock = Clock()
+    ledger = make(clock)
+    started = clock.now
+    for offset in (0, PENDING_SECONDS / 2, PENDING_SECONDS - 1):  # the same forged review
+        clock.now = started + offset
+        assert ledger.reserve("t", {"claim:a/forged": {GPU: 4}}, {GPU: 4}).granted
+    clock.now = started + PENDING_SECONDS + 1  # its first admission's bound, not the last's
+    assert ledger.reserve("t", {"claim:a/real": {GPU: 4}}, {GPU: 4}).granted
+
+
+EXPIRY_CONTRACT = [
+    unconfirmed_holder_expires_without_a_reconciler,
+    readmitting_a_pending_holder_never_extends_it,
 ]

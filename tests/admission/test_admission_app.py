@@ -105,9 +105,10 @@ def test_body_over_limit_is_400(make_app: Any, declared: bool) -> None:
     [
         ("GET", "/validate", 405),
         ("PUT", "/mutate", 405),
+        ("OPTIONS", "/validate", 405),
         ("GET", "/nope", 404),
     ],
-    ids=["get-validate", "put-mutate", "unknown-path"],
+    ids=["get-validate", "put-mutate", "options-validate", "unknown-path"],
 )
 def test_routing_errors_are_json_not_500(client: Any, method: str, path: str, code: int) -> None:
     response = client.open(path, method=method)

@@ -113,19 +113,32 @@ def test_metrics_aggregate_across_workers(server: Server) -> None:
     assert "dragate_certificate_expiry_timestamp_seconds " in text
 
 
-def test_mtls_is_required_with_client_ca(tmp_path: Path) -> None:
-    clients = tmp_path / "clients"
-    ca, ca_key = certs.make_ca("client-ca")
+def _client_pair(directory: Path, name: str) -> tuple[tuple[str, str], Path]:
+    """A CA and a client certificate it signed: ((cert, key) files, the CA file)."""
+    ca, ca_key = certs.make_ca(f"{name}-ca")
     cert, key = certs.make_client(ca, ca_key)
-    certs.write_file(clients / "ca.crt", certs.pem_certs([ca]), private=False)
-    certs.write_file(clients / "client.crt", certs.pem_certs([cert]), private=False)
-    certs.write_file(clients / "client.key", certs.pem_key(key), private=True)
-    pair = (str(clients / "client.crt"), str(clients / "client.key"))
-    server = start(tmp_path, "--client-ca", str(clients / "ca.crt"), client_cert=pair)
+    certs.write_file(directory / f"{name}-ca.crt", certs.pem_certs([ca]), private=False)
+    certs.write_file(directory / f"{name}.crt", certs.pem_certs([cert]), private=False)
+    certs.write_file(directory / f"{name}.key", certs.pem_key(key), private=True)
+    pair = (str(directory / f"{name}.crt"), str(directory / f"{name}.key"))
+    return pair, directory / f"{name}-ca.crt"
+
+
+def test_mtls_is_required_for_reviews_with_client_ca(tmp_path: Path) -> None:
+    """With --client-ca only a peer presenting a certificate of that CA gets a review; a
+    certificate of another CA fails the handshake; probes without any still see /healthz."""
+    pair, client_ca = _client_pair(tmp_path / "clients", "apiserver")
+    rogue, _ = _client_pair(tmp_path / "clients", "rogue")
+    server = start(tmp_path, "--client-ca", str(client_ca), client_cert=pair)
+    body = review_body()
     try:
+        assert server.post("/validate", body).json()["response"]["allowed"] is True
+        for path in ("/validate", "/mutate"):
+            forged = server.post(path, body, cert=None)
+            assert forged.status_code == 403 and "client certificate" in forged.json()["message"]
         with pytest.raises((requests.exceptions.SSLError, requests.ConnectionError)):
-            requests.get(server.url + "/healthz", verify=str(server.trust), timeout=5)
-        assert server.get("/healthz").status_code == 200
+            server.post("/validate", body, cert=rogue)
+        assert server.get("/healthz", cert=None).status_code == 200  # kubelet probes
     finally:
         assert server.stop() == 0
 

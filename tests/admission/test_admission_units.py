@@ -232,7 +232,11 @@ def test_mismatched_pair_keeps_the_previous_context(tmp_path: Path) -> None:
     assert cache.get() is first  # briefly missing
 
 
-def test_client_ca_requires_client_certificates(tmp_path: Path) -> None:
+def test_client_ca_verifies_client_certificates(tmp_path: Path) -> None:
+    """Optional in the handshake (probes carry none), verified when presented; the review
+    routes require one (tests/admission/test_admission_server.py)."""
     certs.create(tmp_path, ["localhost"])
     files = TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "ca.crt")
-    assert ContextCache(files).get().verify_mode == ssl.CERT_REQUIRED
+    assert ContextCache(files).get().verify_mode == ssl.CERT_OPTIONAL
+    no_ca = TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key")
+    assert ContextCache(no_ca).get().verify_mode == ssl.CERT_NONE

@@ -96,7 +96,7 @@ def test_thin_route_answers_exactly_as_flask(
     assert (thin.status, thin.headers.to_wsgi_list(), thin.data) == (
         flask.status, flask.headers.to_wsgi_list(), flask.data
     )  # fmt: skip
-    assert thin.is_json or not thin.data  # OPTIONS: Flask's empty automatic answer
+    assert thin.is_json
 
 
 def test_an_escaping_error_is_the_same_500(

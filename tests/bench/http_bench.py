@@ -76,7 +76,7 @@ def ratios(result: dict[str, Any]) -> dict[str, Any]:
         if base8 and own8:  # None when the no-op completed nothing (a starved CI machine)
             ratio = own8["rps"] / base8["rps"] if base8["rps"] else None
             out[f"{endpoint}_rps_ratio_at_8"] = None if ratio is None else round(ratio, 3)
-        if base1 and own1:
+        if base1 and own1 and None not in (base1["p50_us"], own1["p50_us"]):  # "no samples"
             delta_us = own1["p50_us"] - base1["p50_us"]
             out[f"{endpoint}_p50_delta_ms_at_1"] = round(delta_us / 1000, 3)
             out[f"{endpoint}_p99_ms_at_1"] = round(own1["p99_us"] / 1000, 3)

@@ -14,9 +14,18 @@ def percentile(ordered: Sequence[float], fraction: float) -> float:
     return ordered[min(rank, len(ordered)) - 1]
 
 
-def summarize(samples_us: Sequence[float]) -> dict[str, float]:
-    """min / p50 / p90 / p99 / max in microseconds, and how many samples they come from."""
+SUMMARY_KEYS = ("min_us", "p50_us", "p90_us", "p99_us", "max_us")
+
+
+def summarize(samples_us: Sequence[float]) -> dict[str, float | str | None]:
+    """min / p50 / p90 / p99 / max in microseconds, and how many samples they come from.
+
+    No samples (a load window in which a starved machine completed nothing) is a result to
+    report, not a crash: every key is there, the numbers are None and `note` says why.
+    """
     ordered = sorted(samples_us)
+    if not ordered:
+        return {"samples": 0, "note": "no samples", **dict.fromkeys(SUMMARY_KEYS)}
     return {
         "samples": len(ordered),
         "min_us": round(ordered[0], 1),

@@ -184,7 +184,7 @@ CLUSTER_SCOPED = ("ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfigu
 def test_default_render_has_every_object(default: Rendered) -> None:
     assert default.kinds() == sorted([
         "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
-        "MutatingWebhookConfiguration", "PodDisruptionBudget", "Role", "RoleBinding", "Secret",
+        "MutatingWebhookConfiguration", "NetworkPolicy", "PodDisruptionBudget", "Secret",
         "Service", "ServiceAccount", "ValidatingWebhookConfiguration",
     ])  # fmt: skip
     for doc in default.docs:
@@ -300,40 +300,47 @@ def rules_of(role: Doc) -> list[tuple[tuple[str, ...], ...]]:
 
 
 def test_cluster_role_is_least_privilege(default: Rendered) -> None:
+    """Exactly the API calls webhook/ is seen to make (KubeApi.request and the informers):
+    GET one namespace; list+watch the five cached kinds; POST managed templates; GET, list,
+    POST and PUT TenantUsages. No Pods, Secrets, ConfigMaps, patch, delete or webhook edits."""
     expected = [
-        {"apiGroups": [""], "resources": ["namespaces", "pods"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["resource.k8s.io"],
          "resources": ["resourceclaims", "resourceclaimtemplates", "deviceclasses",
                        "resourceslices"],
-         "verbs": ["get", "list", "watch"]},
+         "verbs": ["list", "watch"]},
         {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates"],
          "verbs": ["create"]},
         {"apiGroups": ["dragate.io"], "resources": ["tenantusages"],
-         "verbs": ["get", "list", "watch", "create", "update", "patch"]},
-        {"apiGroups": ["admissionregistration.k8s.io"],
-         "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
-         "resourceNames": [FULLNAME], "verbs": ["patch"]},
+         "verbs": ["get", "list", "create", "update"]},
     ]  # fmt: skip
     role = default.one("ClusterRole")
     assert rules_of(role) == rules_of({"rules": expected})
     for rule in role["rules"]:
         assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
-        assert "secrets" not in rule["resources"]
     binding = default.one("ClusterRoleBinding")
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": FULLNAME, "namespace": NAMESPACE}
     ]
+    assert not default.has("Role") and not default.has("RoleBinding")
 
 
-def test_namespaced_role_pins_its_own_secret(default: Rendered) -> None:
-    expected = [
-        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [f"{FULLNAME}-tls"],
-         "verbs": ["get", "update", "patch"]},
-        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]},
-    ]  # fmt: skip
-    assert rules_of(default.one("Role")) == rules_of({"rules": expected})
-    assert default.one("RoleBinding")["subjects"][0]["name"] == FULLNAME
+def test_every_granted_verb_is_justified_in_the_readme(default: Rendered) -> None:
+    readme = (CHART / "README.md").read_text()
+    section = readme[readme.index("## RBAC"):]
+    section = section[:section.index("\n## ", 1)]
+    for rule in default.one("ClusterRole")["rules"]:
+        for resource in rule["resources"]:
+            for verb in rule["verbs"]:
+                assert f"| `{resource}` | `{verb}` |" in section, (resource, verb)
+
+
+def test_max_body_bytes_is_the_documented_three_mib(default: Rendered) -> None:
+    from webhook.admission.config import DEFAULT_MAX_BODY_BYTES
+
+    args = flags(container(default.one("Deployment"))["args"])
+    assert int(args["max-body-bytes"]) == DEFAULT_MAX_BODY_BYTES == 3 * 1024 * 1024
 
 
 # --- webhook configurations ----------------------------------------------------------------------
@@ -574,13 +581,37 @@ def test_cert_manager_mode(helm: Helm) -> None:
     assert volumes["tls"]["secret"]["secretName"] == f"{FULLNAME}-tls"
 
 
-def test_network_policy_allows_only_the_webhook_port(helm: Helm) -> None:
-    policy = helm.template(NON_DEFAULT).one("NetworkPolicy")
+KUBE_SYSTEM = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name":
+                                                      "kube-system"}}}  # fmt: skip
+
+
+@pytest.mark.parametrize(("values", "peers"), [
+    ({}, [KUBE_SYSTEM]),
+    ({"controlPlaneCIDRs": ["10.0.0.0/16"], "allowKubeSystem": False},
+     [{"ipBlock": {"cidr": "10.0.0.0/16"}}]),
+    ({"controlPlaneCIDRs": ["10.0.0.0/16", "172.16.0.0/12"]},
+     [{"ipBlock": {"cidr": "10.0.0.0/16"}}, {"ipBlock": {"cidr": "172.16.0.0/12"}}, KUBE_SYSTEM]),
+    ({"allowFromAnywhere": True}, None),
+], ids=["default-kube-system", "cidrs-only", "cidrs-and-kube-system", "anywhere"])  # fmt: skip
+def test_network_policy_admits_only_the_control_plane_by_default(
+    helm: Helm, values: dict[str, Any], peers: list[Doc] | None
+) -> None:
+    policy = helm.template({"networkPolicy": values}).one("NetworkPolicy")
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     [rule] = policy["spec"]["ingress"]
     assert rule["ports"] == [{"port": "https", "protocol": "TCP"}]
-    cidrs = NON_DEFAULT["networkPolicy"]["controlPlaneCIDRs"]  # type: ignore[index]
-    assert rule["from"] == [{"ipBlock": {"cidr": cidr}} for cidr in cidrs]
+    assert rule.get("from") == peers
+
+
+def test_client_ca_turns_on_mtls(helm: Helm) -> None:
+    rendered = helm.template({"serve": {"clientCA": {"configMap": "apiserver-client-ca"}}})
+    pod = rendered.one("Deployment")["spec"]["template"]["spec"]
+    dragate = container(rendered.one("Deployment"))
+    assert flags(dragate["args"])["client-ca"] == "/etc/dragate/client-ca/ca.crt"
+    assert {"name": "client-ca", "mountPath": "/etc/dragate/client-ca", "readOnly": True} in (
+        dragate["volumeMounts"])  # fmt: skip
+    assert {"name": "client-ca", "configMap": {"name": "apiserver-client-ca"}} in pod["volumes"]
+    assert "client-ca" not in flags(container(helm.template().one("Deployment"))["args"])
 
 
 def test_service_monitor_scrapes_https_metrics(helm: Helm) -> None:
@@ -631,8 +662,9 @@ def test_schema_rejects_bad_values(helm: Helm, values: dict[str, Any], message: 
     ({"deployment": {"enabled": False}}, "needs webhook.url"),
     ({"deployment": {"terminationGracePeriodSeconds": 30}}, "must be larger than"),
     ({"certs": {"mode": "secret"}}, "webhook.caBundle"),
+    ({"networkPolicy": {"allowKubeSystem": False}}, "networkPolicy admits no peer"),
 ], ids=["url-with-deployment", "url-without-ca", "nothing-serves", "grace-too-short",
-        "secret-without-ca"])  # fmt: skip
+        "secret-without-ca", "network-policy-without-peers"])  # fmt: skip
 def test_inconsistent_modes_fail_with_a_message(helm: Helm, values: dict[str, Any],
                                                 message: str) -> None:  # fmt: skip
     assert message in helm.template_error(values)

@@ -146,6 +146,21 @@ def test_invalid_state_exits_2(started: list[ServeConfig], tmp_path: Path) -> No
     assert result.exit_code == 2 and "state" in result.output
 
 
+def test_no_writable_state_dir_exits_2_with_a_message(
+    started: list[ServeConfig], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A read-only root: the mounted certificate serves, but the default ledger's directory
+    cannot be made (here a file stands in its way, which fails the same mkdir for root too)."""
+    certs.create(tmp_path / "mounted", ["dragate.ns.svc"])
+    (tmp_path / "readonly").write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "readonly" / "state"))
+    result = CliRunner().invoke(main, ["serve", "--cert-dir", str(tmp_path / "mounted")])
+    assert result.exit_code == 2, result.output
+    assert "--ledger FILE on a writable volume" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert not started
+
+
 def test_multiprocess_metrics_dir_is_set_and_removed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

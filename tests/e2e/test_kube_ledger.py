@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from ledger_contract import CONTRACT, GPU
+from ledger_contract import CONTRACT, EXPIRY_CONTRACT, GPU, MakeTimedLedger
 
 from webhook.ledger.accounting import PENDING_SECONDS
 from webhook.ledger.kube import COLLECTION, KubeLedger
@@ -45,6 +45,11 @@ HOARDER = textwrap.dedent(
 @pytest.mark.parametrize("case", CONTRACT, ids=[c.__name__ for c in CONTRACT])
 def test_contract(case: Callable[[Callable[[], KubeLedger]], None], fresh: Any) -> None:
     case(fresh)
+
+
+@pytest.mark.parametrize("case", EXPIRY_CONTRACT, ids=[c.__name__ for c in EXPIRY_CONTRACT])
+def test_expiry_contract(case: Callable[[MakeTimedLedger], None], fresh: Any) -> None:
+    case(lambda clock: fresh(clock=clock))
 
 
 def test_racing_processes_never_overcommit(crd: Cluster, fresh: Any) -> None:

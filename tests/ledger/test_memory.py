@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from ledger_contract import CONTRACT, GPU
+from ledger_contract import CONTRACT, EXPIRY_CONTRACT, GPU, MakeTimedLedger
 
 from webhook.ledger.memory import MemoryLedger
 
@@ -44,3 +44,8 @@ def test_confirmed_holder_is_dropped_when_its_object_is_gone() -> None:
 def test_initial_holds_count() -> None:
     ledger = MemoryLedger({"t": {"claim:a/x": {GPU: 2}}})
     assert not ledger.reserve("t", {"claim:a/y": {GPU: 3}}, {GPU: 4}).granted
+
+
+@pytest.mark.parametrize("case", EXPIRY_CONTRACT, ids=[c.__name__ for c in EXPIRY_CONTRACT])
+def test_expiry_contract(case: Callable[[MakeTimedLedger], None]) -> None:
+    case(lambda clock: MemoryLedger(clock=clock))

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ledger_contract import CONTRACT, GPU
+from ledger_contract import CONTRACT, EXPIRY_CONTRACT, GPU, MakeTimedLedger
 
 from webhook.ledger.sqlite import (
     SCHEMA_VERSION,
@@ -211,3 +211,8 @@ def test_a_newer_schema_is_refused(db_path: str) -> None:
 def test_an_unreachable_path_is_unavailable(tmp_path: Path) -> None:
     with pytest.raises(LedgerUnavailable, match="unable to open"):
         SqliteLedger(str(tmp_path / "missing-dir" / "ledger.sqlite"))
+
+
+@pytest.mark.parametrize("case", EXPIRY_CONTRACT, ids=[c.__name__ for c in EXPIRY_CONTRACT])
+def test_expiry_contract(case: Callable[[MakeTimedLedger], None], tmp_path: Path) -> None:
+    case(lambda clock: SqliteLedger(str(tmp_path / "expiry.sqlite"), clock=clock))

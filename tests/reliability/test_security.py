@@ -110,12 +110,21 @@ def test_mtls_refuses_wrong_and_missing_client_certs(tmp_path: Path) -> None:
         args=("--client-ca", str(clients / "ca.crt")), client_cert=files["good"],
     )  # fmt: skip
     trust = server.cert_dir / "ca.crt"
+    forged = review(claim("forged", "team-a", 2), "forged-1")
     try:
-        for wrong in (None, files["rogue"]):
-            with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
-                request(server.port, trust, "GET", "/healthz", client_cert=wrong)
-        status, _ = request(server.port, trust, "GET", "/healthz", client_cert=files["good"])
-        assert status == 200
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+            request(server.port, trust, "GET", "/healthz", client_cert=files["rogue"])
+        status, answer = request(server.port, trust, "POST", "/validate", forged)
+        assert status == 403 and "client certificate" in answer["message"]  # no reservation
+        assert request(server.port, trust, "GET", "/healthz")[0] == 200  # kubelet probes
+        # refused once the headers are in: a 3 MiB body that never comes is never waited for
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw, \
+                tls_context(trust).wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            tls.sendall(b"POST /validate HTTP/1.1\r\nHost: d\r\nContent-Length: 3145728\r\n\r\n")
+            assert b" 403 " in tls.recv(4096)
+        status, answer = request(server.port, trust, "POST", "/validate", forged,
+                                 client_cert=files["good"])  # fmt: skip
+        assert status == 200 and answer["response"]["allowed"] is True
     finally:
         assert server.stop() == 0, server.logs()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from reliability_support import Serve, claim, request, review, start, write_policies
 
-from webhook.admission.slowclients import BODY_PREREAD_LIMIT, REQUEST_SECONDS
+from webhook.admission.slowclients import REQUEST_SECONDS
 
 STALLED = 24  # the server runs 2 workers x 4 threads
 HEADERS = b"POST /validate HTTP/1.1\r\nHost: dragate\r\nContent-Type: application/json\r\n"
@@ -63,10 +63,17 @@ def _partial_body(raw: socket.socket) -> socket.socket:
 
 
 def _large_body_stalled(raw: socket.socket) -> socket.socket:
-    """Past the event loop's pre-read bound a thread reads on, under the same deadline."""
+    """1 MiB of a declared 2 MiB: read by the event loop, answered 408 at the deadline."""
     tls = _tls(raw)
-    size = BODY_PREREAD_LIMIT * 2
-    tls.sendall(HEADERS + b"Content-Length: %d\r\n\r\n" % size + b" " * (size // 2 + 4096))
+    size = 2 * 1024 * 1024
+    tls.sendall(HEADERS + b"Content-Length: %d\r\n\r\n" % size + b" " * (size // 2))
+    return tls
+
+
+def _chunked_stalled(raw: socket.socket) -> socket.socket:
+    """Chunked framing, one chunk, then nothing: the end of the body cannot come."""
+    tls = _tls(raw)
+    tls.sendall(HEADERS + b"Transfer-Encoding: chunked\r\n\r\n1\r\n{\r\n")
     return tls
 
 
@@ -79,17 +86,28 @@ def _kept_alive_then_partial(raw: socket.socket) -> socket.socket:
     return tls
 
 
+def _pipelined_then_partial(raw: socket.socket) -> socket.socket:
+    """A whole request and, in the same write, half of the next one (HTTP pipelining)."""
+    tls = _tls(raw)
+    tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: dragate\r\n\r\nGET /healthz HTTP/1.1\r\n")
+    return tls
+
+
 Opener = Callable[[socket.socket], socket.socket]
-KINDS: dict[str, tuple[Opener, int, bytes]] = {
-    # kind: (how the connection stalls, how many, what the server answers before closing it)
-    "silent": (_silent, STALLED, b""),
-    "partial-tls-record": (_partial_tls_record, STALLED, b""),
-    "partial-headers": (_partial_headers, STALLED, b""),
-    "partial-body": (_partial_body, STALLED, b""),
-    "kept-alive-then-partial": (_kept_alive_then_partial, STALLED, b""),
-    # A thread holds each of these for up to REQUEST_SECONDS (the documented limit), so
-    # fewer than the server's threads: the review must still find a free one.
-    "large-body-stalled": (_large_body_stalled, 4, b" 408 "),
+TIMED_OUT = (b" 408 ",)
+KINDS: dict[str, tuple[Opener, int, tuple[bytes, ...]]] = {
+    # kind: (how the connection stalls, how many, what the server may answer before closing)
+    "silent": (_silent, STALLED, (b"",)),
+    "partial-tls-record": (_partial_tls_record, STALLED, (b"",)),
+    "partial-headers": (_partial_headers, STALLED, (b"",)),
+    "partial-body": (_partial_body, STALLED, TIMED_OUT),
+    "kept-alive-then-partial": (_kept_alive_then_partial, STALLED, (b"",)),
+    # 24 MiB pending from one address is past its share of the worker's budget: the
+    # connections holding most are evicted (503) before the rest time out (408)
+    "large-body-stalled": (_large_body_stalled, STALLED, (*TIMED_OUT, b" 503 ")),
+    "chunked-stalled": (_chunked_stalled, STALLED, TIMED_OUT),
+    # the first answer, then the half request waits in the event loop, not in a thread
+    "pipelined-then-partial": (_pipelined_then_partial, 2 * STALLED, (b" 200 ",)),
 }
 
 
@@ -119,13 +137,13 @@ def _review_answered(server: Serve, uid: str) -> None:
 
 @pytest.mark.parametrize("kind", list(KINDS), ids=list(KINDS))
 def test_stalled_connections_do_not_starve_reviews(server: Serve, kind: str) -> None:
-    opener, count, answer = KINDS[kind]
+    opener, count, answers = KINDS[kind]
     stalled = _stall(server.port, opener, count)
     try:
         time.sleep(0.5)  # every stalled connection has reached a worker
         _review_answered(server, kind)
         sent = [_closed_by_server(conn, REQUEST_SECONDS + 10) for conn in stalled]
-        assert all(answer in received for received in sent), sent[:2]
+        assert all(any(a in received for a in answers) for received in sent), sent[:2]
     finally:
         for conn in stalled:
             conn.close()

@@ -11,6 +11,7 @@ Flask views of those routes call the same code, so both answer alike.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 from flask import Flask, Response, jsonify, request
@@ -79,10 +80,9 @@ def create_app(
     """The WSGI app; everything it touches comes in through the arguments."""
     app = Flask("dragate")
     admitter = Admitter(context, options, reviewer, DeadlineRunner(max_workers=threads + 4))
-    app.add_url_rule(
-        "/validate", "validate", lambda: _review(admitter, mutate=False), methods=["POST"]
-    )
-    app.add_url_rule("/mutate", "mutate", lambda: _review(admitter, mutate=True), methods=["POST"])
+    for path, mutate in routes.ROUTES.items():  # POST only: OPTIONS is a JSON 405 too
+        app.add_url_rule(path, path.strip("/"), partial(_review, admitter, mutate=mutate),
+                         methods=["POST"], provide_automatic_options=False)  # fmt: skip
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(status="ok"))
     app.add_url_rule("/readyz", "readyz", lambda: _readyz(holder, readiness))
     app.add_url_rule("/metrics", "metrics", lambda: _metrics(cert))

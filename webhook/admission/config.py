@@ -50,6 +50,7 @@ class AdmissionOptions:
     own_namespace: str = ""
     own_service_account: str = ""
     max_warnings: int = 20
+    require_client_cert: bool = False  # reviews only from a peer with a verified certificate
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wrappers import Request
 
-from webhook.admission import metrics
+from webhook.admission import bounds, metrics
 from webhook.admission.deadline import budget
 from webhook.admission.handler import Admitter
-from webhook.admission.review import BadReview, parse_review
+from webhook.admission.review import BadReview, parse_review, render_response
 
 log = logging.getLogger("dragate.http")
 StartResponse = Callable[..., Any]
@@ -76,9 +76,22 @@ class ReviewRoutes:
         mutate = ROUTES.get(environ.get("PATH_INFO", ""))
         if mutate is None or environ.get("REQUEST_METHOD") != "POST":
             return self.app(environ, start_response)
-        reply = guarded(self._admitter, self._request_class(environ), mutate=mutate)
+        if self._admitter.options.require_client_cert and not peer_certified(environ):
+            reply = json_error(403, "reviews need a client certificate signed by --client-ca")
+        else:
+            reply = guarded(self._admitter, self._request_class(environ), mutate=mutate)
         start_response(reply.status, reply.headers())
         return [reply.body]
+
+
+def peer_certified(environ: dict[str, Any]) -> bool:
+    """True when the TLS peer presented a certificate the client CA verified (mTLS)."""
+    sock = environ.get("gunicorn.socket")
+    getpeercert = getattr(sock, "getpeercert", None)
+    try:
+        return bool(getpeercert()) if getpeercert is not None else False
+    except (OSError, ValueError):
+        return False
 
 
 def guarded(admitter: Admitter, request: Request, *, mutate: bool) -> Reply:
@@ -101,6 +114,10 @@ def answer(admitter: Admitter, request: Request, *, mutate: bool) -> Reply:
     except TimeoutError:  # slowclients' bound on reading a request ran out mid-body
         log.warning("request body not received in time", extra={"endpoint": request.path})
         return json_error(408, "request body not received in time")
+    refused = bounds.refusal(parsed)
+    if refused is not None:  # no review: the object is over a limit Kubernetes enforces
+        log.warning("object over Kubernetes limits", extra={"uid": parsed.uid})
+        return json_reply(200, render_response(parsed.uid, refused, mutate=mutate))
     seconds = budget(
         request.args.get("timeout"),
         admitter.options.default_timeout,

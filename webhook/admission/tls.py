@@ -36,8 +36,11 @@ def build_context(files: TlsFiles) -> ssl.SSLContext:
     context.set_alpn_protocols(["http/1.1"])
     context.sslsocket_class = DeadlineSocket  # handshake and request read time-bounded
     if files.client_ca is not None:
+        # Optional at the TLS layer: a presented certificate must chain to the client CA or
+        # the handshake fails, but kubelet probes and Prometheus carry none. The review
+        # routes then refuse any peer without one (routes.ReviewRoutes).
         context.load_verify_locations(cafile=str(files.client_ca))
-        context.verify_mode = ssl.CERT_REQUIRED
+        context.verify_mode = ssl.CERT_OPTIONAL
     return context
 
 

@@ -61,6 +61,11 @@ def check_inputs(config: ServeConfig) -> None:
         raise BadInput(f"invalid state file: {err}") from None
     except (LedgerFileError, LedgerUnavailable) as err:
         raise BadInput(f"ledger {config.ledger_file}: {err}") from None
+    except OSError as err:  # no writable state directory (a read-only root filesystem)
+        raise BadInput(
+            f"ledger {config.ledger_file}: cannot create it ({err.strerror or err}); "
+            "pass --ledger FILE on a writable volume, or set XDG_STATE_HOME"
+        ) from None
 
 
 def seed_ledger(path: Path, policies: PolicySet, state: SnapshotState) -> None:
@@ -239,6 +244,7 @@ def build_config(
         on_timeout=TimeoutOutcome(on_timeout),
         own_namespace=own_namespace,
         own_service_account=own_service_account,
+        require_client_cert=client_ca is not None,
     )
     return ServeConfig(
         policy_dir=policy_dir or default_policy_dir(), tls=tls, host=host, port=port,

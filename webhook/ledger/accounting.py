@@ -82,13 +82,17 @@ def reserve(
     """`current` with `holds` set, unless a class that grows would pass its limit.
 
     Only classes that grow are checked: shrinking or keeping a reservation is always allowed,
-    even for a tenant already over a lowered limit. A holder already confirmed keeps its
-    confirmation; a new one is pending until `now + pending_seconds`.
+    even for a tenant already over a lowered limit. Expired pending holders no longer count
+    (and are dropped from the records written). A holder already confirmed keeps its
+    confirmation; one still pending keeps its expiry, so admitting the same object again (a
+    forged review re-sent in a loop) never renews it; a new one is pending until
+    `now + pending_seconds`.
     """
+    current = live(current, now=now)
     updated: Records = dict(current)
     for key, devices in holds.items():
         known = current.get(key)
-        expires = None if known is not None and known.expires_at is None else now + pending_seconds
+        expires = known.expires_at if known is not None else now + pending_seconds
         updated[key] = Record({c: n for c, n in devices.items() if n}, expires)
     before, after = totals(current), totals(updated)
     for device_class, total in after.items():
@@ -96,6 +100,16 @@ def reserve(
         if limit is not None and total > before.get(device_class, 0) and total > limit:
             return Outcome(False, dict(current))
     return Outcome(True, updated)
+
+
+def live(records: Mapping[str, Record], *, now: float) -> Records:
+    """Confirmed holders and pending ones within their bound: what counts against a quota.
+
+    Without a reconciler (offline serving) nothing confirms a holder, so an unconfirmed
+    reservation stops counting `PENDING_SECONDS` after it was first admitted, whatever the
+    ledger.
+    """
+    return {k: r for k, r in records.items() if r.expires_at is None or r.expires_at > now}
 
 
 def reconcile(

@@ -90,7 +90,7 @@ class KubeLedger:
     # ---------------------------------------------------------------- Ledger
 
     def usage(self, tenant: str) -> Mapping[str, ClassUsage]:
-        return accounting.usage_of(self.records(tenant))
+        return accounting.usage_of(accounting.live(self.records(tenant), now=self.clock()))
 
     def records(self, tenant: str) -> Records:
         return self._read(tenant, time.monotonic() + self.budget).records

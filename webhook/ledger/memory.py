@@ -29,7 +29,8 @@ class MemoryLedger:
 
     def usage(self, tenant: str) -> Mapping[str, ClassUsage]:
         with self._lock:
-            return accounting.usage_of(self._tenants.get(tenant, {}))
+            records = self._tenants.get(tenant, {})
+            return accounting.usage_of(accounting.live(records, now=self._clock()))
 
     def reserve(
         self,

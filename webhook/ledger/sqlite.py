@@ -133,7 +133,8 @@ class SqliteLedger:
 
     def usage(self, tenant: str) -> Mapping[str, ClassUsage]:
         with self._errors():
-            return accounting.usage_of(_records(self._connection(), tenant))
+            records = _records(self._connection(), tenant)
+            return accounting.usage_of(accounting.live(records, now=self._clock()))
 
     def reserve(
         self,

@@ -16,6 +16,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from webhook.sources.aliases import check_alias_growth
 from webhook.types import JSON, DragateError, Source
 
 MAX_TEXT_BYTES = 16 * 1024 * 1024
@@ -81,6 +82,7 @@ def _documents(text: str, file: str) -> Iterator[Document]:
     for index, node in enumerate(loader.load_all(text)):
         if node is None:
             continue
+        check_alias_growth(node)  # a ValueError: refused before any copy is made
         yield Document(to_plain(node), Source(file, _start_line(node)), index, node)
 
 

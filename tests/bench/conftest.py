@@ -1,0 +1,8 @@
+"""The harness modules (timing, loadgen) import each other by bare name, as run.py does."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
