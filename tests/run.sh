@@ -14,6 +14,10 @@ step "build the Kubernetes test toolchain (cached)"
 bin_dir=$(bash tests/e2e/toolchain/build.sh | tail -n 1)
 export DRAGATE_TOOLCHAIN_BIN="$bin_dir"
 
+step "build the CEL oracle (Kubernetes 1.34's CEL, cached)"
+DRAGATE_CELORACLE=$(bash tests/fidelity/cel/oracle/build.sh | tail -n 1)
+export DRAGATE_CELORACLE
+
 step "ruff"
 python3 -m ruff check webhook tests
 step "mypy --strict"
