@@ -176,18 +176,23 @@ class Program:
 
     def evaluate(self, activation: Mapping[str, Any]) -> EvalResult:
         """The expression's value (plain Python) or the error that stopped it; never raises."""
+        value, error = self.evaluate_cel(activation)
+        return EvalResult(error=error) if error is not None else EvalResult(value=to_plain(value))
+
+    def evaluate_cel(self, activation: Mapping[str, Any]) -> tuple[Any, str | None]:
+        """(the CEL-typed value, None) or (None, why it failed): for tools that need the type."""
         try:
             values = {n: to_cel(activation[n]) for n in self.variables if n in activation}
             value = self._main(Scope(values, None, _Budget()))
         except BudgetExceeded as error:
-            return EvalResult(error=f"evaluation stopped: {error}")
+            return None, f"evaluation stopped: {error}"
         except RecursionError:
-            return EvalResult(error="evaluation stopped: expression nests too deeply")
+            return None, "evaluation stopped: expression nests too deeply"
         except Exception as error:
-            return EvalResult(error=describe(error))
+            return None, describe(error)
         if isinstance(value, CELEvalError):
-            return EvalResult(error=_error_text(value))
-        return EvalResult(value=to_plain(value))
+            return None, _error_text(value)
+        return value, None
 
 
 def _load(python_source: str) -> Callable[[Scope], Any]:
