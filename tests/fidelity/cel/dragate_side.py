@@ -16,6 +16,14 @@ import celpy.celtypes as ct
 from fidelity.cel.cases import Case
 from webhook.engine.cel import CelCompileError, compile_expression, device_to_cel
 
+def _rfc3339(value: datetime.datetime) -> str:
+    utc = value.astimezone(datetime.UTC)
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.microsecond:
+        text += f".{utc.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
 _SCALARS: tuple[tuple[type, str, Any], ...] = (
     (ct.BoolType, "bool", bool),
     (ct.IntType, "int", lambda v: str(int(v))),
@@ -25,7 +33,7 @@ _SCALARS: tuple[tuple[type, str, Any], ...] = (
     (ct.BytesType, "bytes", lambda v: base64.b64encode(bytes(v)).decode()),
     (ct.DurationType, "google.protobuf.Duration",
      lambda v: str((v.days * 86400 + v.seconds) * 10**9 + v.microseconds * 1000)),
-    (ct.TimestampType, "google.protobuf.Timestamp", lambda v: _rfc3339(v)),
+    (ct.TimestampType, "google.protobuf.Timestamp", _rfc3339),
 )
 
 _TYPE_NAMES = {
@@ -34,14 +42,6 @@ _TYPE_NAMES = {
     ct.DurationType: "google.protobuf.Duration", ct.TimestampType: "google.protobuf.Timestamp",
     ct.TypeType: "type", type(None): "null_type",
 }
-
-
-def _rfc3339(value: datetime.datetime) -> str:
-    utc = value.astimezone(datetime.UTC)
-    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
-    if utc.microsecond:
-        text += f".{utc.microsecond:06d}".rstrip("0")
-    return text + "Z"
 
 
 def encode(value: Any) -> dict[str, Any]:

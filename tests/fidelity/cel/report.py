@@ -21,8 +21,9 @@ def main(argv: list[str]) -> None:
     show = argv[argv.index("--show") + 1] if "--show" in argv else None
     for o in outcomes:
         if o.difference and (show is None or o.case.library == show):
+            kubernetes, dragate = json.dumps(o.kubernetes)[:300], json.dumps(o.dragate)[:300]
             print(f"[{o.case.library}] {o.case.key}\n    {o.difference}: "
-                  f"k8s={json.dumps(o.kubernetes)[:300]}\n    dragate={json.dumps(o.dragate)[:300]}")
+                  f"k8s={kubernetes}\n    dragate={dragate}")
     if "--write-known" in argv:
         old = json.loads(KNOWN_FILE.read_text()) if KNOWN_FILE.exists() else {}
         known: dict[str, dict[str, str]] = {}
@@ -30,7 +31,8 @@ def main(argv: list[str]) -> None:
             if o.difference:
                 kept = old.get(o.case.library, {}).get(o.case.key)
                 known.setdefault(o.case.library, {})[o.case.key] = kept or reason_for(o)
-        KNOWN_FILE.write_text(json.dumps(known, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+        text = json.dumps(known, indent=1, sort_keys=True, ensure_ascii=False)
+        KNOWN_FILE.write_text(text + "\n")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,6 @@ or an unexpected Python exception all come back as `EvalResult(error=...)`.
 from __future__ import annotations
 
 import builtins
-import operator
-import time
 from collections.abc import Callable, Iterable, Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -19,8 +17,10 @@ import celpy
 import celpy.evaluation
 from celpy.evaluation import CELEvalError
 
+from webhook.engine.cel.budget import CURRENT, STEP_COST, Budget
 from webhook.engine.cel.errors import BudgetExceeded, CelCompileError, CelFunctionError
 from webhook.engine.cel.library import FUNCTIONS, python_name
+from webhook.engine.cel.operators import EVALUATION_OVERRIDES, OPERATOR, make_int, to_string
 from webhook.engine.cel.result_type import require_bool
 from webhook.engine.cel.syntax import References, parse
 from webhook.engine.cel.transpile import transpile
@@ -29,31 +29,10 @@ from webhook.types import EvalResult
 
 MAX_EXPRESSION_BYTES = 10 * 1024
 """Kubernetes' limit on a CEL selector / validation expression."""
-MAX_STEPS = 100_000
-"""Comprehension iterations and bindings allowed per evaluation."""
-MAX_SECONDS = 0.25
-"""Wall-clock allowance per evaluation, checked every 256 steps."""
 MAX_BOUND_LENGTH = 1 << 20
 """Largest string or list a comprehension or cel.bind may bind to a variable."""
 
 _TRAPPED = (ValueError, KeyError, TypeError, ArithmeticError, IndexError, NameError, AttributeError)
-
-
-class _Budget:
-    __slots__ = ("deadline", "steps")
-
-    def __init__(self) -> None:
-        self.steps = 0
-        self.deadline = time.monotonic() + MAX_SECONDS
-
-    def tick(self) -> None:
-        self.steps += 1
-        if self.steps & 255:
-            return
-        if self.steps > MAX_STEPS:
-            raise BudgetExceeded(f"more than {MAX_STEPS} comprehension steps")
-        if time.monotonic() > self.deadline:
-            raise BudgetExceeded(f"evaluation took longer than {MAX_SECONDS} s")
 
 
 class Scope:
@@ -61,7 +40,7 @@ class Scope:
 
     __slots__ = ("_dg_budget", "_dg_parent", "_dg_vars")
 
-    def __init__(self, values: Mapping[str, Any], parent: Scope | None, budget: _Budget) -> None:
+    def __init__(self, values: Mapping[str, Any], parent: Scope | None, budget: Budget) -> None:
         self._dg_vars, self._dg_parent, self._dg_budget = values, parent, budget
 
     def __getattr__(self, name: str) -> Any:
@@ -79,7 +58,7 @@ class Scope:
 
     def nested_activation(self, annotations: Any = None, vars: Any = None) -> Scope:
         """A child scope for one comprehension step or binding; this is where work is metered."""
-        self._dg_budget.tick()
+        self._dg_budget.charge(STEP_COST)
         for value in (vars or {}).values():
             if isinstance(value, str | list) and len(value) > MAX_BOUND_LENGTH:
                 raise BudgetExceeded(f"a bound value is longer than {MAX_BOUND_LENGTH}")
@@ -151,9 +130,14 @@ def _error_text(error: CELEvalError) -> str:
 
 _EVALUATION = SimpleNamespace(**vars(celpy.evaluation))
 _EVALUATION.result = _result
+for _name, _function in EVALUATION_OVERRIDES.items():
+    setattr(_EVALUATION, _name, _function)
+_CELTYPES = SimpleNamespace(
+    **{**vars(celpy.celtypes), "StringType": to_string, "IntType": make_int}
+)
 _GLOBALS: dict[str, Any] = {
-    "celpy": SimpleNamespace(celtypes=celpy.celtypes, evaluation=_EVALUATION),
-    "operator": operator,
+    "celpy": SimpleNamespace(celtypes=_CELTYPES, evaluation=_EVALUATION),
+    "operator": OPERATOR,
     "builtins": builtins,
     "CELEvalError": CELEvalError,
     "_dg_bind": _bind,
@@ -183,7 +167,12 @@ class Program:
         """(the CEL-typed value, None) or (None, why it failed): for tools that need the type."""
         try:
             values = {n: to_cel(activation[n]) for n in self.variables if n in activation}
-            value = self._main(Scope(values, None, _Budget()))
+            budget = Budget()
+            token = CURRENT.set(budget)
+            try:
+                value = self._main(Scope(values, None, budget))
+            finally:
+                CURRENT.reset(token)
         except BudgetExceeded as error:
             return None, f"evaluation stopped: {error}"
         except RecursionError:
