@@ -16,6 +16,7 @@ import celpy.celtypes as ct
 from fidelity.cel.cases import Case
 from webhook.engine.cel import CelCompileError, compile_expression, device_to_cel
 
+
 def _rfc3339(value: datetime.datetime) -> str:
     utc = value.astimezone(datetime.UTC)
     text = utc.strftime("%Y-%m-%dT%H:%M:%S")
