@@ -21,7 +21,7 @@ from webhook.engine.cel.budget import CURRENT, STEP_COST, Budget
 from webhook.engine.cel.errors import BudgetExceeded, CelCompileError, CelFunctionError
 from webhook.engine.cel.library import FUNCTIONS, python_name
 from webhook.engine.cel.operators import EVALUATION_OVERRIDES, OPERATOR, make_int, to_string
-from webhook.engine.cel.result_type import require_bool
+from webhook.engine.cel.checker import check_types, require_bool_type
 from webhook.engine.cel.syntax import References, parse
 from webhook.engine.cel.transpile import transpile
 from webhook.engine.cel.values import to_cel, to_plain
@@ -190,12 +190,22 @@ def _load(python_source: str) -> Callable[[Scope], Any]:
     return namespace["_dg_main"]  # type: ignore[no-any-return]
 
 
+def _constant_error(text: str) -> str | None:
+    """Evaluate a constant sub-expression (no variables, not type-checked): its error or None."""
+    try:
+        _, error = Program(text, frozenset(), _load(transpile(parse(text), frozenset()))
+                           ).evaluate_cel({})
+    except (SyntaxError, CelCompileError) as failure:
+        return str(failure)
+    return error
+
+
 def compile_expression(
     expression: str, *, variables: Iterable[str], expect_bool: bool = True
 ) -> Program:
-    """Parse, check and transpile once; CelCompileError for anything that can never run.
+    """Parse, type-check and transpile once; CelCompileError for what Kubernetes refuses.
 
-    `expect_bool=False` skips the "result can never be a bool" check, for tools and tests
+    `expect_bool=False` skips the "result must be a bool" check, for tools and tests
     that evaluate value expressions such as `quantity('1Gi').asInteger()`.
     """
     if len(expression.encode("utf-8")) > MAX_EXPRESSION_BYTES:
@@ -205,8 +215,9 @@ def compile_expression(
         tree = parse(expression)
         references = References(declared)
         references.walk(tree, frozenset())
+        kind = check_types(tree, expression, declared, _constant_error)
         if expect_bool:
-            require_bool(tree, declared)
+            require_bool_type(kind)
         main = _load(transpile(tree, declared))
     except RecursionError:
         raise CelCompileError("expression nests too deeply") from None
