@@ -84,8 +84,8 @@ ERRORS = [
     ("doc_Three", "quantity('Three')", "quantities must match"),
     ("empty", "quantity('')", "quantities must match"),
     ("whitespace", "quantity(' 1')", "quantities must match"),
-    ("compare_to_semver", "quantity('1').compareTo(semver('1.0.0'))", "no such overload"),
-    ("no_overload", "isQuantity(1)", "no such overload"),
+    ("compare_to_semver", "quantity('1').compareTo(semver('1.0.0'))", "found no matching overload"),
+    ("no_overload", "isQuantity(1)", "found no matching overload"),
     ("huge_exponent", "quantity('1e99999')", "out of the supported range"),
 ]
 

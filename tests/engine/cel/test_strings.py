@@ -91,8 +91,8 @@ ERRORS = [
         "'tacocat'.substring(4, 3) == ''",
         "invalid substring range. start: 4, end: 3",
     ),
-    ("join_non_string", "[1, 2].join() == ''", "no such overload"),
-    ("charAt_not_int", "'abc'.charAt('1') == ''", "no such overload"),
+    ("join_non_string", "[1, 2].join() == ''", "found no matching overload"),
+    ("charAt_not_int", "'abc'.charAt('1') == ''", "found no matching overload"),
 ]
 
 

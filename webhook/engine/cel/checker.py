@@ -19,8 +19,23 @@ from celpy.evaluation import TranspilerTree
 from webhook.engine.cel.errors import CelCompileError
 from webhook.engine.cel.syntax import MACROS, call_parts, column, ident_name, namespace_of, subtrees
 from webhook.engine.cel.types import (
-    ANY, BOOL, BYTES, DOUBLE, DYN, INT, NULL, OBJECT_FIELDS, OVERLOADS, STRING, TYPE_VALUES, UINT,
-    VARIABLE_TYPES, CelType, list_of, map_of, show,
+    ANY,
+    BOOL,
+    BYTES,
+    DOUBLE,
+    DYN,
+    INT,
+    NULL,
+    OBJECT_FIELDS,
+    OVERLOADS,
+    STRING,
+    TYPE_VALUES,
+    UINT,
+    VARIABLE_TYPES,
+    CelType,
+    list_of,
+    map_of,
+    show,
 )
 from webhook.engine.cel.unify import resolve
 
@@ -70,7 +85,7 @@ class Checker:
         children = subtrees(node)
         if len(children) == 1:
             return self.check(children[0], scope)
-        if len(children) == 2 and children[0].data in _BINARY:  # noqa: PLR2004
+        if len(children) == 2 and children[0].data in _BINARY:
             return self._binary(children[0], children[1], scope)
         raise _fail(f"unsupported syntax: {node.data}", node)
 
@@ -181,7 +196,7 @@ class Checker:
         if name == "has":
             return self._has(args, scope, node)
         kinds = [self.check(a, scope) for a in args]
-        self._constant_arguments(name, args, node)
+        self._constant_arguments(name, args[-1:] if name == "matches" else args[:1], node)
         return self._call(name, None, kinds, node)
 
     _dot_ident_arg = _ident_arg
@@ -207,7 +222,7 @@ class Checker:
         if name in MACROS:
             return self._macro(name, target, args, scope, node)
         kinds = [self.check(a, scope) for a in args]
-        self._constant_arguments(name, args, node)
+        self._constant_arguments(name, args[:1], node)
         return self._call(name, target, kinds, node)
 
     def _macro(self, name: str, target: CelType, args: list[TranspilerTree],
@@ -225,7 +240,7 @@ class Checker:
 
     def _constant_arguments(self, name: str, args: list[TranspilerTree], node: Any) -> None:
         template = _CONSTANT_CHECKS.get(name)
-        literal = _single(args[-1]) if args else None
+        literal = _single(args[0]) if args else None
         if template is None or literal is None or literal.data != "literal":
             return
         error = self.constant(template.format(self._text(literal)))

@@ -18,10 +18,10 @@ import celpy.evaluation
 from celpy.evaluation import CELEvalError
 
 from webhook.engine.cel.budget import CURRENT, STEP_COST, Budget
+from webhook.engine.cel.checker import check_types, require_bool_type
 from webhook.engine.cel.errors import BudgetExceeded, CelCompileError, CelFunctionError
 from webhook.engine.cel.library import FUNCTIONS, python_name
 from webhook.engine.cel.operators import EVALUATION_OVERRIDES, OPERATOR, make_int, to_string
-from webhook.engine.cel.checker import check_types, require_bool_type
 from webhook.engine.cel.syntax import References, parse
 from webhook.engine.cel.transpile import transpile
 from webhook.engine.cel.values import to_cel, to_plain

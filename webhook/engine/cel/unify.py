@@ -46,7 +46,8 @@ def substitute(kind: CelType, bindings: Bindings) -> CelType:
 def resolve(
     overloads: list[Overload], receiver: CelType | None, args: list[CelType]
 ) -> CelType | None:
-    """The result type of the first matching overload, or None when none matches."""
+    """The result type of the matching overloads (dyn when they disagree), None when none does."""
+    results: list[CelType] = []
     for declared_receiver, params, result in overloads:
         if (declared_receiver is None) != (receiver is None) or len(params) != len(args):
             continue
@@ -55,5 +56,7 @@ def resolve(
         if declared_receiver is not None and receiver is not None:
             pairs.insert(0, (declared_receiver, receiver))
         if all(unify(p, a, bindings) for p, a in pairs):
-            return substitute(result, bindings)
-    return None
+            results.append(substitute(result, bindings))
+    if not results:
+        return None
+    return results[0] if all(r == results[0] for r in results) else DYN
