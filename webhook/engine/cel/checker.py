@@ -16,8 +16,10 @@ from typing import Any
 import lark
 from celpy.evaluation import TranspilerTree
 
+from webhook.engine.cel.comprehensions import TRANSFORMS
 from webhook.engine.cel.errors import CelCompileError
 from webhook.engine.cel.syntax import MACROS, call_parts, column, ident_name, namespace_of, subtrees
+from webhook.engine.cel.transpile import is_two_variable
 from webhook.engine.cel.types import (
     ANY,
     BOOL,
@@ -219,6 +221,8 @@ class Checker:
             kinds = [self.check(a, scope) for a in args]
             return self._call(f"{namespace}.{name}", None, kinds, node)
         target = self.check(receiver, scope)
+        if is_two_variable(name, args):
+            return self._two_variable(name, target, args, scope, node)
         if name in MACROS:
             return self._macro(name, target, args, scope, node)
         kinds = [self.check(a, scope) for a in args]
@@ -237,6 +241,23 @@ class Checker:
         if name == "map":
             return list_of(bodies[-1])
         return list_of(element) if name == "filter" else BOOL
+
+    def _two_variable(self, name: str, target: CelType, args: list[TranspilerTree],
+                      scope: Mapping[str, CelType], node: Any) -> CelType:
+        element = _range_element(target, node)
+        first = INT if isinstance(target, tuple) and target[0] == "list" else element
+        second = target[-1] if isinstance(target, tuple) else DYN
+        inner = {**scope, str(ident_name(args[0])): first, str(ident_name(args[1])): second}
+        kinds = [self.check(a, inner) for a in args[2:]]
+        predicates = kinds if name not in TRANSFORMS else kinds[:-1]
+        for arg, kind in zip(args[2:], predicates, strict=False):
+            if kind not in (BOOL, DYN, ANY):
+                raise _fail(f"expected type 'bool' but found '{show(kind)}'", arg)
+        if name == "transformList":
+            return list_of(kinds[-1])
+        if name == "transformMap":
+            return map_of(first, kinds[-1])
+        return kinds[-1] if name == "transformMapEntry" else BOOL
 
     def _constant_arguments(self, name: str, args: list[TranspilerTree], node: Any) -> None:
         template = _CONSTANT_CHECKS.get(name)

@@ -19,6 +19,7 @@ from celpy.evaluation import CELEvalError
 
 from webhook.engine.cel.budget import CURRENT, STEP_COST, Budget
 from webhook.engine.cel.checker import check_types, require_bool_type
+from webhook.engine.cel.comprehensions import comprehend
 from webhook.engine.cel.errors import BudgetExceeded, CelCompileError, CelFunctionError
 from webhook.engine.cel.library import FUNCTIONS, python_name
 from webhook.engine.cel.operators import EVALUATION_OVERRIDES, OPERATOR, make_int, to_string
@@ -141,6 +142,7 @@ _GLOBALS: dict[str, Any] = {
     "builtins": builtins,
     "CELEvalError": CELEvalError,
     "_dg_bind": _bind,
+    "_dg_comprehend": comprehend,
     **{python_name(name): fn for name, fn in FUNCTIONS.items()},
 }
 

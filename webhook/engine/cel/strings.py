@@ -80,7 +80,9 @@ def string_last_index_of(receiver: Any, sub: Any, offset: Any = None) -> ct.IntT
     text, needle = _string(receiver, "lastIndexOf"), _string(sub, "lastIndexOf")
     if offset is None and not needle:
         return ct.IntType(len(text))
-    start = len(text) - 1 if offset is None else _int(offset, "lastIndexOf")
+    if offset is None:
+        return ct.IntType(text.rfind(needle))
+    start = _int(offset, "lastIndexOf")
     if not needle:
         return ct.IntType(start)
     if start < 0:

@@ -24,6 +24,7 @@ from typing import Any
 
 from celpy.evaluation import Activation, Phase1Transpiler, Phase2Transpiler, TranspilerTree
 
+from webhook.engine.cel.comprehensions import TRANSFORMS, TWO_VARIABLE_MACROS
 from webhook.engine.cel.library import FUNCTIONS, python_name
 from webhook.engine.cel.syntax import MACROS, call_parts, ident_name, namespace_of
 
@@ -43,6 +44,29 @@ _HAS = Template(
     ex_${n} = lambda activation: celpy.celtypes.BoolType(
         not isinstance(celpy.evaluation.result(activation, ex_${n}_h), CELEvalError))""")
 )
+
+
+_TWO_VARIABLE = Template(
+    dedent("""\
+    # two-variable comprehension:
+    ex_${n}_t = lambda activation: ${target}
+    ex_${n}_k = ${keep}
+    ex_${n}_b = lambda activation: ${body}
+    ex_${n} = lambda activation: _dg_comprehend(activation, '${macro}', ('${first}', '${second}'),
+        celpy.evaluation.result(activation, ex_${n}_t), ex_${n}_k, ex_${n}_b,
+        celpy.evaluation.result)""")
+)
+
+
+def is_two_variable(name: str, args: list[TranspilerTree]) -> bool:
+    """`x.all(i, v, p)`, `x.transformList(i, v, [filter,] body)`: two bound names first."""
+    return (
+        name in TWO_VARIABLE_MACROS
+        and len(args) in (3, 4)
+        and (len(args) == 3 or name in TRANSFORMS)
+        and ident_name(args[0]) is not None
+        and ident_name(args[1]) is not None
+    )
 
 
 class _Phase1(Phase1Transpiler):
@@ -65,6 +89,8 @@ class _Phase1(Phase1Transpiler):
         namespace = namespace_of(receiver, self.variables)
         if namespace == "cel" and name == "bind":
             self._bind(tree, args)
+        elif namespace is None and is_two_variable(name, args):
+            self._two_variable(tree, name, receiver, args)
         elif namespace is not None:
             arguments = ", ".join(a.transpiled for a in args)
             tree.transpiled = f"{python_name(f'{namespace}.{name}')}({arguments})"
@@ -73,6 +99,23 @@ class _Phase1(Phase1Transpiler):
         else:
             arguments = ", ".join(a.transpiled for a in (receiver, *args))
             tree.transpiled = f"{self.func_name(name)}({arguments})"
+
+    def _two_variable(self, tree: TranspilerTree, name: str, receiver: TranspilerTree,
+                      args: list[TranspilerTree]) -> None:
+        keep = args[2] if len(args) == 4 else None
+        tree.checked_exception = (
+            _TWO_VARIABLE,
+            {
+                "n": lambda t: str(t.expr_number),
+                "target": lambda t: receiver.transpiled,
+                "keep": lambda t: "None" if keep is None else f"lambda activation: {keep.transpiled}",
+                "body": lambda t: args[-1].transpiled,
+                "macro": lambda t: name,
+                "first": lambda t: str(ident_name(args[0])),
+                "second": lambda t: str(ident_name(args[1])),
+            },
+        )
+        tree.transpiled = f"ex_{tree.expr_number}(activation)"
 
     def _bind(self, tree: TranspilerTree, args: list[TranspilerTree]) -> None:
         variable = ident_name(args[0])
