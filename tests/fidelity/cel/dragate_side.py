@@ -73,7 +73,10 @@ def answer(case: Case) -> dict[str, Any]:
     is_device = case.env == "device"
     try:
         program = compile_expression(
-            case.expr, variables=["device"] if is_device else [], expect_bool=is_device
+            case.expr,
+            variables=["device"] if is_device else [],
+            expect_bool=is_device,
+            environment="selector" if is_device else "kubernetes",
         )
     except CelCompileError as error:
         return {"compile_error": str(error)}

@@ -74,8 +74,10 @@ def _no_overload(name: str, receiver: CelType | None, args: list[CelType], node:
 class Checker:
     """Types one expression; `check(tree)` returns its type or raises CelCompileError."""
 
-    def __init__(self, source: str, variables: frozenset[str], constant: ConstantCheck) -> None:
+    def __init__(self, source: str, variables: frozenset[str], constant: ConstantCheck,
+                 bind: bool) -> None:
         self.source, self.variables, self.constant = source, variables, constant
+        self.bind = bind
 
     def check(self, node: Any, scope: Mapping[str, CelType]) -> CelType:
         if isinstance(node, lark.Token):
@@ -215,6 +217,8 @@ class Checker:
         receiver, name, args = call_parts(node)
         namespace = namespace_of(receiver, self.variables)
         if namespace == "cel" and name == "bind":
+            if not self.bind:
+                raise _fail("undeclared reference to 'cel.bind' (only DRA selectors offer it)", node)
             init = self.check(args[1], scope)
             return self.check(args[2], {**scope, str(ident_name(args[0])): init})
         if namespace is not None:
@@ -244,6 +248,11 @@ class Checker:
 
     def _two_variable(self, name: str, target: CelType, args: list[TranspilerTree],
                       scope: Mapping[str, CelType], node: Any) -> CelType:
+        names = [str(ident_name(a)) for a in args[:2]]
+        if names[0] == names[1]:
+            raise _fail(f"duplicate variable name: {names[0]}", args[1])
+        if "__result__" in names:
+            raise _fail("iteration variable overwrites accumulator variable", node)
         element = _range_element(target, node)
         first = INT if isinstance(target, tuple) and target[0] == "list" else element
         second = target[-1] if isinstance(target, tuple) else DYN
@@ -297,9 +306,12 @@ def _common_result(overloads: list[Any]) -> CelType:
 
 
 def check_types(tree: TranspilerTree, source: str, variables: frozenset[str],
-                constant: ConstantCheck) -> CelType:
-    """The expression's CEL type; CelCompileError where Kubernetes' checker refuses it."""
-    return Checker(source, variables, constant).check(tree, {})
+                constant: ConstantCheck, *, bind: bool) -> CelType:
+    """The expression's CEL type; CelCompileError where Kubernetes' checker refuses it.
+
+    `bind`: whether `cel.bind` is declared (the DRA selector environment adds it).
+    """
+    return Checker(source, variables, constant, bind).check(tree, {})
 
 
 def require_bool_type(kind: CelType) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterable, Mapping
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Literal
 
 import celpy
 import celpy.evaluation
@@ -202,22 +202,34 @@ def _constant_error(text: str) -> str | None:
     return error
 
 
+Environment = Literal["selector", "policy", "kubernetes"]
+
+
 def compile_expression(
-    expression: str, *, variables: Iterable[str], expect_bool: bool = True
+    expression: str,
+    *,
+    variables: Iterable[str],
+    expect_bool: bool = True,
+    environment: Environment | None = None,
 ) -> Program:
     """Parse, type-check and transpile once; CelCompileError for what Kubernetes refuses.
 
+    `environment`: "selector" is the DRA device selector environment (Kubernetes' base
+    library plus `cel.bind`), "kubernetes" the base library alone, "policy" dragate's
+    validation rules (the selector's functions, over dyn-typed request data). By default a
+    program over just `device` is a selector, anything else a policy rule.
     `expect_bool=False` skips the "result must be a bool" check, for tools and tests
     that evaluate value expressions such as `quantity('1Gi').asInteger()`.
     """
     if len(expression.encode("utf-8")) > MAX_EXPRESSION_BYTES:
         raise CelCompileError(f"expression is longer than {MAX_EXPRESSION_BYTES} bytes")
     declared = frozenset(variables)
+    bind = environment != "kubernetes"
     try:
         tree = parse(expression)
         references = References(declared)
         references.walk(tree, frozenset())
-        kind = check_types(tree, expression, declared, _constant_error)
+        kind = check_types(tree, expression, declared, _constant_error, bind=bind)
         if expect_bool:
             require_bool_type(kind)
         main = _load(transpile(tree, declared))
