@@ -15,6 +15,7 @@ import celpy.celtypes as ct
 
 from fidelity.cel.cases import Case
 from webhook.engine.cel import CelCompileError, compile_expression, device_to_cel
+from webhook.engine.cel.optionals import Optional
 
 
 def _rfc3339(value: datetime.datetime) -> str:
@@ -45,7 +46,7 @@ _TYPE_NAMES = {
 }
 
 
-def encode(value: Any) -> dict[str, Any]:
+def encode(value: Any) -> dict[str, Any]:  # noqa: PLR0911 - one return per kind of value
     """A celpy / dragate library value as the oracle's tagged JSON."""
     if value is None:
         return {"t": "null_type", "v": None}
@@ -54,6 +55,8 @@ def encode(value: Any) -> dict[str, Any]:
     for kind, name, convert in _SCALARS:
         if isinstance(value, kind):
             return {"t": name, "v": convert(value)}
+    if isinstance(value, Optional):
+        return {"t": "optional_type", "v": [encode(value.value)] if value.present else None}
     if isinstance(value, Mapping):
         return {"t": "map", "v": [[encode(k), encode(v)] for k, v in value.items()]}
     if isinstance(value, list):

@@ -37,6 +37,7 @@ from webhook.engine.cel.types import (
     CelType,
     list_of,
     map_of,
+    optional_of,
     show,
 )
 from webhook.engine.cel.unify import resolve
@@ -218,13 +219,15 @@ class Checker:
         namespace = namespace_of(receiver, self.variables)
         if namespace == "cel" and name == "bind":
             if not self.bind:
-                raise _fail("undeclared reference to 'cel.bind' (only DRA selectors offer it)", node)
+                raise _fail("undeclared reference to 'cel.bind' (only selectors offer it)", node)
             init = self.check(args[1], scope)
             return self.check(args[2], {**scope, str(ident_name(args[0])): init})
         if namespace is not None:
             kinds = [self.check(a, scope) for a in args]
             return self._call(f"{namespace}.{name}", None, kinds, node)
         target = self.check(receiver, scope)
+        if name in ("_dg_optsel", "_dg_optindex"):
+            return self._optional_select(target, args, scope, node)
         if is_two_variable(name, args):
             return self._two_variable(name, target, args, scope, node)
         if name in MACROS:
@@ -245,6 +248,20 @@ class Checker:
         if name == "map":
             return list_of(bodies[-1])
         return list_of(element) if name == "filter" else BOOL
+
+    def _optional_select(self, target: CelType, args: list[TranspilerTree],
+                         scope: Mapping[str, CelType], node: Any) -> CelType:
+        """`x.?f` / `x[?k]`: an optional of what `x.f` / `x[k]` would be."""
+        if isinstance(target, tuple) and target[0] == "optional_type":
+            target = target[1]
+        key = self.check(args[0], scope)
+        if isinstance(target, tuple) and target[0] == "list":
+            return optional_of(self._call("_[_]", None, [target, key], node))
+        if isinstance(target, tuple) and target[0] == "map":
+            return optional_of(self._call("_[_]", None, [target, key], node))
+        field = self.source[
+            args[0].meta.start_pos + 1:args[0].meta.end_pos - 1]
+        return optional_of(self._select(target, field, node))
 
     def _two_variable(self, name: str, target: CelType, args: list[TranspilerTree],
                       scope: Mapping[str, CelType], node: Any) -> CelType:

@@ -35,11 +35,13 @@ def _pairs(target: Any) -> Iterator[tuple[Any, Any]]:
 def _quantify(macro: str, results: list[Any]) -> Any:
     errors = [r for r in results if isinstance(r, CELEvalError)]
     truths = [bool(r) for r in results if not isinstance(r, CELEvalError)]
-    if macro == "all":
-        return ct.BoolType(False) if not all(truths) else (errors[0] if errors else ct.BoolType(True))
-    if macro == "exists":
-        return ct.BoolType(True) if any(truths) else (errors[0] if errors else ct.BoolType(False))
-    return errors[0] if errors else ct.BoolType(sum(truths) == 1)
+    if macro == "all" and not all(truths):
+        return ct.BoolType(False)
+    if macro == "exists" and any(truths):
+        return ct.BoolType(True)
+    if errors:
+        return errors[0]
+    return ct.BoolType(macro == "all" if macro != "existsOne" else sum(truths) == 1)
 
 
 def _transform(macro: str, target: Any, kept: list[tuple[Any, Any, Any]]) -> Any:
@@ -60,8 +62,8 @@ def _transform(macro: str, target: Any, kept: list[tuple[Any, Any, Any]]) -> Any
 
 
 def comprehend(
-    activation: Any, macro: str, names: tuple[str, str], target: Any,
-    keep: Body | None, body: Body, result: Callable[[Any, Body], Any],
+    activation: Any, macro: str, target: Any, *,
+    names: tuple[str, str], keep: Body | None, body: Body, result: Callable[[Any, Body], Any],
 ) -> Any:
     """Run one two-variable comprehension; `result` is the evaluator's error trap."""
     if isinstance(target, CELEvalError):

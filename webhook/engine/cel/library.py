@@ -15,7 +15,7 @@ from typing import Any
 import celpy.celtypes as ct
 from celpy.evaluation import CELEvalError
 
-from webhook.engine.cel import lists, quantity, regex, semver, sets, strings
+from webhook.engine.cel import lists, optionals, quantity, regex, semver, sets, strings
 from webhook.engine.cel.budget import charge, size_units
 from webhook.engine.cel.errors import CelFunctionError
 from webhook.engine.cel.quantity import Quantity
@@ -102,6 +102,7 @@ def _table() -> dict[str, CelFunction]:
         lists.FUNCTIONS,
         sets.FUNCTIONS,
         regex.FUNCTIONS,
+        optionals.FUNCTIONS,
         shared,
     )
     for module_table in modules:

@@ -23,6 +23,7 @@ from webhook.engine.cel.comprehensions import comprehend
 from webhook.engine.cel.errors import BudgetExceeded, CelCompileError, CelFunctionError
 from webhook.engine.cel.library import FUNCTIONS, python_name
 from webhook.engine.cel.operators import EVALUATION_OVERRIDES, OPERATOR, make_int, to_string
+from webhook.engine.cel.optionals import rewrite_optional_syntax
 from webhook.engine.cel.syntax import References, parse
 from webhook.engine.cel.transpile import transpile
 from webhook.engine.cel.values import to_cel, to_plain
@@ -225,11 +226,12 @@ def compile_expression(
         raise CelCompileError(f"expression is longer than {MAX_EXPRESSION_BYTES} bytes")
     declared = frozenset(variables)
     bind = environment != "kubernetes"
+    text = rewrite_optional_syntax(expression)
     try:
-        tree = parse(expression)
+        tree = parse(text)
         references = References(declared)
         references.walk(tree, frozenset())
-        kind = check_types(tree, expression, declared, _constant_error, bind=bind)
+        kind = check_types(tree, text, declared, _constant_error, bind=bind)
         if expect_bool:
             require_bool_type(kind)
         main = _load(transpile(tree, declared))

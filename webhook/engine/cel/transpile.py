@@ -52,10 +52,14 @@ _TWO_VARIABLE = Template(
     ex_${n}_t = lambda activation: ${target}
     ex_${n}_k = ${keep}
     ex_${n}_b = lambda activation: ${body}
-    ex_${n} = lambda activation: _dg_comprehend(activation, '${macro}', ('${first}', '${second}'),
-        celpy.evaluation.result(activation, ex_${n}_t), ex_${n}_k, ex_${n}_b,
-        celpy.evaluation.result)""")
+    ex_${n} = lambda activation: _dg_comprehend(activation, '${macro}',
+        celpy.evaluation.result(activation, ex_${n}_t), names=('${first}', '${second}'),
+        keep=ex_${n}_k, body=ex_${n}_b, result=celpy.evaluation.result)""")
 )
+
+
+def _lambda(node: TranspilerTree | None) -> str:
+    return "None" if node is None else f"lambda activation: {node.transpiled}"
 
 
 def is_two_variable(name: str, args: list[TranspilerTree]) -> bool:
@@ -108,7 +112,7 @@ class _Phase1(Phase1Transpiler):
             {
                 "n": lambda t: str(t.expr_number),
                 "target": lambda t: receiver.transpiled,
-                "keep": lambda t: "None" if keep is None else f"lambda activation: {keep.transpiled}",
+                "keep": lambda t: _lambda(keep),
                 "body": lambda t: args[-1].transpiled,
                 "macro": lambda t: name,
                 "first": lambda t: str(ident_name(args[0])),

@@ -162,6 +162,20 @@ _QUANTITY_MATH: dict[str, list[Overload]] = {
     name: [(QUANTITY, (QUANTITY,), QUANTITY), (QUANTITY, (INT,), QUANTITY)]
     for name in ("add", "sub")
 }
+def optional_of(value: CelType) -> CelType:
+    return ("optional_type", value)
+
+
+_OPT_A = optional_of(_A)
+_OPTIONALS: dict[str, list[Overload]] = {
+    "optional.of": [(None, (_A,), _OPT_A)],
+    "optional.ofNonZeroValue": [(None, (_A,), _OPT_A)],
+    "optional.none": [(None, (), optional_of(DYN))],
+    "hasValue": [(_OPT_A, (), BOOL)],
+    "value": [(_OPT_A, (), _A)],
+    "orValue": [(_OPT_A, (_A,), _A)],
+    "or": [(_OPT_A, (_OPT_A,), _OPT_A)],
+}
 _TIME: dict[str, list[Overload]] = {
     name: [(TIMESTAMP, (), INT), (TIMESTAMP, (STRING,), INT)]
     for name in ("getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear",
@@ -179,6 +193,6 @@ _CONSTRUCTORS: dict[str, list[Overload]] = {
 
 OVERLOADS: dict[str, list[Overload]] = _merge(
     _OPERATORS, _CONVERSIONS, _STRINGS, _STRINGS_MORE, _LISTS, _QUANTITY, _COMPARED,
-    _QUANTITY_MATH, _CONSTRUCTORS, _TIME,
+    _QUANTITY_MATH, _CONSTRUCTORS, _TIME, _OPTIONALS,
 )
 """Function or operator name -> its overloads, as declared in Kubernetes' environment."""
