@@ -20,6 +20,7 @@ from celpy.evaluation import CELEvalError
 from webhook.engine.cel.budget import CURRENT, STEP_COST, Budget
 from webhook.engine.cel.checker import check_types, require_bool_type
 from webhook.engine.cel.comprehensions import comprehend
+from webhook.engine.cel.cost import SELECTOR_COST_LIMIT, estimate
 from webhook.engine.cel.errors import BudgetExceeded, CelCompileError, CelFunctionError
 from webhook.engine.cel.library import FUNCTIONS, python_name
 from webhook.engine.cel.operators import EVALUATION_OVERRIDES, OPERATOR, make_int, to_string
@@ -206,6 +207,10 @@ def _constant_error(text: str) -> str | None:
 Environment = Literal["selector", "policy", "kubernetes"]
 
 
+def _is_selector(environment: Environment | None, declared: frozenset[str]) -> bool:
+    return environment == "selector" or (environment is None and declared == {"device"})
+
+
 def compile_expression(
     expression: str,
     *,
@@ -234,6 +239,8 @@ def compile_expression(
         kind = check_types(tree, text, declared, _constant_error, bind=bind)
         if expect_bool:
             require_bool_type(kind)
+        if _is_selector(environment, declared) and estimate(tree) > SELECTOR_COST_LIMIT:
+            raise CelCompileError("too complex, exceeds cost limit")
         main = _load(transpile(tree, declared))
     except RecursionError:
         raise CelCompileError("expression nests too deeply") from None
