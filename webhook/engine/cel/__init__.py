@@ -10,7 +10,12 @@ regex (RE2: matches, find, findAll) and `cel.bind`.
 
 from webhook.engine.cel.device import device_to_cel
 from webhook.engine.cel.errors import CelCompileError
-from webhook.engine.cel.program import MAX_EXPRESSION_BYTES, Program, compile_expression
+from webhook.engine.cel.program import (
+    MAX_EXPRESSION_BYTES,
+    Program,
+    compile_expression,
+    selector_error,
+)
 from webhook.engine.cel.values import to_cel
 
 __all__ = [
@@ -19,5 +24,6 @@ __all__ = [
     "Program",
     "compile_expression",
     "device_to_cel",
+    "selector_error",
     "to_cel",
 ]

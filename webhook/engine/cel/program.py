@@ -248,3 +248,12 @@ def compile_expression(
         reason = error.msg if isinstance(error, SyntaxError) else "too complex"
         raise CelCompileError(f"expression cannot be compiled: {reason}") from None
     return Program(expression, frozenset(references.used), main)
+
+
+def selector_error(expression: str) -> str | None:
+    """Why the API server would refuse this DRA selector when a claim is created, or None."""
+    try:
+        compile_expression(expression, variables=["device"], environment="selector")
+    except CelCompileError as error:
+        return str(error)
+    return None
