@@ -383,7 +383,9 @@ def test_one_expression_with_several_mistakes_reports_each() -> None:
         "device.capacity['memory'] >= quantity('40Gi') && "
         f"{A}.driverVersion >= '550' && {A}.index == 0"
     )
+    use_selector_compiler(selector_error)
     assert sorted(f.rule for f in lint_object(selector(expression))) == [
+        "cel-compile",
         "cel-domain",
         "cel-quantity-compare",
         "cel-version-compare",
@@ -442,7 +444,7 @@ COMPILE_CASES = [
     ("mixed-list", "[1, 'a'].size() == 2", "expected type 'int' but found 'string'"),
     ("bad-regex", f"{A}.productName.matches('[')", "invalid matches argument"),
     ("bad-duration", "duration('1x') > duration('1s')", "invalid duration argument"),
-    ("not-bool", f"{A}.index", "must evaluate to bool or the unknown type"),
+    ("not-bool", f"{C}.memory", "must evaluate to bool or the unknown type, not kubernetes.Q"),
     ("unknown-field", "device.unknownField == 'x'", "undefined field 'unknownField'"),
     ("too-costly", "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(a, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all("
      "b, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(c, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(d, [1, 2, 3, "
