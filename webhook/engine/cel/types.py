@@ -176,6 +176,22 @@ _OPTIONALS: dict[str, list[Overload]] = {
     "orValue": [(_OPT_A, (_A,), _A)],
     "or": [(_OPT_A, (_OPT_A,), _OPT_A)],
 }
+IP, CIDR = "net.IP", "net.CIDR"
+_NETWORK: dict[str, list[Overload]] = {
+    "ip": [(None, (STRING,), IP), (CIDR, (), IP)],
+    "isIP": [(None, (STRING,), BOOL)],
+    "ip.isCanonical": [(None, (STRING,), BOOL)],
+    "family": [(IP, (), INT)],
+    **{name: [(IP, (), BOOL)] for name in ("isUnspecified", "isLoopback", "isLinkLocalMulticast",
+                                           "isLinkLocalUnicast", "isGlobalUnicast")},
+    "cidr": [(None, (STRING,), CIDR)],
+    "isCIDR": [(None, (STRING,), BOOL)],
+    "containsIP": [(CIDR, (STRING,), BOOL), (CIDR, (IP,), BOOL)],
+    "containsCIDR": [(CIDR, (STRING,), BOOL), (CIDR, (CIDR,), BOOL)],
+    "prefixLength": [(CIDR, (), INT)],
+    "masked": [(CIDR, (), CIDR)],
+    "string": [(None, (IP,), STRING), (None, (CIDR,), STRING)],
+}
 _TIME: dict[str, list[Overload]] = {
     name: [(TIMESTAMP, (), INT), (TIMESTAMP, (STRING,), INT)]
     for name in ("getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear",
@@ -193,6 +209,6 @@ _CONSTRUCTORS: dict[str, list[Overload]] = {
 
 OVERLOADS: dict[str, list[Overload]] = _merge(
     _OPERATORS, _CONVERSIONS, _STRINGS, _STRINGS_MORE, _LISTS, _QUANTITY, _COMPARED,
-    _QUANTITY_MATH, _CONSTRUCTORS, _TIME, _OPTIONALS,
+    _QUANTITY_MATH, _CONSTRUCTORS, _TIME, _OPTIONALS, _NETWORK,
 )
 """Function or operator name -> its overloads, as declared in Kubernetes' environment."""
