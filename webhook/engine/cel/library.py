@@ -15,7 +15,17 @@ from typing import Any
 import celpy.celtypes as ct
 from celpy.evaluation import CELEvalError
 
-from webhook.engine.cel import lists, network, optionals, quantity, regex, semver, sets, strings
+from webhook.engine.cel import (
+    lists,
+    network,
+    optionals,
+    quantity,
+    regex,
+    semver,
+    sets,
+    strings,
+    urls,
+)
 from webhook.engine.cel.budget import charge, size_units
 from webhook.engine.cel.errors import CelFunctionError
 from webhook.engine.cel.quantity import Quantity
@@ -104,6 +114,7 @@ def _table() -> dict[str, CelFunction]:
         regex.FUNCTIONS,
         optionals.FUNCTIONS,
         network.FUNCTIONS,
+        urls.FUNCTIONS,
         shared,
     )
     for module_table in modules:

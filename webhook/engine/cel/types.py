@@ -192,6 +192,14 @@ _NETWORK: dict[str, list[Overload]] = {
     "masked": [(CIDR, (), CIDR)],
     "string": [(None, (IP,), STRING), (None, (CIDR,), STRING)],
 }
+URL = "kubernetes.URL"
+_URLS: dict[str, list[Overload]] = {
+    "url": [(None, (STRING,), URL)],
+    "isURL": [(None, (STRING,), BOOL)],
+    **{name: [(URL, (), STRING)] for name in (
+        "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath")},
+    "getQuery": [(URL, (), map_of(STRING, list_of(STRING)))],
+}
 _TIME: dict[str, list[Overload]] = {
     name: [(TIMESTAMP, (), INT), (TIMESTAMP, (STRING,), INT)]
     for name in ("getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear",
@@ -209,6 +217,6 @@ _CONSTRUCTORS: dict[str, list[Overload]] = {
 
 OVERLOADS: dict[str, list[Overload]] = _merge(
     _OPERATORS, _CONVERSIONS, _STRINGS, _STRINGS_MORE, _LISTS, _QUANTITY, _COMPARED,
-    _QUANTITY_MATH, _CONSTRUCTORS, _TIME, _OPTIONALS, _NETWORK,
+    _QUANTITY_MATH, _CONSTRUCTORS, _TIME, _OPTIONALS, _NETWORK, _URLS,
 )
 """Function or operator name -> its overloads, as declared in Kubernetes' environment."""
