@@ -79,6 +79,7 @@ class Checker:
                  bind: bool) -> None:
         self.source, self.variables, self.constant = source, variables, constant
         self.bind = bind
+        self.homogeneous = True
 
     def check(self, node: Any, scope: Mapping[str, CelType]) -> CelType:
         if isinstance(node, lark.Token):
@@ -165,7 +166,10 @@ class Checker:
     def _homogeneous(self, items: list[TranspilerTree], scope: Mapping[str, CelType]) -> CelType:
         if not items:
             return DYN
+        exempt, self.homogeneous = not self.homogeneous, True
         kinds = [self.check(item, scope) for item in items]
+        if exempt:
+            return kinds[0] if all(k == kinds[0] for k in kinds) else DYN
         for item, kind in zip(items, kinds, strict=True):
             if kind != kinds[0]:
                 raise _fail(f"expected type '{show(kinds[0])}' but found '{show(kind)}'", item)
@@ -232,7 +236,10 @@ class Checker:
             return self._two_variable(name, target, args, scope, node)
         if name in MACROS:
             return self._macro(name, target, args, scope, node)
+        if name == "format":  # cel-go exempts format's argument list from homogeneity
+            self.homogeneous = False
         kinds = [self.check(a, scope) for a in args]
+        self.homogeneous = True
         self._constant_arguments(name, args[:1], node)
         return self._call(name, target, kinds, node)
 

@@ -19,7 +19,8 @@ from webhook.engine.cel.errors import CelFunctionError, NoSuchOverload
 Body = Callable[[Any], Any]
 
 TWO_VARIABLE_MACROS = frozenset(
-    {"all", "exists", "existsOne", "transformList", "transformMap", "transformMapEntry"}
+    {"all", "exists", "existsOne", "exists_one", "transformList", "transformMap",
+     "transformMapEntry"}
 )
 TRANSFORMS = frozenset({"transformList", "transformMap", "transformMapEntry"})
 
@@ -41,7 +42,8 @@ def _quantify(macro: str, results: list[Any]) -> Any:
         return ct.BoolType(True)
     if errors:
         return errors[0]
-    return ct.BoolType(macro == "all" if macro != "existsOne" else sum(truths) == 1)
+    return ct.BoolType(macro == "all" if macro not in ("existsOne", "exists_one")
+                       else sum(truths) == 1)
 
 
 def _transform(macro: str, target: Any, kept: list[tuple[Any, Any, Any]]) -> Any:

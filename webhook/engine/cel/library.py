@@ -16,6 +16,7 @@ import celpy.celtypes as ct
 from celpy.evaluation import CELEvalError
 
 from webhook.engine.cel import (
+    formatting,
     lists,
     network,
     optionals,
@@ -115,6 +116,7 @@ def _table() -> dict[str, CelFunction]:
         optionals.FUNCTIONS,
         network.FUNCTIONS,
         urls.FUNCTIONS,
+        formatting.FUNCTIONS,
         shared,
     )
     for module_table in modules:

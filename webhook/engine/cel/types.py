@@ -140,6 +140,7 @@ _STRINGS_MORE: dict[str, list[Overload]] = {
     "findAll": [(STRING, (STRING, INT), list_of(STRING))],
     "matches": [(None, (STRING, STRING), BOOL)],
     "strings.quote": [(None, (STRING,), STRING)],
+    "format": [(STRING, (list_of(_A),), STRING)],
 }
 _LISTS: dict[str, list[Overload]] = {
     "isSorted": [(_LIST_A, (), BOOL)],
