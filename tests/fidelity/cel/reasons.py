@@ -23,6 +23,18 @@ REASONS = {
 }
 
 
+SPECIFIC = (
+    ("format.", "Kubernetes' named-format library (format.named, format.dns1123Label()...) is "
+                "not implemented in dragate, which refuses it at compile time"),
+    ("net.IP", "the type names net.IP / net.CIDR are not declared as values in dragate"),
+    ("net.CIDR", "the type names net.IP / net.CIDR are not declared as values in dragate"),
+)
+"""(text in the expression, reason) for differences whose cause is known precisely."""
+
+
 def reason_for(outcome: Outcome) -> str:
     """The reason recorded for a newly listed difference."""
+    for text, reason in SPECIFIC:
+        if text in outcome.case.expr:
+            return reason
     return REASONS.get(outcome.difference or "", outcome.difference or "")
