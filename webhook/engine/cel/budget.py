@@ -1,9 +1,10 @@
 """A deterministic evaluation budget, in cost units close to Kubernetes' runtime cost.
 
 Every evaluation gets `MAX_COST` units. A comprehension step or binding costs `STEP_COST`,
-an operator or library call one unit, and functions and operators that build or scan strings
-and lists one more unit per ten elements or characters they touch (Kubernetes charges 0.1
-per character for string work).
+a library call or arithmetic operator one unit, and functions and operators that build, scan
+or compare strings and lists one more unit per ten elements or characters they touch
+(Kubernetes charges 0.1 per character for string work). Constant-time comparisons are not
+charged: between two steps there are at most as many as the expression has operators.
 The same expression on the same input always spends the same units, so a verdict never
 depends on how loaded the machine is. A wall-clock guard remains only as a last resort for
 work the units do not see; when it fires the error says so (`TIME_GUARD_MESSAGE`).

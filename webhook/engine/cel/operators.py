@@ -119,7 +119,6 @@ def _maps_equal(left: Mapping[Any, Any], right: Mapping[Any, Any]) -> bool:
 
 def _order(name: str, compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
     def ordered(left: Any, right: Any) -> Any:
-        charge(1)
         for value in (left, right):
             if isinstance(value, CELEvalError):
                 return value
@@ -135,7 +134,8 @@ def _order(name: str, compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any
 
 def _equality(negate: bool) -> Callable[[Any, Any], Any]:
     def compared(left: Any, right: Any) -> Any:
-        charge(1)
+        if isinstance(left, list | str) and isinstance(right, list | str):
+            charge(size_units(left, right))
         for value in (left, right):
             if isinstance(value, CELEvalError):
                 return value
