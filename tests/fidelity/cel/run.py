@@ -35,14 +35,22 @@ def run_all() -> list[Outcome]:
 
 def agreement_table(outcomes: list[Outcome], libraries: tuple[str, ...]) -> str:
     """A Markdown table: cases and agreement per library, then the total."""
-    rows = ["| library | cases | agree | agreement |", "|---|---:|---:|---:|"]
-    total = agreeing = 0
+    rows = [
+        "| library | cases | Kubernetes refuses at compile time | agree | agreement |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    total = agreeing = refused = 0
     for library in libraries:
         mine = [o for o in outcomes if o.case.library == library]
         agree = sum(o.difference is None for o in mine)
-        total, agreeing = total + len(mine), agreeing + agree
-        rows.append(f"| {library} | {len(mine)} | {agree} | {_percent(agree, len(mine))} |")
-    rows.append(f"| **all** | {total} | {agreeing} | {_percent(agreeing, total)} |")
+        refuses = sum(bool(o.kubernetes.get("compile_error")) for o in mine)
+        total, agreeing, refused = total + len(mine), agreeing + agree, refused + refuses
+        rows.append(
+            f"| {library} | {len(mine)} | {refuses} | {agree} | {_percent(agree, len(mine))} |"
+        )
+    rows.append(
+        f"| **all** | {total} | {refused} | {agreeing} | {_percent(agreeing, total)} |"
+    )
     return "\n".join(rows)
 
 
