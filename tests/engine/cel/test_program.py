@@ -91,7 +91,7 @@ RUNTIME_ERRORS = [
     ("missing_key", "request.missing == 1", "no such key: 'missing'"),
     ("division_by_zero", "request.count / 0 == 1", "division by zero"),
     ("type_mismatch", "request.count == 'x' || request.name + 1 == 2", "no such overload"),
-    ("bad_quantity", "quantity(request.name).sign() == 1", "quantities must match"),
+    ("bad_quantity", "sign(quantity(request.name)) == 1", "quantities must match"),
     ("index_out_of_range", "request.selectors[5] == ''", "index out of bounds"),
     ("field_of_scalar", "request.count.foo == 1", "not a map"),
     ("overflow", "9223372036854775807 + request.count > 0", "overflow"),

@@ -20,9 +20,10 @@ from __future__ import annotations
 from string import Template
 from textwrap import dedent
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from celpy.evaluation import Activation, Phase1Transpiler, Phase2Transpiler, TranspilerTree
+from lark import Token
 
 from webhook.engine.cel.comprehensions import TRANSFORMS, TWO_VARIABLE_MACROS
 from webhook.engine.cel.library import FUNCTIONS, python_name
@@ -82,6 +83,18 @@ class _Phase1(Phase1Transpiler):
 
     def func_name(self, label: str) -> str:
         return python_name(label) if label in FUNCTIONS else super().func_name(label)
+
+    def literal(self, tree: TranspilerTree) -> None:
+        """celpy drops the raw newlines of a non-raw triple-quoted string; escape them first."""
+        token = tree.children[0]
+        if isinstance(token, Token) and token.type == "MLSTRING_LIT" and token.value[0] in "'\"":
+            text = token.value.replace("\r", "\\r").replace("\n", "\\n")
+            children = cast(list[Any], tree.children)
+            children[0] = Token("MLSTRING_LIT", text)
+            super().literal(tree)
+            children[0] = token
+            return
+        super().literal(tree)
 
     def ident_arg(self, tree: TranspilerTree) -> None:
         super().ident_arg(tree)

@@ -152,7 +152,7 @@ _LISTS: dict[str, list[Overload]] = {
     "sets.intersects": [(None, (_LIST_A, _LIST_A), BOOL)],
 }
 _QUANTITY = _methods(QUANTITY, {
-    "sign": ((), INT), "isInteger": ((), BOOL), "asInteger": ((), INT),
+    "isInteger": ((), BOOL), "asInteger": ((), INT),
     "asApproximateFloat": ((), DOUBLE),
 })
 _COMPARED: dict[str, list[Overload]] = {
@@ -210,6 +210,7 @@ for _name in ("getHours", "getMilliseconds", "getMinutes", "getSeconds"):
     _TIME[_name].append((DURATION, (), INT))
 _CONSTRUCTORS: dict[str, list[Overload]] = {
     "quantity": [(None, (STRING,), QUANTITY)],
+    "sign": [(None, (QUANTITY,), INT)],  # a global function: `sign(q)`, not `q.sign()`
     "isQuantity": [(None, (STRING,), BOOL)],
     "semver": [(None, (STRING,), SEMVER), (None, (STRING, BOOL), SEMVER)],
     "isSemver": [(None, (STRING,), BOOL), (None, (STRING, BOOL), BOOL)],
