@@ -44,6 +44,8 @@ VALUES = [
     ("string_negative_zero", "string(-0.0)", "-0"),
     ("string_double_exponent", "string(1234567.0)", "1.234567e+06"),
     ("lastIndexOf_past_end", "'abc'.lastIndexOf('b', 100)", -1),
+    ("triple_quoted_keeps_newline", "'''a\nb'''", "a\nb"),
+    ("sign_is_global", "sign(quantity('-1'))", -1),
 ]
 
 ERRORS = [
@@ -56,6 +58,7 @@ ERRORS = [
     ("semver_equals_string", "dyn(semver('1.0.0')) == '1.0.0'", "no such overload"),
     ("transform_duplicate", "[1, 1].transformMapEntry(i, v, {v: i})", "already exists"),
     ("unknown_function", "two_var([1], x)", "undeclared reference"),
+    ("sign_is_not_a_method", "quantity('1').sign()", "found no matching overload for 'sign'"),
 ]
 
 
