@@ -8,6 +8,7 @@ Library: quantity, semver, strings (cel-go ext), lists (Kubernetes), sets (cel-g
 regex (RE2: matches, find, findAll) and `cel.bind`.
 """
 
+from webhook.engine.cel.budget import TIME_GUARD_MESSAGE
 from webhook.engine.cel.device import device_to_cel
 from webhook.engine.cel.errors import CelCompileError
 from webhook.engine.cel.program import (
@@ -20,6 +21,7 @@ from webhook.engine.cel.values import to_cel
 
 __all__ = [
     "MAX_EXPRESSION_BYTES",
+    "TIME_GUARD_MESSAGE",
     "CelCompileError",
     "Program",
     "compile_expression",
