@@ -105,8 +105,6 @@ class Checker:
         overloads = OVERLOADS.get(name)
         if overloads is None:
             raise _fail(f"undeclared reference to '{name}'", node)
-        if receiver in (DYN, ANY) and not any(o[0] is None for o in overloads):
-            return _common_result(overloads)
         found = resolve(overloads, receiver, args)
         if found is None:
             raise _no_overload(name, receiver, args, node)
@@ -321,12 +319,6 @@ def _range_element(target: CelType, node: Any) -> CelType:
     raise _fail(
         f"expression of type '{show(target)}' cannot be range of a comprehension "
         "(must be list, map, or dynamic)", node)
-
-
-def _common_result(overloads: list[Any]) -> CelType:
-    results = {o[2] for o in overloads}
-    return results.pop() if len(results) == 1 and isinstance(next(iter(results)), str) and (
-        next(iter(results)) not in ("A", "B")) else DYN
 
 
 def check_types(tree: TranspilerTree, source: str, variables: frozenset[str],
