@@ -446,6 +446,8 @@ COMPILE_CASES = [
     ("bad-duration", "duration('1x') > duration('1s')", "invalid duration argument"),
     ("not-bool", f"{C}.memory", "must evaluate to bool or the unknown type, not kubernetes.Q"),
     ("unknown-field", "device.unknownField == 'x'", "undefined field 'unknownField'"),
+    ("dyn-result", f"dyn({A}.index == 0)", "must evaluate to bool or the unknown type, not dyn"),
+    ("fine-attribute-result", f"{A}['bool']", None),
     ("too-costly", "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(a, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all("
      "b, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(c, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(d, [1, 2, 3, "
      "4, 5, 6, 7, 8, 9, 10].all(e, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(f, e + f > 0))))))",

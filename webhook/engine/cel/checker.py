@@ -330,7 +330,11 @@ def check_types(tree: TranspilerTree, source: str, variables: frozenset[str],
     return Checker(source, variables, constant, bind).check(tree, {})
 
 
-def require_bool_type(kind: CelType) -> None:
-    """The DRA selector / validation rule result rule: bool, or unknown until it runs."""
-    if kind not in (BOOL, DYN, ANY):
+def require_bool_type(kind: CelType, *, dyn_allowed: bool) -> None:
+    """The result rule: bool, or the unknown type (google.protobuf.Any, a DRA attribute).
+
+    A selector whose result is `dyn` is refused as the API server does; dragate's validation
+    rules read dyn-typed request data, so there `dyn` waits for the value.
+    """
+    if kind not in (BOOL, ANY) and not (dyn_allowed and kind == DYN):
         raise CelCompileError(f"must evaluate to bool or the unknown type, not {show(kind)}", 1)

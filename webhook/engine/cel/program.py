@@ -238,7 +238,7 @@ def compile_expression(
         references.walk(tree, frozenset())
         kind = check_types(tree, text, declared, _constant_error, bind=bind)
         if expect_bool:
-            require_bool_type(kind)
+            require_bool_type(kind, dyn_allowed=not _is_selector(environment, declared))
         if _is_selector(environment, declared) and estimate(tree) > SELECTOR_COST_LIMIT:
             raise CelCompileError("too complex, exceeds cost limit")
         main = _load(transpile(tree, declared))

@@ -13,7 +13,7 @@ Bindings = dict[str, CelType]
 
 def _bind(param: str, actual: CelType, bindings: Bindings) -> bool:
     bound = bindings.get(param)
-    if bound is None or bound in (DYN, ANY):
+    if bound is None or (bound in (DYN, ANY) and actual not in (DYN, ANY)):
         bindings[param] = actual
         return True
     return actual in (DYN, ANY) or unify(bound, actual, bindings)
@@ -21,10 +21,10 @@ def _bind(param: str, actual: CelType, bindings: Bindings) -> bool:
 
 def unify(param: CelType, actual: CelType, bindings: Bindings) -> bool:
     """Whether `actual` can be passed where `param` is declared (binding type parameters)."""
-    if actual in (DYN, ANY) or param in (DYN, ANY):
-        return True
     if isinstance(param, str) and param in PARAMS:
         return _bind(param, actual, bindings)
+    if actual in (DYN, ANY) or param in (DYN, ANY):
+        return True
     if isinstance(param, tuple) and isinstance(actual, tuple):
         return (
             len(param) == len(actual)
