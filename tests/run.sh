@@ -20,6 +20,10 @@ hadolint Dockerfile
 image_dir=$(bash image/build.sh --check-reproducible | tail -n 1)
 echo "image: $image_dir"
 
+step "build the CEL oracle (Kubernetes 1.34's CEL, cached)"
+DRAGATE_CELORACLE=$(bash tests/fidelity/cel/oracle/build.sh | tail -n 1)
+export DRAGATE_CELORACLE
+
 step "ruff"
 python3 -m ruff check webhook tests image
 step "mypy --strict"

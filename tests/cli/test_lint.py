@@ -44,6 +44,7 @@ def test_article_examples_are_found_with_lines() -> None:
     assert code == 1
     assert where(out) == [
         ("article-claim.yaml", 12, "request-shape"),
+        ("article-claim.yaml", 16, "cel-compile"),
         ("article-claim.yaml", 16, "cel-domain"),
         ("article-claim.yaml", 16, "cel-quantity-compare"),
         ("article-claim.yaml", 18, "cel-version-compare"),
@@ -51,7 +52,7 @@ def test_article_examples_are_found_with_lines() -> None:
     assert "(fix: wrap them: `exactly: {deviceClassName: gpu.nvidia.com" in out
     assert "(fix: use `device.capacity['gpu.nvidia.com'].memory`)" in out
     assert "driverVersion.compareTo(semver('550.0.0')) >= 0" in out
-    assert out.splitlines()[-1] == "4 errors, 0 warnings in 1 file"
+    assert out.splitlines()[-1] == "5 errors, 0 warnings in 1 file"
 
 
 def test_text_line_format() -> None:
@@ -85,7 +86,7 @@ def test_json_output() -> None:
     code, out = lint("-o", "json", str(DATA / "bad" / "article-claim.yaml"))
     assert code == 1
     body = json.loads(out)
-    assert body["summary"] == {"files": 1, "errors": 4, "warnings": 0, "unreadable": 0}
+    assert body["summary"] == {"files": 1, "errors": 5, "warnings": 0, "unreadable": 0}
     first = body["findings"][0]
     assert set(first) == {"file", "line", "severity", "rule", "path", "message", "fix"}
     assert (first["line"], first["rule"], first["severity"]) == (12, "request-shape", "error")

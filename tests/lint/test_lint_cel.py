@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 from lint.dra_objects import GPU, claim, exactly, found, selector
 
+from webhook.engine.cel import selector_error
 from webhook.lint import ERROR, WARNING, lint_object
 from webhook.lint.celtext import accesses, normalize_version, string_spans
+from webhook.lint.rules.cel import use_selector_compiler
 
 A = "device.attributes['gpu.nvidia.com']"
 C = "device.capacity['gpu.nvidia.com']"
@@ -381,7 +383,9 @@ def test_one_expression_with_several_mistakes_reports_each() -> None:
         "device.capacity['memory'] >= quantity('40Gi') && "
         f"{A}.driverVersion >= '550' && {A}.index == 0"
     )
+    use_selector_compiler(selector_error)
     assert sorted(f.rule for f in lint_object(selector(expression))) == [
+        "cel-compile",
         "cel-domain",
         "cel-quantity-compare",
         "cel-version-compare",
@@ -427,3 +431,42 @@ def test_no_findings_for_a_well_written_selector() -> None:
         "device.attributes['resource.kubernetes.io'].pcieRoot != ''"
     )
     assert lint_object(claim(exactly(selectors=[{"cel": {"expression": expression}}]))) == []
+
+
+# (id, selector, message class the API server gives, or None: it accepts the selector)
+COMPILE_CASES = [
+    ("quantity-gt", f"{C}.memory > quantity('1Gi')", "found no matching overload for '_>_'"),
+    ("compareTo-int", f"{C}.memory.compareTo(40) > 0",
+     "found no matching overload for 'compareTo'"),
+    ("quantity-eq-int", "quantity('5') == 5", "found no matching overload for '_==_'"),
+    ("semver-eq-string", "semver('1.2.3') == '1.2.3'", "found no matching overload for '_==_'"),
+    ("ternary-mixed", "(true ? 1 : 'a') == 1", "found no matching overload for '_?_:_'"),
+    ("mixed-list", "[1, 'a'].size() == 2", "expected type 'int' but found 'string'"),
+    ("bad-regex", f"{A}.productName.matches('[')", "invalid matches argument"),
+    ("bad-duration", "duration('1x') > duration('1s')", "invalid duration argument"),
+    ("not-bool", f"{C}.memory", "must evaluate to bool or the unknown type, not kubernetes.Q"),
+    ("unknown-field", "device.unknownField == 'x'", "undefined field 'unknownField'"),
+    ("dyn-result", f"dyn({A}.index == 0)", "must evaluate to bool or the unknown type, not dyn"),
+    ("fine-attribute-result", f"{A}['bool']", None),
+    ("too-costly", "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(a, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all("
+     "b, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(c, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(d, [1, 2, 3, "
+     "4, 5, 6, 7, 8, 9, 10].all(e, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(f, e + f > 0))))))",
+     "too complex, exceeds cost limit"),
+    ("fine-compareTo", f"{C}.memory.compareTo(quantity('40Gi')) >= 0", None),
+    ("fine-optional", f"{A}.?profile.orValue('') == '1g.10gb'", None),
+    ("fine-two-variable", f"{A}.all(k, v, k.size() > 0)", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"), [c[1:] for c in COMPILE_CASES], ids=[c[0] for c in COMPILE_CASES]
+)
+def test_cel_compile_refusals_are_errors(expression: str, message: str | None) -> None:
+    """`dragate lint` refuses what the API server refuses when the claim is created."""
+    use_selector_compiler(selector_error)
+    hits = found(selector(expression, GPU), "cel-compile")
+    if message is None:
+        assert hits == []
+        return
+    assert len(hits) == 1 and hits[0].severity == ERROR
+    assert message in hits[0].message

@@ -18,8 +18,10 @@ from typing import TextIO
 import click
 
 from webhook.cli import exits
+from webhook.engine.cel import selector_error
 from webhook.lint import ERROR, PARSE, POLICY, RULES, WARNING, Finding, lint_object
 from webhook.lint.objects import POLICY_API_VERSION
+from webhook.lint.rules.cel import use_selector_compiler
 from webhook.sources.manifests import STDIN, find_files, objects_in, read_text
 from webhook.sources.policies import PolicyError, load_policies, parse_policies
 from webhook.sources.yamlio import Document, YamlError, parse_documents
@@ -133,6 +135,7 @@ def exit_code(results: Sequence[Located], run: Run, strict: bool) -> int:
 
 def lint_paths(paths: Sequence[str], stdin: TextIO | None = None) -> Run:
     """Read every file, lint every object and policy; problems become `parse` findings."""
+    use_selector_compiler(selector_error)  # selectors are type- and cost-checked as Kubernetes does
     run = Run()
     for path in find_files(paths):
         read = _read(path, stdin, run)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from webhook.engine.cel import CelCompileError, Program, compile_expression
+from webhook.engine.cel import TIME_GUARD_MESSAGE, CelCompileError, Program, compile_expression
 from webhook.engine.devices import (
     Device,
     Group,
@@ -114,7 +114,8 @@ class SelectorCache:
         if found is None:
             value, error = group.cel()
             found = self.evaluate(expression, value, error)
-            _store(self._verdicts, key, found, self._max)
+            if TIME_GUARD_MESSAGE not in (found.error or ""):  # load, not the device: no cache
+                _store(self._verdicts, key, found, self._max)
         return found
 
     def evaluate(self, expression: str, device: Any, device_error: str | None) -> Verdict:

@@ -5,14 +5,18 @@ from typing import Any
 
 import pytest
 
-from webhook.engine.cel import compile_expression
+from webhook.engine.cel import CelCompileError, compile_expression
 from webhook.types import EvalResult
 
 Run = Callable[..., EvalResult]
 
 
 def run_expression(expression: str, **variables: Any) -> EvalResult:
-    program = compile_expression(expression, variables=variables, expect_bool=False)
+    """The value or error; a compile-time refusal is an error too (its message says which)."""
+    try:
+        program = compile_expression(expression, variables=variables, expect_bool=False)
+    except CelCompileError as error:
+        return EvalResult(error=f"does not compile: {error}")
     return program.evaluate(variables)
 
 

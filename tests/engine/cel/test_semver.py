@@ -59,8 +59,8 @@ ERRORS = [
     ("bad_prerelease", 'semver("1.0.0-a..b")', "Prerelease is empty"),
     ("bad_build", 'semver("1.0.0+a_b")', "Invalid character(s) found in build meta data"),
     ("short_with_prerelease", 'semver("1.0-beta", true)', "short version cannot contain"),
-    ("not_a_string", "semver(1)", "no such overload"),
-    ("semver_lt_is_not_defined", "semver('1.0.0') < semver('2.0.0')", "no such overload"),
+    ("not_a_string", "semver(1)", "found no matching overload"),
+    ("semver_lt_is_not_defined", "semver('1.0.0') < semver('2.0.0')", "found no matching overload"),
 ]
 
 

@@ -4,20 +4,31 @@ The only package that imports celpy. Compile once with `compile_expression`, con
 data once with `to_cel` / `device_to_cel`, then evaluate many programs against those values;
 `Program.evaluate` never raises.
 
-Library: quantity, semver, strings (cel-go ext), lists (Kubernetes), sets (cel-go ext),
-regex (RE2: matches, find, findAll) and `cel.bind`.
+Library (as Kubernetes 1.34 offers it to new objects): quantity, semver, strings and format
+(cel-go ext), lists (Kubernetes), sets (cel-go ext), regex (RE2: matches, find, findAll), ip and
+cidr, url, optionals, two-variable comprehensions and, outside the plain Kubernetes environment,
+`cel.bind`. Expressions are type- and cost-checked at compile time (checker.py, cost.py) and
+evaluated under a deterministic budget (budget.py).
 """
 
+from webhook.engine.cel.budget import TIME_GUARD_MESSAGE
 from webhook.engine.cel.device import device_to_cel
 from webhook.engine.cel.errors import CelCompileError
-from webhook.engine.cel.program import MAX_EXPRESSION_BYTES, Program, compile_expression
+from webhook.engine.cel.program import (
+    MAX_EXPRESSION_BYTES,
+    Program,
+    compile_expression,
+    selector_error,
+)
 from webhook.engine.cel.values import to_cel
 
 __all__ = [
     "MAX_EXPRESSION_BYTES",
+    "TIME_GUARD_MESSAGE",
     "CelCompileError",
     "Program",
     "compile_expression",
     "device_to_cel",
+    "selector_error",
     "to_cel",
 ]

@@ -15,7 +15,19 @@ from typing import Any
 import celpy.celtypes as ct
 from celpy.evaluation import CELEvalError
 
-from webhook.engine.cel import lists, quantity, regex, semver, sets, strings
+from webhook.engine.cel import (
+    formatting,
+    lists,
+    network,
+    optionals,
+    quantity,
+    regex,
+    semver,
+    sets,
+    strings,
+    urls,
+)
+from webhook.engine.cel.budget import charge, size_units
 from webhook.engine.cel.errors import CelFunctionError
 from webhook.engine.cel.quantity import Quantity
 from webhook.engine.cel.semver import Semver
@@ -74,7 +86,11 @@ def _propagating(function: CelFunction) -> CelFunction:
         for arg in args:
             if isinstance(arg, CELEvalError):
                 return arg
-        return function(*args)
+        charge(1 + size_units(*args))
+        result = function(*args)
+        if isinstance(result, str | list):
+            charge(len(result) // 10)
+        return result
 
     return call
 
@@ -97,6 +113,10 @@ def _table() -> dict[str, CelFunction]:
         lists.FUNCTIONS,
         sets.FUNCTIONS,
         regex.FUNCTIONS,
+        optionals.FUNCTIONS,
+        network.FUNCTIONS,
+        urls.FUNCTIONS,
+        formatting.FUNCTIONS,
         shared,
     )
     for module_table in modules:

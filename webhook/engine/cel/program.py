@@ -9,19 +9,22 @@ or an unexpected Python exception all come back as `EvalResult(error=...)`.
 from __future__ import annotations
 
 import builtins
-import operator
-import time
 from collections.abc import Callable, Iterable, Mapping
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Literal
 
 import celpy
 import celpy.evaluation
 from celpy.evaluation import CELEvalError
 
+from webhook.engine.cel.budget import CURRENT, STEP_COST, Budget
+from webhook.engine.cel.checker import check_types, require_bool_type
+from webhook.engine.cel.comprehensions import comprehend
+from webhook.engine.cel.cost import SELECTOR_COST_LIMIT, estimate
 from webhook.engine.cel.errors import BudgetExceeded, CelCompileError, CelFunctionError
 from webhook.engine.cel.library import FUNCTIONS, python_name
-from webhook.engine.cel.result_type import require_bool
+from webhook.engine.cel.operators import EVALUATION_OVERRIDES, OPERATOR, make_int, to_string
+from webhook.engine.cel.optionals import rewrite_optional_syntax
 from webhook.engine.cel.syntax import References, parse
 from webhook.engine.cel.transpile import transpile
 from webhook.engine.cel.values import to_cel, to_plain
@@ -29,31 +32,10 @@ from webhook.types import EvalResult
 
 MAX_EXPRESSION_BYTES = 10 * 1024
 """Kubernetes' limit on a CEL selector / validation expression."""
-MAX_STEPS = 100_000
-"""Comprehension iterations and bindings allowed per evaluation."""
-MAX_SECONDS = 0.25
-"""Wall-clock allowance per evaluation, checked every 256 steps."""
 MAX_BOUND_LENGTH = 1 << 20
 """Largest string or list a comprehension or cel.bind may bind to a variable."""
 
 _TRAPPED = (ValueError, KeyError, TypeError, ArithmeticError, IndexError, NameError, AttributeError)
-
-
-class _Budget:
-    __slots__ = ("deadline", "steps")
-
-    def __init__(self) -> None:
-        self.steps = 0
-        self.deadline = time.monotonic() + MAX_SECONDS
-
-    def tick(self) -> None:
-        self.steps += 1
-        if self.steps & 255:
-            return
-        if self.steps > MAX_STEPS:
-            raise BudgetExceeded(f"more than {MAX_STEPS} comprehension steps")
-        if time.monotonic() > self.deadline:
-            raise BudgetExceeded(f"evaluation took longer than {MAX_SECONDS} s")
 
 
 class Scope:
@@ -61,7 +43,7 @@ class Scope:
 
     __slots__ = ("_dg_budget", "_dg_parent", "_dg_vars")
 
-    def __init__(self, values: Mapping[str, Any], parent: Scope | None, budget: _Budget) -> None:
+    def __init__(self, values: Mapping[str, Any], parent: Scope | None, budget: Budget) -> None:
         self._dg_vars, self._dg_parent, self._dg_budget = values, parent, budget
 
     def __getattr__(self, name: str) -> Any:
@@ -79,7 +61,7 @@ class Scope:
 
     def nested_activation(self, annotations: Any = None, vars: Any = None) -> Scope:
         """A child scope for one comprehension step or binding; this is where work is metered."""
-        self._dg_budget.tick()
+        self._dg_budget.charge(STEP_COST)
         for value in (vars or {}).values():
             if isinstance(value, str | list) and len(value) > MAX_BOUND_LENGTH:
                 raise BudgetExceeded(f"a bound value is longer than {MAX_BOUND_LENGTH}")
@@ -151,12 +133,18 @@ def _error_text(error: CELEvalError) -> str:
 
 _EVALUATION = SimpleNamespace(**vars(celpy.evaluation))
 _EVALUATION.result = _result
+for _name, _function in EVALUATION_OVERRIDES.items():
+    setattr(_EVALUATION, _name, _function)
+_CELTYPES = SimpleNamespace(
+    **{**vars(celpy.celtypes), "StringType": to_string, "IntType": make_int}
+)
 _GLOBALS: dict[str, Any] = {
-    "celpy": SimpleNamespace(celtypes=celpy.celtypes, evaluation=_EVALUATION),
-    "operator": operator,
+    "celpy": SimpleNamespace(celtypes=_CELTYPES, evaluation=_EVALUATION),
+    "operator": OPERATOR,
     "builtins": builtins,
     "CELEvalError": CELEvalError,
     "_dg_bind": _bind,
+    "_dg_comprehend": comprehend,
     **{python_name(name): fn for name, fn in FUNCTIONS.items()},
 }
 
@@ -176,18 +164,28 @@ class Program:
 
     def evaluate(self, activation: Mapping[str, Any]) -> EvalResult:
         """The expression's value (plain Python) or the error that stopped it; never raises."""
+        value, error = self.evaluate_cel(activation)
+        return EvalResult(error=error) if error is not None else EvalResult(value=to_plain(value))
+
+    def evaluate_cel(self, activation: Mapping[str, Any]) -> tuple[Any, str | None]:
+        """(the CEL-typed value, None) or (None, why it failed): for tools that need the type."""
         try:
             values = {n: to_cel(activation[n]) for n in self.variables if n in activation}
-            value = self._main(Scope(values, None, _Budget()))
+            budget = Budget()
+            token = CURRENT.set(budget)
+            try:
+                value = self._main(Scope(values, None, budget))
+            finally:
+                CURRENT.reset(token)
         except BudgetExceeded as error:
-            return EvalResult(error=f"evaluation stopped: {error}")
+            return None, f"evaluation stopped: {error}"
         except RecursionError:
-            return EvalResult(error="evaluation stopped: expression nests too deeply")
+            return None, "evaluation stopped: expression nests too deeply"
         except Exception as error:
-            return EvalResult(error=describe(error))
+            return None, describe(error)
         if isinstance(value, CELEvalError):
-            return EvalResult(error=_error_text(value))
-        return EvalResult(value=to_plain(value))
+            return None, _error_text(value)
+        return value, None
 
 
 def _load(python_source: str) -> Callable[[Scope], Any]:
@@ -196,23 +194,53 @@ def _load(python_source: str) -> Callable[[Scope], Any]:
     return namespace["_dg_main"]  # type: ignore[no-any-return]
 
 
-def compile_expression(
-    expression: str, *, variables: Iterable[str], expect_bool: bool = True
-) -> Program:
-    """Parse, check and transpile once; CelCompileError for anything that can never run.
+def _constant_error(text: str) -> str | None:
+    """Evaluate a constant sub-expression (no variables, not type-checked): its error or None."""
+    try:
+        _, error = Program(text, frozenset(), _load(transpile(parse(text), frozenset()))
+                           ).evaluate_cel({})
+    except (SyntaxError, CelCompileError) as failure:
+        return str(failure)
+    return error
 
-    `expect_bool=False` skips the "result can never be a bool" check, for tools and tests
+
+Environment = Literal["selector", "policy", "kubernetes"]
+
+
+def _is_selector(environment: Environment | None, declared: frozenset[str]) -> bool:
+    return environment == "selector" or (environment is None and declared == {"device"})
+
+
+def compile_expression(
+    expression: str,
+    *,
+    variables: Iterable[str],
+    expect_bool: bool = True,
+    environment: Environment | None = None,
+) -> Program:
+    """Parse, type-check and transpile once; CelCompileError for what Kubernetes refuses.
+
+    `environment`: "selector" is the DRA device selector environment (Kubernetes' base
+    library plus `cel.bind`), "kubernetes" the base library alone, "policy" dragate's
+    validation rules (the selector's functions, over dyn-typed request data). By default a
+    program over just `device` is a selector, anything else a policy rule.
+    `expect_bool=False` skips the "result must be a bool" check, for tools and tests
     that evaluate value expressions such as `quantity('1Gi').asInteger()`.
     """
     if len(expression.encode("utf-8")) > MAX_EXPRESSION_BYTES:
         raise CelCompileError(f"expression is longer than {MAX_EXPRESSION_BYTES} bytes")
     declared = frozenset(variables)
+    bind = environment != "kubernetes"
+    text = rewrite_optional_syntax(expression)
     try:
-        tree = parse(expression)
+        tree = parse(text)
         references = References(declared)
         references.walk(tree, frozenset())
+        kind = check_types(tree, text, declared, _constant_error, bind=bind)
         if expect_bool:
-            require_bool(tree, declared)
+            require_bool_type(kind, dyn_allowed=not _is_selector(environment, declared))
+        if _is_selector(environment, declared) and estimate(tree) > SELECTOR_COST_LIMIT:
+            raise CelCompileError("too complex, exceeds cost limit")
         main = _load(transpile(tree, declared))
     except RecursionError:
         raise CelCompileError("expression nests too deeply") from None
@@ -220,3 +248,12 @@ def compile_expression(
         reason = error.msg if isinstance(error, SyntaxError) else "too complex"
         raise CelCompileError(f"expression cannot be compiled: {reason}") from None
     return Program(expression, frozenset(references.used), main)
+
+
+def selector_error(expression: str) -> str | None:
+    """Why the API server would refuse this DRA selector when a claim is created, or None."""
+    try:
+        compile_expression(expression, variables=["device"], environment="selector")
+    except CelCompileError as error:
+        return str(error)
+    return None

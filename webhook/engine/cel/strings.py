@@ -65,24 +65,30 @@ def char_at(receiver: Any, index: Any) -> ct.StringType:
 
 
 def string_index_of(receiver: Any, sub: Any, offset: Any = None) -> ct.IntType:
+    """cel-go ext/strings: a negative offset errors, one past the end finds nothing."""
     text, needle = _string(receiver, "indexOf"), _string(sub, "indexOf")
     start = 0 if offset is None else _int(offset, "indexOf")
     if not needle:
         return ct.IntType(start)
-    if start < 0 or start >= len(text):
+    if start < 0:
         raise CelFunctionError(f"index out of range: {start}")
-    return ct.IntType(text.find(needle, start))
+    return ct.IntType(-1 if start >= len(text) else text.find(needle, start))
 
 
 def string_last_index_of(receiver: Any, sub: Any, offset: Any = None) -> ct.IntType:
+    """cel-go ext/strings: as indexOf, searching backwards from the offset."""
     text, needle = _string(receiver, "lastIndexOf"), _string(sub, "lastIndexOf")
     if offset is None and not needle:
         return ct.IntType(len(text))
-    start = len(text) - 1 if offset is None else _int(offset, "lastIndexOf")
+    if offset is None:
+        return ct.IntType(text.rfind(needle))
+    start = _int(offset, "lastIndexOf")
     if not needle:
         return ct.IntType(start)
-    if start < 0 or start >= len(text):
+    if start < 0:
         raise CelFunctionError(f"index out of range: {start}")
+    if start >= len(text):
+        return ct.IntType(-1)
     return ct.IntType(text.rfind(needle, 0, start + len(needle)))
 
 

@@ -19,6 +19,7 @@ import lark
 from celpy.celparser import CELParser
 from celpy.evaluation import TranspilerTree, base_functions
 
+from webhook.engine.cel.comprehensions import TWO_VARIABLE_MACROS
 from webhook.engine.cel.errors import CelCompileError
 from webhook.engine.cel.library import FUNCTIONS, NAMESPACES
 
@@ -157,6 +158,10 @@ class References:
         elif namespace is not None:
             self._function(f"{namespace}.{name}", node)
             self._walk_all(args, bound)
+        elif name in TWO_VARIABLE_MACROS and len(args) >= 3 and ident_name(args[1]):
+            self.walk(receiver, bound)
+            names = frozenset({str(ident_name(args[0])), str(ident_name(args[1]))})
+            self._walk_all(args[2:], bound | names)
         elif name in MACROS:
             self.walk(receiver, bound)
             self._comprehension(node, args, bound, expected=2, label=name)

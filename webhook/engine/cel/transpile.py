@@ -20,10 +20,12 @@ from __future__ import annotations
 from string import Template
 from textwrap import dedent
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from celpy.evaluation import Activation, Phase1Transpiler, Phase2Transpiler, TranspilerTree
+from lark import Token
 
+from webhook.engine.cel.comprehensions import TRANSFORMS, TWO_VARIABLE_MACROS
 from webhook.engine.cel.library import FUNCTIONS, python_name
 from webhook.engine.cel.syntax import MACROS, call_parts, ident_name, namespace_of
 
@@ -45,6 +47,33 @@ _HAS = Template(
 )
 
 
+_TWO_VARIABLE = Template(
+    dedent("""\
+    # two-variable comprehension:
+    ex_${n}_t = lambda activation: ${target}
+    ex_${n}_k = ${keep}
+    ex_${n}_b = lambda activation: ${body}
+    ex_${n} = lambda activation: _dg_comprehend(activation, '${macro}',
+        celpy.evaluation.result(activation, ex_${n}_t), names=('${first}', '${second}'),
+        keep=ex_${n}_k, body=ex_${n}_b, result=celpy.evaluation.result)""")
+)
+
+
+def _lambda(node: TranspilerTree | None) -> str:
+    return "None" if node is None else f"lambda activation: {node.transpiled}"
+
+
+def is_two_variable(name: str, args: list[TranspilerTree]) -> bool:
+    """`x.all(i, v, p)`, `x.transformList(i, v, [filter,] body)`: two bound names first."""
+    return (
+        name in TWO_VARIABLE_MACROS
+        and len(args) in (3, 4)
+        and (len(args) == 3 or name in TRANSFORMS)
+        and ident_name(args[0]) is not None
+        and ident_name(args[1]) is not None
+    )
+
+
 class _Phase1(Phase1Transpiler):
     """celpy's first pass, aware of the Kubernetes library and namespaced functions."""
 
@@ -54,6 +83,18 @@ class _Phase1(Phase1Transpiler):
 
     def func_name(self, label: str) -> str:
         return python_name(label) if label in FUNCTIONS else super().func_name(label)
+
+    def literal(self, tree: TranspilerTree) -> None:
+        """celpy drops the raw newlines of a non-raw triple-quoted string; escape them first."""
+        token = tree.children[0]
+        if isinstance(token, Token) and token.type == "MLSTRING_LIT" and token.value[0] in "'\"":
+            text = token.value.replace("\r", "\\r").replace("\n", "\\n")
+            children = cast(list[Any], tree.children)
+            children[0] = Token("MLSTRING_LIT", text)
+            super().literal(tree)
+            children[0] = token
+            return
+        super().literal(tree)
 
     def ident_arg(self, tree: TranspilerTree) -> None:
         super().ident_arg(tree)
@@ -65,6 +106,8 @@ class _Phase1(Phase1Transpiler):
         namespace = namespace_of(receiver, self.variables)
         if namespace == "cel" and name == "bind":
             self._bind(tree, args)
+        elif namespace is None and is_two_variable(name, args):
+            self._two_variable(tree, name, receiver, args)
         elif namespace is not None:
             arguments = ", ".join(a.transpiled for a in args)
             tree.transpiled = f"{python_name(f'{namespace}.{name}')}({arguments})"
@@ -73,6 +116,23 @@ class _Phase1(Phase1Transpiler):
         else:
             arguments = ", ".join(a.transpiled for a in (receiver, *args))
             tree.transpiled = f"{self.func_name(name)}({arguments})"
+
+    def _two_variable(self, tree: TranspilerTree, name: str, receiver: TranspilerTree,
+                      args: list[TranspilerTree]) -> None:
+        keep = args[2] if len(args) == 4 else None
+        tree.checked_exception = (
+            _TWO_VARIABLE,
+            {
+                "n": lambda t: str(t.expr_number),
+                "target": lambda t: receiver.transpiled,
+                "keep": lambda t: _lambda(keep),
+                "body": lambda t: args[-1].transpiled,
+                "macro": lambda t: name,
+                "first": lambda t: str(ident_name(args[0])),
+                "second": lambda t: str(ident_name(args[1])),
+            },
+        )
+        tree.transpiled = f"ex_{tree.expr_number}(activation)"
 
     def _bind(self, tree: TranspilerTree, args: list[TranspilerTree]) -> None:
         variable = ident_name(args[0])

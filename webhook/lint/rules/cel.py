@@ -11,7 +11,7 @@ standard `resource.kubernetes.io/pciBusID` in v25.12.0; MIG devices alone carry 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from webhook.lint import celtext
@@ -55,12 +55,34 @@ QUANTITY = RuleInfo(
 )
 STALE_RULE = RuleInfo("stale-attribute", ERROR, "NVIDIA attribute no longer published")
 UNGUARDED = RuleInfo("cel-unguarded-attribute", WARNING, "optional attribute read without a guard")
+COMPILE = RuleInfo(
+    "cel-compile", ERROR, "selector the API server refuses at create time (type, overload, cost)"
+)
+
+SelectorCompiler = Callable[[str], "str | None"]
+"""A selector's text -> why Kubernetes' checker refuses it, or None."""
+_COMPILER: list[SelectorCompiler] = []
 
 
-@register(DOMAIN, VERSION, QUANTITY, STALE_RULE, UNGUARDED)
+def use_selector_compiler(compiler: SelectorCompiler) -> None:
+    """Give lint the CEL checker (injected by the CLI: lint itself stays free of the engine)."""
+    _COMPILER[:] = [compiler]
+
+
+@register(DOMAIN, VERSION, QUANTITY, STALE_RULE, UNGUARDED, COMPILE)
 def check_cel(obj: Mapping[str, Any]) -> Iterator[Finding]:
     for site in cel_sites(obj):
+        yield from _compiled(site)
         yield from lint_expression(site)
+
+
+def _compiled(site: CelSite) -> Iterator[Finding]:
+    if not site.device_selector or not _COMPILER:
+        return
+    error = _COMPILER[0](site.expression)
+    if error is not None:
+        message = f"the API server refuses this selector: {error}"
+        yield Finding(COMPILE.id, ERROR, site.path, message)
 
 
 def lint_expression(site: CelSite) -> Iterator[Finding]:

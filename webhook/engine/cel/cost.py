@@ -1,0 +1,58 @@
+"""A static worst-case cost estimate, close to cel-go's, for the create-time cost limit.
+
+The API server refuses a DRA selector whose estimated cost exceeds 1,000,000 ("too complex,
+exceeds cost limit"), before any device is seen. The estimate charges one unit per call,
+operator, selection and index, ten per list literal and thirty per map literal, and a
+comprehension its range's cost plus, per element, its body and two units. A range of
+unknown size (request data) counts as one element: only what is certain is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lark
+from celpy.evaluation import TranspilerTree
+
+from webhook.engine.cel.comprehensions import TWO_VARIABLE_MACROS
+from webhook.engine.cel.syntax import MACROS, call_parts, subtrees
+
+SELECTOR_COST_LIMIT = 1_000_000
+"""resourceapi.CELSelectorExpressionMaxCost."""
+
+_ONE_UNIT = frozenset({
+    "member_dot", "member_index", "ident_arg", "dot_ident_arg", "ident", "dot_ident",
+    "relation_lt", "relation_le", "relation_gt", "relation_ge", "relation_eq", "relation_ne",
+    "relation_in", "addition_add", "addition_sub", "multiplication_mul", "multiplication_div",
+    "multiplication_mod", "unary_not", "unary_neg",
+})
+_LITERAL_COST = {"list_lit": 10, "map_lit": 30}
+
+
+def _single(node: Any) -> Any:
+    while (isinstance(node, lark.Tree) and node.data not in _LITERAL_COST
+           and len(node.children) == 1 and isinstance(node.children[0], lark.Tree)):
+        node = node.children[0]
+    return node
+
+
+def _size(node: Any) -> int:
+    literal = _single(node)
+    if not isinstance(literal, lark.Tree) or literal.data not in _LITERAL_COST:
+        return 1
+    items = subtrees(subtrees(literal)[0]) if subtrees(literal) else []
+    return len(items) if literal.data == "list_lit" else len(items) // 2
+
+
+def estimate(node: TranspilerTree | Any) -> int:
+    """The worst-case cost of evaluating `node` (a parse tree)."""
+    if not isinstance(node, lark.Tree):
+        return 0
+    if node.data == "member_dot_arg" and isinstance(node, TranspilerTree):
+        receiver, name, args = call_parts(node)
+        if (name in MACROS or name in TWO_VARIABLE_MACROS) and len(args) >= 2:
+            bodies = sum(estimate(a) for a in args[1:])
+            return estimate(receiver) + _size(receiver) * (bodies + 2)
+        return 1 + estimate(receiver) + sum(estimate(a) for a in args)
+    own = _ONE_UNIT.__contains__(node.data) + _LITERAL_COST.get(node.data, 0)
+    return own + sum(estimate(child) for child in node.children)

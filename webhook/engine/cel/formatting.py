@@ -1,0 +1,75 @@
+"""cel-go ext strings `format`: `'%s-%d'.format(['a', 1])`, for the common verbs.
+
+Supported: `%s` (strings, numbers, bools, null), `%d` (integers), `%f` / `%e` with an optional
+precision (doubles and integers, default precision 6), `%x` / `%X` / `%o` / `%b` (integers),
+`%%`. Any other verb or a value of the wrong kind is an error, never a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import celpy.celtypes as ct
+
+from webhook.engine.cel.errors import CelFunctionError
+from webhook.engine.cel.operators import go_float_text
+from webhook.engine.cel.values import expect, type_name
+
+_VERB = re.compile(r"%(?:\.(\d+))?([sdfexXob%])|%")
+_INTEGERS = (ct.IntType, ct.UintType)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, ct.BoolType):
+        return "true" if value else "false"
+    if isinstance(value, ct.DoubleType):
+        return go_float_text(float(value))
+    if isinstance(value, (ct.StringType, *_INTEGERS)):
+        return str(value)
+    raise CelFunctionError(f"format: %s of a {type_name(value)} is not supported")
+
+
+def _integer(value: Any, verb: str) -> int:
+    if not isinstance(value, _INTEGERS) or isinstance(value, ct.BoolType):
+        raise CelFunctionError(f"format: %{verb} needs an integer, not {type_name(value)}")
+    return int(value)
+
+
+def _one(verb: str, precision: str | None, value: Any) -> str:
+    if verb == "s":
+        return _text(value)
+    if verb in "fe":
+        if not isinstance(value, (ct.DoubleType, *_INTEGERS)) or isinstance(value, ct.BoolType):
+            raise CelFunctionError(f"format: %{verb} needs a number, not {type_name(value)}")
+        return f"{float(value):.{int(precision or 6)}{verb}}"
+    number = _integer(value, verb)
+    return format(number, {"d": "d", "x": "x", "X": "X", "o": "o", "b": "b"}[verb])
+
+
+def format_string(template: Any, args: Any) -> ct.StringType:
+    """`template.format(args)`."""
+    text = str(expect(template, ct.StringType, "format"))
+    values = list(expect(args, ct.ListType, "format"))
+    out: list[str] = []
+    at = used = 0
+    for match in _VERB.finditer(text):
+        out.append(text[at:match.start()])
+        at = match.end()
+        precision, verb = match.group(1), match.group(2)
+        if verb is None:
+            raise CelFunctionError(f"format: unsupported verb at {match.start()}")
+        if verb == "%":
+            out.append("%")
+            continue
+        if used >= len(values):
+            raise CelFunctionError(f"index {used} out of range")
+        out.append(_one(verb, precision, values[used]))
+        used += 1
+    out.append(text[at:])
+    return ct.StringType("".join(out))
+
+
+FUNCTIONS = {"format": format_string}

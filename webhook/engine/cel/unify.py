@@ -1,0 +1,62 @@
+"""Overload resolution: which declared signature a call's argument types select.
+
+`dyn` matches every parameter (the value's type is only known when it runs), type
+parameters bind on first use and must agree afterwards, as in cel-go's checker.
+"""
+
+from __future__ import annotations
+
+from webhook.engine.cel.types import ANY, DYN, PARAMS, CelType, Overload
+
+Bindings = dict[str, CelType]
+
+
+def _bind(param: str, actual: CelType, bindings: Bindings) -> bool:
+    bound = bindings.get(param)
+    if bound is None or (bound in (DYN, ANY) and actual not in (DYN, ANY)):
+        bindings[param] = actual
+        return True
+    return actual in (DYN, ANY) or unify(bound, actual, bindings)
+
+
+def unify(param: CelType, actual: CelType, bindings: Bindings) -> bool:
+    """Whether `actual` can be passed where `param` is declared (binding type parameters)."""
+    if isinstance(param, str) and param in PARAMS:
+        return _bind(param, actual, bindings)
+    if actual in (DYN, ANY) or param in (DYN, ANY):
+        return True
+    if isinstance(param, tuple) and isinstance(actual, tuple):
+        return (
+            len(param) == len(actual)
+            and param[0] == actual[0]
+            and all(unify(p, a, bindings) for p, a in zip(param[1:], actual[1:], strict=True))
+        )
+    return param == actual
+
+
+def substitute(kind: CelType, bindings: Bindings) -> CelType:
+    """The declared result type with its type parameters replaced (unbound ones are dyn)."""
+    if isinstance(kind, tuple):
+        return tuple(substitute(k, bindings) for k in kind)
+    if kind in PARAMS:
+        return bindings.get(kind, DYN)
+    return kind
+
+
+def resolve(
+    overloads: list[Overload], receiver: CelType | None, args: list[CelType]
+) -> CelType | None:
+    """The result type of the matching overloads (dyn when they disagree), None when none does."""
+    results: list[CelType] = []
+    for declared_receiver, params, result in overloads:
+        if (declared_receiver is None) != (receiver is None) or len(params) != len(args):
+            continue
+        bindings: Bindings = {}
+        pairs = list(zip(params, args, strict=True))
+        if declared_receiver is not None and receiver is not None:
+            pairs.insert(0, (declared_receiver, receiver))
+        if all(unify(p, a, bindings) for p, a in pairs):
+            results.append(substitute(result, bindings))
+    if not results:
+        return None
+    return results[0] if all(r == results[0] for r in results) else DYN
