@@ -27,6 +27,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.util import load_yaml_guess_indent
 
+from webhook.sources.textpatch import patch_text
 from webhook.sources.treepatch import apply_changes, to_node
 from webhook.sources.yamlio import MAX_TEXT_BYTES, YamlError, to_plain
 from webhook.types import JSON, Source
@@ -69,6 +70,7 @@ class Stream:
     indent_text: str | None = None
     """When set, `indent` is guessed from this text the first time it is needed (skipped for
     files whose documents do not change)."""
+    changed: bool = False
     indent_loads: bool | None = None
     """Whether the whole `indent_text` loads as one document, when its split alone tells; None:
     ruamel must load it to know (see `whole_text_loads`)."""
@@ -83,8 +85,15 @@ class Stream:
     def update(self, index: int, new: JSON) -> None:
         """Make document `index` hold `new`, touching only the keys that differ."""
         doc = self.docs[index]
+        self.changed = True
         if self.is_json:
             doc.data = new
+            return
+        if doc.node is None:
+            doc.node = load_rt(doc.body)
+        patched = patch_text(doc.body, doc.node, doc.data, new)
+        if patched is not None and reads_back(patched, new):
+            doc.body, doc.data, doc.node = patched, new, None
             return
         apply_changes(doc.node, doc.data, new)
         body = render_yaml(doc.node, self._doc_indent(doc.body))
@@ -97,6 +106,7 @@ class Stream:
         """New documents at the end of the file (JSON: the object becomes a `List`)."""
         if not objects:
             return
+        self.changed = True
         if self.is_json:
             self.docs[0].data = _as_list(self.docs[0].data, objects)
             return
@@ -113,6 +123,8 @@ class Stream:
         return _filled(guessed, self.file_indent if needs_file else (2, 0))
 
     def text(self) -> str:
+        if self.is_json and not self.changed:
+            return self.docs[0].body
         if self.is_json:
             text = json.dumps(self.docs[0].data, indent=self.json_indent, ensure_ascii=False)
             return text + ("\n" if self.trailing_newline else "")
