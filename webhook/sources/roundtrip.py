@@ -24,9 +24,11 @@ from typing import Any
 
 import yaml as pyyaml
 from ruamel.yaml import YAML
+from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.util import load_yaml_guess_indent
 
+from webhook.sources.duplicates import find_duplicates, without_earlier
 from webhook.sources.textpatch import patch_text
 from webhook.sources.treepatch import apply_changes, to_node
 from webhook.sources.yamlio import MAX_TEXT_BYTES, YamlError, to_plain
@@ -54,6 +56,9 @@ class Doc:
     node: Any = None
     data: JSON = None
     parsed: bool = True
+    loaded: str | None = None
+    """The text `node` was loaded from when it is not `body`: the earlier of repeated keys cut."""
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -89,11 +94,12 @@ class Stream:
         if self.is_json:
             doc.data = new
             return
+        base = doc.loaded if doc.loaded is not None else doc.body
         if doc.node is None:
-            doc.node = load_rt(doc.body)
-        patched = patch_text(doc.body, doc.node, doc.data, new)
+            doc.node = load_rt(base)
+        patched = patch_text(base, doc.node, doc.data, new)
         if patched is not None and reads_back(patched, new):
-            doc.body, doc.data, doc.node = patched, new, None
+            doc.body, doc.data, doc.node, doc.loaded = patched, new, None, None
             return
         apply_changes(doc.node, doc.data, new)
         body = render_yaml(doc.node, self._doc_indent(doc.body))
@@ -221,15 +227,42 @@ def _bare_marker(chunk: str) -> bool:
 
 def _parse_doc(head: str, body: str, line: int, file: str) -> Doc:
     try:
-        node = load_rt(body)
+        return _loaded_doc(head, body, line, body)
+    except DuplicateKeyError:
+        return _deduplicated(head, body, line, file)
     except MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = line + (mark.line if mark is not None else 0)
-        problem = err.problem or str(err).splitlines()[0]
-        raise YamlError(Source(file, where), f"not valid YAML: {problem}") from None
+        raise _yaml_error(err, line, file) from None
     except (YAMLError, RecursionError, ValueError) as err:
         raise YamlError(Source(file, line), f"not valid YAML: {err}") from None
-    return Doc(head, body, line, node, to_plain(node) if node is not None else None)
+
+
+def _loaded_doc(head: str, body: str, line: int, text: str) -> Doc:
+    node = load_rt(text)
+    loaded = None if text is body else text
+    return Doc(head, body, line, node, to_plain(node) if node is not None else None, True, loaded)
+
+
+def _yaml_error(err: MarkedYAMLError, line: int, file: str) -> YamlError:
+    mark = err.problem_mark or err.context_mark
+    where = line + (mark.line if mark is not None else 0)
+    problem = err.problem or str(err).splitlines()[0]
+    return YamlError(Source(file, where), f"not valid YAML: {problem}")
+
+
+def _deduplicated(head: str, body: str, line: int, file: str) -> Doc:
+    """A document with repeated keys, read as kubectl reads it: the last of each wins."""
+    try:
+        duplicates = find_duplicates(body)
+        doc = _loaded_doc(head, body, line, without_earlier(body, duplicates))
+    except MarkedYAMLError as err:
+        raise _yaml_error(err, line, file) from None
+    except (YAMLError, RecursionError, ValueError) as err:
+        raise YamlError(Source(file, line), f"not valid YAML: {err}") from None
+    doc.warnings.extend(
+        f'{file}:{line + d.line}: duplicate key "{d.key}" (also at line {line + d.earlier}): '
+        "kubectl keeps the last one, and so does dragate (a migrated document drops the earlier)"
+        for d in duplicates)
+    return doc
 
 
 def _yaml() -> YAML:

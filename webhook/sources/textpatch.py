@@ -99,10 +99,9 @@ def _changed(old: JSON, new: JSON, path: Pointer) -> list[Op]:
 def _escalated(root: CommentedMap, ops: list[Op], new: JSON) -> list[Op]:
     """Ops inside flow collections become a `set` of the block entry that holds the flow."""
     out: list[Op] = []
-    for op in ops:
-        flow = _flow_prefix(root, op.path if op.kind != "append" else (*op.path, 0))
-        if flow is not None and flow != op.path:
-            op = Op("set", flow, _value_at(new, flow))
+    for found in ops:
+        flow = _flow_prefix(root, found.path if found.kind != "append" else (*found.path, 0))
+        op = found if flow is None or flow == found.path else Op("set", flow, _value_at(new, flow))
         if not any(_covers(done, op) for done in out):
             out = [o for o in out if not _covers(op, o)] + [op]
     return out
@@ -118,15 +117,14 @@ def _flow_prefix(root: CommentedMap, path: Pointer) -> Pointer | None:
     for depth, step in enumerate(path[:-1]):
         node = node[step]
         if isinstance(node, (CommentedMap, CommentedSeq)) and node.fa.flow_style():
-            while isinstance(path[depth], int):
-                depth -= 1
-            return path[: depth + 1]
+            keys = [i for i in range(depth + 1) if not isinstance(path[i], int)]
+            return path[: keys[-1] + 1]
     return None
 
 
 def _value_at(data: JSON, path: Pointer) -> JSON:
     for step in path:
-        data = data[step]  # type: ignore[index]
+        data = data[step]
     return data
 
 
@@ -214,8 +212,12 @@ def _is_filler(line: str) -> bool:
 
 
 def _entry_end(lines: list[str], start: int, col: int, value: Any) -> int:
-    """One past the last line of the mapping entry whose key sits at (`start`, `col`)."""
-    dash_ok = isinstance(value, CommentedSeq)
+    return entry_end(lines, start, col, isinstance(value, CommentedSeq))
+
+
+def entry_end(lines: list[str], start: int, col: int, dash_ok: bool) -> int:
+    """One past the last line of the mapping entry whose key sits at (`start`, `col`);
+    `dash_ok`: its value is a block sequence, whose `- ` may sit at the key's column."""
     end = start + 1
     for index in range(start + 1, len(lines)):
         line = lines[index]
