@@ -178,7 +178,7 @@ def train_job(job: dict[str, Any], opts: Options, out: Outcome) -> None:
     """TrainJob asks for GPUs per node but its pods come from a runtime: say so, change nothing."""
     for resources in find_nodes(job, ("spec", "trainer", "resourcesPerNode")):
         names = _resource_names({"resources": resources})
-        legacy = ", ".join(n for n in names if find_match(n, opts.mappings))
+        legacy = ", ".join(dict.fromkeys(n for n in names if find_match(n, opts.mappings)))
         if legacy:
             meta = job.get("metadata")
             name = meta.get("name", "") if isinstance(meta, dict) else ""

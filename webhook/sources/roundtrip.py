@@ -29,7 +29,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from webhook.sources.duplicates import find_duplicates, without_earlier
-from webhook.sources.textpatch import patch_text
+from webhook.sources.textpatch import Style, document_style, patch_text, render_document
 from webhook.sources.treepatch import apply_changes, to_node
 from webhook.sources.yamlio import MAX_TEXT_BYTES, YamlError, to_plain
 from webhook.types import JSON, Source
@@ -76,6 +76,8 @@ class Stream:
     """When set, `indent` is guessed from this text the first time it is needed (skipped for
     files whose documents do not change)."""
     changed: bool = False
+    new_style: Style | None = None
+    """How new documents are indented: like the first edited document, block by block."""
     indent_loads: bool | None = None
     """Whether the whole `indent_text` loads as one document, when its split alone tells; None:
     ruamel must load it to know (see `whole_text_loads`)."""
@@ -97,6 +99,7 @@ class Stream:
         base = doc.loaded if doc.loaded is not None else doc.body
         if doc.node is None:
             doc.node = load_rt(base)
+        self.new_style = self.new_style or _safe_style(doc.node, base)
         patched = patch_text(base, doc.node, doc.data, new)
         if patched is not None and reads_back(patched, new):
             doc.body, doc.data, doc.node, doc.loaded = patched, new, None, None
@@ -117,7 +120,9 @@ class Stream:
             self.docs[0].data = _as_list(self.docs[0].data, objects)
             return
         for obj in objects:
-            self.extra.append("---\n" + render_new(obj, self.file_indent))
+            text = (render_document(obj, self.new_style) if self.new_style is not None
+                    else render_new(obj, self.file_indent))
+            self.extra.append("---\n" + text)
 
     def _doc_indent(self, body: str) -> tuple[int, int]:
         """The document's own indentation, the file's where it shows none.
@@ -360,6 +365,13 @@ def _dumper(indent: tuple[int, int]) -> YAML:
     mapping, offset = indent
     yaml.indent(mapping=mapping, sequence=max(mapping, offset + 2), offset=offset)
     return yaml
+
+
+def _safe_style(node: Any, body: str) -> Style | None:
+    try:
+        return document_style(node, body)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+        return None
 
 
 def _keep_tail(old: str, new: str) -> str:

@@ -257,6 +257,29 @@ def _style(root: CommentedMap, path: Pointer, lines: list[str]) -> Style:
     return Style(mapping, *seq)
 
 
+def document_style(root: Any, body: str) -> Style | None:
+    """The first block mapping step and block sequence style met in a document, breadth first:
+    how a new document beside it should be indented."""
+    if not isinstance(root, CommentedMap):
+        return None
+    lines = body.splitlines(keepends=True)
+    mapping: int | None = None
+    seq: tuple[int, int] | None = None
+    queue: list[Any] = [root]
+    while queue and (mapping is None or seq is None):
+        node = queue.pop(0)
+        mapping = mapping if mapping is not None else _map_step(node)
+        seq = seq if seq is not None else _seq_style(node, lines)
+        children = node.values() if isinstance(node, dict) else node
+        queue.extend(c for c in children if isinstance(c, (CommentedMap, CommentedSeq)))
+    dash, content = seq or (0, 2)
+    return Style(mapping or 2, dash, content)
+
+
+def render_document(obj: JSON, style: Style) -> str:
+    return "\n".join(_dump(to_node(obj), style)) + "\n"
+
+
 def _map_step(node: Any) -> int | None:
     if not isinstance(node, CommentedMap) or node.fa.flow_style():
         return None
