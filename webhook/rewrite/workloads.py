@@ -199,11 +199,12 @@ def _why(key: GroupKind) -> str:
 
 
 def pod_specs(obj: Object) -> Iterator[dict[str, Any]]:
-    """Each pod spec in `obj` (Pods and PodTemplateSpecs), for callers that inspect them."""
+    """Each pod spec in `obj` (Pods, PodTemplateSpecs, bare PodSpecs), for callers that
+    inspect them."""
     for item in _objects(dict(obj)):
         for shape, paths in POD_PATHS.get(group_kind(item), ()):
-            if shape in ("pod", "template"):
-                for path in paths:
-                    for node in find_nodes(item, path):
-                        if isinstance(node.get("spec"), dict):
-                            yield node["spec"]
+            for node in (n for path in paths for n in find_nodes(item, path)):
+                if shape == "podspec":
+                    yield node
+                elif shape in ("pod", "template") and isinstance(node.get("spec"), dict):
+                    yield node["spec"]
