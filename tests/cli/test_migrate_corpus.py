@@ -23,17 +23,15 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from kubernetes_validate.utils import latest_version
+from migrate_corpus_support import CORPUS, checkable, masked, snapshot
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from webhook.cli import main
-from webhook.rewrite import pod_specs
-from webhook.sources.gotemplates import has_placeholders, mask
+from webhook.sources.gotemplates import has_placeholders
 from webhook.sources.roundtrip import split_documents
 
-CORPUS = Path(__file__).parents[1] / "migrate_corpus"
 LEGACY = ("nvidia.com/gpu", "nvidia.com/mig-")
-BUILTIN = {"v1", "apps/v1", "batch/v1", "resource.k8s.io/v1"}
 TEMPLATE_FILES = {"reproductions/chart/templates/deployment.yaml"}
 Step = str | int
 
@@ -42,11 +40,6 @@ def run(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(main, ["migrate", *args])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     return result.exit_code, result.stdout, result.stderr
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != "README.md"}
 
 
 @pytest.fixture(scope="module")
@@ -140,11 +133,6 @@ def test_every_legacy_request_left_is_explained(migrated: dict[str, Any]) -> Non
             assert f"{work / name}: " in err, name
 
 
-def masked(text: str) -> str:
-    """Helm placeholders as plain tokens, so that the text reads as the YAML it stands for."""
-    return mask(text).text if has_placeholders(text) else text
-
-
 def unrelated_lines(old: str, new: str) -> tuple[list[str], int]:
     """The diff lines of one file that lie outside every changed value, and all diff lines."""
     old_docs = [h + b for h, b, _ in split_documents(old)]
@@ -227,20 +215,6 @@ def _walk(node: Any, path: tuple[str, ...]) -> Iterator[tuple[int, tuple[str, ..
         for index, value in enumerate(node):
             yield node.lc.item(index)[0], (*path, str(index))
             yield from _walk(value, (*path, str(index)))
-
-
-def checkable(text: str, *, templated: bool = False) -> Iterator[dict[str, Any]]:
-    """Built-in objects as they are; the pod specs of custom resources (and of Helm
-    templates, whose other fields hold placeholders) as Pods."""
-    for doc in yaml.safe_load_all(text):
-        if not isinstance(doc, dict):
-            continue
-        if doc.get("apiVersion") in BUILTIN and (
-                not templated or doc.get("kind") == "ResourceClaimTemplate"):
-            yield doc
-            continue
-        for spec in pod_specs(doc):
-            yield {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
 
 
 def legacy_in_resources(text: str) -> bool:

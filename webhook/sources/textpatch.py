@@ -61,9 +61,13 @@ def patch_text(body: str, node: Any, old: JSON, new: JSON) -> str | None:
         return None
     try:
         lines = body.splitlines(keepends=True)
+        missing = "" if not lines or lines[-1].endswith("\n") else _eol(lines[0])
+        if missing:  # the final newline the file lacks, for the edit; taken off again below
+            lines[-1] += missing
         ops = _escalated(node, diff(old, new), new)
         edits = sorted((_edit(lines, node, op) for op in ops), key=lambda e: (e.start, e.end))
-        return _applied(lines, edits)
+        text = _applied(lines, edits)
+        return text[: -len(missing)] if missing and text.endswith(missing) else text
     except (Unplaceable, KeyError, IndexError, TypeError, AttributeError, ValueError):
         return None
 
@@ -161,11 +165,11 @@ def _insert(lines: list[str], root: CommentedMap, parent: CommentedMap, op: Op) 
         raise Unplaceable(op.path)
     rendered = _render(op.path[-1], op.value, _style(root, op.path[:-1], lines))
     if op.path[-1] == "metadata" and not lines[first_line][:col].strip():
-        return Edit(first_line, first_line, _placed(rendered, " " * col, col, "\n"))
+        return Edit(first_line, first_line, _placed(rendered, " " * col, col,
+                                                    _eol(lines[first_line])))
     last_line, _ = parent.lc.key(keys[-1])
     end = _entry_end(lines, last_line, col, parent[keys[-1]])
-    eol = _eol(lines[end - 1])
-    return Edit(end, end, _placed(rendered, " " * col, col, eol, after=lines[end - 1]))
+    return Edit(end, end, _placed(rendered, " " * col, col, _eol(lines[end - 1])))
 
 
 def _append(lines: list[str], root: CommentedMap, op: Op) -> Edit:
@@ -184,18 +188,12 @@ def _append(lines: list[str], root: CommentedMap, op: Op) -> Edit:
         rendered = _render_value(value, style)
         lead = " " * dash + "-" + " " * (content - dash - 1)
         out.extend(_placed(rendered, lead, content, eol))
-    if out and not lines[end - 1].endswith(("\n", "\r")):
-        out[0] = eol + out[0]
     return Edit(end, end, tuple(out))
 
 
-def _placed(rendered: list[str], prefix: str, col: int, eol: str, after: str = "\n") -> tuple[
-        str, ...]:
+def _placed(rendered: list[str], prefix: str, col: int, eol: str) -> tuple[str, ...]:
     """Rendered lines at column `col`, the first behind `prefix` (a `- ` it shares a line with)."""
-    out = [(prefix if i == 0 else " " * col) + text + eol for i, text in enumerate(rendered)]
-    if out and not after.endswith(("\n", "\r")):
-        out[0] = eol + out[0]
-    return tuple(out)
+    return tuple((prefix if i == 0 else " " * col) + text + eol for i, text in enumerate(rendered))
 
 
 def _eol(line: str) -> str:
