@@ -109,7 +109,8 @@ def test_json_without_gpu_is_byte_identical(tmp_path: Path, text: str) -> None:
     POD + "  resourceClaims:\n",
     POD.replace("  containers:", "  initContainers:\n  containers:"),
     "apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    metadata:\n    spec:\n"
-    "      containers:\n      - name: c\n        resources:\n          limits: {nvidia.com/gpu: 1}\n",
+    "      containers:\n      - name: c\n        resources:\n"
+    "          limits: {nvidia.com/gpu: 1}\n",
     "apiVersion: v1\nkind: Pod\nmetadata:\n  annotations:\nspec:\n  containers:\n  - name: c\n"
     "    resources: {limits: {nvidia.com/gpu: 1}, claims:}\n",
 ], ids=["null-metadata", "null-resource-claims", "null-init-containers", "null-template-meta",
