@@ -172,8 +172,11 @@ def whole_text_loads(docs: list[Doc]) -> bool | None:
     after the first starts with a `---` at column 0, which always starts a document; the first
     part is one when it has a marker or a line starting at column 0 with a letter, digit, quote
     or bracket (comments start with `#`, directives with `%`). Two documents fail the load. A
-    file that is a single parsed document without a marker is exactly the text that loaded.
+    file that is a single parsed document without a marker is exactly the text that loaded,
+    unless repeated keys were cut from it first (see `webhook.sources.duplicates`).
     """
+    if any(doc.loaded is not None for doc in docs):
+        return False  # a repeated key: ruamel's whole-file load refuses it
     if len(docs) == 1 and not docs[0].head and docs[0].parsed:
         return True
     first = docs[0]
@@ -237,8 +240,8 @@ def _parse_doc(head: str, body: str, line: int, file: str) -> Doc:
         return _deduplicated(head, body, line, file)
     except MarkedYAMLError as err:
         raise _yaml_error(err, line, file) from None
-    except (YAMLError, RecursionError, ValueError) as err:
-        raise YamlError(Source(file, line), f"not valid YAML: {err}") from None
+    except (YAMLError, RecursionError, ValueError, TypeError) as err:  # TypeError: a mapping
+        raise YamlError(Source(file, line), f"not valid YAML: {err}") from None  # as a key
 
 
 def _loaded_doc(head: str, body: str, line: int, text: str) -> Doc:
@@ -261,8 +264,8 @@ def _deduplicated(head: str, body: str, line: int, file: str) -> Doc:
         doc = _loaded_doc(head, body, line, without_earlier(body, duplicates))
     except MarkedYAMLError as err:
         raise _yaml_error(err, line, file) from None
-    except (YAMLError, RecursionError, ValueError) as err:
-        raise YamlError(Source(file, line), f"not valid YAML: {err}") from None
+    except (YAMLError, RecursionError, ValueError, TypeError) as err:  # TypeError: a mapping
+        raise YamlError(Source(file, line), f"not valid YAML: {err}") from None  # as a key
     doc.warnings.extend(
         f'{file}:{line + d.line}: duplicate key "{d.key}" (also at line {line + d.earlier}): '
         "kubectl keeps the last one, and so does dragate (a migrated document drops the earlier)"
