@@ -13,6 +13,7 @@ and the caller falls back to rendering the document whole.
 from __future__ import annotations
 
 import io
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from webhook.sources.treepatch import to_node
 from webhook.types import JSON
 
+_LOCAL = threading.local()
 Step = str | int
 Pointer = tuple[Step, ...]
 
@@ -312,16 +314,24 @@ def _render_value(value: JSON, style: Style) -> list[str]:
 
 
 def _dump(node: Any, style: Style) -> list[str]:
-    yaml = YAML(typ="rt", pure=True)
-    yaml.width = 4096
-    sequence = max(style.content, style.dash + 2)
-    yaml.indent(mapping=style.mapping, sequence=sequence, offset=style.dash)
+    cache: dict[Style, YAML] = _LOCAL.__dict__.setdefault("dumpers", {})
+    yaml = cache.pop(style, None) or _dumper(style)  # not put back if the dump fails
     buffer = io.StringIO()
     yaml.dump(node, buffer)
+    cache[style] = yaml
     text = buffer.getvalue()
     if text.endswith("...\n"):  # a lone scalar: ruamel ends the document explicitly
         text = text[: -len("...\n")]
     return text.rstrip("\n").split("\n")
+
+
+def _dumper(style: Style) -> YAML:
+    """Building a YAML object costs as much as a small dump: one per style and thread."""
+    yaml = YAML(typ="rt", pure=True)
+    yaml.width = 4096
+    sequence = max(style.content, style.dash + 2)
+    yaml.indent(mapping=style.mapping, sequence=sequence, offset=style.dash)
+    return yaml
 
 
 def _applied(lines: list[str], edits: list[Edit]) -> str:
