@@ -62,6 +62,11 @@ def _rewrite_spec(spec: dict[str, Any], opts: Options, out: Outcome) -> set[str]
     """`rewrite_in_place` once claims can be added: `resourceClaims` and each container's
     `resources.claims` absent, null (as kubectl reads it: absent) or a list. Otherwise the pod
     spec stays as it is, with a note."""
+    shared = _sharing(spec, opts)
+    if shared:
+        out.notes.append(note(f"dragate: pod spec not migrated: {shared} asks for a share of "
+                              "a GPU (HAMi-style); migrate by hand"))
+        return set()
     nulls: list[tuple[dict[str, Any], str]] = []
     for where, holder, key in _claim_slots(spec):
         value = holder.get(key, [])
@@ -78,6 +83,20 @@ def _rewrite_spec(spec: dict[str, Any], opts: Options, out: Outcome) -> set[str]
         if holder.get(key) == []:
             holder[key] = None
     return removed
+
+
+def _sharing(spec: dict[str, Any], opts: Options) -> str:
+    """An unmapped `nvidia.com/` resource in a container that also asks for a mapped one
+    (`nvidia.com/gpumem`, `nvidia.com/gpucores`): the GPU count then means shares of a GPU, and
+    a whole-device claim would change what the Pod gets."""
+    for container in containers_of(spec):
+        names = _resource_names(container)
+        if any(find_match(n, opts.mappings) for n in names):
+            others = [n for n in names if n.startswith("nvidia.com/")
+                      and not find_match(n, opts.mappings)]
+            if others:
+                return others[0]
+    return ""
 
 
 def _claim_slots(spec: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], str]]:
