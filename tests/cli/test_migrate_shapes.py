@@ -83,6 +83,8 @@ def test_duplicate_keys_warn_with_lines_and_last_wins(tmp_path: Path) -> None:
     assert f'{path}:5: duplicate key "name" (also at line 4): kubectl keeps the last one' in err
     pod = next(yaml.safe_load_all(path.read_text()))
     assert pod["metadata"]["name"] == "p"
+    assert path.read_text().startswith("apiVersion: v1\nkind: Pod\nmetadata:\n  name: first\n"
+                                       "  name: p\n")  # both kept: the diff is GPU lines only
 
 
 def test_duplicate_keys_in_a_document_without_change_stay(tmp_path: Path) -> None:

@@ -3,7 +3,9 @@
 ruamel refuses a document with a repeated key, and kubectl (`sigs.k8s.io/yaml`) silently keeps
 the last value. A manifest that kubectl applies must not be "unreadable" to `dragate migrate`,
 and its reader must be told: so each repeat is found with its line, the earlier entries are cut
-from the text that is loaded, and the caller warns naming the key and both lines.
+from the text that is loaded, and the caller warns naming the key and both lines. The cut lines
+are left empty rather than removed, so positions in what is loaded are positions in the file:
+an edit elsewhere in the document leaves the repeated keys where they are.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def _walk(node: Any, found: list[Duplicate]) -> None:
 
 
 def without_earlier(body: str, duplicates: list[Duplicate]) -> str:
-    """`body` with the earlier entry of each repeated key cut out (its lines)."""
+    """`body` with the earlier entry of each repeated key blanked: its lines stay, empty, so
+    that every line number still matches `body`."""
     lines = body.splitlines(keepends=True)
     spans: list[tuple[int, int]] = []
     for dup in duplicates:
@@ -62,8 +65,8 @@ def without_earlier(body: str, duplicates: list[Duplicate]) -> str:
         is_seq = isinstance(dup.earlier_value, SequenceNode)
         end = entry_end(lines, dup.earlier, dup.earlier_col, is_seq)
         spans.append((dup.earlier, end))
-    keep = [True] * len(lines)
     for start, end in spans:
         for index in range(start, end):
-            keep[index] = False
-    return "".join(line for line, kept in zip(lines, keep, strict=True) if kept)
+            line = lines[index]
+            lines[index] = line[len(line.rstrip("\r\n")):]  # its end of line only
+    return "".join(lines)

@@ -57,7 +57,8 @@ class Doc:
     data: JSON = None
     parsed: bool = True
     loaded: str | None = None
-    """The text `node` was loaded from when it is not `body`: the earlier of repeated keys cut."""
+    """The text `node` was loaded from when it is not `body`: the lines of the earlier of
+    repeated keys blanked (so line numbers still match `body`)."""
     warnings: list[str] = field(default_factory=list)
 
 
@@ -96,13 +97,15 @@ class Stream:
         if self.is_json:
             doc.data = new
             return
-        base = doc.loaded if doc.loaded is not None else doc.body
+        base = doc.loaded if doc.loaded is not None else doc.body  # same lines as body
         if doc.node is None:
             doc.node = load_rt(base)
         self.new_style = self.new_style or _safe_style(doc.node, base)
-        patched = patch_text(base, doc.node, doc.data, new)
+        patched = patch_text(doc.body, doc.node, doc.data, new)
         if patched is not None and reads_back(patched, new):
-            doc.body, doc.data, doc.node, doc.loaded = patched, new, None, None
+            loaded = None if doc.loaded is None else without_earlier(
+                patched, find_duplicates(patched))
+            doc.body, doc.data, doc.node, doc.loaded = patched, new, None, loaded
             return
         apply_changes(doc.node, doc.data, new)
         body = render_yaml(doc.node, self._doc_indent(doc.body))
@@ -268,7 +271,7 @@ def _deduplicated(head: str, body: str, line: int, file: str) -> Doc:
         raise YamlError(Source(file, line), f"not valid YAML: {err}") from None  # as a key
     doc.warnings.extend(
         f'{file}:{line + d.line}: duplicate key "{d.key}" (also at line {line + d.earlier}): '
-        "kubectl keeps the last one, and so does dragate (a migrated document drops the earlier)"
+        "kubectl keeps the last one, and so does dragate"
         for d in duplicates)
     return doc
 
@@ -338,7 +341,10 @@ def reads_back(text: str, expected: JSON) -> bool:
                 return True
         except (pyyaml.YAMLError, ValueError, TypeError, RecursionError, OverflowError):
             pass
-    same: bool = to_plain(load_rt(text)) == expected
+    try:
+        same: bool = to_plain(load_rt(text)) == expected
+    except DuplicateKeyError:  # kept repeats that libyaml read otherwise: not the same
+        return False
     return same
 
 
