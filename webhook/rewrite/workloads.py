@@ -86,6 +86,9 @@ POD_PATHS: Mapping[GroupKind, tuple[tuple[str, tuple[Path, ...]], ...]] = {
 `shapes.train_job`); a Katib Experiment's trial template is an object of its own, rewritten
 as such."""
 
+CLUSTER_SCOPED = frozenset({("trainer.kubeflow.org", "ClusterTrainingRuntime"),
+                            ("argoproj.io", "ClusterWorkflowTemplate")})
+"""Their pods run in other objects' namespaces, where the claim templates must be too."""
 TRAIN_JOB = ("trainer.kubeflow.org", "TrainJob")
 KATIB_EXPERIMENT = ("kubeflow.org", "Experiment")
 
@@ -148,11 +151,15 @@ def _rewrite_item(obj: dict[str, Any], opts: Options, out: Outcome) -> None:
         for trial in find_nodes(obj, _KATIB_TRIAL):
             handled.add(id(trial))
             _rewrite_item(trial, opts, out)
+    made = len(out.templates)
     for shape, paths in POD_PATHS.get(key, ()):
         for path in paths:
             for node in find_nodes(obj, path):
                 handled.add(id(node))
                 SHAPES[shape](node, opts, out)
+    if key in CLUSTER_SCOPED and len(out.templates) > made:
+        out.notes.append(note(f"dragate: {key[1]} is cluster-scoped: its claim templates must "
+                              "exist in each namespace its pods run in"))
     _explain_leftovers(obj, key, opts, out, handled)
 
 
