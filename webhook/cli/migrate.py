@@ -21,6 +21,7 @@ import click
 
 from webhook.cli import exits
 from webhook.rewrite import resource_markers, rewrite_object
+from webhook.sources.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
 from webhook.sources.manifests import STDIN, find_files, read_text
 from webhook.sources.policies import default_mappings, load_policies
 from webhook.sources.roundtrip import Skip, Stream, parse_stream
@@ -41,6 +42,7 @@ class Migration:
     after: str
     notes: list[str] = field(default_factory=list)
     denied: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     templates: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -58,6 +60,7 @@ class Run:
     changed: int = 0
     failed: int = 0
     denied: int = 0
+    skipped: int = 0  # template files
     skip: Skip | None = None  # documents that certainly stay as they are: never loaded
 
 
@@ -101,12 +104,26 @@ def skip_rule(mappings: Sequence[LegacyResourceMapping]) -> Skip | None:
 
 
 def _process(run: Run, file: str) -> None:
+    text = ""
     try:
-        migration = migrate_text(read_text(file), _display(file), run)
+        text = read_text(file)
+        migration = migrate_text(text, _display(file), run)
     except YamlError as err:
         click.echo(str(err), err=True)
         run.failed += 1
         return
+    except TemplateFile as err:
+        click.echo(f"{_display(file)}: template file, skipped: {err}{_by_hand(run, text)}",
+                   err=True)
+        run.skipped += 1
+        return
+    except Exception as err:
+        click.echo(f"{_display(file)}: not migrated: internal error ({type(err).__name__}: "
+                   f"{err}); please report it", err=True)
+        run.failed += 1
+        return
+    for text in migration.warnings:
+        click.echo(f"warning: {text}", err=True)
     for text in migration.notes:
         click.echo(f"{migration.file}: {text}", err=True)
     for text in migration.denied:
@@ -116,20 +133,50 @@ def _process(run: Run, file: str) -> None:
     _report(run, file, migration)
 
 
+def _by_hand(run: Run, text: str) -> str:
+    legacy = [m for m in resource_markers(run.mappings) if m and m in text]
+    return f" (it mentions {legacy[0]}: migrate it by hand)" if legacy else ""
+
+
 def _display(file: str) -> str:
     return "<stdin>" if file == STDIN else file
 
 
 def migrate_text(text: str, file: str, run: Run) -> Migration:
-    """The migrated text of one file; templates follow their workload or go to `run`."""
-    stream = parse_stream(text, file, run.skip)
+    """The migrated text of one file; templates follow their workload or go to `run`.
+
+    Go-template placeholders in scalar values are masked while the file is migrated (see
+    `webhook.sources.gotemplates`); raises TemplateFile when the YAML exists only rendered.
+    """
+    masked = mask(text) if has_placeholders(text) else None
+    stream = _stream(masked.text if masked else text, file, run, masked)
     present = existing_templates(stream)
     migration = Migration(file, text, text)
+    migration.warnings = [w for doc in stream.docs for w in doc.warnings]
     for index, doc in enumerate(list(stream.docs)):
         if isinstance(doc.data, dict):
             _migrate_doc(stream, index, run, migration, present)
     migration.after = stream.text()
+    if masked is not None:
+        migration.after = masked.unmask(migration.after)
+        migration.notes = [masked.unmask(n) for n in migration.notes]
+        migration.denied = [masked.unmask(n) for n in migration.denied]
     return migration
+
+
+def _stream(text: str, file: str, run: Run, masked: Masked | None) -> Stream:
+    try:
+        stream = parse_stream(text, file, run.skip if masked is None else None)
+    except YamlError as err:
+        if masked is None:
+            raise
+        raise TemplateFile(f"not YAML until rendered ({err.message})") from None
+    if masked is not None:
+        for doc in stream.docs:
+            found = tokens_in_keys(doc.data, masked)
+            if found:
+                raise TemplateFile(f"{found} stands in a key")
+    return stream
 
 
 def _migrate_doc(stream: Stream, index: int, run: Run, migration: Migration,
@@ -216,6 +263,7 @@ def _finish(run: Run) -> None:
         _emit_templates(run)
     verb = "migrated" if run.mode == "write" else "would migrate"
     summary = f"{verb} {run.changed} file(s)"
+    summary += f", {run.skipped} template file(s) skipped" if run.skipped else ""
     click.echo(summary + (f", {run.failed} failed" if run.failed else ""), err=True)
     if run.failed:
         raise SystemExit(exits.BAD_INPUT)

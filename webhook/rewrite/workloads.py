@@ -1,35 +1,41 @@
 """Where pod specs live inside workload objects, and the object-level rewrite.
 
 Plain dicts only: the CLI applies the resulting changes to its round-trip tree, and the webhook
-turns them into a JSON patch. Paths use `*` for "every item of a list" and `{}` for "every
-value of a mapping" (Kubeflow's `<role>` replica specs).
+turns them into a JSON patch. Kinds are matched by API group and kind together (a Volcano
+`batch.volcano.sh` Job is not a `batch` Job). Paths use `*` for "every item of a list" and `{}`
+for "every value of a mapping" (Kubeflow's `<role>` replica specs); `webhook.rewrite.shapes`
+says what each shape is.
 
-Shapes: `pod` (the Pod itself), `template` (a PodTemplateSpec: `metadata` + `spec`),
-`kserve` (an InferenceService component: pod spec fields inline plus a `model` container) and
-`argo` (an Argo Workflows template: `container`/`script`/`containerSet`, no `resourceClaims`
-field, so claims go into `podSpecPatch` when it is free).
+A legacy request the rewriter leaves anywhere else in an object (an unknown CRD, an old API
+group, a field no shape covers) gets a note naming where it is, so that nothing is kept silently.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from webhook.rewrite.mappings import find_match
 from webhook.rewrite.notes import note
-from webhook.rewrite.podspec import Options, Outcome, containers_of, rewrite_in_place
+from webhook.rewrite.podspec import Options, Outcome
+from webhook.rewrite.shapes import REWRITTEN_ANNOTATION, SHAPES, find_nodes, train_job
 from webhook.types import LegacyResourceMapping, MappingAction, Object, RewriteResult
 
-REWRITTEN_ANNOTATION = "dragate.io/rewritten"
+__all__ = ["POD_PATHS", "REWRITTEN_ANNOTATION", "group_kind", "pod_specs", "rewrite_object"]
 
 Path = tuple[str, ...]
+GroupKind = tuple[str, str]
 _TEMPLATE = ("spec", "template")
 _RAY = (("spec", "headGroupSpec", "template"), ("spec", "workerGroupSpecs", "*", "template"))
 _JOBSET = ("spec", "replicatedJobs", "*", "template", "spec", "template")
-_KSERVE = (("spec", "predictor"), ("spec", "transformer"), ("spec", "explainer"))
-_POD_KEYS = ("resourceClaims", "nodeSelector", "affinity")
+_KSERVE = (("spec", "predictor"), ("spec", "transformer"), ("spec", "explainer"),
+           ("spec", "predictor", "workerSpec"))
+_LLM = tuple(("spec", *part, field) for part in ((), ("prefill",)) for field in ("template",
+                                                                                  "worker"))
+_KATIB_TRIAL = ("spec", "trialTemplate", "trialSpec")
+_RESOURCE_SECTIONS = ("limits", "requests")
 
 
 def _under(prefix: Path, paths: Sequence[Path]) -> tuple[Path, ...]:
@@ -40,35 +46,58 @@ def _replicas(field: str) -> tuple[Path, ...]:
     return (("spec", field, "{}", "template"),)
 
 
-POD_PATHS: Mapping[str, tuple[tuple[str, tuple[Path, ...]], ...]] = {
-    "Pod": (("pod", ((),)),),
-    "PodTemplate": (("template", (("template",),)),),
-    **{k: (("template", (_TEMPLATE,)),) for k in (
-        "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job")},
-    "CronJob": (("template", (("spec", "jobTemplate", "spec", "template"),)),),
-    "RayCluster": (("template", _RAY),),
-    "RayJob": (("template", (*_under(("spec", "rayClusterSpec"), _RAY),
-                            ("spec", "submitterPodTemplate"))),),
-    "RayService": (("template", _under(("spec", "rayClusterConfig"), _RAY)),),
-    "PyTorchJob": (("template", _replicas("pytorchReplicaSpecs")),),
-    "TFJob": (("template", _replicas("tfReplicaSpecs")),),
-    "MPIJob": (("template", _replicas("mpiReplicaSpecs")),),
-    "XGBoostJob": (("template", _replicas("xgbReplicaSpecs")),),
-    "PaddleJob": (("template", _replicas("paddleReplicaSpecs")),),
-    "JAXJob": (("template", _replicas("jaxReplicaSpecs")),),
-    "JobSet": (("template", (_JOBSET,)),),
-    "TrainingRuntime": (("template", (("spec", "template", *_JOBSET[1:]),)),),
-    "ClusterTrainingRuntime": (("template", (("spec", "template", *_JOBSET[1:]),)),),
-    "LeaderWorkerSet": (("template", (
+def _kinds(group: str, kinds: Sequence[str], shape: str, paths: tuple[Path, ...]) -> dict[
+        GroupKind, tuple[tuple[str, tuple[Path, ...]], ...]]:
+    return {(group, kind): ((shape, paths),) for kind in kinds}
+
+
+POD_PATHS: Mapping[GroupKind, tuple[tuple[str, tuple[Path, ...]], ...]] = {
+    ("", "Pod"): (("pod", ((),)),),
+    ("", "PodTemplate"): (("template", (("template",),)),),
+    ("", "ReplicationController"): (("template", (_TEMPLATE,)),),
+    **_kinds("apps", ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"), "template",
+             (_TEMPLATE,)),
+    ("batch", "Job"): (("template", (_TEMPLATE,)),),
+    ("batch", "CronJob"): (("template", (("spec", "jobTemplate", "spec", "template"),)),),
+    ("ray.io", "RayCluster"): (("template", _RAY),),
+    ("ray.io", "RayJob"): (("template", (*_under(("spec", "rayClusterSpec"), _RAY),
+                                        ("spec", "submitterPodTemplate"))),),
+    ("ray.io", "RayService"): (("template", _under(("spec", "rayClusterConfig"), _RAY)),),
+    **{("kubeflow.org", kind): (("template", _replicas(field)),) for kind, field in (
+        ("PyTorchJob", "pytorchReplicaSpecs"), ("TFJob", "tfReplicaSpecs"),
+        ("MPIJob", "mpiReplicaSpecs"), ("XGBoostJob", "xgbReplicaSpecs"),
+        ("PaddleJob", "paddleReplicaSpecs"), ("JAXJob", "jaxReplicaSpecs"))},
+    ("kubeflow.org", "Notebook"): (("template", (_TEMPLATE,)),),
+    ("jobset.x-k8s.io", "JobSet"): (("template", (_JOBSET,)),),
+    **_kinds("trainer.kubeflow.org", ("TrainingRuntime", "ClusterTrainingRuntime"), "template",
+             (("spec", "template", *_JOBSET),)),
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (("template", (
         ("spec", "leaderWorkerTemplate", "leaderTemplate"),
         ("spec", "leaderWorkerTemplate", "workerTemplate"))),),
-    "InferenceService": (("kserve", _KSERVE),),
-    "Workflow": (("argo", (("spec", "templates", "*"),)),),
-    "WorkflowTemplate": (("argo", (("spec", "templates", "*"),)),),
-    "ClusterWorkflowTemplate": (("argo", (("spec", "templates", "*"),)),),
-    "CronWorkflow": (("argo", (("spec", "workflowSpec", "templates", "*"),)),),
+    ("serving.kserve.io", "InferenceService"): (("kserve", _KSERVE),),
+    **_kinds("serving.kserve.io", ("LLMInferenceService", "LLMInferenceServiceConfig"),
+             "podspec", _LLM),
+    ("batch.volcano.sh", "Job"): (("template", (("spec", "tasks", "*", "template"),)),),
+    **_kinds("argoproj.io", ("Workflow", "WorkflowTemplate", "ClusterWorkflowTemplate"), "argo",
+             (("spec", "templates", "*"),)),
+    ("argoproj.io", "CronWorkflow"): (("argo", (("spec", "workflowSpec", "templates", "*"),)),),
 }
-"""kind -> (shape, paths). TrainJob has no pod template of its own: see `_train_job`."""
+"""(API group, kind) -> (shape, paths). TrainJob has no pod template of its own (see
+`shapes.train_job`); a Katib Experiment's trial template is an object of its own, rewritten
+as such."""
+
+CLUSTER_SCOPED = frozenset({("trainer.kubeflow.org", "ClusterTrainingRuntime"),
+                            ("argoproj.io", "ClusterWorkflowTemplate")})
+"""Their pods run in other objects' namespaces, where the claim templates must be too."""
+TRAIN_JOB = ("trainer.kubeflow.org", "TrainJob")
+KATIB_EXPERIMENT = ("kubeflow.org", "Experiment")
+
+
+def group_kind(obj: Mapping[str, Any]) -> GroupKind:
+    """The API group (`""` for the core group) and kind of an object."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    api = api_version if isinstance(api_version, str) else ""
+    return (api.rsplit("/", 1)[0] if "/" in api else ""), (kind if isinstance(kind, str) else "")
 
 
 def rewrite_object(
@@ -112,135 +141,77 @@ def _namespace_of(obj: dict[str, Any]) -> str | None:
 
 
 def _rewrite_item(obj: dict[str, Any], opts: Options, out: Outcome) -> None:
-    kind = str(obj.get("kind", ""))
-    if kind == "TrainJob":
-        _train_job(obj, opts, out)
-    for shape, paths in POD_PATHS.get(kind, ()):
+    """Rewrite every pod spec of one object, then explain any legacy request left elsewhere."""
+    key = group_kind(obj)
+    handled: set[int] = set()
+    if key == TRAIN_JOB:
+        train_job(obj, opts, out)
+        handled.update(id(n) for n in find_nodes(obj, ("spec", "trainer", "resourcesPerNode")))
+    if key == KATIB_EXPERIMENT:
+        for trial in find_nodes(obj, _KATIB_TRIAL):
+            handled.add(id(trial))
+            _rewrite_item(trial, opts, out)
+    made = len(out.templates)
+    for shape, paths in POD_PATHS.get(key, ()):
         for path in paths:
             for node in find_nodes(obj, path):
+                handled.add(id(node))
                 SHAPES[shape](node, opts, out)
+    if key in CLUSTER_SCOPED and len(out.templates) > made:
+        out.notes.append(note(f"dragate: {key[1]} is cluster-scoped: its claim templates must "
+                              "exist in each namespace its pods run in"))
+    _explain_leftovers(obj, key, opts, out, handled)
 
 
-def find_nodes(root: Any, path: Path) -> Iterator[dict[str, Any]]:
-    """Every mapping at `path` (`*`: each list item, `{}`: each mapping value)."""
-    if not path:
-        if isinstance(root, dict):
-            yield root
+def _explain_leftovers(obj: dict[str, Any], key: GroupKind, opts: Options, out: Outcome,
+                       handled: set[int]) -> None:
+    found = list(legacy_requests(obj, opts.mappings, handled))
+    if found:
+        names = ", ".join(dict.fromkeys(name for _, name in found))
+        out.notes.append(note(f"dragate: {_describe(obj, key)} not migrated ({_why(key)}): "
+                              f"{names} at {found[0][0]}"))
+
+
+def legacy_requests(root: Any, mappings: Sequence[LegacyResourceMapping],
+                    skip: AbstractSet[int] = frozenset(),
+                    path: str = "") -> Iterator[tuple[str, str]]:
+    """(path, name) of each mapped resource under a `limits`/`requests` key, outside `skip`."""
+    if id(root) in skip:
         return
-    step, rest = path[0], path[1:]
-    if step == "*" and isinstance(root, list):
-        children: list[Any] = list(root)
-    elif step == "{}" and isinstance(root, dict):
-        children = list(root.values())
-    elif isinstance(root, dict) and step in root:
-        children = [root[step]]
-    else:
-        children = []
-    for child in children:
-        yield from find_nodes(child, rest)
-
-
-def _pod(pod: dict[str, Any], opts: Options, out: Outcome) -> None:
-    spec = pod.get("spec")
-    if isinstance(spec, dict):
-        _rewrite_and_mark(spec, pod, opts, out)
-
-
-def _template(template: dict[str, Any], opts: Options, out: Outcome) -> None:
-    _pod(template, opts, out)
-
-
-def _rewrite_and_mark(
-    spec: dict[str, Any], holder: dict[str, Any], opts: Options, out: Outcome
-) -> None:
-    """Rewrite, and record on the Pod (template) which legacy resources were replaced."""
-    removed = rewrite_in_place(spec, opts, out)
-    if removed:
-        annotations = holder.setdefault("metadata", {}).setdefault("annotations", {})
-        old = [v for v in str(annotations.get(REWRITTEN_ANNOTATION, "")).split(",") if v]
-        annotations[REWRITTEN_ANNOTATION] = ",".join(sorted({*old, *removed}))
-
-
-def _named(container: dict[str, Any], default: str) -> dict[str, Any]:
-    """A view of a container with a name; shares `resources`, so edits reach the original."""
-    return container if "name" in container else {"name": default, **container}
-
-
-def _kserve(component: dict[str, Any], opts: Options, out: Outcome) -> None:
-    """A KServe component is a pod spec inline; its `model` is one more container."""
-    view: dict[str, Any] = {k: component[k] for k in _POD_KEYS if k in component}
-    model = component.get("model")
-    models = [_named(model, "kserve-container")] if isinstance(model, dict) else []
-    view["containers"] = models + containers_of(component)
-    rewrite_in_place(view, opts, out)
-    _copy_back(view, component, _POD_KEYS)
-
-
-def _argo(template: dict[str, Any], opts: Options, out: Outcome) -> None:
-    """Argo templates carry containers but no `resourceClaims`: claims go to `podSpecPatch`."""
-    containers = _argo_containers(template)
-    if not containers or not any(_mapped(c, opts) for c in containers):
+    if isinstance(root, list):
+        for index, item in enumerate(root):
+            yield from legacy_requests(item, mappings, skip, f"{path}[{index}]")
         return
-    if "podSpecPatch" in template:
-        name = template.get("name", "")
-        text = f'dragate: Argo template "{name}": has a podSpecPatch; migrate by hand'
-        out.notes.append(note(text))
+    if not isinstance(root, dict):
         return
-    view: dict[str, Any] = {k: template[k] for k in ("nodeSelector", "affinity") if k in template}
-    view["containers"] = containers
-    rewrite_in_place(view, opts, out)
-    _copy_back(view, template, ("nodeSelector", "affinity"))
-    if view.get("resourceClaims"):
-        patch = {"resourceClaims": view["resourceClaims"]}
-        template["podSpecPatch"] = json.dumps(patch, separators=(",", ":"))
-
-
-def _argo_containers(template: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [_named(template[k], "main") for k in ("container", "script")
-             if isinstance(template.get(k), dict)]
-    return found + list(find_nodes(template, ("containerSet", "containers", "*")))
-
-
-def _mapped(container: dict[str, Any], opts: Options) -> bool:
-    return any(find_match(r, opts.mappings) for r in _resource_names(container))
-
-
-def _resource_names(container: dict[str, Any]) -> list[str]:
-    resources = container.get("resources")
-    if not isinstance(resources, dict):
-        return []
-    return [str(k) for s in ("limits", "requests") if isinstance(resources.get(s), dict)
-            for k in resources[s]]
-
-
-def _copy_back(view: dict[str, Any], target: dict[str, Any], keys: Sequence[str]) -> None:
-    for key in keys:
-        if key in view:
-            target[key] = view[key]
+    for key, value in root.items():
+        where = f"{path}.{key}" if path else str(key)
+        if key in _RESOURCE_SECTIONS and isinstance(value, dict) and id(value) not in skip:
+            yield from ((where, str(n)) for n in value if find_match(str(n), mappings))
         else:
-            target.pop(key, None)
+            yield from legacy_requests(value, mappings, skip, where)
 
 
-def _train_job(job: dict[str, Any], opts: Options, out: Outcome) -> None:
-    """TrainJob asks for GPUs per node but its pods come from a runtime: say so, change nothing."""
-    for resources in find_nodes(job, ("spec", "trainer", "resourcesPerNode")):
-        names = _resource_names({"resources": resources})
-        legacy = ", ".join(n for n in names if find_match(n, opts.mappings))
-        if legacy:
-            name = job.get("metadata", {}).get("name", "")
-            text = f'dragate: TrainJob "{name}": {legacy} kept; migrate its runtime'
-            out.notes.append(note(text))
+def _describe(obj: dict[str, Any], key: GroupKind) -> str:
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    api = f"{key[0]}/{key[1]}" if key[0] else key[1] or "object"
+    return f'{api} "{name}"' if name else api
 
 
-SHAPES = {"pod": _pod, "template": _template, "kserve": _kserve, "argo": _argo}
+def _why(key: GroupKind) -> str:
+    if key in POD_PATHS or key in (TRAIN_JOB, KATIB_EXPERIMENT):
+        return "outside its pod spec"
+    return "unknown kind" if key[1] else "not a Kubernetes object"
 
 
 def pod_specs(obj: Object) -> Iterator[dict[str, Any]]:
-    """Each pod spec in `obj` (Pods and PodTemplateSpecs), for callers that inspect them."""
+    """Each pod spec in `obj` (Pods, PodTemplateSpecs, bare PodSpecs), for callers that
+    inspect them."""
     for item in _objects(dict(obj)):
-        for shape, paths in POD_PATHS.get(str(item.get("kind", "")), ()):
-            if shape in ("pod", "template"):
-                for path in paths:
-                    for node in find_nodes(item, path):
-                        if isinstance(node.get("spec"), dict):
-                            yield node["spec"]
+        for shape, paths in POD_PATHS.get(group_kind(item), ()):
+            for node in (n for path in paths for n in find_nodes(item, path)):
+                if shape == "podspec":
+                    yield node
+                elif shape in ("pod", "template") and isinstance(node.get("spec"), dict):
+                    yield node["spec"]

@@ -24,9 +24,12 @@ from typing import Any
 
 import yaml as pyyaml
 from ruamel.yaml import YAML
+from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.util import load_yaml_guess_indent
 
+from webhook.sources.duplicates import find_duplicates, without_earlier
+from webhook.sources.textpatch import Style, document_style, patch_text, render_document
 from webhook.sources.treepatch import apply_changes, to_node
 from webhook.sources.yamlio import MAX_TEXT_BYTES, YamlError, to_plain
 from webhook.types import JSON, Source
@@ -53,6 +56,10 @@ class Doc:
     node: Any = None
     data: JSON = None
     parsed: bool = True
+    loaded: str | None = None
+    """The text `node` was loaded from when it is not `body`: the lines of the earlier of
+    repeated keys blanked (so line numbers still match `body`)."""
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -69,6 +76,9 @@ class Stream:
     indent_text: str | None = None
     """When set, `indent` is guessed from this text the first time it is needed (skipped for
     files whose documents do not change)."""
+    changed: bool = False
+    new_style: Style | None = None
+    """How new documents are indented: like the first edited document, block by block."""
     indent_loads: bool | None = None
     """Whether the whole `indent_text` loads as one document, when its split alone tells; None:
     ruamel must load it to know (see `whole_text_loads`)."""
@@ -83,8 +93,19 @@ class Stream:
     def update(self, index: int, new: JSON) -> None:
         """Make document `index` hold `new`, touching only the keys that differ."""
         doc = self.docs[index]
+        self.changed = True
         if self.is_json:
             doc.data = new
+            return
+        base = doc.loaded if doc.loaded is not None else doc.body  # same lines as body
+        if doc.node is None:
+            doc.node = load_rt(base)
+        self.new_style = self.new_style or _safe_style(doc.node, base)
+        patched = patch_text(doc.body, doc.node, doc.data, new)
+        if patched is not None and reads_back(patched, new):
+            loaded = None if doc.loaded is None else without_earlier(
+                patched, find_duplicates(patched))
+            doc.body, doc.data, doc.node, doc.loaded = patched, new, None, loaded
             return
         apply_changes(doc.node, doc.data, new)
         body = render_yaml(doc.node, self._doc_indent(doc.body))
@@ -97,11 +118,14 @@ class Stream:
         """New documents at the end of the file (JSON: the object becomes a `List`)."""
         if not objects:
             return
+        self.changed = True
         if self.is_json:
             self.docs[0].data = _as_list(self.docs[0].data, objects)
             return
         for obj in objects:
-            self.extra.append("---\n" + render_new(obj, self.file_indent))
+            text = (render_document(obj, self.new_style) if self.new_style is not None
+                    else render_new(obj, self.file_indent))
+            self.extra.append("---\n" + text)
 
     def _doc_indent(self, body: str) -> tuple[int, int]:
         """The document's own indentation, the file's where it shows none.
@@ -113,6 +137,8 @@ class Stream:
         return _filled(guessed, self.file_indent if needs_file else (2, 0))
 
     def text(self) -> str:
+        if self.is_json and not self.changed:
+            return self.docs[0].body
         if self.is_json:
             text = json.dumps(self.docs[0].data, indent=self.json_indent, ensure_ascii=False)
             return text + ("\n" if self.trailing_newline else "")
@@ -149,8 +175,11 @@ def whole_text_loads(docs: list[Doc]) -> bool | None:
     after the first starts with a `---` at column 0, which always starts a document; the first
     part is one when it has a marker or a line starting at column 0 with a letter, digit, quote
     or bracket (comments start with `#`, directives with `%`). Two documents fail the load. A
-    file that is a single parsed document without a marker is exactly the text that loaded.
+    file that is a single parsed document without a marker is exactly the text that loaded,
+    unless repeated keys were cut from it first (see `webhook.sources.duplicates`).
     """
+    if any(doc.loaded is not None for doc in docs):
+        return False  # a repeated key: ruamel's whole-file load refuses it
     if len(docs) == 1 and not docs[0].head and docs[0].parsed:
         return True
     first = docs[0]
@@ -209,15 +238,42 @@ def _bare_marker(chunk: str) -> bool:
 
 def _parse_doc(head: str, body: str, line: int, file: str) -> Doc:
     try:
-        node = load_rt(body)
+        return _loaded_doc(head, body, line, body)
+    except DuplicateKeyError:
+        return _deduplicated(head, body, line, file)
     except MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = line + (mark.line if mark is not None else 0)
-        problem = err.problem or str(err).splitlines()[0]
-        raise YamlError(Source(file, where), f"not valid YAML: {problem}") from None
-    except (YAMLError, RecursionError, ValueError) as err:
-        raise YamlError(Source(file, line), f"not valid YAML: {err}") from None
-    return Doc(head, body, line, node, to_plain(node) if node is not None else None)
+        raise _yaml_error(err, line, file) from None
+    except (YAMLError, RecursionError, ValueError, TypeError) as err:  # TypeError: a mapping
+        raise YamlError(Source(file, line), f"not valid YAML: {err}") from None  # as a key
+
+
+def _loaded_doc(head: str, body: str, line: int, text: str) -> Doc:
+    node = load_rt(text)
+    loaded = None if text is body else text
+    return Doc(head, body, line, node, to_plain(node) if node is not None else None, True, loaded)
+
+
+def _yaml_error(err: MarkedYAMLError, line: int, file: str) -> YamlError:
+    mark = err.problem_mark or err.context_mark
+    where = line + (mark.line if mark is not None else 0)
+    problem = err.problem or str(err).splitlines()[0]
+    return YamlError(Source(file, where), f"not valid YAML: {problem}")
+
+
+def _deduplicated(head: str, body: str, line: int, file: str) -> Doc:
+    """A document with repeated keys, read as kubectl reads it: the last of each wins."""
+    try:
+        duplicates = find_duplicates(body)
+        doc = _loaded_doc(head, body, line, without_earlier(body, duplicates))
+    except MarkedYAMLError as err:
+        raise _yaml_error(err, line, file) from None
+    except (YAMLError, RecursionError, ValueError, TypeError) as err:  # TypeError: a mapping
+        raise YamlError(Source(file, line), f"not valid YAML: {err}") from None  # as a key
+    doc.warnings.extend(
+        f'{file}:{line + d.line}: duplicate key "{d.key}" (also at line {line + d.earlier}): '
+        "kubectl keeps the last one, and so does dragate"
+        for d in duplicates)
+    return doc
 
 
 def _yaml() -> YAML:
@@ -285,7 +341,10 @@ def reads_back(text: str, expected: JSON) -> bool:
                 return True
         except (pyyaml.YAMLError, ValueError, TypeError, RecursionError, OverflowError):
             pass
-    same: bool = to_plain(load_rt(text)) == expected
+    try:
+        same: bool = to_plain(load_rt(text)) == expected
+    except DuplicateKeyError:  # kept repeats that libyaml read otherwise: not the same
+        return False
     return same
 
 
@@ -315,6 +374,13 @@ def _dumper(indent: tuple[int, int]) -> YAML:
     mapping, offset = indent
     yaml.indent(mapping=mapping, sequence=max(mapping, offset + 2), offset=offset)
     return yaml
+
+
+def _safe_style(node: Any, body: str) -> Style | None:
+    try:
+        return document_style(node, body)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+        return None
 
 
 def _keep_tail(old: str, new: str) -> str:

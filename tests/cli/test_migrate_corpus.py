@@ -1,0 +1,245 @@
+"""`dragate migrate` over real repositories: example folders from KubeRay, KServe, Kubeflow
+trainer, Volcano and LWS, plus reproductions of every shape that once broke it (see
+tests/migrate_corpus/README.md).
+
+Run twice in each mode, it must never crash, must change only GPU lines (measured: every
+removed or added line of the diff lies inside a value that changed between the old and new
+documents, or in a new ResourceClaimTemplate), leave every other file byte-identical, produce
+objects the 1.34 API schema accepts (strict), explain each legacy request it leaves, and find
+nothing to do on the second pass.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import kubernetes_validate
+import pytest
+import yaml
+from click.testing import CliRunner
+from kubernetes_validate.utils import latest_version
+from migrate_corpus_support import CORPUS, checkable, masked, snapshot
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from webhook.cli import main
+from webhook.sources.gotemplates import has_placeholders
+from webhook.sources.roundtrip import split_documents
+
+LEGACY = ("nvidia.com/gpu", "nvidia.com/mig-")
+TEMPLATE_FILES = {"reproductions/chart/templates/deployment.yaml"}
+Step = str | int
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["migrate", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The corpus before, the outputs of each mode, and the tree after two `--write` runs."""
+    work = tmp_path_factory.mktemp("corpus")
+    shutil.copytree(CORPUS, work, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
+        "unreadable"))
+    before = snapshot(work)
+    outputs = {mode: run(*flags, str(work)) for mode, flags in (
+        ("summary", []), ("check", ["--check"]), ("diff", ["--diff"]))}
+    outputs["write"] = run("--write", str(work))
+    after = snapshot(work)
+    outputs["write-again"] = run("--write", str(work))
+    outputs["check-again"] = run("--check", str(work))
+    return {"work": work, "before": before, "after": after, "outputs": outputs,
+            "again": snapshot(work)}
+
+
+def test_modes_agree_and_exit_codes(migrated: dict[str, Any]) -> None:
+    out = migrated["outputs"]
+    assert [out[m][0] for m in ("summary", "check", "diff", "write")] == [0, 1, 0, 0]
+    for mode in ("summary", "check", "diff", "write"):
+        assert "Traceback" not in out[mode][1] + out[mode][2]
+        assert "internal error" not in out[mode][2]
+    changed = {k for k, v in migrated["after"].items() if migrated["before"][k] != v}
+    assert out["summary"][2].splitlines()[-1] == (
+        f"would migrate {len(changed)} file(s), {len(TEMPLATE_FILES)} template file(s) skipped")
+    assert len(changed) >= 30
+
+
+def test_second_pass_changes_nothing(migrated: dict[str, Any]) -> None:
+    assert migrated["again"] == migrated["after"]
+    code, _, err = migrated["outputs"]["check-again"]
+    assert code == 0, err
+    assert "would migrate 0 file(s)" in err
+
+
+def test_untouched_files_are_byte_identical(migrated: dict[str, Any]) -> None:
+    """Every file the summary did not name is exactly as it was (JSON and templates too)."""
+    named = {line.removeprefix("would migrate ") for line in
+             migrated["outputs"]["summary"][1].splitlines()}
+    work: Path = migrated["work"]
+    for name, data in migrated["before"].items():
+        if str(work / name) not in named:
+            assert migrated["after"][name] == data, name
+    for name in TEMPLATE_FILES:
+        assert migrated["after"][name] == migrated["before"][name]
+    assert any(n.endswith(".json") for n in migrated["before"])
+
+
+def test_only_gpu_lines_change(migrated: dict[str, Any]) -> None:
+    """Measured: the number of changed lines outside a changed value is zero."""
+    unrelated: list[str] = []
+    changed_lines = 0
+    for name, old in migrated["before"].items():
+        new = migrated["after"][name]
+        if old != new:
+            found, total = unrelated_lines(masked(old.decode()), masked(new.decode()))
+            unrelated += [f"{name}: {line}" for line in found]
+            changed_lines += total
+    assert changed_lines > 0
+    assert unrelated == []
+
+
+def test_output_is_strict_valid_for_1_34(migrated: dict[str, Any]) -> None:
+    version = latest_version()
+    assert tuple(int(p) for p in version.split(".")[:2]) >= (1, 34)
+    checked = 0
+    for name, old in migrated["before"].items():
+        new = migrated["after"][name]
+        if old == new or not name.endswith((".yaml", ".yml")):
+            continue
+        for obj in checkable(masked(new.decode()), templated=has_placeholders(new.decode())):
+            kubernetes_validate.validate(obj, version, strict=True)
+            checked += 1
+    assert checked >= 30
+
+
+def test_every_legacy_request_left_is_explained(migrated: dict[str, Any]) -> None:
+    """A file that still holds a legacy name after `--write` got a note or was skipped."""
+    err = migrated["outputs"]["write"][2]
+    work: Path = migrated["work"]
+    for name in TEMPLATE_FILES:
+        assert f"{work / name}: template file, skipped" in err
+    for name, data in migrated["after"].items():
+        if name in TEMPLATE_FILES:
+            continue
+        text = masked(data.decode())
+        if any(marker in text for marker in LEGACY) and legacy_in_resources(text):
+            assert f"{work / name}: " in err, name
+
+
+def unrelated_lines(old: str, new: str) -> tuple[list[str], int]:
+    """The diff lines of one file that lie outside every changed value, and all diff lines."""
+    old_docs = [h + b for h, b, _ in split_documents(old)]
+    new_docs = [h + b for h, b, _ in split_documents(new)]
+    found: list[str] = []
+    total = 0
+    for index, new_doc in enumerate(new_docs):
+        if index >= len(old_docs):
+            assert yaml.safe_load(new_doc)["kind"] == "ResourceClaimTemplate"
+            continue
+        removed, added = _changed_lines(old_docs[index], new_doc)
+        total += len(removed) + len(added)
+        patch = jsonpatch.make_patch(_plain(old_docs[index]), _plain(new_doc)).patch
+        gone = [_pointer(op["path"]) for op in patch if op["op"] in ("remove", "replace")]
+        came = [_pointer(op["path"]) for op in patch if op["op"] in ("add", "replace")]
+        found += _outside(old_docs[index], removed, gone, "-")
+        found += _outside(new_doc, added, came, "+")
+    return found, total
+
+
+def _changed_lines(old: str, new: str) -> tuple[list[int], list[int]]:
+    removed: list[int] = []
+    added: list[int] = []
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            removed.extend(range(i1, i2))
+            added.extend(range(j1, j2))
+    return removed, added
+
+
+def _plain(text: str) -> Any:
+    body = text.split("\n", 1)[1] if text.startswith("---") else text
+    return yaml.safe_load(body) if body.strip() else None
+
+
+def _pointer(pointer: str) -> tuple[str, ...]:
+    return tuple(jsonpatch.JsonPointer(pointer).parts)
+
+
+def _outside(text: str, lines: list[int], changed: list[tuple[str, ...]], sign: str) -> list[str]:
+    """Lines whose value path is not inside a changed path (blank lines count as inside)."""
+    owners = line_paths(text)
+    all_lines = text.splitlines()
+    out = []
+    for number in lines:
+        path = owners.get(number)
+        if not all_lines[number].strip() or path is None:
+            continue
+        if not any(path[: len(c)] == c for c in changed):
+            out.append(f"{sign}{all_lines[number]}")
+    return out
+
+
+def line_paths(text: str) -> dict[int, tuple[str, ...]]:
+    """Each line's deepest key or item path (0-based lines of `text`, its `---` included)."""
+    offset = 1 if text.startswith("---") else 0
+    body = text.split("\n", 1)[1] if offset else text
+    loader = YAML(typ="rt", pure=True)
+    loader.allow_duplicate_keys = True
+    node = loader.load(body)
+    owners: dict[int, tuple[str, ...]] = {}
+    for line, path in _walk(node, ()):
+        owners[line + offset] = path
+    last: tuple[str, ...] | None = None
+    for number in range(len(text.splitlines())):
+        if number in owners:
+            last = owners[number]
+        elif last is not None:
+            owners[number] = last
+    return owners
+
+
+def _walk(node: Any, path: tuple[str, ...]) -> Iterator[tuple[int, tuple[str, ...]]]:
+    if isinstance(node, CommentedMap):
+        for key, value in node.items():
+            yield node.lc.key(key)[0], (*path, str(key))
+            yield from _walk(value, (*path, str(key)))
+    elif isinstance(node, CommentedSeq):
+        for index, value in enumerate(node):
+            yield node.lc.item(index)[0], (*path, str(index))
+            yield from _walk(value, (*path, str(index)))
+
+
+def legacy_in_resources(text: str) -> bool:
+    found = False
+
+    def walk(node: Any) -> None:
+        nonlocal found
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("limits", "requests") and isinstance(value, dict):
+                    found |= any(str(n).startswith(LEGACY) for n in value)
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    for doc in yaml.safe_load_all(text):
+        walk(doc)
+    return found
+
+
+def test_unreadable_examples_fail_alone() -> None:
+    """Real examples that are not YAML (`{username}/image`) fail with file:line, exit 2, and
+    do not stop the other files."""
+    code, out, err = run(str(CORPUS / "unreadable"), str(CORPUS / "reproductions" / "katib.yaml"))
+    assert code == 2
+    assert "not valid YAML" in err and "Traceback" not in err
+    assert out.strip().endswith("katib.yaml")
