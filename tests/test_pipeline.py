@@ -228,10 +228,10 @@ def test_unavailable_state_leaves_legacy_pods_unchanged_with_a_warning() -> None
     assert "not rewritten, cluster state unavailable" in verdict.decision.warnings[0]
 
 
-def deployment(replicas: int) -> dict[str, Any]:
+def deployment(replicas: int, api_version: str = "apps/v1") -> dict[str, Any]:
     template = {"metadata": {}, "spec": legacy_pod()["spec"]}
     return {
-        "apiVersion": "apps/v1",
+        "apiVersion": api_version,
         "kind": "Deployment",
         "metadata": {"name": "web", "namespace": "team-a"},
         "spec": {"replicas": replicas, "template": template},
@@ -245,6 +245,12 @@ def test_workload_prediction_warns_when_pods_will_not_fit(replicas: int, warned:
     assert verdict.allowed
     expected = "Deployment team-a/web: its pods need 6 gpu.nvidia.com devices"
     assert any(expected in w for w in verdict.decision.warnings) is warned
+
+
+def test_workload_prediction_matches_group_and_kind() -> None:
+    ctx, _, _ = context()
+    verdict = review(request_from_object(deployment(3, "example.com/v1")), ctx)
+    assert not any("its pods need" in w for w in verdict.decision.warnings)
 
 
 def test_namespace_admin_label_guard_runs_through_the_pipeline() -> None:

@@ -189,7 +189,7 @@ def _validate_with_facts(
     if facts.tenant is not None and _needs_usage(request):
         facts = replace(facts, usage=context.ledger.usage(facts.tenant.name))
     decision = evaluate(request, policies, facts)
-    if request.kind in PREDICTED_KINDS:
+    if (request.group, request.kind) in PREDICTED_KINDS:
         decision = replace(decision, warnings=_predictions(request, policies, context, facts))
     if not decision.allowed or not decision.holds or facts.tenant is None or request.dry_run:
         return Verdict(decision)
@@ -207,7 +207,7 @@ def _needs_usage(request: AdmissionRequest) -> bool:
     (`_refused`), so the denial still names the numbers and the holders. A dry run writes
     nothing, and a workload's fit is predicted against usage, so those read it first.
     """
-    return request.dry_run or request.kind in PREDICTED_KINDS
+    return request.dry_run or (request.group, request.kind) in PREDICTED_KINDS
 
 
 def _predictions(

@@ -13,7 +13,15 @@ from typing import Any
 
 from webhook.types import ClassUsage, Tenant
 
-PREDICTED_KINDS = frozenset({"Deployment", "StatefulSet", "Job", "JobSet"})
+PREDICTED_KINDS = frozenset(
+    {
+        ("apps", "Deployment"),
+        ("apps", "StatefulSet"),
+        ("batch", "Job"),
+        ("jobset.x-k8s.io", "JobSet"),
+    }
+)
+"""(API group, kind) of the workloads predicted: a Volcano `batch.volcano.sh` Job is not one."""
 
 
 ChargesOf = Callable[[Mapping[str, Any]], Mapping[str, int]]
