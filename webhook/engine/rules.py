@@ -10,15 +10,17 @@ admission.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from webhook.engine.cel import to_cel
+from webhook.engine.cel import MAX_SECONDS, to_cel
 from webhook.types import (
     Action,
     CompiledExpression,
+    Deadline,
     DeviceRequest,
     EvalResult,
     Validation,
@@ -51,6 +53,7 @@ class RuleInputs:
     tenant: str
     operation: str
     sources: Mapping[str, Callable[[], Any]]
+    deadline: Deadline | None = None
     _converted: dict[str, Any] = field(default_factory=dict)
 
     def activation(self, names: frozenset[str], request: DeviceRequest) -> dict[str, Any]:
@@ -101,21 +104,53 @@ def failed_rules(
 def _evaluate(
     program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs
 ) -> EvalResult:
+    """One rule's result; past the review's deadline, DeadlineExceeded instead.
+
+    With less than one evaluation's allowance left, the review's deadline also bounds the
+    evaluation itself, and the result is not memoized (it may be cut short by this review's
+    time, which says nothing about the next review's).
+    """
+    deadline = inputs.deadline
+    if deadline is None:
+        return _cached_or_not(program, request, inputs)
+    deadline.check("evaluating policy rules")
+    left = deadline.remaining()
+    if left >= MAX_SECONDS:
+        return _cached_or_not(program, request, inputs)
+    result = program.evaluate(_activation(program, request, inputs), time.monotonic() + left)
+    deadline.check("judging a policy rule")
+    return result
+
+
+def _cached_or_not(
+    program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs
+) -> EvalResult:
     if program.variables <= MEMOIZABLE:
         return _memoized(program, request, inputs.tenant, inputs.operation)
     return program.evaluate(inputs.activation(program.variables, request))
+
+
+def _activation(
+    program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs
+) -> dict[str, Any]:
+    if program.variables <= MEMOIZABLE:
+        return _request_activation(request, inputs.tenant, inputs.operation)
+    return inputs.activation(program.variables, request)
 
 
 @lru_cache(maxsize=8192)
 def _memoized(
     program: CompiledExpression, request: DeviceRequest, tenant: str, operation: str
 ) -> EvalResult:
-    activation = {
+    return program.evaluate(_request_activation(request, tenant, operation))
+
+
+def _request_activation(request: DeviceRequest, tenant: str, operation: str) -> dict[str, Any]:
+    return {
         "request": to_cel(request_view(request)),
         "tenant": to_cel(tenant),
         "operation": to_cel(operation),
     }
-    return program.evaluate(activation)
 
 
 def _judge(validation: Validation, result: EvalResult) -> RuleFailure | None:

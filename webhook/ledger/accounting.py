@@ -83,19 +83,30 @@ def reserve(
 
     Only classes that grow are checked: shrinking or keeping a reservation is always allowed,
     even for a tenant already over a lowered limit. A holder already confirmed keeps its
-    confirmation; a new one is pending until `now + pending_seconds`.
+    confirmation; a new one is pending until `now + pending_seconds`. A holder re-admitted
+    with the same devices while still pending keeps its record as it is: the retry changes
+    nothing, so nothing is written, and re-admitting cannot push its expiry out forever.
     """
     updated: Records = dict(current)
     for key, devices in holds.items():
         known = current.get(key)
+        wanted = {c: n for c, n in devices.items() if n}
+        if known is not None and unchanged(known, wanted, now):
+            continue
         expires = None if known is not None and known.expires_at is None else now + pending_seconds
-        updated[key] = Record({c: n for c, n in devices.items() if n}, expires)
+        updated[key] = Record(wanted, expires)
     before, after = totals(current), totals(updated)
     for device_class, total in after.items():
         limit = limits.get(device_class)
         if limit is not None and total > before.get(device_class, 0) and total > limit:
             return Outcome(False, dict(current))
     return Outcome(True, updated)
+
+
+def unchanged(known: Record, devices: Mapping[str, int], now: float) -> bool:
+    """Whether setting `devices` would leave `known` as it is (an expired holder is renewed)."""
+    live = known.expires_at is None or known.expires_at > now
+    return live and dict(known.devices) == dict(devices)
 
 
 def reconcile(

@@ -10,11 +10,17 @@ regex (RE2: matches, find, findAll) and `cel.bind`.
 
 from webhook.engine.cel.device import device_to_cel
 from webhook.engine.cel.errors import CelCompileError
-from webhook.engine.cel.program import MAX_EXPRESSION_BYTES, Program, compile_expression
+from webhook.engine.cel.program import (
+    MAX_EXPRESSION_BYTES,
+    MAX_SECONDS,
+    Program,
+    compile_expression,
+)
 from webhook.engine.cel.values import to_cel
 
 __all__ = [
     "MAX_EXPRESSION_BYTES",
+    "MAX_SECONDS",
     "CelCompileError",
     "Program",
     "compile_expression",

@@ -42,9 +42,11 @@ _TRAPPED = (ValueError, KeyError, TypeError, ArithmeticError, IndexError, NameEr
 class _Budget:
     __slots__ = ("deadline", "steps")
 
-    def __init__(self) -> None:
+    def __init__(self, until: float | None = None) -> None:
         self.steps = 0
         self.deadline = time.monotonic() + MAX_SECONDS
+        if until is not None and until < self.deadline:
+            self.deadline = until
 
     def tick(self) -> None:
         self.steps += 1
@@ -174,11 +176,15 @@ class Program:
     def __repr__(self) -> str:
         return f"Program({self.source!r})"
 
-    def evaluate(self, activation: Mapping[str, Any]) -> EvalResult:
-        """The expression's value (plain Python) or the error that stopped it; never raises."""
+    def evaluate(self, activation: Mapping[str, Any], until: float | None = None) -> EvalResult:
+        """The expression's value (plain Python) or the error that stopped it; never raises.
+
+        `until` (time.monotonic) ends the evaluation earlier than MAX_SECONDS: the review's own
+        deadline, so one slow rule cannot carry a review far past it.
+        """
         try:
             values = {n: to_cel(activation[n]) for n in self.variables if n in activation}
-            value = self._main(Scope(values, None, _Budget()))
+            value = self._main(Scope(values, None, _Budget(until)))
         except BudgetExceeded as error:
             return EvalResult(error=f"evaluation stopped: {error}")
         except RecursionError:
