@@ -96,8 +96,8 @@ class Admitter:
 
 def _count(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: float) -> None:
     kind = request.kind if request.kind in KNOWN_KINDS else "other"  # bounded label values
-    metrics.REQUESTS.labels(request.operation.value, kind, endpoint, outcome.result).inc()
-    metrics.DURATION.labels(endpoint).observe(elapsed)
+    metrics.request_counter(request.operation.value, kind, endpoint, outcome.result).inc()
+    metrics.duration(endpoint).observe(elapsed)
     decision = outcome.verdict.decision
     for reason in decision.reasons if not decision.allowed else ():
         metrics.DENIALS.labels(reason.tenant or decision.tenant, reason.policy).inc()

@@ -104,30 +104,28 @@ def failed_rules(
 def _evaluate(
     program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs
 ) -> EvalResult:
-    """One rule's result; past the review's deadline, DeadlineExceeded instead.
-
-    With less than one evaluation's allowance left, the review's deadline also bounds the
-    evaluation itself, and the result is not memoized (it may be cut short by this review's
-    time, which says nothing about the next review's).
-    """
     deadline = inputs.deadline
-    if deadline is None:
-        return _cached_or_not(program, request, inputs)
-    deadline.check("evaluating policy rules")
-    left = deadline.remaining()
-    if left >= MAX_SECONDS:
-        return _cached_or_not(program, request, inputs)
-    result = program.evaluate(_activation(program, request, inputs), time.monotonic() + left)
-    deadline.check("judging a policy rule")
-    return result
-
-
-def _cached_or_not(
-    program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs
-) -> EvalResult:
+    if deadline is not None and deadline.at - deadline.clock() < MAX_SECONDS:
+        return _evaluate_near(program, request, inputs, deadline)
     if program.variables <= MEMOIZABLE:
         return _memoized(program, request, inputs.tenant, inputs.operation)
     return program.evaluate(inputs.activation(program.variables, request))
+
+
+def _evaluate_near(
+    program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs, deadline: Deadline
+) -> EvalResult:
+    """With less than one evaluation's allowance left before the review's deadline.
+
+    The deadline bounds the evaluation itself and its result is not memoized (cut short by
+    this review's time, it says nothing about the next review's). Past the deadline, before or
+    after, DeadlineExceeded: the review is answered as a timeout, not as a failing rule.
+    """
+    deadline.check("evaluating policy rules")
+    until = time.monotonic() + deadline.remaining()
+    result = program.evaluate(_activation(program, request, inputs), until)
+    deadline.check("judging a policy rule")
+    return result
 
 
 def _activation(
