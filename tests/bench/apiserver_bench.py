@@ -311,10 +311,32 @@ def run(bin_dir: Path, sequential_count: int, concurrent_count: int) -> dict[str
                                      "concurrent": conc})
                         print(f"apiserver: {name} {kind} p50 {seq['p50_us']} µs, "
                               f"{conc['creates_per_s']}/s", file=sys.stderr, flush=True)
+            reviews = review_times(server.process.log_path)
         finally:
             server.stop()
-    return {"rows": rows, "added": added(rows), "connections": CONNECTIONS,
+    return {"rows": rows, "added": added(rows), "reviews": reviews, "connections": CONNECTIONS,
             "sequential_count": sequential_count, "concurrent_count": concurrent_count}
+
+
+def review_times(log: Path) -> list[dict[str, Any]]:
+    """dragate's own time per review (its log's `duration_ms`), by variant, kind, endpoint:
+    what of the added latency is the review itself, and what is the webhook call around it."""
+    found: dict[tuple[str, str, str], list[float]] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        ns = str(entry.get("namespace", ""))
+        if entry.get("msg") != "review" or not ns.startswith("bench-"):
+            continue
+        variant, kind = ns.split("-")[1:3]
+        key = (variant, kind, str(entry.get("endpoint")))
+        found.setdefault(key, []).append(float(entry["duration_ms"]) * 1000)
+    return [{"variant": v, "kind": k, "endpoint": e, **summarize(samples)}
+            for (v, k, e), samples in sorted(found.items())]
 
 
 def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -334,6 +356,16 @@ def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                          / none["concurrent"]["creates_per_s"], 3),
         })
     return out
+
+
+def curve(sequential_count: int, concurrent_count: int) -> dict[str, Any]:
+    """For run.py: the whole comparison on a fresh control plane (the toolchain must be built)."""
+    from kube_ledger_bench import toolchain
+
+    bin_dir = toolchain()
+    if bin_dir is None:
+        raise RuntimeError("the e2e toolchain is not built: tests/e2e/toolchain/build.sh")
+    return run(bin_dir, sequential_count, concurrent_count)
 
 
 def main() -> None:

@@ -90,11 +90,12 @@ def failed_rules(
 ) -> list[RuleFailure]:
     """The validations `request` fails, in policy order."""
     failures = []
+    memo = _results_of(request, inputs.tenant, inputs.operation)  # one lookup per request
     for validation in validations:
         program = validation.program
         if program is None:
             continue
-        result = _evaluate(program, request, inputs)
+        result = _evaluate(program, request, inputs, memo)
         failure = _judge(validation, result)
         if failure is not None:
             failures.append(failure)
@@ -102,14 +103,18 @@ def failed_rules(
 
 
 def _evaluate(
-    program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs
+    program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs, memo: Memo
 ) -> EvalResult:
     deadline = inputs.deadline
     if deadline is not None and deadline.at - deadline.clock() < MAX_SECONDS:
         return _evaluate_near(program, request, inputs, deadline)
-    if program.variables <= MEMOIZABLE:
-        return _memoized(program, request, inputs.tenant, inputs.operation)
-    return program.evaluate(inputs.activation(program.variables, request))
+    if not program.variables <= MEMOIZABLE:
+        return program.evaluate(inputs.activation(program.variables, request))
+    result = memo.get(program)
+    if result is None:
+        activation = _request_activation(request, inputs.tenant, inputs.operation)
+        result = memo[program] = program.evaluate(activation)
+    return result
 
 
 def _evaluate_near(
@@ -136,11 +141,17 @@ def _activation(
     return inputs.activation(program.variables, request)
 
 
-@lru_cache(maxsize=8192)
-def _memoized(
-    program: CompiledExpression, request: DeviceRequest, tenant: str, operation: str
-) -> EvalResult:
-    return program.evaluate(_request_activation(request, tenant, operation))
+Memo = dict[CompiledExpression, EvalResult]
+
+
+@lru_cache(maxsize=4096)
+def _results_of(request: DeviceRequest, tenant: str, operation: str) -> Memo:
+    """Results of the request-only rules for these inputs, filled as rules are evaluated.
+
+    A rule's result depends on nothing else, so every review of the same request shares the
+    table (a dict: filling it from several threads at once at worst evaluates a rule twice).
+    """
+    return {}
 
 
 def _request_activation(request: DeviceRequest, tenant: str, operation: str) -> dict[str, Any]:
