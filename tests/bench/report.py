@@ -280,10 +280,11 @@ def plot_apiserver(results: dict[str, Any], path: Path) -> bool:
         x = [i + k * width for i in range(len(variants))]
         p50 = [rows[v]["sequential"]["p50_us"] / 1000 for v in variants]
         p99 = [rows[v]["sequential"]["p99_us"] / 1000 for v in variants]
-        latency.bar(x, p99, width, alpha=0.35, label=f"{kind} p99")
-        latency.bar(x, p50, width, label=f"{kind} p50")
+        color = f"C{k}"
+        latency.bar(x, p99, width, color=color, alpha=0.35, label=f"{kind} p99")
+        latency.bar(x, p50, width, color=color, label=f"{kind} p50")
         throughput.bar(x, [rows[v]["concurrent"]["creates_per_s"] for v in variants], width,
-                       label=kind)
+                       color=color, label=kind)
     for axis, label in ((latency, "create latency at 1 connection (ms)"),
                         (throughput, f"creates/s at {api['connections']} connections")):
         axis.set_xticks([i + width * (len(kinds) - 1) / 2 for i in range(len(variants))])
