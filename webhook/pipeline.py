@@ -27,6 +27,8 @@ from webhook.types import (
     AdmissionRequest,
     ClaimSpec,
     ClusterState,
+    Deadline,
+    DeadlineExceeded,
     Decision,
     Facts,
     FactsUnavailable,
@@ -55,15 +57,27 @@ class Context:
     inventory: Callable[[], Inventory | None] | None = None
 
 
-def review(request: AdmissionRequest, context: Context, *, mutate: bool = False) -> Verdict:
-    """Judge (or, with `mutate`, rewrite) one admission request."""
+def review(
+    request: AdmissionRequest,
+    context: Context,
+    *,
+    mutate: bool = False,
+    deadline: Deadline | None = None,
+) -> Verdict:
+    """Judge (or, with `mutate`, rewrite) one admission request.
+
+    Runs in the caller's thread. `deadline` is handed to every step that may block and checked
+    before every step that changes state: past it, DeadlineExceeded is raised and nothing has
+    been reserved or created (the webhook answers its timeout verdict).
+    """
+    deadline = deadline or Deadline.never()
     policies = context.policies()
     if exempt(request, policies.settings):
         return Verdict(Decision(audit={"exempt": "namespace or service account is exempt"}))
     try:
         if mutate:
-            return _mutate(request, policies, context)
-        return _validate(request, policies, context)
+            return _mutate(request, policies, context, deadline)
+        return _validate(request, policies, context, deadline)
     except UNREADABLE as err:
         return Verdict(_unreadable(err, mutate=mutate))
 
@@ -163,11 +177,24 @@ def _templates(request: AdmissionRequest, state: ClusterState) -> dict[str, Obje
     return {name: template for name, template in found.items() if template is not None}
 
 
-def _validate(request: AdmissionRequest, policies: PolicySet, context: Context) -> Verdict:
+def _validate(
+    request: AdmissionRequest, policies: PolicySet, context: Context, deadline: Deadline
+) -> Verdict:
     try:
-        return _validate_with_facts(request, policies, context)
+        return _validate_with_facts(request, policies, context, deadline)
     except FactsUnavailable as err:
+        _out_of_time(deadline, err)
         return Verdict(_unavailable(request, policies.settings, err))
+
+
+DEADLINE_SLACK = 0.01
+"""A store's wait cut short by the deadline ends this close to it (timers are coarse)."""
+
+
+def _out_of_time(deadline: Deadline, err: FactsUnavailable) -> None:
+    """A store that gave up because the review's own time ran out is a timeout, not an outage."""
+    if deadline.remaining() <= DEADLINE_SLACK:
+        raise DeadlineExceeded(f"deadline passed while waiting: {err}") from err
 
 
 def _unavailable(request: AdmissionRequest, settings: Settings, err: FactsUnavailable) -> Decision:
@@ -180,20 +207,23 @@ def _unavailable(request: AdmissionRequest, settings: Settings, err: FactsUnavai
 
 
 def _validate_with_facts(
-    request: AdmissionRequest, policies: PolicySet, context: Context
+    request: AdmissionRequest, policies: PolicySet, context: Context, deadline: Deadline
 ) -> Verdict:
     facts = gather(request, policies, context)
     legacy = _legacy_pod_denial(request, policies, facts)
     if legacy is not None:
         return Verdict(legacy)
     if facts.tenant is not None and _needs_usage(request):
-        facts = replace(facts, usage=context.ledger.usage(facts.tenant.name))
-    decision = evaluate(request, policies, facts)
+        deadline.check("reading the tenant's usage")
+        facts = replace(facts, usage=context.ledger.usage(facts.tenant.name, deadline))
+    decision = evaluate(request, policies, facts, deadline)
     if (request.group, request.kind) in PREDICTED_KINDS:
         decision = replace(decision, warnings=_predictions(request, policies, context, facts))
     if not decision.allowed or not decision.holds or facts.tenant is None or request.dry_run:
         return Verdict(decision)
-    reservation = context.ledger.reserve(facts.tenant.name, decision.holds, limits_of(facts.tenant))
+    deadline.check("reserving quota")
+    limits = limits_of(facts.tenant)
+    reservation = context.ledger.reserve(facts.tenant.name, decision.holds, limits, deadline)
     if reservation.granted:
         return Verdict(decision)
     return Verdict(_refused(request, policies, replace(facts, usage=reservation.usage)))
@@ -252,21 +282,28 @@ def _refused(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> De
     return replace(decision, allowed=False, reasons=(reason,))
 
 
-def _mutate(request: AdmissionRequest, policies: PolicySet, context: Context) -> Verdict:
+def _mutate(
+    request: AdmissionRequest, policies: PolicySet, context: Context, deadline: Deadline
+) -> Verdict:
     obj = request.object
     if request.kind != "Pod" or request.operation != Operation.CREATE or obj is None:
         return Verdict(Decision())
     if request.sub_resource:
         return Verdict(Decision())
     try:
-        return _rewrite(request, policies, context, obj)
+        return _rewrite(request, policies, context, obj, deadline)
     except FactsUnavailable as err:
+        _out_of_time(deadline, err)
         warning = f"dragate: legacy GPU resources not rewritten, cluster state unavailable: {err}"
         return Verdict(Decision(warnings=(warning,)))
 
 
 def _rewrite(
-    request: AdmissionRequest, policies: PolicySet, context: Context, obj: Object
+    request: AdmissionRequest,
+    policies: PolicySet,
+    context: Context,
+    obj: Object,
+    deadline: Deadline,
 ) -> Verdict:
     facts = gather(request, policies, context)
     result = _rewritten(request, policies, facts)
@@ -274,6 +311,7 @@ def _rewrite(
     if denial is not None:
         return Verdict(denial)
     if result.templates and context.templates is not None:
+        deadline.check("creating ResourceClaimTemplates")
         context.templates(request.namespace, result.templates, request.dry_run)
     return Verdict(
         Decision(warnings=result.notes, tenant=facts.tenant.name if facts.tenant else ""),

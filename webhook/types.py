@@ -7,6 +7,8 @@ admission can be shared safely between threads of a gunicorn worker.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -30,6 +32,47 @@ MANAGED_BY_VALUE = "dragate"
 
 class DragateError(Exception):
     """Root of dragate's few exceptions; each subclass is owned by one layer."""
+
+
+class DeadlineExceeded(DragateError):
+    """A review's time ran out before a step that may block or change state.
+
+    Raised instead of starting the step, so a review answered as timed out has reserved nothing.
+    """
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When a review must be done, on `clock` (monotonic seconds), handed to every blocking step.
+
+    The review runs in the request's own thread: nothing can interrupt it, so each step that
+    may wait (a ledger lock, an API call) bounds its wait by `remaining()`, and every step that
+    changes state first `check`s that there is time left. `Deadline.never()` is the CLI's.
+    """
+
+    at: float
+    clock: Callable[[], float] = time.monotonic
+
+    @classmethod
+    def after(cls, seconds: float, clock: Callable[[], float] = time.monotonic) -> Deadline:
+        return cls(clock() + seconds, clock)
+
+    @classmethod
+    def never(cls) -> Deadline:
+        return cls(math.inf)
+
+    def remaining(self) -> float:
+        """Seconds left (inf without a bound); never negative."""
+        return max(self.at - self.clock(), 0.0)
+
+    def bound(self, seconds: float) -> float:
+        """`seconds`, or less when the deadline comes first: the timeout for one blocking call."""
+        return min(seconds, self.remaining())
+
+    def check(self, step: str) -> None:
+        """Raise DeadlineExceeded when no time is left to start `step`."""
+        if self.clock() >= self.at:
+            raise DeadlineExceeded(f"deadline passed before {step}")
 
 
 class Action(StrEnum):
@@ -122,7 +165,7 @@ class CompiledExpression(Protocol):
 
     def __hash__(self) -> int: ...
 
-    def evaluate(self, activation: Mapping[str, Any]) -> EvalResult: ...
+    def evaluate(self, activation: Mapping[str, Any], until: float | None = None) -> EvalResult: ...
 
 
 @dataclass(frozen=True)
@@ -423,18 +466,22 @@ class Reservation:
 class Ledger(Protocol):
     """Per-tenant device usage, changed only by atomic check-and-reserve."""
 
-    def usage(self, tenant: str) -> Mapping[str, ClassUsage]: ...
+    def usage(self, tenant: str, deadline: Deadline | None = None) -> Mapping[str, ClassUsage]:
+        """The tenant's usage; a wait for the store is bounded by `deadline` too."""
+        ...
 
     def reserve(
         self,
         tenant: str,
         holds: Mapping[str, Mapping[str, int]],
         limits: Mapping[str, int],
+        deadline: Deadline | None = None,
     ) -> Reservation:
         """Atomically set each holder's devices unless a class would exceed its limit.
 
         A holder already present is replaced, not added to, so admitting the same object
-        twice (reinvocation, retries) never counts it twice.
+        twice (reinvocation, retries) never counts it twice. When `deadline` passes before
+        the change is stored, raise DeadlineExceeded (or FactsUnavailable) having stored nothing.
         """
         ...
 

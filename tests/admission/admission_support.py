@@ -6,7 +6,7 @@ tests, so HTTP, TLS, deadlines and reload are tested without depending on engine
 Behaviour is chosen by labels on the admitted object:
   deny=yes    -> denied by a quota reason with numbers
   crash=yes   -> raises (an internal bug: HTTP 500)
-  sleep=<s>   -> sleeps that long first (deadline tests)
+  sleep=<s>   -> works that long first, stopping at the deadline as the pipeline does
 A namespace that no tenant of the current policy set lists is denied by policy "tenancy", so
 policy reloads are visible from outside.
 """
@@ -17,15 +17,31 @@ import json
 import time
 from typing import Any
 
-from webhook.types import AdmissionRequest, Decision, PolicySet, Reason, Tenant, Verdict
+from webhook.types import (
+    AdmissionRequest,
+    Deadline,
+    Decision,
+    PolicySet,
+    Reason,
+    Tenant,
+    Verdict,
+)
 
 PATCH = ({"op": "add", "path": "/metadata/labels/dragate.io~1seen", "value": "yes"},)
 
 
-def review(request: AdmissionRequest, context: Any, *, mutate: bool = False) -> Verdict:
+def review(
+    request: AdmissionRequest,
+    context: Any,
+    *,
+    mutate: bool = False,
+    deadline: Deadline | None = None,
+) -> Verdict:
     labels = ((request.object or {}).get("metadata") or {}).get("labels") or {}
     if "sleep" in labels:
-        time.sleep(float(labels["sleep"]))
+        deadline = deadline or Deadline.never()
+        time.sleep(deadline.bound(float(labels["sleep"])))
+        deadline.check("the double's next step")
     if labels.get("crash"):
         raise RuntimeError("boom")
     tenants = [t for t in context.policies().tenants if request.namespace in t.namespaces]

@@ -3,9 +3,11 @@
     python tests/bench/run.py [--quick] [--out DIR] [--only SECTION ...] [--client auto|wrk|python]
 
 Sections: http (dragate serve vs a no-op app under the same gunicorn and TLS, keep-alive
-connections 1..16), engine, inventory, migrate, ledger, growth, and kube-ledger (the ledger
-on a real etcd + kube-apiserver; in a full run only when the e2e toolchain is built, never in
-`--quick` unless named with --only). `--quick` uses tiny counts (seconds; what CI's smoke
+connections 1..16), engine, inventory, migrate, ledger, growth, and two that need a real
+etcd + kube-apiserver: kube-ledger (the cluster ledger) and apiserver (create latency and
+creates/s with no admission, a ValidatingAdmissionPolicy, dragate validating, dragate
+validating + mutating); in a full run only when the e2e toolchain is built, never in
+`--quick` unless named with --only. `--quick` uses tiny counts (seconds; what CI's smoke
 test runs); the full run takes several minutes. Writes
 report.json, report.md and latency.png (with matplotlib: `pip install -e '.[bench]'`) to
 --out (default tests/bench/results). Needs wrk for the HTTP figures (Debian: `apt-get
@@ -26,6 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import apiserver_bench
 import engine
 import growth
 import http_bench
@@ -38,7 +41,7 @@ import report
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth")
-OPTIONAL = ("kube-ledger",)  # needs the e2e toolchain; never part of --quick by default
+OPTIONAL = ("kube-ledger", "apiserver")  # needs the e2e toolchain; never part of --quick by default
 
 
 @dataclass(frozen=True)
@@ -54,13 +57,14 @@ class Sizes:
     growth_sizes: tuple[tuple[int, int], ...]
     growth_iterations: int
     kube_ledger_per_process: int = 300
+    apiserver_counts: tuple[int, int] = (200, 400)  # sequential, concurrent creates
     migrate_repeats: int = migrate_bench.REPEATS
 
 
 FULL = Sizes((1, 2, 4, 8, 16), 5, 20_000, (125, 1250, 6250), (100, 400, 1600), 400,
              ((10, 100), (100, 1_000), (1_000, 10_000), (10_000, 100_000)), 5_000)
 QUICK = Sizes((1, 8), 1, 300, (125,), (20,), 20, ((10, 100), (100, 1_000)), 200,
-              kube_ledger_per_process=40, migrate_repeats=1)
+              kube_ledger_per_process=40, migrate_repeats=1, apiserver_counts=(20, 40))
 
 
 def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any]]:
@@ -77,6 +81,7 @@ def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any
         "ledger": lambda: ledger_bench.curve(sizes.ledger_per_process),
         "growth": lambda: growth.curve(sizes.growth_sizes, sizes.growth_iterations),
         "kube-ledger": lambda: kube_ledger_bench.curve(sizes.kube_ledger_per_process),
+        "apiserver": lambda: apiserver_bench.curve(*sizes.apiserver_counts),
     }
 
 

@@ -59,7 +59,7 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def _wait(served: Served, seconds: float = 60) -> None:
+def _wait(served: Served, seconds: float = 180) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if served.process.poll() is not None:

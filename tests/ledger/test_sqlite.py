@@ -17,11 +17,13 @@ import pytest
 from ledger_contract import CONTRACT, EXPIRY_CONTRACT, GPU, MakeTimedLedger
 
 from webhook.ledger.sqlite import (
+    BUSY_TIMEOUT_MS,
     SCHEMA_VERSION,
     LedgerFileError,
     LedgerUnavailable,
     SqliteLedger,
 )
+from webhook.types import Deadline
 
 
 class Clock:
@@ -216,3 +218,42 @@ def test_an_unreachable_path_is_unavailable(tmp_path: Path) -> None:
 @pytest.mark.parametrize("case", EXPIRY_CONTRACT, ids=[c.__name__ for c in EXPIRY_CONTRACT])
 def test_expiry_contract(case: Callable[[MakeTimedLedger], None], tmp_path: Path) -> None:
     case(lambda clock: SqliteLedger(str(tmp_path / "expiry.sqlite"), clock=clock))
+
+
+def test_readmitting_an_unchanged_pending_holder_does_not_write(db_path: str) -> None:
+    """Proof that it takes no write lock: another connection holds it, and the re-admission is
+    answered anyway, while a change waits for the lock and gives up."""
+    clock = Clock()
+    ledger = SqliteLedger(db_path, clock=clock, busy_timeout_ms=200)
+    ledger.reserve("t", {"pod:u/gpu": {GPU: 2}}, {GPU: 4})
+    clock.now += 30
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        again = ledger.reserve("t", {"pod:u/gpu": {GPU: 2}}, {GPU: 4})
+        assert again.granted and again.usage[GPU].used == 2
+        with pytest.raises(LedgerUnavailable):
+            ledger.reserve("t", {"pod:u/gpu": {GPU: 3}}, {GPU: 4})
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    clock.now += 91  # the first admission's bound, not the re-admission's: 30 + 91 > 120
+    ledger.reconcile({})
+    assert ledger.usage("t") == {}
+
+
+def test_a_lock_wait_ends_at_the_review_deadline(db_path: str) -> None:
+    """The busy timeout is 2 s; a review with 0.1 s left does not wait 2 s for the lock."""
+    ledger = SqliteLedger(db_path)
+    writer = sqlite3.connect(db_path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        with pytest.raises(LedgerUnavailable):
+            ledger.reserve("t", {"claim:a/x": {GPU: 1}}, {}, Deadline.after(0.1))
+        waited = time.monotonic() - started
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert waited < BUSY_TIMEOUT_MS / 1000, waited
+    assert ledger.usage("t") == {}

@@ -20,7 +20,6 @@ from werkzeug.exceptions import HTTPException
 from webhook import pipeline
 from webhook.admission import cluster, jsonlog, metrics, routes
 from webhook.admission.config import AdmissionOptions, ServeConfig
-from webhook.admission.deadline import DeadlineRunner
 from webhook.admission.handler import Admitter, Reviewer
 from webhook.admission.reload import PolicyHolder, PolicyWatcher
 from webhook.ledger.memory import MemoryLedger
@@ -60,7 +59,7 @@ def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
     context, readiness = build_context(config, holder)
     app = create_app(
         context, holder, config.admission, pipeline.review,
-        threads=config.threads, cert=config.tls.cert, readiness=readiness,
+        cert=config.tls.cert, readiness=readiness,
     )  # fmt: skip
     watcher.ensure_running()
     app.extensions["dragate.watcher"] = watcher
@@ -73,13 +72,12 @@ def create_app(
     options: AdmissionOptions,
     reviewer: Reviewer,
     *,
-    threads: int = 4,
     readiness: Sequence[ReadinessCheck] = (),
     cert: Path | None = None,
 ) -> Flask:
     """The WSGI app; everything it touches comes in through the arguments."""
     app = Flask("dragate")
-    admitter = Admitter(context, options, reviewer, DeadlineRunner(max_workers=threads + 4))
+    admitter = Admitter(context, options, reviewer)
     for path, mutate in routes.ROUTES.items():  # POST only: OPTIONS is a JSON 405 too
         app.add_url_rule(path, path.strip("/"), partial(_review, admitter, mutate=mutate),
                          methods=["POST"], provide_automatic_options=False)  # fmt: skip

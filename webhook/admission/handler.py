@@ -1,7 +1,9 @@
 """From a parsed request to an AdmissionReview reply: exemptions, deadline, metrics, one log line.
 
 Kept apart from Flask so the decision of what to answer (and what to count and log) reads
-top to bottom in one place: `Admitter.admit`.
+top to bottom in one place: `Admitter.admit`. The review runs here, in the request's thread,
+with its deadline passed down (`webhook.types.Deadline`); a review that runs out of time
+raises DeadlineExceeded before any step that would change state, and is answered as a timeout.
 """
 
 from __future__ import annotations
@@ -14,16 +16,16 @@ from typing import Any
 
 from webhook.admission import metrics
 from webhook.admission.config import AdmissionOptions, TimeoutOutcome
-from webhook.admission.deadline import DeadlineExceeded, DeadlineRunner
 from webhook.admission.exempt import exemption
 from webhook.admission.review import render_response
 from webhook.pipeline import Context
-from webhook.types import AdmissionRequest, Decision, Reason, Verdict
+from webhook.types import AdmissionRequest, Deadline, DeadlineExceeded, Decision, Reason, Verdict
 
 log = logging.getLogger("dragate.admission")
 KNOWN_KINDS = frozenset({"Pod", "ResourceClaim", "ResourceClaimTemplate", "Namespace"})
 Reviewer = Callable[..., Verdict]
-"""`webhook.pipeline.review(request, context, *, mutate)` or a test double with that shape."""
+"""`webhook.pipeline.review(request, context, *, mutate, deadline)` or a test double with that
+shape; it raises DeadlineExceeded when the deadline passes before it is done."""
 
 
 @dataclass(frozen=True)
@@ -42,12 +44,12 @@ class Admitter:
         context: Context,
         options: AdmissionOptions,
         reviewer: Reviewer,
-        runner: DeadlineRunner,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.context = context
         self.options = options
         self._reviewer = reviewer
-        self._runner = runner
+        self._clock = clock
 
     def admit(self, request: AdmissionRequest, *, mutate: bool, budget: float) -> dict[str, Any]:
         """The reply body; exceptions from the pipeline propagate (the caller answers 500)."""
@@ -66,10 +68,9 @@ class Admitter:
         if reason is not None:
             log.debug("exempt", extra={"uid": request.uid, "reason": reason})
             return Outcome(Verdict(Decision(allowed=True, audit={"exempt": reason})), "exempt")
+        deadline = Deadline.after(budget, self._clock)
         try:
-            verdict = self._runner.run(
-                lambda: self._reviewer(request, self.context, mutate=mutate), budget
-            )
+            verdict = self._reviewer(request, self.context, mutate=mutate, deadline=deadline)
         except DeadlineExceeded:
             verdict = self._timeout_verdict(mutate, budget)
             audit = {"timeout": f"review exceeded {budget:.1f}s"}
@@ -95,8 +96,8 @@ class Admitter:
 
 def _count(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: float) -> None:
     kind = request.kind if request.kind in KNOWN_KINDS else "other"  # bounded label values
-    metrics.REQUESTS.labels(request.operation.value, kind, endpoint, outcome.result).inc()
-    metrics.DURATION.labels(endpoint).observe(elapsed)
+    metrics.request_counter(request.operation.value, kind, endpoint, outcome.result).inc()
+    metrics.duration(endpoint).observe(elapsed)
     decision = outcome.verdict.decision
     for reason in decision.reasons if not decision.allowed else ():
         metrics.DENIALS.labels(reason.tenant or decision.tenant, reason.policy).inc()

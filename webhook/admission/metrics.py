@@ -8,6 +8,7 @@ default registry is used.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +53,17 @@ RELOAD_TIMESTAMP = Gauge(
     multiprocess_mode="livemax",
 )
 CERT_EXPIRY = "dragate_certificate_expiry_timestamp_seconds"
+
+
+@functools.lru_cache(maxsize=1024)
+def request_counter(operation: str, kind: str, endpoint: str, result: str) -> Counter:
+    """REQUESTS' child for these labels, looked up once: `labels()` locks and builds a key."""
+    return REQUESTS.labels(operation, kind, endpoint, result)
+
+
+@functools.lru_cache(maxsize=8)
+def duration(endpoint: str) -> Histogram:
+    return DURATION.labels(endpoint)
 
 
 class CertificateExpiry:

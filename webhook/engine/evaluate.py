@@ -22,6 +22,7 @@ from webhook.types import (
     AdmissionRequest,
     AllocationMode,
     ClaimSpec,
+    Deadline,
     Decision,
     Facts,
     Operation,
@@ -45,8 +46,17 @@ class JudgedClaim:
         return f"{self.spec.label}, " if self.spec.label.startswith("pod claim") else ""
 
 
-def evaluate(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> Decision:
-    """Judge one admission request against the policies, given the facts."""
+def evaluate(
+    request: AdmissionRequest,
+    policies: PolicySet,
+    facts: Facts,
+    deadline: Deadline | None = None,
+) -> Decision:
+    """Judge one admission request against the policies, given the facts.
+
+    Past `deadline` (checked before each policy rule) it raises DeadlineExceeded: a review
+    whose caller has given up stops here rather than spend its CPU on an unwanted answer.
+    """
     if request.kind == "Namespace":
         reasons = tuple(admin_label_reasons(request, policies.settings))
         return Decision(allowed=not reasons, reasons=reasons, tenant=_tenant_name(facts))
@@ -56,7 +66,7 @@ def evaluate(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> De
         claims, notes = _claims(request, facts)
     except normalize.ObjectError as err:
         return _invalid(err, facts)
-    findings = list(_findings(request, policies, facts, claims))
+    findings = list(_findings(request, policies, facts, claims, deadline))
     return _decide(findings, notes, facts, claims)
 
 
@@ -107,7 +117,11 @@ def _pod_claims(request: AdmissionRequest, facts: Facts) -> tuple[list[JudgedCla
 
 
 def _findings(
-    request: AdmissionRequest, policies: PolicySet, facts: Facts, claims: list[JudgedClaim]
+    request: AdmissionRequest,
+    policies: PolicySet,
+    facts: Facts,
+    claims: list[JudgedClaim],
+    deadline: Deadline | None,
 ) -> Iterator[Finding]:
     tenant = facts.tenant
     labels = namespace_labels(facts.namespace, request.namespace)
@@ -115,7 +129,7 @@ def _findings(
     if tenant is None and has_requests and policies.settings.deny_unknown_namespaces:
         message = f"namespace {request.namespace!r} belongs to no tenant; it may not use devices"
         yield Finding(Action.DENY, Reason(policy="Settings", message=message))
-    inputs = _rule_inputs(request, facts)
+    inputs = _rule_inputs(request, facts, deadline)
     for claim in claims:
         for device_request in claim.spec.requests:
             yield from check_request(
@@ -145,7 +159,9 @@ def _feasibility_findings(
             yield Finding(action, reason)
 
 
-def _rule_inputs(request: AdmissionRequest, facts: Facts) -> RuleInputs:
+def _rule_inputs(
+    request: AdmissionRequest, facts: Facts, deadline: Deadline | None
+) -> RuleInputs:
     return RuleInputs(
         tenant=_tenant_name(facts),
         operation=request.operation.value,
@@ -155,6 +171,7 @@ def _rule_inputs(request: AdmissionRequest, facts: Facts) -> RuleInputs:
             "namespace": lambda: facts.namespace,
             "userInfo": lambda: dict(request.user_info),
         },
+        deadline=deadline,
     )
 
 

@@ -10,15 +10,17 @@ admission.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from webhook.engine.cel import to_cel
+from webhook.engine.cel import GUARD_SECONDS, to_cel
 from webhook.types import (
     Action,
     CompiledExpression,
+    Deadline,
     DeviceRequest,
     EvalResult,
     Validation,
@@ -51,6 +53,7 @@ class RuleInputs:
     tenant: str
     operation: str
     sources: Mapping[str, Callable[[], Any]]
+    deadline: Deadline | None = None
     _converted: dict[str, Any] = field(default_factory=dict)
 
     def activation(self, names: frozenset[str], request: DeviceRequest) -> dict[str, Any]:
@@ -87,11 +90,12 @@ def failed_rules(
 ) -> list[RuleFailure]:
     """The validations `request` fails, in policy order."""
     failures = []
+    memo = _results_of(request, inputs.tenant, inputs.operation)  # one lookup per request
     for validation in validations:
         program = validation.program
         if program is None:
             continue
-        result = _evaluate(program, request, inputs)
+        result = _evaluate(program, request, inputs, memo)
         failure = _judge(validation, result)
         if failure is not None:
             failures.append(failure)
@@ -99,23 +103,63 @@ def failed_rules(
 
 
 def _evaluate(
+    program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs, memo: Memo
+) -> EvalResult:
+    deadline = inputs.deadline
+    if deadline is not None and deadline.at - deadline.clock() < GUARD_SECONDS:
+        return _evaluate_near(program, request, inputs, deadline)
+    if not program.variables <= MEMOIZABLE:
+        return program.evaluate(inputs.activation(program.variables, request))
+    result = memo.get(program)
+    if result is None:
+        activation = _request_activation(request, inputs.tenant, inputs.operation)
+        result = memo[program] = program.evaluate(activation)
+    return result
+
+
+def _evaluate_near(
+    program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs, deadline: Deadline
+) -> EvalResult:
+    """With less than one evaluation's allowance left before the review's deadline.
+
+    The deadline bounds the evaluation itself and its result is not memoized (cut short by
+    this review's time, it says nothing about the next review's). Past the deadline, before or
+    after, DeadlineExceeded: the review is answered as a timeout, not as a failing rule.
+    """
+    deadline.check("evaluating policy rules")
+    until = time.monotonic() + deadline.remaining()
+    result = program.evaluate(_activation(program, request, inputs), until)
+    deadline.check("judging a policy rule")
+    return result
+
+
+def _activation(
     program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs
-) -> EvalResult:
+) -> dict[str, Any]:
     if program.variables <= MEMOIZABLE:
-        return _memoized(program, request, inputs.tenant, inputs.operation)
-    return program.evaluate(inputs.activation(program.variables, request))
+        return _request_activation(request, inputs.tenant, inputs.operation)
+    return inputs.activation(program.variables, request)
 
 
-@lru_cache(maxsize=8192)
-def _memoized(
-    program: CompiledExpression, request: DeviceRequest, tenant: str, operation: str
-) -> EvalResult:
-    activation = {
+Memo = dict[CompiledExpression, EvalResult]
+
+
+@lru_cache(maxsize=4096)
+def _results_of(request: DeviceRequest, tenant: str, operation: str) -> Memo:
+    """Results of the request-only rules for these inputs, filled as rules are evaluated.
+
+    A rule's result depends on nothing else, so every review of the same request shares the
+    table (a dict: filling it from several threads at once at worst evaluates a rule twice).
+    """
+    return {}
+
+
+def _request_activation(request: DeviceRequest, tenant: str, operation: str) -> dict[str, Any]:
+    return {
         "request": to_cel(request_view(request)),
         "tenant": to_cel(tenant),
         "operation": to_cel(operation),
     }
-    return program.evaluate(activation)
 
 
 def _judge(validation: Validation, result: EvalResult) -> RuleFailure | None:

@@ -86,14 +86,18 @@ def reserve(
     (and are dropped from the records written). A holder already confirmed keeps its
     confirmation; one still pending keeps its expiry, so admitting the same object again (a
     forged review re-sent in a loop) never renews it; a new one is pending until
-    `now + pending_seconds`.
+    `now + pending_seconds`. A holder re-admitted with the same devices is left as it is: the
+    retry changes nothing, so a ledger need not write.
     """
     current = live(current, now=now)
     updated: Records = dict(current)
     for key, devices in holds.items():
         known = current.get(key)
+        wanted = {c: n for c, n in devices.items() if n}
+        if known is not None and unchanged(known, wanted, now):
+            continue
         expires = known.expires_at if known is not None else now + pending_seconds
-        updated[key] = Record({c: n for c, n in devices.items() if n}, expires)
+        updated[key] = Record(wanted, expires)
     before, after = totals(current), totals(updated)
     for device_class, total in after.items():
         limit = limits.get(device_class)
@@ -110,6 +114,12 @@ def live(records: Mapping[str, Record], *, now: float) -> Records:
     ledger.
     """
     return {k: r for k, r in records.items() if r.expires_at is None or r.expires_at > now}
+
+
+def unchanged(known: Record, devices: Mapping[str, int], now: float) -> bool:
+    """Whether setting `devices` would leave `known` as it is (an expired holder is renewed)."""
+    live = known.expires_at is None or known.expires_at > now
+    return live and dict(known.devices) == dict(devices)
 
 
 def reconcile(

@@ -32,7 +32,7 @@ from webhook.ledger import accounting
 from webhook.ledger.accounting import Holds, Records
 from webhook.ledger.batch import Change, GroupCommit, Job, OutOfTime, apply_in_order, settle
 from webhook.sources.informer import ApiError, KubeApi, Unreachable
-from webhook.types import ClassUsage, FactsUnavailable, Reservation
+from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation
 
 GROUP, VERSION, PLURAL = "dragate.io", "v1alpha1", "tenantusages"
 COLLECTION = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
@@ -89,18 +89,23 @@ class KubeLedger:
 
     # ---------------------------------------------------------------- Ledger
 
-    def usage(self, tenant: str) -> Mapping[str, ClassUsage]:
-        return accounting.usage_of(accounting.live(self.records(tenant), now=self.clock()))
+    def usage(self, tenant: str, deadline: Deadline | None = None) -> Mapping[str, ClassUsage]:
+        records = self.records(tenant, deadline)
+        return accounting.usage_of(accounting.live(records, now=self.clock()))
 
-    def records(self, tenant: str) -> Records:
-        return self._read(tenant, time.monotonic() + self.budget).records
+    def records(self, tenant: str, deadline: Deadline | None = None) -> Records:
+        return self._read(tenant, time.monotonic() + self._budget(deadline)).records
 
     def reserve(
         self,
         tenant: str,
         holds: Mapping[str, Mapping[str, int]],
         limits: Mapping[str, int],
+        deadline: Deadline | None = None,
     ) -> Reservation:
+        """One change in the tenant's next batch; withdrawn unwritten if `deadline` passes
+        while it waits (a write already sent may land: it is pending and expires)."""
+
         def change(records: Records) -> tuple[Records, Reservation]:
             outcome = accounting.reserve(
                 records, holds, limits, now=self.clock(), pending_seconds=self.pending_seconds
@@ -109,7 +114,10 @@ class KubeLedger:
                 outcome.granted, accounting.usage_of(outcome.records)
             )
 
-        return self.update(tenant, change, self.budget)
+        return self.update(tenant, change, self._budget(deadline))
+
+    def _budget(self, deadline: Deadline | None) -> float:
+        return self.budget if deadline is None else deadline.bound(self.budget)
 
     def release(self, tenant: str, holder: str) -> None:
         def change(records: Records) -> tuple[Records, None]:

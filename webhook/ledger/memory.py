@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 from webhook.ledger import accounting
 from webhook.ledger.accounting import Holds, Records
-from webhook.types import ClassUsage, Reservation
+from webhook.types import ClassUsage, Deadline, Reservation
 
 
 class MemoryLedger:
@@ -27,7 +27,7 @@ class MemoryLedger:
             tenant: accounting.confirmed(holds) for tenant, holds in (initial or {}).items()
         }
 
-    def usage(self, tenant: str) -> Mapping[str, ClassUsage]:
+    def usage(self, tenant: str, deadline: Deadline | None = None) -> Mapping[str, ClassUsage]:
         with self._lock:
             records = self._tenants.get(tenant, {})
             return accounting.usage_of(accounting.live(records, now=self._clock()))
@@ -37,8 +37,11 @@ class MemoryLedger:
         tenant: str,
         holds: Mapping[str, Mapping[str, int]],
         limits: Mapping[str, int],
+        deadline: Deadline | None = None,
     ) -> Reservation:
         with self._lock:
+            if deadline is not None:
+                deadline.check("reserving quota")
             current = self._tenants.get(tenant, {})
             outcome = accounting.reserve(current, holds, limits, now=self._clock())
             self._tenants[tenant] = outcome.records

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 
 from webhook.ledger import accounting
 from webhook.ledger.accounting import PENDING_SECONDS, Holds, Record, Records
-from webhook.types import ClassUsage, DragateError, FactsUnavailable, Reservation
+from webhook.types import ClassUsage, Deadline, DragateError, FactsUnavailable, Reservation
 
 SCHEMA_VERSION = 1
 """Stored in `PRAGMA user_version`; a file with a newer version is refused, never rewritten."""
@@ -75,13 +75,14 @@ class WriterGate:
         self._pid = 0
 
     @contextmanager
-    def held(self) -> Iterator[None]:
-        deadline = time.monotonic() + self._timeout
-        if not self._thread_lock.acquire(timeout=self._timeout):
+    def held(self, review: Deadline | None = None) -> Iterator[None]:
+        wait = review.bound(self._timeout) if review is not None else self._timeout
+        deadline = time.monotonic() + wait
+        if not self._thread_lock.acquire(timeout=wait):
             raise LedgerUnavailable(f"{self._path}: another thread kept the ledger too long")
         try:
             fd = self._descriptor()
-            self._lock_file(fd, deadline)
+            self._lock_file(fd, deadline, wait)
             try:
                 yield
             finally:
@@ -89,7 +90,7 @@ class WriterGate:
         finally:
             self._thread_lock.release()
 
-    def _lock_file(self, fd: int, deadline: float) -> None:
+    def _lock_file(self, fd: int, deadline: float, wait: float) -> None:
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -98,7 +99,7 @@ class WriterGate:
                 if time.monotonic() > deadline:
                     raise LedgerUnavailable(
                         f"{self._path}: another process kept the ledger for more than "
-                        f"{self._timeout:.1f}s"
+                        f"{wait:.1f}s"
                     ) from None
                 time.sleep(self.POLL_SECONDS)
 
@@ -131,7 +132,8 @@ class SqliteLedger:
 
     # ------------------------------------------------------------------ Ledger protocol
 
-    def usage(self, tenant: str) -> Mapping[str, ClassUsage]:
+    def usage(self, tenant: str, deadline: Deadline | None = None) -> Mapping[str, ClassUsage]:
+        """A WAL read: it never waits for a writer, so `deadline` has nothing to bound."""
         with self._errors():
             records = _records(self._connection(), tenant)
             return accounting.usage_of(accounting.live(records, now=self._clock()))
@@ -141,16 +143,43 @@ class SqliteLedger:
         tenant: str,
         holds: Mapping[str, Mapping[str, int]],
         limits: Mapping[str, int],
+        deadline: Deadline | None = None,
     ) -> Reservation:
-        """Read the tenant's holders, check, write the difference: one IMMEDIATE transaction."""
-        with self._transaction() as db:
+        """Read the tenant's holders, check, write the difference: one IMMEDIATE transaction.
+
+        A reservation that would change nothing (the same holder re-admitted, or a refusal)
+        is answered from a plain read, without taking the write lock: it is exact as of that
+        read, as a written one is as of its commit. The wait for the lock is bounded by
+        `deadline`, and the deadline is checked again under the lock, before any write.
+        """
+        with self._errors():
+            answer = self._reserve_unchanged(_records(self._connection(), tenant), holds, limits)
+        if answer is not None:
+            return answer
+        with self._transaction(deadline) as db:
             current = _records(db, tenant)
-            outcome = accounting.reserve(
-                current, holds, limits, now=self._clock(), pending_seconds=self._pending_seconds
-            )
+            outcome = self._outcome(current, holds, limits)
             if outcome.granted:
+                if deadline is not None:
+                    deadline.check("storing the reservation")
                 _write_diff(db, tenant, current, outcome.records)
             return Reservation(outcome.granted, accounting.usage_of(outcome.records))
+
+    def _outcome(
+        self, current: Records, holds: Mapping[str, Mapping[str, int]], limits: Mapping[str, int]
+    ) -> accounting.Outcome:
+        return accounting.reserve(
+            current, holds, limits, now=self._clock(), pending_seconds=self._pending_seconds
+        )
+
+    def _reserve_unchanged(
+        self, current: Records, holds: Mapping[str, Mapping[str, int]], limits: Mapping[str, int]
+    ) -> Reservation | None:
+        """The answer when reserving would leave `current` as it is; None when it writes."""
+        outcome = self._outcome(current, holds, limits)
+        if outcome.records != current:
+            return None
+        return Reservation(outcome.granted, accounting.usage_of(outcome.records))
 
     def release(self, tenant: str, holder: str) -> None:
         with self._transaction() as db:
@@ -212,10 +241,13 @@ class SqliteLedger:
         return db
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error; sqlite errors translated."""
+    def _transaction(self, deadline: Deadline | None = None) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error; sqlite errors translated.
+
+        The wait for the write lock ends at `deadline` when that comes before the busy timeout.
+        """
         db = self._connection()
-        with self._gate.held(), self._errors():
+        with self._gate.held(deadline), self._errors(), self._busy_wait(db, deadline):
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -223,6 +255,20 @@ class SqliteLedger:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+
+    @contextmanager
+    def _busy_wait(self, db: sqlite3.Connection, deadline: Deadline | None) -> Iterator[None]:
+        """SQLite's own wait for a lock held outside the gate, cut short by `deadline`."""
+        budget_ms = self._busy_timeout_ms
+        wait_ms = budget_ms if deadline is None else int(deadline.bound(budget_ms / 1000) * 1000)
+        if wait_ms >= budget_ms:
+            yield
+            return
+        db.execute(f"PRAGMA busy_timeout = {max(wait_ms, 1)}")
+        try:
+            yield
+        finally:
+            db.execute(f"PRAGMA busy_timeout = {int(budget_ms)}")
 
     @contextmanager
     def _errors(self) -> Iterator[None]:

@@ -11,7 +11,7 @@ cidr, url, optionals, two-variable comprehensions and, outside the plain Kuberne
 evaluated under a deterministic budget (budget.py).
 """
 
-from webhook.engine.cel.budget import TIME_GUARD_MESSAGE
+from webhook.engine.cel.budget import GUARD_SECONDS, TIME_GUARD_MESSAGE
 from webhook.engine.cel.device import device_to_cel
 from webhook.engine.cel.errors import CelCompileError
 from webhook.engine.cel.program import (
@@ -23,6 +23,7 @@ from webhook.engine.cel.program import (
 from webhook.engine.cel.values import to_cel
 
 __all__ = [
+    "GUARD_SECONDS",
     "MAX_EXPRESSION_BYTES",
     "TIME_GUARD_MESSAGE",
     "CelCompileError",

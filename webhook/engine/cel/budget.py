@@ -32,9 +32,11 @@ class Budget:
 
     __slots__ = ("deadline", "spent")
 
-    def __init__(self) -> None:
+    def __init__(self, until: float | None = None) -> None:
         self.spent = 0
         self.deadline = time.monotonic() + GUARD_SECONDS
+        if until is not None and until < self.deadline:
+            self.deadline = until
 
     def charge(self, units: int) -> None:
         """Spend units; BudgetExceeded when the evaluation has spent more than MAX_COST."""

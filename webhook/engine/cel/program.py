@@ -162,16 +162,22 @@ class Program:
     def __repr__(self) -> str:
         return f"Program({self.source!r})"
 
-    def evaluate(self, activation: Mapping[str, Any]) -> EvalResult:
-        """The expression's value (plain Python) or the error that stopped it; never raises."""
-        value, error = self.evaluate_cel(activation)
+    def evaluate(self, activation: Mapping[str, Any], until: float | None = None) -> EvalResult:
+        """The expression's value (plain Python) or the error that stopped it; never raises.
+
+        `until` (time.monotonic) ends the evaluation earlier than the time guard: the review's
+        own deadline, so one slow rule cannot carry a review far past it.
+        """
+        value, error = self.evaluate_cel(activation, until)
         return EvalResult(error=error) if error is not None else EvalResult(value=to_plain(value))
 
-    def evaluate_cel(self, activation: Mapping[str, Any]) -> tuple[Any, str | None]:
+    def evaluate_cel(
+        self, activation: Mapping[str, Any], until: float | None = None
+    ) -> tuple[Any, str | None]:
         """(the CEL-typed value, None) or (None, why it failed): for tools that need the type."""
         try:
             values = {n: to_cel(activation[n]) for n in self.variables if n in activation}
-            budget = Budget()
+            budget = Budget(until)
             token = CURRENT.set(budget)
             try:
                 value = self._main(Scope(values, None, budget))

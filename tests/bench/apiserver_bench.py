@@ -1,0 +1,385 @@
+"""What a user feels: create latency and creates/s through a real kube-apiserver, with and
+without dragate, next to a ValidatingAdmissionPolicy doing the same checks in CEL.
+
+One control plane (etcd + kube-apiserver of the e2e toolchain, tests/e2e/toolchain/build.sh),
+one `dragate serve --kubeconfig` (cluster mode, as the chart runs it: watch caches and the
+TenantUsage ledger), and the same objects for every variant:
+
+  none      no admission webhook or policy (the baseline)
+  vap       a ValidatingAdmissionPolicy: class allow-list and per-claim count cap in CEL
+            (what the API server can do without a webhook; it cannot count quota across objects)
+  validate  dragate's validating webhook only
+  mutate    dragate's validating and mutating webhooks
+
+Kinds: a ResourceClaim (one GPU) and a legacy Pod (`nvidia.com/gpu: 1`, rewritten to a claim
+template by the mutating webhook). For each variant and kind: sequential creates on one
+keep-alive connection (latency as `kubectl apply` feels it) and CONNECTIONS concurrent
+connections (creates/s as a controller creating Pods feels it), each in fresh namespaces and
+a fresh tenant so no variant inherits another's ledger. Figures are client-side, over TLS,
+with the load generator on the same machine: compare each variant with `none` of the same run.
+
+    python tests/bench/apiserver_bench.py [--sequential N] [--concurrent N]
+    python tests/bench/run.py --only apiserver
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import shutil
+import ssl
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+TESTS = Path(__file__).resolve().parents[1]
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))  # the e2e package (pyproject: pythonpath = ["tests"])
+
+from timing import summarize  # noqa: E402
+
+VARIANTS = ("none", "vap", "validate", "mutate")
+KINDS = ("claim", "pod")
+CONNECTIONS = 8
+CLASS = "gpu.nvidia.com"
+MAX_PER_CLAIM = 8
+REPO = TESTS.parent
+CRD = REPO / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
+
+
+def namespace(variant: str, kind: str, level: str) -> str:
+    return f"bench-{variant}-{kind}-{level}"
+
+
+def namespaces() -> list[str]:
+    return [namespace(v, k, lv) for v in VARIANTS for k in KINDS for lv in ("seq", "conc")]
+
+
+# ------------------------------------------------------------------------- objects
+
+
+def claim(name: str, count: int = 1) -> dict[str, Any]:
+    request = {"name": "gpu", "exactly": {"deviceClassName": CLASS, "count": count}}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name}, "spec": {"devices": {"requests": [request]}}}
+
+
+def legacy_pod(name: str, gpus: int = 1) -> dict[str, Any]:
+    limits = {"nvidia.com/gpu": str(gpus)}
+    container = {"name": "cuda", "image": "cuda:12", "resources": {"limits": limits}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [container]}}
+
+
+def path(kind: str, ns: str) -> str:
+    if kind == "claim":
+        return f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"
+    return f"/api/v1/namespaces/{ns}/pods"
+
+
+def make(kind: str, name: str) -> dict[str, Any]:
+    return claim(name) if kind == "claim" else legacy_pod(name)
+
+
+def policies(directory: Path) -> Path:
+    """The example policies (CEL guardrails, legacy mapping) plus one tenant per namespace."""
+    shutil.copytree(REPO / "policies", directory, ignore=shutil.ignore_patterns("tests"))
+    tenants = [
+        {"apiVersion": "dragate.io/v1alpha1", "kind": "Tenant", "metadata": {"name": ns},
+         "spec": {"namespaces": [ns], "allowedDeviceClasses": [CLASS],
+                  "quota": [{"deviceClassName": CLASS, "maxDevices": 100_000,
+                             "maxDevicesPerClaim": MAX_PER_CLAIM}]}}
+        for ns in namespaces()
+    ]
+    (directory / "bench-tenants.yaml").write_text(
+        "\n---\n".join(json.dumps(t) for t in tenants) + "\n")
+    return directory
+
+
+def admission_policy() -> list[dict[str, Any]]:
+    """The VAP variant: dragate's allow-list and per-claim cap, as CEL the API server runs."""
+    claims = (f"object.spec.devices.requests.all(r, has(r.exactly) && "
+              f"r.exactly.deviceClassName in ['{CLASS}'] && "
+              f"(!has(r.exactly.count) || r.exactly.count <= {MAX_PER_CLAIM}))")
+    pods = ("object.spec.containers.all(c, !has(c.resources) || !has(c.resources.limits) || "
+            "!('nvidia.com/gpu' in c.resources.limits) || "
+            "quantity(c.resources.limits['nvidia.com/gpu'])"
+            f".compareTo(quantity('{MAX_PER_CLAIM}')) <= 0)")
+    objects: list[dict[str, Any]] = []
+    for name, group, resource, expression in (("claims", "resource.k8s.io", "resourceclaims",
+                                               claims), ("pods", "", "pods", pods)):
+        policy = f"bench-gpu-{name}"
+        objects.append({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": policy},
+            "spec": {"failurePolicy": "Fail",
+                     "matchConstraints": {"resourceRules": [{
+                         "apiGroups": [group], "apiVersions": ["*"], "resources": [resource],
+                         "operations": ["CREATE", "UPDATE"]}]},
+                     "validations": [{"expression": expression,
+                                      "message": "GPU class not allowed or over the cap"}]}})
+        objects.append({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": policy},
+            "spec": {"policyName": policy, "validationActions": ["Deny"],
+                     "matchResources": {"namespaceSelector": {"matchLabels": {
+                         "dragate-bench/variant": "vap"}}}}})
+    return objects
+
+
+# ------------------------------------------------------------------------- the client
+
+
+class Client:
+    """One keep-alive HTTPS connection to the API server as the admin user."""
+
+    def __init__(self, host: str, port: int, context: ssl.SSLContext) -> None:
+        self._connection = http.client.HTTPSConnection(host, port, context=context, timeout=30)
+
+    def create(self, url: str, obj: dict[str, Any], dry_run: bool = False) -> tuple[int, Any]:
+        body = json.dumps(obj).encode()
+        query = "?dryRun=All" if dry_run else ""
+        self._connection.request("POST", url + query, body,
+                                 {"Content-Type": "application/json"})
+        reply = self._connection.getresponse()
+        return reply.status, json.loads(reply.read() or b"null")
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+def tls_context(cluster: Any) -> ssl.SSLContext:
+    pki = cluster.pki
+    context = ssl.create_default_context(cafile=str(pki.ca_path))
+    context.load_cert_chain(pki.directory / "admin.crt", pki.directory / "admin.key")
+    return context
+
+
+def connect(cluster: Any) -> Client:
+    host, _, port = cluster.server_url.removeprefix("https://").rpartition(":")
+    return Client(host, int(port), tls_context(cluster))
+
+
+# ------------------------------------------------------------------------- measuring
+
+
+def sequential(cluster: Any, kind: str, ns: str, count: int, warmup: int = 10) -> dict[str, Any]:
+    """`count` creates one after another on one connection: latency as one user feels it."""
+    client = connect(cluster)
+    samples, failed = [], 0
+    try:
+        for i in range(warmup + count):
+            started = time.perf_counter_ns()
+            status, _ = client.create(path(kind, ns), make(kind, f"s{i}"))
+            elapsed = (time.perf_counter_ns() - started) / 1000
+            failed += status != 201
+            if i >= warmup:
+                samples.append(elapsed)
+    finally:
+        client.close()
+    return {**summarize(samples), "failed": failed}
+
+
+def concurrent(cluster: Any, kind: str, ns: str, count: int) -> dict[str, Any]:
+    """`count` creates over CONNECTIONS connections in a closed loop: creates/s."""
+    per_connection = max(1, count // CONNECTIONS)
+    samples: list[float] = []
+    failures = [0]
+    lock = threading.Lock()
+
+    def work(worker: int) -> None:
+        client, own, failed = connect(cluster), [], 0
+        try:
+            for i in range(per_connection):
+                started = time.perf_counter_ns()
+                status, _ = client.create(path(kind, ns), make(kind, f"c{worker}-{i}"))
+                own.append((time.perf_counter_ns() - started) / 1000)
+                failed += status != 201
+        finally:
+            client.close()
+        with lock:
+            samples.extend(own)
+            failures[0] += failed
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(CONNECTIONS)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    return {**summarize(samples), "failed": failures[0], "connections": CONNECTIONS,
+            "creates_per_s": round(len(samples) / wall, 1)}
+
+
+# ------------------------------------------------------------------------- variants
+
+
+def _wait(probe: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if probe():
+            return
+        time.sleep(0.3)
+    raise TimeoutError(f"{what} did not take effect in {timeout:.0f}s")
+
+
+def _denied_by(cluster: Any, ns: str, marker: str | None) -> bool:
+    """Whether an over-cap claim (dry run) is refused, and by whom (`marker` in the message)."""
+    client = connect(cluster)
+    try:
+        status, body = client.create(path("claim", ns), claim("probe", 100), dry_run=True)
+    finally:
+        client.close()
+    if marker is None:
+        return status == 201
+    return status != 201 and marker in json.dumps(body)
+
+
+@contextmanager
+def variant(cluster: Any, name: str, server: Any) -> Iterator[None]:
+    """Admission configured for `name`, and removed again afterwards."""
+    from e2e.webhooks import WebhookSettings, register_webhooks
+
+    probe_ns = namespace(name, "claim", "seq")
+    if name == "none":
+        yield
+        return
+    if name == "vap":
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(
+            {"apiVersion": "v1", "kind": "List", "items": admission_policy()}))
+        _wait(lambda: _denied_by(cluster, probe_ns, "bench-gpu-claims"), "the VAP")
+        try:
+            yield
+        finally:
+            for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
+                for what in ("claims", "pods"):
+                    cluster.kubectl("delete", kind, f"bench-gpu-{what}", "--ignore-not-found")
+            _wait(lambda: _denied_by(cluster, probe_ns, None), "removing the VAP")
+        return
+    mutate = server.server.url("/mutate") if name == "mutate" else None
+    settings = WebhookSettings(extra={"namespaceSelector": {"matchLabels": {
+        "dragate-bench/variant": name}}})
+    registration = register_webhooks(cluster, server.server.url("/validate"), mutate,
+                                      server.ca_bundle_pem, name="dragate-bench",
+                                      settings=settings)
+    _wait(lambda: _denied_by(cluster, probe_ns, "dragate"), f"dragate ({name})")
+    try:
+        yield
+    finally:
+        registration.delete(cluster)
+        _wait(lambda: _denied_by(cluster, probe_ns, None), f"removing dragate ({name})")
+
+
+def _prepare(cluster: Any, workdir: Path) -> Any:
+    """CRD, DeviceClasses, namespaces, and a running dragate (not registered yet)."""
+    from e2e.dragate_server import DATA, DragateServer, serve_command
+
+    cluster.kubectl("apply", "-f", str(CRD))
+    cluster.kubectl("wait", "--for=condition=Established", "crd/tenantusages.dragate.io",
+                    "--timeout=60s")
+    cluster.kubectl("apply", "-f", str(DATA / "inventory.yaml"))
+    items = [{"apiVersion": "v1", "kind": "Namespace",
+              "metadata": {"name": ns, "labels": {"dragate-bench/variant": ns.split("-")[1]}}}
+             for ns in namespaces()]
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": items}))
+    command = serve_command(cluster.kubeconfig, policies(workdir / "policies"))
+    return DragateServer.launch(command, workdir, name="dragate-bench")
+
+
+def run(bin_dir: Path, sequential_count: int, concurrent_count: int) -> dict[str, Any]:
+    from e2e.cluster import running_cluster
+
+    rows: list[dict[str, Any]] = []
+    with running_cluster(bin_dir, controller_manager=False) as cluster:
+        server = _prepare(cluster, cluster.workdir)
+        try:
+            for name in VARIANTS:
+                with variant(cluster, name, server):
+                    for kind in KINDS:
+                        seq = sequential(cluster, kind, namespace(name, kind, "seq"),
+                                         sequential_count)
+                        conc = concurrent(cluster, kind, namespace(name, kind, "conc"),
+                                          concurrent_count)
+                        rows.append({"variant": name, "kind": kind, "sequential": seq,
+                                     "concurrent": conc})
+                        print(f"apiserver: {name} {kind} p50 {seq['p50_us']} µs, "
+                              f"{conc['creates_per_s']}/s", file=sys.stderr, flush=True)
+            reviews = review_times(server.process.log_path)
+        finally:
+            server.stop()
+    return {"rows": rows, "added": added(rows), "reviews": reviews, "connections": CONNECTIONS,
+            "sequential_count": sequential_count, "concurrent_count": concurrent_count}
+
+
+def review_times(log: Path) -> list[dict[str, Any]]:
+    """dragate's own time per review (its log's `duration_ms`), by variant, kind, endpoint:
+    what of the added latency is the review itself, and what is the webhook call around it."""
+    found: dict[tuple[str, str, str], list[float]] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        ns = str(entry.get("namespace", ""))
+        if entry.get("msg") != "review" or not ns.startswith("bench-"):
+            continue
+        variant, kind = ns.split("-")[1:3]
+        key = (variant, kind, str(entry.get("endpoint")))
+        found.setdefault(key, []).append(float(entry["duration_ms"]) * 1000)
+    return [{"variant": v, "kind": k, "endpoint": e, **summarize(samples)}
+            for (v, k, e), samples in sorted(found.items())]
+
+
+def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per kind and variant: p50/p99 added over `none` at one connection, creates/s ratio."""
+    base = {r["kind"]: r for r in rows if r["variant"] == "none"}
+    out = []
+    for row in rows:
+        none = base.get(row["kind"])
+        if none is None or row["variant"] == "none":
+            continue
+        seq, conc = row["sequential"], row["concurrent"]
+        out.append({
+            "kind": row["kind"], "variant": row["variant"],
+            "added_p50_ms": round((seq["p50_us"] - none["sequential"]["p50_us"]) / 1000, 2),
+            "added_p99_ms": round((seq["p99_us"] - none["sequential"]["p99_us"]) / 1000, 2),
+            "creates_per_s_ratio": round(conc["creates_per_s"]
+                                         / none["concurrent"]["creates_per_s"], 3),
+        })
+    return out
+
+
+def curve(sequential_count: int, concurrent_count: int) -> dict[str, Any]:
+    """For run.py: the whole comparison on a fresh control plane (the toolchain must be built)."""
+    from kube_ledger_bench import toolchain
+
+    bin_dir = toolchain()
+    if bin_dir is None:
+        raise RuntimeError("the e2e toolchain is not built: tests/e2e/toolchain/build.sh")
+    return run(bin_dir, sequential_count, concurrent_count)
+
+
+def main() -> None:
+    from kube_ledger_bench import toolchain
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sequential", type=int, default=200)
+    parser.add_argument("--concurrent", type=int, default=400)
+    args = parser.parse_args()
+    bin_dir = toolchain()
+    if bin_dir is None:
+        raise SystemExit("the e2e toolchain is not built: tests/e2e/toolchain/build.sh")
+    print(json.dumps(run(bin_dir, args.sequential, args.concurrent), indent=2))
+
+
+if __name__ == "__main__":
+    main()

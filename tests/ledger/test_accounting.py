@@ -1,0 +1,45 @@
+"""The shared arithmetic: which re-admissions change a holder's record (and so are written)."""
+
+from __future__ import annotations
+
+import pytest
+from ledger_contract import GPU
+
+from webhook.ledger import accounting
+from webhook.ledger.accounting import Record
+
+NOW, BOUND = 1000.0, 120.0
+PENDING = Record({GPU: 2}, NOW + 30)
+CONFIRMED = Record({GPU: 2})
+EXPIRED = Record({GPU: 2}, NOW - 1)
+
+
+@pytest.mark.parametrize(
+    ("known", "devices", "expected"),
+    [
+        pytest.param(PENDING, {GPU: 2}, PENDING, id="pending-same-devices-kept-as-is"),
+        pytest.param(PENDING, {GPU: 2, "other": 0}, PENDING, id="zero-counts-are-no-change"),
+        pytest.param(PENDING, {GPU: 3}, Record({GPU: 3}, NOW + 30), id="grows-keeps-expiry"),
+        pytest.param(CONFIRMED, {GPU: 2}, CONFIRMED, id="confirmed-same-devices"),
+        pytest.param(CONFIRMED, {GPU: 1}, Record({GPU: 1}), id="confirmed-shrinks-stays-confirmed"),
+        pytest.param(EXPIRED, {GPU: 2}, Record({GPU: 2}, NOW + BOUND), id="expired-is-renewed"),
+        pytest.param(None, {GPU: 2}, Record({GPU: 2}, NOW + BOUND), id="new-holder-is-pending"),
+    ],
+)
+def test_readmission_changes_a_record_only_when_something_changed(
+    known: Record | None, devices: dict[str, int], expected: Record
+) -> None:
+    current = {"claim:a/x": known} if known is not None else {}
+    outcome = accounting.reserve(
+        current, {"claim:a/x": devices}, {GPU: 8}, now=NOW, pending_seconds=BOUND
+    )
+    assert outcome.granted and outcome.records == {"claim:a/x": expected}
+
+
+def test_readmitting_a_pending_holder_cannot_push_its_expiry_out() -> None:
+    """Were every retry to renew it, a client retrying forever would hold quota forever."""
+    current = {"claim:a/x": PENDING}
+    for step in range(1, 10):
+        outcome = accounting.reserve(current, {"claim:a/x": {GPU: 2}}, {}, now=NOW + step)
+        current = outcome.records
+    assert current == {"claim:a/x": PENDING}
