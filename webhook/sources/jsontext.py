@@ -3,9 +3,10 @@
 `dragate migrate` must leave a diff of GPU lines alone, and `json.dumps` of the whole file
 reflows every compact array and object. So the text is scanned once with the offset of every
 value, and each change is spliced in where it belongs: a replaced value in place, a removed
-entry with its comma, a new entry or item after the container's last one. New text follows the
-block it joins: one line when that container (or the value it replaces) sat on one line, with
-its separators; otherwise one entry per line at the container's own indentation step. Anything
+entry with its comma, a new entry or item before the container's first one (it brings its own
+comma, so no existing line changes). New text follows the block it joins: one line when that
+container (or the value it replaces) sat on one line, with the file's separators; otherwise
+one entry per line at the container's own indentation step. Anything
 this cannot place (an empty root, a value no scan reads) returns None, and the caller dumps the
 file whole as before.
 """
@@ -58,7 +59,7 @@ def patch_json(text: str, old: JSON, new: JSON) -> tuple[str, JSON] | None:
         root = scan(text)
         doc = Text(text, root, _separators(text, root), "\r\n" if "\r\n" in text else "\n")
         ops = _paired(_lifted(diff(old, new), root, new), root)
-        splices = sorted((_splice(doc, op) for op in ops), key=lambda s: s.start)
+        splices = sorted((_splice(doc, op) for op in ops), key=lambda s: (s.start, s.end))
         patched = _applied(text, splices)
         expected = _items_first(new, ops)
     except (Unplaceable, KeyError, IndexError, TypeError, ValueError, RecursionError):
@@ -83,7 +84,7 @@ def wrap_in_list(text: str, objects: list[JSON], indent: int | None) -> str:
     for obj in objects:
         rendered = json.dumps(obj, indent=indent, ensure_ascii=False).replace("\n", eol)
         out += [eol, ", ", rendered]
-    out += [eol, "]}", text[len(body):] or ""]
+    out += [eol, "]}", text[len(body):]]
     return "".join(out)
 
 
@@ -137,7 +138,7 @@ def _array(text: str, start: int) -> tuple[Span, int]:
 
 def _next(text: str, after: int, close: str) -> int:
     at = _skip(text, after)
-    if text.startswith(",", at):
+    if text.startswith(",", at) and not text.startswith(close, _skip(text, at + 1)):
         return _skip(text, at + 1)
     if text.startswith(close, at):
         return at
@@ -152,7 +153,7 @@ def _at(root: Span, path: Pointer) -> Span:
 
 def _value_at(data: JSON, path: Pointer) -> JSON:
     for step in path:
-        data = data[step]  # type: ignore[index]
+        data = data[step]
     return data
 
 
