@@ -89,3 +89,10 @@ def test_broken_input_names_the_line(text: str, line: int) -> None:
     with pytest.raises(YamlError) as err:
         parse_stream(text, "f.json" if text.startswith("{") else "f.yaml")
     assert err.value.source.line == line
+
+
+def test_json_change_that_cannot_be_spliced_is_dumped_whole() -> None:
+    """A root array of scalars has no entry to patch: the file is written whole, still JSON."""
+    stream = parse_stream("[1,2]\n", "f.json")
+    stream.update(0, [1, 3])
+    assert stream.text() == "[1, 3]\n"
