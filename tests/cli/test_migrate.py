@@ -118,6 +118,17 @@ def test_templates_out(work: Path) -> None:
     assert len(names) == 2  # ml/... and the List's namespace-less one
 
 
+def test_templates_out_json_keeps_a_json_object_single(work: Path) -> None:
+    """`--templates-out x.json` writes a JSON `List`; the migrated JSON Pod stays one object."""
+    out_file = work / "templates.json"
+    status, _, err = run("--write", "--templates-out", str(out_file), str(work / "pod.json"))
+    assert status == 0, err
+    assert json.loads((work / "pod.json").read_text())["kind"] == "Pod"
+    written = json.loads(out_file.read_text())
+    assert written["kind"] == "List"
+    assert [i["kind"] for i in written["items"]] == ["ResourceClaimTemplate"]
+
+
 def test_stdin_prints_result() -> None:
     text = (DATA / "deploy.yaml").read_text()
     status, out, err = run("-", stdin=text)

@@ -405,6 +405,16 @@ def _keep_tail(old: str, new: str) -> str:
     return new if old.endswith("\n") else new.rstrip("\n")
 
 
+def new_file_text(file: str, objects: list[JSON]) -> str:
+    """A file of `objects` alone (`--templates-out`): YAML documents, or a JSON `List`."""
+    if not file.endswith(".json"):
+        stream = parse_stream("", file)
+        stream.append(objects)
+        return stream.text()
+    items = {"apiVersion": "v1", "kind": "List", "items": objects}
+    return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
+
+
 def _as_list(data: JSON, objects: list[JSON]) -> dict[str, Any]:
     items = data.get("items") if isinstance(data, dict) else None
     if isinstance(data, dict) and data.get("kind") == "List" and isinstance(items, list):
