@@ -87,7 +87,11 @@ def test_json_stays_json(work: Path) -> None:
     data = json.loads(text)
     assert data["kind"] == "List"
     assert [i["kind"] for i in data["items"]] == ["Pod", "ResourceClaimTemplate"]
-    assert text == json.dumps(data, indent=4) + "\n"
+    lines, original = text.splitlines(), (DATA / "pod.json").read_text().splitlines()
+    assert lines[0] == '{"apiVersion": "v1", "kind": "List", "items": ['
+    assert lines[1:4] == original[:3] and lines[6] == original[5]  # the Pod's lines kept
+    assert lines[7:9] == [", {", '    "apiVersion": "resource.k8s.io/v1",']  # its indent
+    assert text.endswith("\n]}\n")
 
 
 def test_list_items_are_migrated(work: Path) -> None:
@@ -112,6 +116,17 @@ def test_templates_out(work: Path) -> None:
     assert "ResourceClaimTemplate" not in kinds
     names = [d["metadata"]["name"] for d in yaml.safe_load_all(out_file.read_text())]
     assert len(names) == 2  # ml/... and the List's namespace-less one
+
+
+def test_templates_out_json_keeps_a_json_object_single(work: Path) -> None:
+    """`--templates-out x.json` writes a JSON `List`; the migrated JSON Pod stays one object."""
+    out_file = work / "templates.json"
+    status, _, err = run("--write", "--templates-out", str(out_file), str(work / "pod.json"))
+    assert status == 0, err
+    assert json.loads((work / "pod.json").read_text())["kind"] == "Pod"
+    written = json.loads(out_file.read_text())
+    assert written["kind"] == "List"
+    assert [i["kind"] for i in written["items"]] == ["ResourceClaimTemplate"]
 
 
 def test_stdin_prints_result() -> None:

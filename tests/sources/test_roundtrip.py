@@ -63,14 +63,21 @@ def test_append_documents() -> None:
     assert stream.text() == "a: 1\n---\nkind: X\n"
 
 
-@pytest.mark.parametrize("indent", [None, 2, 4], ids=["compact", "two", "four"])
-def test_json_keeps_indent_and_becomes_list_with_templates(indent: int | None) -> None:
-    text = json.dumps({"kind": "Pod", "apiVersion": "v1"}, indent=indent) + "\n"
+@pytest.mark.parametrize("indent", [None, 2, 4], ids=["one-line", "two", "four"])
+def test_json_object_is_wrapped_in_a_list_with_its_lines_kept(indent: int | None) -> None:
+    pod = {"kind": "Pod", "apiVersion": "v1", "spec": {"args": ["a", "b"]}}
+    text = json.dumps(pod, indent=indent) + "\n"
     stream = parse_stream(text, "f.json")
+    stream.update(0, {**pod, "metadata": {"name": "p"}})
     stream.append([{"kind": "T"}])
     out = stream.text()
-    assert json.loads(out)["kind"] == "List"
-    assert out == json.dumps(json.loads(out), indent=indent) + "\n"
+    assert json.loads(out) == {"apiVersion": "v1", "kind": "List", "items": [
+        {**pod, "metadata": {"name": "p"}}, {"kind": "T"}]}
+    lines = out.splitlines()
+    assert lines[0] == '{"apiVersion": "v1", "kind": "List", "items": ['
+    assert lines[-1] == "]}" and out.endswith("]}\n")
+    assert [line for line in text.splitlines() if line not in lines] == (
+        [] if indent else [text.rstrip()])  # on one line, the new entry shares the line
 
 
 @pytest.mark.parametrize(
@@ -82,3 +89,10 @@ def test_broken_input_names_the_line(text: str, line: int) -> None:
     with pytest.raises(YamlError) as err:
         parse_stream(text, "f.json" if text.startswith("{") else "f.yaml")
     assert err.value.source.line == line
+
+
+def test_json_change_that_cannot_be_spliced_is_dumped_whole() -> None:
+    """A root array of scalars has no entry to patch: the file is written whole, still JSON."""
+    stream = parse_stream("[1,2]\n", "f.json")
+    stream.update(0, [1, 3])
+    assert stream.text() == "[1, 3]\n"

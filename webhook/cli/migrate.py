@@ -24,7 +24,7 @@ from webhook.rewrite import resource_markers, rewrite_object
 from webhook.sources.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
 from webhook.sources.manifests import STDIN, find_files, read_text
 from webhook.sources.policies import default_mappings, load_policies
-from webhook.sources.roundtrip import Skip, Stream, parse_stream
+from webhook.sources.roundtrip import Skip, Stream, new_file_text, parse_stream
 from webhook.sources.skim import skipper
 from webhook.sources.yamlio import YamlError
 from webhook.types import DragateError, LegacyResourceMapping
@@ -273,9 +273,7 @@ def _finish(run: Run) -> None:
 
 def _emit_templates(run: Run) -> None:
     assert run.templates_out is not None
-    stream = parse_stream("", run.templates_out)
-    stream.append(run.collected)
-    text = stream.text()
+    text = new_file_text(run.templates_out, run.collected)
     if run.mode != "write":
         click.echo(f"would write {len(run.collected)} template(s) to {run.templates_out}")
         return

@@ -29,6 +29,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.util import load_yaml_guess_indent
 
 from webhook.sources.duplicates import find_duplicates, without_earlier
+from webhook.sources.jsontext import patch_json, wrap_in_list
 from webhook.sources.textpatch import Style, document_style, patch_text, render_document
 from webhook.sources.treepatch import apply_changes, to_node
 from webhook.sources.yamlio import MAX_TEXT_BYTES, YamlError, to_plain
@@ -79,6 +80,8 @@ class Stream:
     changed: bool = False
     new_style: Style | None = None
     """How new documents are indented: like the first edited document, block by block."""
+    json_whole: bool = False
+    """A JSON edit could not be spliced into the text: the file is dumped whole."""
     indent_loads: bool | None = None
     """Whether the whole `indent_text` loads as one document, when its split alone tells; None:
     ruamel must load it to know (see `whole_text_loads`)."""
@@ -95,7 +98,7 @@ class Stream:
         doc = self.docs[index]
         self.changed = True
         if self.is_json:
-            doc.data = new
+            self._update_json(doc, new)
             return
         base = doc.loaded if doc.loaded is not None else doc.body  # same lines as body
         if doc.node is None:
@@ -120,12 +123,26 @@ class Stream:
             return
         self.changed = True
         if self.is_json:
-            self.docs[0].data = _as_list(self.docs[0].data, objects)
+            self._append_json(self.docs[0], objects)
             return
         for obj in objects:
             text = (render_document(obj, self.new_style) if self.new_style is not None
                     else render_new(obj, self.file_indent))
             self.extra.append("---\n" + text)
+
+    def _update_json(self, doc: Doc, new: JSON) -> None:
+        patched = None if self.json_whole else patch_json(doc.body, doc.data, new)
+        self.json_whole = patched is None
+        doc.body, doc.data = patched or (doc.body, new)
+
+    def _append_json(self, doc: Doc, objects: list[JSON]) -> None:
+        """Templates into the file's `List`, or the single object wrapped in one (see
+        `wrap_in_list`); the whole file is dumped again only when neither can be spliced."""
+        new = _as_list(doc.data, objects)
+        if not self.json_whole and new.get("items", [None])[0] is doc.data:  # wrapped
+            doc.body, doc.data = wrap_in_list(doc.body, objects, self.json_indent), new
+            return
+        self._update_json(doc, new)
 
     def _doc_indent(self, body: str) -> tuple[int, int]:
         """The document's own indentation, the file's where it shows none.
@@ -137,7 +154,7 @@ class Stream:
         return _filled(guessed, self.file_indent if needs_file else (2, 0))
 
     def text(self) -> str:
-        if self.is_json and not self.changed:
+        if self.is_json and not self.json_whole:
             return self.docs[0].body
         if self.is_json:
             text = json.dumps(self.docs[0].data, indent=self.json_indent, ensure_ascii=False)
@@ -388,7 +405,17 @@ def _keep_tail(old: str, new: str) -> str:
     return new if old.endswith("\n") else new.rstrip("\n")
 
 
-def _as_list(data: JSON, objects: list[JSON]) -> JSON:
+def new_file_text(file: str, objects: list[JSON]) -> str:
+    """A file of `objects` alone (`--templates-out`): YAML documents, or a JSON `List`."""
+    if not file.endswith(".json"):
+        stream = parse_stream("", file)
+        stream.append(objects)
+        return stream.text()
+    items = {"apiVersion": "v1", "kind": "List", "items": objects}
+    return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
+
+
+def _as_list(data: JSON, objects: list[JSON]) -> dict[str, Any]:
     items = data.get("items") if isinstance(data, dict) else None
     if isinstance(data, dict) and data.get("kind") == "List" and isinstance(items, list):
         return {**data, "items": [*data["items"], *objects]}
