@@ -201,6 +201,15 @@ _URLS: dict[str, list[Overload]] = {
         "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath")},
     "getQuery": [(URL, (), map_of(STRING, list_of(STRING)))],
 }
+FORMAT = "kubernetes.NamedFormat"
+_FORMATS: dict[str, list[Overload]] = {
+    "format.named": [(None, (STRING,), optional_of(FORMAT))],
+    "validate": [(FORMAT, (STRING,), optional_of(list_of(STRING)))],
+    **{f"format.{name}": [(None, (), FORMAT)] for name in (
+        "dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName",
+        "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue",
+        "uri", "uuid", "byte", "date", "datetime")},
+}
 _TIME: dict[str, list[Overload]] = {
     name: [(TIMESTAMP, (), INT), (TIMESTAMP, (STRING,), INT)]
     for name in ("getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear",
@@ -220,5 +229,6 @@ _CONSTRUCTORS: dict[str, list[Overload]] = {
 OVERLOADS: dict[str, list[Overload]] = _merge(
     _OPERATORS, _CONVERSIONS, _STRINGS, _STRINGS_MORE, _LISTS, _QUANTITY, _COMPARED,
     _QUANTITY_MATH, _CONSTRUCTORS, _TIME, _OPTIONALS, _NETWORK, _URLS,
+    _FORMATS,
 )
 """Function or operator name -> its overloads, as declared in Kubernetes' environment."""

@@ -43,11 +43,13 @@ class URL:
 register_value_type(URL)
 
 
-def _request_uri(text: str) -> str | None:
+def request_uri_error(text: str) -> str | None:
     """Why Go's ParseRequestURI refuses `text`, or None."""
     if not text:
         return "empty url"
-    if any(ord(c) < 0x20 or c in " \x7f" for c in text):
+    if any(ord(c) < 0x20 or c == "\x7f" for c in text):
+        return "net/url: invalid control character in URL"
+    if " " in text:
         return "invalid character in URL"
     if not _SCHEME.match(text) and not text.startswith("/"):
         return "invalid URI for request"
@@ -56,7 +58,7 @@ def _request_uri(text: str) -> str | None:
 
 def parse_url(value: Any) -> URL:
     text = str(expect(value, ct.StringType, "url"))
-    error = _request_uri(text)
+    error = request_uri_error(text)
     if error is not None:
         raise CelFunctionError(f"URL parse error during conversion from string: {error}")
     return URL(text)
@@ -91,7 +93,7 @@ def _query(value: Any) -> ct.MapType:
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "url": parse_url,
-    "isURL": lambda v: ct.BoolType(_request_uri(str(expect(v, ct.StringType, "isURL"))) is None),
+    "isURL": lambda v: ct.BoolType(request_uri_error(str(expect(v, ct.StringType, "isURL"))) is None),
     "getScheme": lambda v: ct.StringType(_parts(v).scheme),
     "getHost": lambda v: ct.StringType(_host(v)),
     "getHostname": lambda v: ct.StringType(_hostname(v)),
