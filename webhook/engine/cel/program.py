@@ -17,6 +17,7 @@ import celpy
 import celpy.evaluation
 from celpy.evaluation import CELEvalError
 
+from webhook.engine.cel import network
 from webhook.engine.cel.budget import CURRENT, STEP_COST, Budget
 from webhook.engine.cel.checker import check_types, require_bool_type
 from webhook.engine.cel.comprehensions import comprehend
@@ -55,6 +56,8 @@ class Scope:
             scope = scope._dg_parent
         if name in celpy.evaluation.base_functions:  # type names: int, string, ...
             return celpy.evaluation.base_functions[name]
+        if name == "net":
+            return network.TYPE_PACKAGE
         raise NameError(name)
 
     resolve_variable = __getattr__

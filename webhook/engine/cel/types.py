@@ -178,6 +178,8 @@ _OPTIONALS: dict[str, list[Overload]] = {
     "or": [(_OPT_A, (_OPT_A,), _OPT_A)],
 }
 IP, CIDR = "net.IP", "net.CIDR"
+QUALIFIED_TYPE_VALUES: Mapping[str, CelType] = {IP: IP, CIDR: CIDR}
+"""Type names with a package usable as values (`type(x) == net.IP`); `net` alone is no value."""
 _NETWORK: dict[str, list[Overload]] = {
     "ip": [(None, (STRING,), IP), (CIDR, (), IP)],
     "isIP": [(None, (STRING,), BOOL)],
