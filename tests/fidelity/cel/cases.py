@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fidelity.cel.dra_cases import NVIDIA_DEVICES, NVIDIA_SELECTORS, UPSTREAM_DEVICES
+from fidelity.cel.library_cases import FORMAT_EXPRESSIONS, TYPE_EXPRESSIONS
 from fidelity.cel.oracle import extract, module_dirs
 
 
@@ -58,7 +59,12 @@ UPSTREAM_TABLES: dict[str, tuple[str, str]] = {
 
 DRA_UPSTREAM = "dra compile_test"
 DRA_NVIDIA = "dra selectors (nvidia)"
-LIBRARIES = (*UPSTREAM_TABLES, DRA_UPSTREAM, DRA_NVIDIA)
+OWN_TABLES: dict[str, tuple[str, ...]] = {
+    "dragate format edges": FORMAT_EXPRESSIONS,
+    "dragate type values": TYPE_EXPRESSIONS,
+}
+"""dragate's own library cases, run without variables like the upstream tables."""
+LIBRARIES = (*UPSTREAM_TABLES, *OWN_TABLES, DRA_UPSTREAM, DRA_NVIDIA)
 
 
 def _dedupe(cases: list[Case]) -> list[Case]:
@@ -86,6 +92,8 @@ def all_cases(binary: Path) -> list[Case]:
     for library, (module, path) in UPSTREAM_TABLES.items():
         found = extract(binary, [dirs[module] / path])
         cases += [Case(library, row["expr"]) for row in found]
+    for library, exprs in OWN_TABLES.items():
+        cases += [Case(library, expr) for expr in exprs]
     dra_file = dirs["k8s.io/dynamic-resource-allocation"] / "cel/compile_test.go"
     dra_exprs = [row["expr"] for row in extract(binary, [dra_file])]
     cases += _device_cases(DRA_UPSTREAM, dra_exprs, UPSTREAM_DEVICES)

@@ -17,7 +17,7 @@ import celpy.celtypes as ct
 
 from webhook.engine.cel import name_rules
 from webhook.engine.cel.optionals import NONE, Optional
-from webhook.engine.cel.urls import request_uri_error
+from webhook.engine.cel.request_uri import go_quote, request_uri_error
 from webhook.engine.cel.values import expect, register_value_type
 
 _UUID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}",
@@ -78,15 +78,7 @@ def _yes_no(check: Callable[[str], bool], message: str) -> name_rules.Rule:
 
 def _uri(text: str) -> list[str]:
     error = request_uri_error(text)
-    return [] if error is None else [f"parse {_go_quote(text)}: {error}"]
-
-
-def _go_quote(text: str) -> str:
-    """Go's %q for the common cases: printable text kept, quotes and controls escaped."""
-    escapes = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-    return '"' + "".join(
-        escapes.get(c) or (c if c.isprintable() else f"\\x{ord(c):02x}") for c in text
-    ) + '"'
+    return [] if error is None else [f"parse {go_quote(text)}: {error}"]
 
 
 _RULES: dict[str, tuple[str, name_rules.Rule]] = {

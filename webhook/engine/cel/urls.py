@@ -1,14 +1,13 @@
 """Kubernetes' URL CEL library (k8s.io/apiserver/pkg/cel/library urls.go).
 
-`url(s)` accepts what Go's `url.ParseRequestURI` accepts: an absolute URL (`scheme:...`) or
-an absolute path (`/...`), without spaces or control characters. The getters return Go's
+`url(s)` accepts what Go's `url.ParseRequestURI` accepts (see `request_uri`): an absolute
+URL (`scheme:...`) or an absolute path (`/...`). The getters return Go's
 views: `getHost` keeps the port, `getHostname` drops it and IPv6 brackets, `getQuery` maps
 each key to all its values.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -16,9 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 import celpy.celtypes as ct
 
 from webhook.engine.cel.errors import CelFunctionError
+from webhook.engine.cel.request_uri import request_uri_error
 from webhook.engine.cel.values import expect, register_value_type
-
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 class URL:
@@ -41,19 +39,6 @@ class URL:
 
 
 register_value_type(URL)
-
-
-def request_uri_error(text: str) -> str | None:
-    """Why Go's ParseRequestURI refuses `text`, or None."""
-    if not text:
-        return "empty url"
-    if any(ord(c) < 0x20 or c == "\x7f" for c in text):
-        return "net/url: invalid control character in URL"
-    if " " in text:
-        return "invalid character in URL"
-    if not _SCHEME.match(text) and not text.startswith("/"):
-        return "invalid URI for request"
-    return None
 
 
 def parse_url(value: Any) -> URL:
@@ -91,9 +76,13 @@ def _query(value: Any) -> ct.MapType:
                        for k, vs in pairs.items()})
 
 
+def is_url(value: Any) -> ct.BoolType:
+    return ct.BoolType(request_uri_error(str(expect(value, ct.StringType, "isURL"))) is None)
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "url": parse_url,
-    "isURL": lambda v: ct.BoolType(request_uri_error(str(expect(v, ct.StringType, "isURL"))) is None),
+    "isURL": is_url,
     "getScheme": lambda v: ct.StringType(_parts(v).scheme),
     "getHost": lambda v: ct.StringType(_host(v)),
     "getHostname": lambda v: ct.StringType(_hostname(v)),

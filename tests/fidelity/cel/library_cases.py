@@ -1,0 +1,71 @@
+"""dragate's own library cases: edges the upstream tables leave out.
+
+The named-format library returns Kubernetes' validation messages as values, so every rule's
+boundaries (length limits, generateName prefixes, qualified-name prefixes, calendar dates,
+URI errors, which `isURL` shares) are tried here; and type values with a package (`net.IP`), which compare with any
+other type value.
+"""
+
+from __future__ import annotations
+
+_LONG_LABEL = "a" * 64
+_LONG_SUBDOMAIN = ".".join(["a" * 63] * 4) + "b"
+
+FORMAT_INPUTS: dict[str, tuple[str, ...]] = {
+    "dns1123Label": ("", "a.b", "Upper", _LONG_LABEL, "-a", "a" * 63, "é"),
+    "dns1123Subdomain": ("", "a..b", "a.b.", _LONG_SUBDOMAIN, "A.b", "ab-.c"),
+    "dns1035Label": ("1abc", "", "abc", "a_b", _LONG_LABEL),
+    "qualifiedName": ("", "a/b/c", "/name", "example.com/", "Example.com/name",
+                      "example.com/" + _LONG_LABEL, "-bad-", "k8s.io/a_b.c-d", _LONG_LABEL),
+    "dns1123LabelPrefix": ("-", "a-", "ab-", "a--", "A-", "ab"),
+    "dns1123SubdomainPrefix": ("x.-", "a.b-", "-"),
+    "dns1035LabelPrefix": ("1-", "ab-", "a-"),
+    "labelValue": ("", "-a", "a" * 63, "a" * 64, "a b", "_a_"),
+    "uri": ("", "*", "/path", "relative/path", "mailto:x@example.com", "http://a b.com",
+            "http://example.com/\x01", "http://[::1]:8080/x?y=z", "/a b", "http://x.com/a b",
+            "a b:x", ":x", "http://x.com?q=a b", "http://x.com#a b", "http://us er@x.com/",
+            "http://u%zz@x.com/", "http://x.com:8a/", "http://[::1/", "ht tp://x.com",
+            "http://x.com/%zz", "http://x.com/%4", "http://%41.com/", "http://%25.com/",
+            "http://x.com/?%zz", "HTTP://X.COM/é", "http://é.com/", "1http://x.com/"),
+    "uuid": ("", "123E4567E89B12D3A456426614174000", "123e4567-e89b-12d3-a456-42661417400",
+             "g23e4567-e89b-12d3-a456-426614174000"),
+    "byte": ("", "aGVsbG8h", "aGVsbA==", "aGVsbA=", "a GVsbA==", "aGVsbA==\n"),
+    "date": ("2024-02-29", "2023-02-29", "2000-02-29", "1900-02-29", "2021-13-01",
+             "2021-00-10", "2021-1-01", "21-01-01", "2021-04-31", "0000-01-01"),
+    "datetime": ("2021-01-01t00:00:00z", "2021-01-01T24:00:00Z", "2021-01-01T23:59:60Z",
+                 "2021-01-01T12:00:00.123+05:30", "2021-01-01T12:00:00", "2021-01-01",
+                 "2021-01-01T12:00:00Zjunk", "2021-01-01T12:00:00Z\n", "2021-01-01 12:00:00Z"),
+}
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace(
+        "\x01", "\\x01") + '"'
+
+
+FORMAT_EXPRESSIONS: tuple[str, ...] = (
+    *(f"format.{name}().validate({_quoted(text)})"
+      for name, inputs in FORMAT_INPUTS.items() for text in inputs),
+    *(f'format.named("{name}").value().validate("a-b")' for name in FORMAT_INPUTS),
+    *(f"isURL({_quoted(text)})" for text in FORMAT_INPUTS["uri"]),
+    'format.named("DNS1123Label")',
+    'format.named("uri") == format.named("uri")',
+    "format.uri() == format.uuid()",
+    "type(format.uri())",
+    'format.labelValue().validate("a b").orValue([]).size()',
+)
+
+TYPE_EXPRESSIONS: tuple[str, ...] = (
+    "net.IP",
+    "net.CIDR",
+    "net",
+    "net.Address",
+    "type(net.IP)",
+    "int == string",
+    "type(1) == string",
+    'type(cidr("10.0.0.0/8")) == net.IP',
+    'type(ip("::1")) == net.IP',
+    "[net.IP, net.CIDR]",
+    "string(net.IP)",
+    "kubernetes.Quantity",
+)
