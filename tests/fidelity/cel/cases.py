@@ -12,7 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from fidelity.cel.dra_cases import NVIDIA_DEVICES, NVIDIA_SELECTORS, UPSTREAM_DEVICES
-from fidelity.cel.library_cases import FORMAT_EXPRESSIONS, TYPE_EXPRESSIONS
+from fidelity.cel.library_cases import (
+    FORMAT_EXPRESSIONS,
+    QUANTITY_EXPRESSIONS,
+    TYPE_EXPRESSIONS,
+)
 from fidelity.cel.oracle import extract, module_dirs
 
 
@@ -62,6 +66,7 @@ DRA_NVIDIA = "dra selectors (nvidia)"
 OWN_TABLES: dict[str, tuple[str, ...]] = {
     "dragate format edges": FORMAT_EXPRESSIONS,
     "dragate type values": TYPE_EXPRESSIONS,
+    "dragate quantity printing": QUANTITY_EXPRESSIONS,
 }
 """dragate's own library cases, run without variables like the upstream tables."""
 LIBRARIES = (*UPSTREAM_TABLES, *OWN_TABLES, DRA_UPSTREAM, DRA_NVIDIA)

@@ -2,8 +2,8 @@
 
 The named-format library returns Kubernetes' validation messages as values, so every rule's
 boundaries (length limits, generateName prefixes, qualified-name prefixes, calendar dates,
-URI errors, which `isURL` shares) are tried here; and type values with a package (`net.IP`), which compare with any
-other type value.
+URI errors, which `isURL` shares) are tried here; so are type values with a package
+(`net.IP`), which compare with any other type value, and quantities as Go prints them.
 """
 
 from __future__ import annotations
@@ -69,3 +69,20 @@ TYPE_EXPRESSIONS: tuple[str, ...] = (
     "string(net.IP)",
     "kubernetes.Quantity",
 )
+
+QUANTITY_TEXTS: tuple[str, ...] = (
+    "1e-10", "1.5e-9", "-1e-10", "0.0000000001", "1.5", "0.1", "1.50", "007", "+5", "1e-3",
+    "100e-3", "5e-7", "1e3", "1E3", "12e6", "1e100", "1e21", "1000E", "1.1k", "1000", "1000000",
+    "3000m", "1.000001", "1234567890123456789", "12345678901234567890", "1.5Gi", "-1.5Gi",
+    "1024Ki", "0.5Mi", "0.5Ki", "8Ki", "16Ki", "1025Ki", "1.0001Gi", "10Ei", "1Ti", "1023",
+)
+
+QUANTITY_EXPRESSIONS: tuple[str, ...] = (
+    *(f'quantity("{text}")' for text in QUANTITY_TEXTS),
+    'quantity("1Gi").add(quantity("1.5"))',
+    'quantity("0").add(quantity("1Ki"))',
+    'quantity("1e3").sub(1)',
+    'quantity("1Ki").add(1024)',
+    'quantity("1.5").sub(quantity("1.5"))',
+)
+"""Quantities as values: Go prints them canonically unless the input already was."""
