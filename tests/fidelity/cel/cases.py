@@ -14,6 +14,8 @@ from typing import Any
 
 from fidelity.cel.dra_cases import NVIDIA_DEVICES, NVIDIA_SELECTORS, UPSTREAM_DEVICES
 from fidelity.cel.library_cases import (
+    DURATION_EXPRESSIONS,
+    FORMAT_VERB_EXPRESSIONS,
     FORMAT_EXPRESSIONS,
     QUANTITY_EXPRESSIONS,
     TYPE_EXPRESSIONS,
@@ -73,6 +75,8 @@ OWN_TABLES: dict[str, tuple[str, ...]] = {
     "dragate format edges": FORMAT_EXPRESSIONS,
     "dragate type values": TYPE_EXPRESSIONS,
     "dragate quantity printing": QUANTITY_EXPRESSIONS,
+    "dragate durations": DURATION_EXPRESSIONS,
+    "dragate string.format verbs": FORMAT_VERB_EXPRESSIONS,
 }
 """dragate's own library cases, run without variables like the upstream tables."""
 LIBRARIES = (*UPSTREAM_TABLES, CRD_RULES, *OWN_TABLES, DRA_UPSTREAM, DRA_NVIDIA)

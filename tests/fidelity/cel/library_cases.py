@@ -48,6 +48,8 @@ FORMAT_EXPRESSIONS: tuple[str, ...] = (
       for name, inputs in FORMAT_INPUTS.items() for text in inputs),
     *(f'format.named("{name}").value().validate("a-b")' for name in FORMAT_INPUTS),
     *(f"isURL({_quoted(text)})" for text in FORMAT_INPUTS["uri"]),
+    *(f'url("http://x.com{path}").getEscapedPath()' for path in (
+        "/with space/", "/a%20b", "/a(b)!*'", "/[x]", "/é", "/a%41 b", "/$&+,:;=@", "/~_.-")),
     'format.named("DNS1123Label")',
     'format.named("uri") == format.named("uri")',
     "format.uri() == format.uuid()",
@@ -86,3 +88,20 @@ QUANTITY_EXPRESSIONS: tuple[str, ...] = (
     'quantity("1.5").sub(quantity("1.5"))',
 )
 """Quantities as values: Go prints them canonically unless the input already was."""
+
+DURATION_EXPRESSIONS: tuple[str, ...] = (
+    *(f'duration("{text}")' for text in (
+        "1d", "1h30m", ".5s", "5.s", "-1.5h", "+2m", "0", "1", "", "1us", "1\u00b5s", "3ns",
+        "1h1d", "1.5.5s")),
+    *(f'["{text}"].map(d, duration(d))' for text in ("1d", "1h", "-0", "x")),
+)
+"""Durations as Go's time.ParseDuration reads them: no days, a unit on every number."""
+
+FORMAT_VERB_EXPRESSIONS: tuple[str, ...] = (
+    "'%e'.format([3.14])", "'%e'.format([0.00123])", "'%e'.format([-1234.5])",
+    "'%.2e'.format([3.14159])", "'%e'.format([1e300])", "'%e'.format([1])",
+    "'%s'.format([duration('1m')])", "'%s'.format([duration('1.5s')])",
+    "'%s'.format([duration('-90m')])", "'%s'.format([timestamp('2000-01-01T00:00:00.000Z')])",
+    "'%s'.format([timestamp('2000-01-01T00:00:00.5+01:00')])",
+)
+"""`string.format` verbs: %e as cel-go prints it (x/text), %s of durations and timestamps."""

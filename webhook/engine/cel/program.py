@@ -24,7 +24,13 @@ from webhook.engine.cel.comprehensions import comprehend
 from webhook.engine.cel.cost import SELECTOR_COST_LIMIT, estimate
 from webhook.engine.cel.errors import BudgetExceeded, CelCompileError, CelFunctionError
 from webhook.engine.cel.library import FUNCTIONS, python_name
-from webhook.engine.cel.operators import EVALUATION_OVERRIDES, OPERATOR, make_int, to_string
+from webhook.engine.cel.operators import (
+    EVALUATION_OVERRIDES,
+    OPERATOR,
+    make_duration,
+    make_int,
+    to_string,
+)
 from webhook.engine.cel.optionals import rewrite_optional_syntax
 from webhook.engine.cel.syntax import References, parse
 from webhook.engine.cel.transpile import transpile
@@ -139,7 +145,8 @@ _EVALUATION.result = _result
 for _name, _function in EVALUATION_OVERRIDES.items():
     setattr(_EVALUATION, _name, _function)
 _CELTYPES = SimpleNamespace(
-    **{**vars(celpy.celtypes), "StringType": to_string, "IntType": make_int}
+    **{**vars(celpy.celtypes), "StringType": to_string, "IntType": make_int,
+       "DurationType": make_duration}
 )
 _GLOBALS: dict[str, Any] = {
     "celpy": SimpleNamespace(celtypes=_CELTYPES, evaluation=_EVALUATION),

@@ -143,10 +143,12 @@ _STRINGS_MORE: dict[str, list[Overload]] = {
     "format": [(STRING, (list_of(_A),), STRING)],
 }
 _LISTS: dict[str, list[Overload]] = {
-    "isSorted": [(_LIST_A, (), BOOL)],
-    "sum": [(_LIST_A, (), _A)],
-    "min": [(_LIST_A, (), _A)],
-    "max": [(_LIST_A, (), _A)],
+    # Kubernetes declares these per element type: sum for numbers and durations, the others
+    # for every ordered type (so `['a'].sum()` and `[[1]].min()` are refused at create time).
+    "isSorted": [(list_of(t), (), BOOL) for t in _COMPARABLE],
+    "sum": [(list_of(t), (), t) for t in (INT, UINT, DOUBLE, DURATION)],
+    "min": [(list_of(t), (), t) for t in _COMPARABLE],
+    "max": [(list_of(t), (), t) for t in _COMPARABLE],
     "sets.contains": [(None, (_LIST_A, _LIST_A), BOOL)],
     "sets.equivalent": [(None, (_LIST_A, _LIST_A), BOOL)],
     "sets.intersects": [(None, (_LIST_A, _LIST_A), BOOL)],

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import celpy.celtypes as ct
 
@@ -70,6 +70,18 @@ def _port(value: Any) -> str:
     return tail.partition(":")[2]
 
 
+_ESCAPED_PATH_CHARS = frozenset("-._~$&+,/:;=@!'()*[]%")
+_PATH_SAFE = "/$&+,:;=@-._~"
+
+
+def _escaped_path(value: Any) -> str:
+    """Go's EscapedPath: the path as written when it is validly escaped, else re-escaped."""
+    raw = str(_parts(value).path)
+    if all((c.isascii() and c.isalnum()) or c in _ESCAPED_PATH_CHARS for c in raw):
+        return raw
+    return quote(unquote(raw), safe=_PATH_SAFE)
+
+
 def _query(value: Any) -> ct.MapType:
     pairs = parse_qs(_parts(value).query, keep_blank_values=True)
     return ct.MapType({ct.StringType(k): ct.ListType([ct.StringType(v) for v in vs])
@@ -87,6 +99,6 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "getHost": lambda v: ct.StringType(_host(v)),
     "getHostname": lambda v: ct.StringType(_hostname(v)),
     "getPort": lambda v: ct.StringType(_port(v)),
-    "getEscapedPath": lambda v: ct.StringType(_parts(v).path),
+    "getEscapedPath": lambda v: ct.StringType(_escaped_path(v)),
     "getQuery": _query,
 }
