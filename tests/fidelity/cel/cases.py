@@ -15,8 +15,8 @@ from typing import Any
 from fidelity.cel.dra_cases import NVIDIA_DEVICES, NVIDIA_SELECTORS, UPSTREAM_DEVICES
 from fidelity.cel.library_cases import (
     DURATION_EXPRESSIONS,
-    FORMAT_VERB_EXPRESSIONS,
     FORMAT_EXPRESSIONS,
+    FORMAT_VERB_EXPRESSIONS,
     QUANTITY_EXPRESSIONS,
     TYPE_EXPRESSIONS,
 )

@@ -2,7 +2,8 @@
 
 Supported: `%s` (strings, numbers, bools, null, durations, timestamps), `%d` (integers), `%f`
 with an optional precision (doubles and integers, default 6), `%e` (doubles, printed as
-cel-go's `3.140000×10⁰⁰`), `%x` / `%X` / `%o` / `%b` (integers), `%%`. Any other verb or a value of the wrong kind is an error, never a guess.
+cel-go's `3.140000` times ten to a superscript power), `%x` / `%X` / `%o` / `%b` (integers),
+`%%`. Any other verb or a value of the wrong kind is an error, never a guess.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ _SUPERSCRIPT = str.maketrans("0123456789-", "\u2070\u00b9\u00b2\u00b3\u2074\u207
 
 
 def _scientific(value: Any, precision: int) -> str:
-    """cel-go prints %e through golang.org/x/text: `3.140000×10⁰⁰`.
+    """cel-go prints %e through golang.org/x/text: mantissa, multiplication sign, `10⁰⁰`.
 
     cel-go passes the precision as a width (`%6e`), so six decimals are always printed.
     """
