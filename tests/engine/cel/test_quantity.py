@@ -138,7 +138,7 @@ def test_parse_error_type():
         ("1E3", "1E3"),
         ("8Ki", "8Ki"),
     ],
-    ids=lambda value: str(value),
+    ids=str,
 )
 def test_printed_as_go_prints(text, printed):
     assert str(parse_quantity(text)) == printed
