@@ -121,3 +121,24 @@ def test_parse_forms(text, value, scaled):
 def test_parse_error_type():
     with pytest.raises(CelFunctionError):
         parse_quantity("1.1.M")
+
+
+@pytest.mark.parametrize(
+    ("text", "printed"),
+    [
+        ("1e-10", "1e-9"),  # rounded up to a nano, printed canonically
+        ("1.5", "1500m"),
+        ("1.5Gi", "1536Mi"),
+        ("1024Ki", "1Mi"),
+        ("0.5Mi", "512Ki"),
+        ("1.1k", "1100"),
+        ("5e-7", "500e-9"),
+        ("1e100", "10e99"),
+        ("1.000001", "1.000001"),  # already canonical: Go keeps the text
+        ("1E3", "1E3"),
+        ("8Ki", "8Ki"),
+    ],
+    ids=str,
+)
+def test_printed_as_go_prints(text, printed):
+    assert str(parse_quantity(text)) == printed

@@ -7,11 +7,19 @@ against every device of their table, so one expression is several cases.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fidelity.cel.dra_cases import NVIDIA_DEVICES, NVIDIA_SELECTORS, UPSTREAM_DEVICES
+from fidelity.cel.library_cases import (
+    DURATION_EXPRESSIONS,
+    FORMAT_EXPRESSIONS,
+    FORMAT_VERB_EXPRESSIONS,
+    QUANTITY_EXPRESSIONS,
+    TYPE_EXPRESSIONS,
+)
 from fidelity.cel.oracle import extract, module_dirs
 
 
@@ -58,7 +66,20 @@ UPSTREAM_TABLES: dict[str, tuple[str, str]] = {
 
 DRA_UPSTREAM = "dra compile_test"
 DRA_NVIDIA = "dra selectors (nvidia)"
-LIBRARIES = (*UPSTREAM_TABLES, DRA_UPSTREAM, DRA_NVIDIA)
+CRD_RULES = "apiextensions validation rules (without self)"
+CRD_RULES_SOURCE = ("k8s.io/apiextensions-apiserver", "pkg/apiserver/schema/cel/validation_test.go")
+"""CRD x-kubernetes-validations tables: their `valid` and `errors` rules that use no `self`."""
+_SELF = re.compile(r"\b(self|oldSelf)\b")
+
+OWN_TABLES: dict[str, tuple[str, ...]] = {
+    "dragate format edges": FORMAT_EXPRESSIONS,
+    "dragate type values": TYPE_EXPRESSIONS,
+    "dragate quantity printing": QUANTITY_EXPRESSIONS,
+    "dragate durations": DURATION_EXPRESSIONS,
+    "dragate string.format verbs": FORMAT_VERB_EXPRESSIONS,
+}
+"""dragate's own library cases, run without variables like the upstream tables."""
+LIBRARIES = (*UPSTREAM_TABLES, CRD_RULES, *OWN_TABLES, DRA_UPSTREAM, DRA_NVIDIA)
 
 
 def _dedupe(cases: list[Case]) -> list[Case]:
@@ -86,6 +107,11 @@ def all_cases(binary: Path) -> list[Case]:
     for library, (module, path) in UPSTREAM_TABLES.items():
         found = extract(binary, [dirs[module] / path])
         cases += [Case(library, row["expr"]) for row in found]
+    module, path = CRD_RULES_SOURCE
+    rules = [row["expr"] for row in extract(binary, [dirs[module] / path])]
+    cases += [Case(CRD_RULES, rule) for rule in rules if not _SELF.search(rule)]
+    for library, exprs in OWN_TABLES.items():
+        cases += [Case(library, expr) for expr in exprs]
     dra_file = dirs["k8s.io/dynamic-resource-allocation"] / "cel/compile_test.go"
     dra_exprs = [row["expr"] for row in extract(binary, [dra_file])]
     cases += _device_cases(DRA_UPSTREAM, dra_exprs, UPSTREAM_DEVICES)

@@ -30,6 +30,7 @@ from webhook.engine.cel.types import (
     NULL,
     OBJECT_FIELDS,
     OVERLOADS,
+    QUALIFIED_TYPE_VALUES,
     STRING,
     TYPE_VALUES,
     UINT,
@@ -174,7 +175,19 @@ class Checker:
         return kinds[0]
 
     def _member_dot(self, node: TranspilerTree, scope: Mapping[str, CelType]) -> CelType:
+        qualified = self._qualified_type(node, scope)
+        if qualified is not None:
+            return qualified
         return self._select(self.check(node.children[0], scope), str(node.children[1]), node)
+
+    def _qualified_type(self, node: TranspilerTree, scope: Mapping[str, CelType]
+                        ) -> CelType | None:
+        """`net.IP` names a type, unless `net` is a variable of the expression."""
+        package = ident_name(node.children[0])
+        if package is None or package in scope or package in self.variables:
+            return None
+        kind = QUALIFIED_TYPE_VALUES.get(f"{package}.{node.children[1]}")
+        return None if kind is None else ("type", kind)
 
     def _select(self, kind: CelType, field: str, node: Any) -> CelType:
         if kind in (DYN, ANY):

@@ -1,7 +1,8 @@
 """cel-go ext strings `format`: `'%s-%d'.format(['a', 1])`, for the common verbs.
 
-Supported: `%s` (strings, numbers, bools, null), `%d` (integers), `%f` / `%e` with an optional
-precision (doubles and integers, default precision 6), `%x` / `%X` / `%o` / `%b` (integers),
+Supported: `%s` (strings, numbers, bools, null, durations, timestamps), `%d` (integers), `%f`
+with an optional precision (doubles and integers, default 6), `%e` (doubles, printed as
+cel-go's `3.140000` times ten to a superscript power), `%x` / `%X` / `%o` / `%b` (integers),
 `%%`. Any other verb or a value of the wrong kind is an error, never a guess.
 """
 
@@ -29,6 +30,10 @@ def _text(value: Any) -> str:
         return go_float_text(float(value))
     if isinstance(value, (ct.StringType, *_INTEGERS)):
         return str(value)
+    if isinstance(value, ct.DurationType):
+        return go_float_text(value.total_seconds()) + "s"
+    if isinstance(value, ct.TimestampType):
+        return _rfc3339(value)
     raise CelFunctionError(f"format: %s of a {type_name(value)} is not supported")
 
 
@@ -41,12 +46,43 @@ def _integer(value: Any, verb: str) -> int:
 def _one(verb: str, precision: str | None, value: Any) -> str:
     if verb == "s":
         return _text(value)
-    if verb in "fe":
+    if verb == "e":
+        return _scientific(value, 6)
+    if verb == "f":
         if not isinstance(value, (ct.DoubleType, *_INTEGERS)) or isinstance(value, ct.BoolType):
             raise CelFunctionError(f"format: %{verb} needs a number, not {type_name(value)}")
         return f"{float(value):.{int(precision or 6)}{verb}}"
     number = _integer(value, verb)
     return format(number, {"d": "d", "x": "x", "X": "X", "o": "o", "b": "b"}[verb])
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-", "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077"
+                             "\u2078\u2079\u207b")
+
+
+def _scientific(value: Any, precision: int) -> str:
+    """cel-go prints %e through golang.org/x/text: mantissa, multiplication sign, `10⁰⁰`.
+
+    cel-go passes the precision as a width (`%6e`), so six decimals are always printed.
+    """
+    if not isinstance(value, ct.DoubleType):
+        raise CelFunctionError(f"format: %e needs a double, not {type_name(value)}")
+    mantissa, _, exponent = f"{float(value):.{precision}e}".partition("e")
+    power = f"{'-' if exponent.startswith('-') else ''}{abs(int(exponent)):02d}"
+    return f"{mantissa}\u00d710{power.translate(_SUPERSCRIPT)}"
+
+
+def _rfc3339(stamp: ct.TimestampType) -> str:
+    """Go's RFC3339Nano in the timestamp's own offset: no trailing zeros, `Z` for UTC."""
+    text = stamp.strftime("%Y-%m-%dT%H:%M:%S")
+    if stamp.microsecond:
+        text += f".{stamp.microsecond:06d}".rstrip("0")
+    offset = stamp.utcoffset()
+    minutes = int(offset.total_seconds()) // 60 if offset else 0
+    if not minutes:
+        return text + "Z"
+    sign = "+" if minutes > 0 else "-"
+    return f"{text}{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 def format_string(template: Any, args: Any) -> ct.StringType:

@@ -18,6 +18,7 @@ from celpy.evaluation import CELEvalError
 from webhook.engine.cel import (
     formatting,
     lists,
+    named_formats,
     network,
     optionals,
     quantity,
@@ -116,6 +117,7 @@ def _table() -> dict[str, CelFunction]:
         optionals.FUNCTIONS,
         network.FUNCTIONS,
         urls.FUNCTIONS,
+        named_formats.FUNCTIONS,
         formatting.FUNCTIONS,
         shared,
     )

@@ -58,6 +58,8 @@ class CIDR:
 
 register_value_type(IP)
 register_value_type(CIDR)
+TYPE_PACKAGE = ct.MapType({ct.StringType("IP"): IP, ct.StringType("CIDR"): CIDR})
+"""What `net` resolves to when no variable has the name: `net.IP` and `net.CIDR` are types."""
 
 
 def _address(text: str) -> Address:

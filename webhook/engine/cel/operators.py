@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from types import SimpleNamespace
@@ -45,6 +46,20 @@ def make_int(value: Any) -> ct.IntType:
     if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
         return int.__new__(ct.IntType, value)
     return ct.IntType(value)
+
+
+_GO_DURATION = re.compile(r"[-+]?(0|((\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h))+)")
+
+
+def make_duration(value: Any, *args: Any) -> ct.DurationType:
+    """`duration(s)` accepting only what Go's time.ParseDuration does (celpy also takes 'd')."""
+    if isinstance(value, str):
+        if not _GO_DURATION.fullmatch(value):
+            raise ValueError(f"invalid duration {value!r}")
+        if value.lstrip("+-") == "0":
+            return ct.DurationType(0)
+        value = value.replace("\u00b5s", "us").replace("\u03bcs", "us")  # celpy knows only us
+    return ct.DurationType(value, *args)
 
 
 def _int_result(value: int) -> ct.IntType:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import celpy.celtypes as ct
@@ -63,11 +64,18 @@ def select(receiver: Any, key: Any) -> Optional:
     return Optional(receiver[key], True) if dict.__contains__(receiver, key) else NONE
 
 
+_EMPTY_WHEN_ZERO = (ct.BoolType, ct.IntType, ct.UintType, ct.DoubleType, ct.StringType,
+                    ct.BytesType, ct.ListType, ct.MapType, ct.DurationType)
+_ZERO_TIME = ct.TimestampType(datetime(1, 1, 1, tzinfo=UTC))
+
+
 def _zero(value: Any) -> bool:
-    """The zero value of its type: null, 0, '', [], {}, false."""
+    """The zero value of its type: null, 0, '', [], {}, false, 0s, 0001-01-01T00:00:00Z."""
     if value is None:
         return True
-    return not isinstance(value, Optional) and not value and value == type(value)()
+    if isinstance(value, ct.TimestampType):
+        return bool(value == _ZERO_TIME)
+    return isinstance(value, _EMPTY_WHEN_ZERO) and not value
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {

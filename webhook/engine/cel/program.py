@@ -17,13 +17,20 @@ import celpy
 import celpy.evaluation
 from celpy.evaluation import CELEvalError
 
+from webhook.engine.cel import network
 from webhook.engine.cel.budget import CURRENT, STEP_COST, Budget
 from webhook.engine.cel.checker import check_types, require_bool_type
 from webhook.engine.cel.comprehensions import comprehend
 from webhook.engine.cel.cost import SELECTOR_COST_LIMIT, estimate
 from webhook.engine.cel.errors import BudgetExceeded, CelCompileError, CelFunctionError
 from webhook.engine.cel.library import FUNCTIONS, python_name
-from webhook.engine.cel.operators import EVALUATION_OVERRIDES, OPERATOR, make_int, to_string
+from webhook.engine.cel.operators import (
+    EVALUATION_OVERRIDES,
+    OPERATOR,
+    make_duration,
+    make_int,
+    to_string,
+)
 from webhook.engine.cel.optionals import rewrite_optional_syntax
 from webhook.engine.cel.syntax import References, parse
 from webhook.engine.cel.transpile import transpile
@@ -55,6 +62,8 @@ class Scope:
             scope = scope._dg_parent
         if name in celpy.evaluation.base_functions:  # type names: int, string, ...
             return celpy.evaluation.base_functions[name]
+        if name == "net":
+            return network.TYPE_PACKAGE
         raise NameError(name)
 
     resolve_variable = __getattr__
@@ -136,7 +145,8 @@ _EVALUATION.result = _result
 for _name, _function in EVALUATION_OVERRIDES.items():
     setattr(_EVALUATION, _name, _function)
 _CELTYPES = SimpleNamespace(
-    **{**vars(celpy.celtypes), "StringType": to_string, "IntType": make_int}
+    **{**vars(celpy.celtypes), "StringType": to_string, "IntType": make_int,
+       "DurationType": make_duration}
 )
 _GLOBALS: dict[str, Any] = {
     "celpy": SimpleNamespace(celtypes=_CELTYPES, evaluation=_EVALUATION),

@@ -18,6 +18,7 @@ from typing import Any
 import celpy.celtypes as ct
 
 from webhook.engine.cel.errors import CelFunctionError
+from webhook.engine.cel.quantity_text import BINARY_SI, DECIMAL_EXPONENT, DECIMAL_SI, canonical
 from webhook.engine.cel.values import expect, register_value_type
 
 _SPLIT_RE = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
@@ -43,13 +44,15 @@ def _fits(value: int) -> bool:
 class Quantity:
     """An immutable Kubernetes quantity; equality and hashing are by exact value."""
 
-    __slots__ = ("scaled", "text", "value")
+    __slots__ = ("kind", "scaled", "text", "value")
     CEL_TYPE_NAME = "kubernetes.Quantity"
 
-    def __init__(self, value: Fraction, scaled: Scaled | None, text: str = "") -> None:
+    def __init__(self, value: Fraction, scaled: Scaled | None, text: str = "",
+                 kind: str = DECIMAL_SI) -> None:
         self.value = value
         self.scaled = scaled
-        self.text = text
+        self.text = text  # Go's remembered text: the input, when it was already canonical
+        self.kind = kind  # Go's Format: DecimalSI, BinarySI or DecimalExponent
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Quantity) and self.value == other.value
@@ -64,11 +67,7 @@ class Quantity:
         return f"Quantity({str(self)!r})"
 
     def __str__(self) -> str:
-        if self.text:
-            return self.text
-        if self.value.denominator == 1:
-            return str(self.value.numerator)
-        return format(float(self.value), "f")
+        return self.text or canonical(self.value, self.kind)
 
     def compare(self, other: Any) -> int:
         """-1, 0 or 1 like Go's Quantity.Cmp; `other` must be a Quantity."""
@@ -76,15 +75,19 @@ class Quantity:
         return int(self.value > theirs) - int(self.value < theirs)
 
     def plus(self, other: Quantity) -> Quantity:
-        """Go's Quantity.Add: exact sum; the int64 form survives unless it overflows."""
+        """Go's Quantity.Add: exact sum; the int64 form survives unless it overflows.
+
+        A zero receiver takes the other's format, as Go's Add does.
+        """
         scaled = None
         if self.scaled is not None and other.scaled is not None:
             scaled = _add_scaled(self.scaled, other.scaled)
-        return Quantity(self.value + other.value, scaled)
+        kind = other.kind if self.value == 0 else self.kind
+        return Quantity(self.value + other.value, scaled, kind=kind)
 
     def negated(self) -> Quantity:
         scaled = None if self.scaled is None else (-self.scaled[0], self.scaled[1])
-        return Quantity(-self.value, scaled)
+        return Quantity(-self.value, scaled, kind=self.kind)
 
     def as_int64(self) -> int | None:
         """Go's AsInt64: only the int64 form with a non-negative scale converts."""
@@ -222,10 +225,26 @@ def parse_quantity(text: str) -> Quantity:
         return Quantity(Fraction(0), (0, 0), text)
     positive, num, denom, suffix = _scan(text)
     base, exponent = _interpret(suffix)
+    kind = _format_of(suffix)
     scaled = _fast_form(positive, num, denom, base, exponent)
     if scaled is not None:
-        return Quantity(Fraction(scaled[0]) * Fraction(10) ** scaled[1], scaled, text)
-    return Quantity(_slow_value(positive, num, denom, base, exponent), None, text)
+        remembered = text if _is_canonical(num + denom, len(denom), base, exponent) else ""
+        value = Fraction(scaled[0]) * Fraction(10) ** scaled[1]
+        return Quantity(value, scaled, remembered, kind)
+    return Quantity(_slow_value(positive, num, denom, base, exponent), None, "", kind)
+
+
+def _format_of(suffix: str) -> str:
+    if suffix in _DECIMAL:
+        return DECIMAL_SI
+    return BINARY_SI if suffix in _BINARY else DECIMAL_EXPONENT
+
+
+def _is_canonical(digits: str, decimals: int, base: int, exponent: int) -> bool:
+    """Whether Go's fast path keeps the input as the quantity's text (ParseQuantity)."""
+    if base == 2:
+        return int(digits) & 7 != 0
+    return (exponent - decimals) % 3 == 0 and not digits.endswith("000") and digits[0] != "0"
 
 
 # --------------------------------------------------------------------------- CEL functions

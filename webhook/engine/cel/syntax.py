@@ -22,6 +22,7 @@ from celpy.evaluation import TranspilerTree, base_functions
 from webhook.engine.cel.comprehensions import TWO_VARIABLE_MACROS
 from webhook.engine.cel.errors import CelCompileError
 from webhook.engine.cel.library import FUNCTIONS, NAMESPACES
+from webhook.engine.cel.types import QUALIFIED_TYPE_VALUES
 
 MACROS = frozenset({"map", "filter", "all", "exists", "exists_one"})
 TYPE_NAMES = frozenset(
@@ -131,6 +132,12 @@ class References:
 
     def _dot_ident(self, node: TranspilerTree, bound: frozenset[str]) -> None:
         self._root(str(node.children[0]), node, frozenset())
+
+    def _member_dot(self, node: TranspilerTree, bound: frozenset[str]) -> None:
+        package = ident_name(node.children[0])
+        is_type = f"{package}.{node.children[1]}" in QUALIFIED_TYPE_VALUES
+        if package is None or package in bound or package in self.variables or not is_type:
+            self.walk(node.children[0], bound)  # type: ignore[arg-type]
 
     def _root(self, name: str, node: TranspilerTree, bound: frozenset[str]) -> None:
         if name in bound or name in TYPE_NAMES:

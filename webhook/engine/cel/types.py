@@ -143,10 +143,12 @@ _STRINGS_MORE: dict[str, list[Overload]] = {
     "format": [(STRING, (list_of(_A),), STRING)],
 }
 _LISTS: dict[str, list[Overload]] = {
-    "isSorted": [(_LIST_A, (), BOOL)],
-    "sum": [(_LIST_A, (), _A)],
-    "min": [(_LIST_A, (), _A)],
-    "max": [(_LIST_A, (), _A)],
+    # Kubernetes declares these per element type: sum for numbers and durations, the others
+    # for every ordered type (so `['a'].sum()` and `[[1]].min()` are refused at create time).
+    "isSorted": [(list_of(t), (), BOOL) for t in _COMPARABLE],
+    "sum": [(list_of(t), (), t) for t in (INT, UINT, DOUBLE, DURATION)],
+    "min": [(list_of(t), (), t) for t in _COMPARABLE],
+    "max": [(list_of(t), (), t) for t in _COMPARABLE],
     "sets.contains": [(None, (_LIST_A, _LIST_A), BOOL)],
     "sets.equivalent": [(None, (_LIST_A, _LIST_A), BOOL)],
     "sets.intersects": [(None, (_LIST_A, _LIST_A), BOOL)],
@@ -178,6 +180,8 @@ _OPTIONALS: dict[str, list[Overload]] = {
     "or": [(_OPT_A, (_OPT_A,), _OPT_A)],
 }
 IP, CIDR = "net.IP", "net.CIDR"
+QUALIFIED_TYPE_VALUES: Mapping[str, CelType] = {IP: IP, CIDR: CIDR}
+"""Type names with a package usable as values (`type(x) == net.IP`); `net` alone is no value."""
 _NETWORK: dict[str, list[Overload]] = {
     "ip": [(None, (STRING,), IP), (CIDR, (), IP)],
     "isIP": [(None, (STRING,), BOOL)],
@@ -201,6 +205,15 @@ _URLS: dict[str, list[Overload]] = {
         "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath")},
     "getQuery": [(URL, (), map_of(STRING, list_of(STRING)))],
 }
+FORMAT = "kubernetes.NamedFormat"
+_FORMATS: dict[str, list[Overload]] = {
+    "format.named": [(None, (STRING,), optional_of(FORMAT))],
+    "validate": [(FORMAT, (STRING,), optional_of(list_of(STRING)))],
+    **{f"format.{name}": [(None, (), FORMAT)] for name in (
+        "dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName",
+        "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue",
+        "uri", "uuid", "byte", "date", "datetime")},
+}
 _TIME: dict[str, list[Overload]] = {
     name: [(TIMESTAMP, (), INT), (TIMESTAMP, (STRING,), INT)]
     for name in ("getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear",
@@ -220,5 +233,6 @@ _CONSTRUCTORS: dict[str, list[Overload]] = {
 OVERLOADS: dict[str, list[Overload]] = _merge(
     _OPERATORS, _CONVERSIONS, _STRINGS, _STRINGS_MORE, _LISTS, _QUANTITY, _COMPARED,
     _QUANTITY_MATH, _CONSTRUCTORS, _TIME, _OPTIONALS, _NETWORK, _URLS,
+    _FORMATS,
 )
 """Function or operator name -> its overloads, as declared in Kubernetes' environment."""

@@ -26,6 +26,8 @@ def unify(param: CelType, actual: CelType, bindings: Bindings) -> bool:
     if actual in (DYN, ANY) or param in (DYN, ANY):
         return True
     if isinstance(param, tuple) and isinstance(actual, tuple):
+        if param[0] == actual[0] == "type":
+            return True  # cel-go: any type value is assignable to any other (`int == string`)
         return (
             len(param) == len(actual)
             and param[0] == actual[0]

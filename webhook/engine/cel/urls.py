@@ -1,24 +1,22 @@
 """Kubernetes' URL CEL library (k8s.io/apiserver/pkg/cel/library urls.go).
 
-`url(s)` accepts what Go's `url.ParseRequestURI` accepts: an absolute URL (`scheme:...`) or
-an absolute path (`/...`), without spaces or control characters. The getters return Go's
+`url(s)` accepts what Go's `url.ParseRequestURI` accepts (see `request_uri`): an absolute
+URL (`scheme:...`) or an absolute path (`/...`). The getters return Go's
 views: `getHost` keeps the port, `getHostname` drops it and IPv6 brackets, `getQuery` maps
 each key to all its values.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import celpy.celtypes as ct
 
 from webhook.engine.cel.errors import CelFunctionError
+from webhook.engine.cel.request_uri import request_uri_error
 from webhook.engine.cel.values import expect, register_value_type
-
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 class URL:
@@ -43,20 +41,9 @@ class URL:
 register_value_type(URL)
 
 
-def _request_uri(text: str) -> str | None:
-    """Why Go's ParseRequestURI refuses `text`, or None."""
-    if not text:
-        return "empty url"
-    if any(ord(c) < 0x20 or c in " \x7f" for c in text):
-        return "invalid character in URL"
-    if not _SCHEME.match(text) and not text.startswith("/"):
-        return "invalid URI for request"
-    return None
-
-
 def parse_url(value: Any) -> URL:
     text = str(expect(value, ct.StringType, "url"))
-    error = _request_uri(text)
+    error = request_uri_error(text)
     if error is not None:
         raise CelFunctionError(f"URL parse error during conversion from string: {error}")
     return URL(text)
@@ -83,19 +70,35 @@ def _port(value: Any) -> str:
     return tail.partition(":")[2]
 
 
+_ESCAPED_PATH_CHARS = frozenset("-._~$&+,/:;=@!'()*[]%")
+_PATH_SAFE = "/$&+,:;=@-._~"
+
+
+def _escaped_path(value: Any) -> str:
+    """Go's EscapedPath: the path as written when it is validly escaped, else re-escaped."""
+    raw = str(_parts(value).path)
+    if all((c.isascii() and c.isalnum()) or c in _ESCAPED_PATH_CHARS for c in raw):
+        return raw
+    return quote(unquote(raw), safe=_PATH_SAFE)
+
+
 def _query(value: Any) -> ct.MapType:
     pairs = parse_qs(_parts(value).query, keep_blank_values=True)
     return ct.MapType({ct.StringType(k): ct.ListType([ct.StringType(v) for v in vs])
                        for k, vs in pairs.items()})
 
 
+def is_url(value: Any) -> ct.BoolType:
+    return ct.BoolType(request_uri_error(str(expect(value, ct.StringType, "isURL"))) is None)
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "url": parse_url,
-    "isURL": lambda v: ct.BoolType(_request_uri(str(expect(v, ct.StringType, "isURL"))) is None),
+    "isURL": is_url,
     "getScheme": lambda v: ct.StringType(_parts(v).scheme),
     "getHost": lambda v: ct.StringType(_host(v)),
     "getHostname": lambda v: ct.StringType(_hostname(v)),
     "getPort": lambda v: ct.StringType(_port(v)),
-    "getEscapedPath": lambda v: ct.StringType(_parts(v).path),
+    "getEscapedPath": lambda v: ct.StringType(_escaped_path(v)),
     "getQuery": _query,
 }

@@ -29,6 +29,9 @@ if [[ ! -x "$binary" || ! -s "$pin_dir/sources.json" ]]; then
   CGO_ENABLED=0 GOFLAGS=-mod=readonly nice -n 10 go build -trimpath -o "$binary.tmp" .
   go list -m -json github.com/google/cel-go k8s.io/apiserver k8s.io/dynamic-resource-allocation \
     > "$pin_dir/sources.json.tmp"
+  # apiextensions' CRD validation tables: the release that matches the pinned apiserver.
+  go mod download -json "k8s.io/apiextensions-apiserver@$(go list -m -f '{{.Version}}' k8s.io/apiserver)" \
+    >> "$pin_dir/sources.json.tmp"
   mv -f "$pin_dir/sources.json.tmp" "$pin_dir/sources.json"
   mv -f "$binary.tmp" "$binary"
   log "built in $((SECONDS - started))s"

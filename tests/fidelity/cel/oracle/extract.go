@@ -12,6 +12,10 @@ import (
 // expressionKeys are the struct fields upstream test tables keep their CEL text in.
 var expressionKeys = map[string]bool{"expr": true, "expression": true, "Expr": true, "Expression": true}
 
+// listKeys are the fields apiextensions' validation tables keep lists of rules in: `valid`
+// ([]string of rules that hold) and `errors` (map from rule to expected error).
+var listKeys = map[string]bool{"valid": true, "errors": true}
+
 type extracted struct {
 	File string `json:"file"`
 	Line int    `json:"line"`
@@ -35,7 +39,19 @@ func extract(files []string) {
 				return true
 			}
 			key, ok := pair.Key.(*ast.Ident)
-			if !ok || !expressionKeys[key.Name] {
+			if !ok {
+				return true
+			}
+			if listKeys[key.Name] {
+				for _, item := range listItems(pair.Value) {
+					if text, ok := literal(item); ok {
+						line := fset.Position(item.Pos()).Line
+						_ = encoder.Encode(extracted{File: file, Line: line, Expr: text})
+					}
+				}
+				return true
+			}
+			if !expressionKeys[key.Name] {
 				return true
 			}
 			if text, ok := literal(pair.Value); ok {
@@ -45,6 +61,22 @@ func extract(files []string) {
 			return true
 		})
 	}
+}
+
+// listItems are a composite literal's elements, or a map literal's keys.
+func listItems(node ast.Expr) []ast.Expr {
+	composite, ok := node.(*ast.CompositeLit)
+	if !ok {
+		return nil
+	}
+	items := make([]ast.Expr, 0, len(composite.Elts))
+	for _, element := range composite.Elts {
+		if pair, ok := element.(*ast.KeyValueExpr); ok {
+			element = pair.Key
+		}
+		items = append(items, element)
+	}
+	return items
 }
 
 func literal(node ast.Expr) (string, bool) {
