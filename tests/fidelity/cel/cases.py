@@ -17,6 +17,7 @@ from fidelity.cel.library_cases import (
     DURATION_EXPRESSIONS,
     FORMAT_EXPRESSIONS,
     FORMAT_VERB_EXPRESSIONS,
+    OPTIONAL_ENTRY_EXPRESSIONS,
     QUANTITY_EXPRESSIONS,
     TYPE_EXPRESSIONS,
 )
@@ -77,6 +78,7 @@ OWN_TABLES: dict[str, tuple[str, ...]] = {
     "dragate quantity printing": QUANTITY_EXPRESSIONS,
     "dragate durations": DURATION_EXPRESSIONS,
     "dragate string.format verbs": FORMAT_VERB_EXPRESSIONS,
+    "dragate optional literal entries": OPTIONAL_ENTRY_EXPRESSIONS,
 }
 """dragate's own library cases, run without variables like the upstream tables."""
 LIBRARIES = (*UPSTREAM_TABLES, CRD_RULES, *OWN_TABLES, DRA_UPSTREAM, DRA_NVIDIA)

@@ -105,3 +105,14 @@ FORMAT_VERB_EXPRESSIONS: tuple[str, ...] = (
     "'%s'.format([timestamp('2000-01-01T00:00:00.5+01:00')])",
 )
 """`string.format` verbs: %e as cel-go prints it (x/text), %s of durations and timestamps."""
+
+OPTIONAL_ENTRY_EXPRESSIONS: tuple[str, ...] = (
+    "[?optional.of(1), 2]", "[?optional.none(), 2]", "[1, ?optional.none()]",
+    "[?optional.none()]", "[?1]", "['a', ?optional.of(1)]", "[[?optional.none()], [1]]",
+    "{?'a': optional.of(1), 'b': 2}", "{?'a': optional.none()}", "{?'a': 1}",
+    "{'a': true ? 1 : 2, ?'b': optional.of(3)}", "true ? [?optional.of(1)] : []",
+    "[?{'a': 1}.?a, ?{'a': 1}.?b]", "[?[1][?0], ?[1][?5]]", "['?', ?optional.of('?')]",
+    "{?'k': optional.ofNonZeroValue('')}.size()", "[?optional.of(1)].all(x, x > 0)",
+    "[[], [1]]", "[[1], []]", "[{}, {1: 2}]",
+)
+"""Optional entries in list and map literals (`[?x]`, `{?k: x}`), kept when present."""

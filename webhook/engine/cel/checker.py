@@ -166,13 +166,21 @@ class Checker:
         if not items:
             return DYN
         exempt, self.homogeneous = not self.homogeneous, True
-        kinds = [self.check(item, scope) for item in items]
+        checked = [(item, self.check(item, scope)) for item in items]
+        # an empty optional entry (`?optional.none()`) is dyn and fits any element type
+        kinds = [k for item, k in checked if k != DYN or not self._optional_entry(item)] or [DYN]
+        reference = min(kinds, key=_open_parameters)
         if exempt:
-            return kinds[0] if all(k == kinds[0] for k in kinds) else DYN
-        for item, kind in zip(items, kinds, strict=True):
-            if kind != kinds[0]:
-                raise _fail(f"expected type '{show(kinds[0])}' but found '{show(kind)}'", item)
-        return kinds[0]
+            return reference if all(_fits(k, reference) for k in kinds) else DYN
+        for item, kind in checked:
+            if not _fits(kind, reference) and (kind != DYN or not self._optional_entry(item)):
+                raise _fail(f"expected type '{show(reference)}' but found '{show(kind)}'", item)
+        return reference
+
+    def _optional_entry(self, item: TranspilerTree) -> bool:
+        """A `?` entry of a literal (rewritten by optional_entries before parsing)."""
+        start = getattr(getattr(item, "meta", None), "start_pos", None)
+        return start is not None and self.source.startswith("_dg_optentry(", start)
 
     def _member_dot(self, node: TranspilerTree, scope: Mapping[str, CelType]) -> CelType:
         qualified = self._qualified_type(node, scope)
@@ -351,3 +359,23 @@ def require_bool_type(kind: CelType, *, dyn_allowed: bool) -> None:
     """
     if kind not in (BOOL, ANY) and not (dyn_allowed and kind == DYN):
         raise CelCompileError(f"must evaluate to bool or the unknown type, not {show(kind)}", 1)
+
+
+def _open_parameters(kind: CelType) -> int:
+    """How many type parameters are dyn (an empty literal's `[]` is `list(dyn)`)."""
+    if not isinstance(kind, tuple):
+        return 0
+    return sum(1 if p == DYN else _open_parameters(p) for p in kind[1:])
+
+
+def _fits(kind: CelType, reference: CelType) -> bool:
+    """Same type, or the same but for dyn parameters: `[[], [1]]` is a `list(list(int))`."""
+    if kind == reference:
+        return True
+    if not (isinstance(kind, tuple) and isinstance(reference, tuple)):
+        return False
+    same_shape = kind[0] == reference[0] and len(kind) == len(reference)
+    return same_shape and all(
+        DYN in (a, b) or _fits(a, b) for a, b in zip(kind[1:], reference[1:], strict=True)
+    )
+

@@ -31,6 +31,7 @@ from webhook.engine.cel.operators import (
     make_int,
     to_string,
 )
+from webhook.engine.cel.optional_entries import rewrite_optional_entries
 from webhook.engine.cel.optionals import rewrite_optional_syntax
 from webhook.engine.cel.syntax import References, parse
 from webhook.engine.cel.transpile import transpile
@@ -247,7 +248,7 @@ def compile_expression(
         raise CelCompileError(f"expression is longer than {MAX_EXPRESSION_BYTES} bytes")
     declared = frozenset(variables)
     bind = environment != "kubernetes"
-    text = rewrite_optional_syntax(expression)
+    text = rewrite_optional_syntax(rewrite_optional_entries(expression))
     try:
         tree = parse(text)
         references = References(declared)

@@ -178,6 +178,9 @@ _OPTIONALS: dict[str, list[Overload]] = {
     "value": [(_OPT_A, (), _A)],
     "orValue": [(_OPT_A, (_A,), _A)],
     "or": [(_OPT_A, (_OPT_A,), _OPT_A)],
+    "_dg_optentry": [(None, (_OPT_A,), _A)],  # optional_entries: `[?x]`, `{?k: x}`
+    "_dg_optlist": [(None, (list_of(_A),), list_of(_A))],
+    "_dg_optmap": [(None, (map_of(_A, _B),), map_of(_A, _B))],
 }
 IP, CIDR = "net.IP", "net.CIDR"
 QUALIFIED_TYPE_VALUES: Mapping[str, CelType] = {IP: IP, CIDR: CIDR}
