@@ -103,6 +103,8 @@ FORMAT_VERB_EXPRESSIONS: tuple[str, ...] = (
     "'%s'.format([duration('1m')])", "'%s'.format([duration('1.5s')])",
     "'%s'.format([duration('-90m')])", "'%s'.format([timestamp('2000-01-01T00:00:00.000Z')])",
     "'%s'.format([timestamp('2000-01-01T00:00:00.5+01:00')])",
+    "'%s'.format([])", "'%d'.format(['a'])", "'%s %s'.format(['a'])", "'%x'.format([1.5])",
+    "'%.1f'.format([1])", "'%b'.format([true])", "'%o'.format([8])",
 )
 """`string.format` verbs: %e as cel-go prints it (x/text), %s of durations and timestamps."""
 

@@ -260,6 +260,8 @@ class Checker:
         kinds = [self.check(a, scope) for a in args]
         self.homogeneous = True
         self._constant_arguments(name, args[:1], node)
+        if name == "format":
+            self._constant_format(receiver, args, node)
         return self._call(name, target, kinds, node)
 
     def _macro(self, name: str, target: CelType, args: list[TranspilerTree],
@@ -320,8 +322,28 @@ class Checker:
         if error is not None:
             raise _fail(f"invalid {name} argument", node)
 
+    def _constant_format(self, receiver: Any, args: list[TranspilerTree], node: Any) -> None:
+        """cel-go formats a literal template with literal arguments at compile time."""
+        template = _single(receiver)
+        values = _whole_list(args[0]) if len(args) == 1 else None
+        if values is None or getattr(template, "data", None) != "literal":
+            return
+        items = subtrees(subtrees(values)[0]) if subtrees(values) else []
+        if any(_single(i).data != "literal" for i in items):
+            return
+        error = self.constant(f"{self._text(template)}.format({self._text(values)})")
+        if error is not None:
+            raise _fail(f"error during formatting: {error}", node)
+
     def _text(self, node: TranspilerTree) -> str:
         return self.source[node.meta.start_pos:node.meta.end_pos]
+
+
+def _whole_list(node: Any) -> Any:
+    """The list literal that is the whole of `node`, if it is one, else None."""
+    while isinstance(node, lark.Tree) and node.data != "list_lit" and len(node.children) == 1:
+        node = node.children[0]
+    return node if isinstance(node, lark.Tree) and node.data == "list_lit" else None
 
 
 def _single(node: Any) -> Any:

@@ -49,9 +49,11 @@ def _one(verb: str, precision: str | None, value: Any) -> str:
     if verb == "e":
         return _scientific(value, 6)
     if verb == "f":
-        if not isinstance(value, (ct.DoubleType, *_INTEGERS)) or isinstance(value, ct.BoolType):
-            raise CelFunctionError(f"format: %{verb} needs a number, not {type_name(value)}")
+        if not isinstance(value, ct.DoubleType):  # cel-go: fixed-point is for doubles only
+            raise CelFunctionError(f"format: %{verb} needs a double, not {type_name(value)}")
         return f"{float(value):.{int(precision or 6)}{verb}}"
+    if verb == "b" and isinstance(value, ct.BoolType):  # cel-go prints a bool in binary too
+        return "1" if value else "0"
     number = _integer(value, verb)
     return format(number, {"d": "d", "x": "x", "X": "X", "o": "o", "b": "b"}[verb])
 
