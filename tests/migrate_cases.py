@@ -16,7 +16,8 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from webhook.cli.migrate import Run, migrate_text, skip_rule
-from webhook.rewrite import DEFAULT_MAPPINGS, rewrite_object
+from webhook.rewrite import rewrite_object
+from webhook.sources.policies import default_mappings
 from webhook.sources.roundtrip import split_documents
 from webhook.sources.yamlio import YamlError, to_plain
 
@@ -86,7 +87,8 @@ def variants() -> Iterator[tuple[str, str]]:
 
 def outcome(text: str, skip: bool, file: str = "f.yaml") -> Any:
     """What migrating `text` gives: the new text with notes and templates, or the error."""
-    run = Run(DEFAULT_MAPPINGS, "summary", None, skip=skip_rule(DEFAULT_MAPPINGS) if skip else None)
+    mappings = default_mappings()
+    run = Run(mappings, "summary", None, skip=skip_rule(mappings) if skip else None)
     try:
         m = migrate_text(text, file, run)
     except YamlError as err:
@@ -105,5 +107,5 @@ def assert_unchanged(body: str) -> None:
     """What a skipped body must be: loadable by ruamel, and left alone by the rewriter."""
     data = to_plain(YAML(typ="rt", pure=True).load(body))
     if isinstance(data, dict):
-        result = rewrite_object(data, DEFAULT_MAPPINGS)
+        result = rewrite_object(data, default_mappings())
         assert (result.changed, result.notes, result.denied) == (False, (), ())

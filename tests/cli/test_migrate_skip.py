@@ -20,13 +20,13 @@ from ruamel.yaml import YAML
 
 from webhook.cli import main
 from webhook.cli.migrate import skip_rule
-from webhook.rewrite import DEFAULT_MAPPINGS
 from webhook.sources import roundtrip
+from webhook.sources.policies import default_mappings
 from webhook.sources.roundtrip import Doc, parse_stream, whole_text_loads
 from webhook.sources.yamlio import YamlError, to_plain
 
 VARIANTS = list(variants())
-SKIP = skip_rule(DEFAULT_MAPPINGS)
+SKIP = skip_rule(default_mappings())
 pytestmark = pytest.mark.filterwarnings("ignore::ruamel.yaml.error.ReusedAnchorWarning")
 
 

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from migrate_cases import assert_unchanged, outcome, renamed, skipped_bodies
 
 from webhook.cli.migrate import skip_rule
-from webhook.rewrite import DEFAULT_MAPPINGS
+from webhook.sources.policies import default_mappings
 
-SKIP = skip_rule(DEFAULT_MAPPINGS)
+SKIP = skip_rule(default_mappings())
 styles = st.fixed_dictionaries({
     "default_flow_style": st.sampled_from([False, True, None]),
     "default_style": st.sampled_from([None, '"', "'"]),

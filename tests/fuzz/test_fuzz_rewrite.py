@@ -16,7 +16,8 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 from kubernetes_validate.utils import latest_version
 
-from webhook.rewrite import DEFAULT_MAPPINGS, REWRITTEN_ANNOTATION, rewrite_object
+from webhook.rewrite import REWRITTEN_ANNOTATION, rewrite_object
+from webhook.sources.policies import default_mappings
 from webhook.types import MappingAction
 
 VERSION = latest_version()
@@ -44,7 +45,7 @@ def legacy_requests(obj: Any) -> bool:
 def test_valid_in_valid_out(obj: dict[str, Any], override: MappingAction | None) -> None:
     kubernetes_validate.validate(obj, VERSION, strict=True)  # the generator makes valid input
     before = copy.deepcopy(obj)
-    result = rewrite_object(obj, DEFAULT_MAPPINGS, action_override=override)
+    result = rewrite_object(obj, default_mappings(), action_override=override)
     assert obj == before
     if result.denied:
         assert not result.changed or result.object == obj
@@ -62,8 +63,8 @@ def test_valid_in_valid_out(obj: dict[str, Any], override: MappingAction | None)
 @fuzz_settings(250)
 @given(obj=workload(valid=True), override=overrides)
 def test_idempotent(obj: dict[str, Any], override: MappingAction | None) -> None:
-    first = rewrite_object(obj, DEFAULT_MAPPINGS, action_override=override)
-    second = rewrite_object(first.object, DEFAULT_MAPPINGS, action_override=override)
+    first = rewrite_object(obj, default_mappings(), action_override=override)
+    second = rewrite_object(first.object, default_mappings(), action_override=override)
     assert second.object == first.object
     assert not second.changed
 
@@ -76,7 +77,7 @@ def test_malformed_workloads_never_raise(data: st.DataObject) -> None:
         obj = {"apiVersion": "v1", "kind": "Pod", "spec": obj}
     before = copy.deepcopy(obj)
     try:
-        result = rewrite_object(obj, DEFAULT_MAPPINGS)
+        result = rewrite_object(obj, default_mappings())
     except (TypeError, AttributeError, KeyError, ValueError, IndexError) as err:
         # Not a crash of the webhook (the pipeline turns this into an explicit answer), but
         # still counted: the rewriter should say what is wrong itself.

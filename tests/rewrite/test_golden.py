@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.rewrite import DEFAULT_MAPPINGS, rewrite_object
+from webhook.rewrite import rewrite_object
+from webhook.sources.policies import default_mappings
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.name.removesuffix(".in.yaml") for p in GOLDEN.glob("*.in.yaml"))
@@ -21,7 +22,7 @@ UPDATE = os.environ.get("DRAGATE_UPDATE_GOLDENS") == "1"
 
 
 def outcome(obj: dict[str, Any]) -> dict[str, Any]:
-    result = rewrite_object(obj, DEFAULT_MAPPINGS)
+    result = rewrite_object(obj, default_mappings())
     return {
         "changed": result.changed,
         "object": result.object,
@@ -44,8 +45,8 @@ def test_golden(case: str) -> None:
 @pytest.mark.parametrize("case", CASES)
 def test_second_pass_changes_nothing(case: str) -> None:
     obj = yaml.safe_load((GOLDEN / f"{case}.in.yaml").read_text())
-    once = rewrite_object(obj, DEFAULT_MAPPINGS).object
-    twice = rewrite_object(once, DEFAULT_MAPPINGS)
+    once = rewrite_object(obj, default_mappings()).object
+    twice = rewrite_object(once, default_mappings())
     assert not twice.changed
     assert twice.object == once
     assert twice.templates == ()
@@ -55,12 +56,12 @@ def test_second_pass_changes_nothing(case: str) -> None:
 def test_input_is_never_mutated(case: str) -> None:
     obj = yaml.safe_load((GOLDEN / f"{case}.in.yaml").read_text())
     snapshot = yaml.safe_load((GOLDEN / f"{case}.in.yaml").read_text())
-    rewrite_object(obj, DEFAULT_MAPPINGS)
+    rewrite_object(obj, default_mappings())
     assert obj == snapshot
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_notes_fit_a_kubectl_warning(case: str) -> None:
     obj = yaml.safe_load((GOLDEN / f"{case}.in.yaml").read_text())
-    result = rewrite_object(obj, DEFAULT_MAPPINGS)
+    result = rewrite_object(obj, default_mappings())
     assert all(len(n) <= 120 and "\n" not in n for n in (*result.notes, *result.denied))

@@ -18,7 +18,8 @@ import pytest
 
 from webhook.cli.offline import offline_context, policy_set, snapshot
 from webhook.pipeline import admit, request_from_object
-from webhook.rewrite import DEFAULT_MAPPINGS, rewrite_object
+from webhook.rewrite import rewrite_object
+from webhook.sources.policies import default_mappings
 
 SMALL, LARGE = 250, 1000
 MOST_GROWTH = 4.4  # linear is 4.0 (+ constant costs); quadratic would be ~16
@@ -52,7 +53,7 @@ def calls(work: Callable[[], object]) -> int:
 
 def rewrite_only(containers: int, init: bool) -> Callable[[], object]:
     pod = legacy_pod(containers, init=init)
-    return lambda: rewrite_object(pod, DEFAULT_MAPPINGS)
+    return lambda: rewrite_object(pod, default_mappings())
 
 
 def whole_admission(containers: int, init: bool) -> Callable[[], object]:

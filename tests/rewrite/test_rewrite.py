@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from webhook.rewrite import DEFAULT_MAPPINGS, rewrite_object, rewrite_pod_spec
+from webhook.rewrite import rewrite_object, rewrite_pod_spec
 from webhook.rewrite.names import dns_label, template_name
 from webhook.rewrite.nodes import translate_label
+from webhook.sources.policies import default_mappings
 from webhook.types import LegacyResourceMapping, MappingAction, ResourceMapping
 
 
@@ -39,33 +40,33 @@ def test_actions(action: MappingAction, changed: bool, notes: int, denied: int) 
 
 
 def test_action_override_wins() -> None:
-    result = rewrite_object(pod({"nvidia.com/gpu": 1}), DEFAULT_MAPPINGS,
+    result = rewrite_object(pod({"nvidia.com/gpu": 1}), default_mappings(),
                             action_override=MappingAction.DENY)
     assert not result.changed and result.denied
 
 
 def test_natively_served_resource_is_left_with_a_note() -> None:
-    result = rewrite_object(pod({"nvidia.com/gpu": 1}), DEFAULT_MAPPINGS,
+    result = rewrite_object(pod({"nvidia.com/gpu": 1}), default_mappings(),
                             native_resources=frozenset({"nvidia.com/gpu"}))
     assert not result.changed
     assert "natively" in result.notes[0]
 
 
 def test_namespace_argument_places_templates() -> None:
-    result = rewrite_object(pod({"nvidia.com/gpu": 1}), DEFAULT_MAPPINGS, namespace="team-a")
+    result = rewrite_object(pod({"nvidia.com/gpu": 1}), default_mappings(), namespace="team-a")
     assert result.templates[0]["metadata"]["namespace"] == "team-a"
 
 
 def test_rewrite_pod_spec_alone() -> None:
     spec = pod({"nvidia.com/gpu": 3})["spec"]
-    result = rewrite_pod_spec(spec, DEFAULT_MAPPINGS)
+    result = rewrite_pod_spec(spec, default_mappings())
     assert result.object["resourceClaims"][0]["name"] == "gpu-c"
     assert "resourceClaims" not in spec
 
 
 def test_claim_name_avoids_existing_claims() -> None:
     obj = pod({"nvidia.com/gpu": 1}, resourceClaims=[{"name": "gpu-c", "resourceClaimName": "x"}])
-    result = rewrite_object(obj, DEFAULT_MAPPINGS)
+    result = rewrite_object(obj, default_mappings())
     assert [c["name"] for c in result.object["spec"]["resourceClaims"]] == ["gpu-c", "gpu-c-2"]
 
 
@@ -73,7 +74,7 @@ def test_same_request_shares_one_template() -> None:
     obj = pod({"nvidia.com/gpu": 1})
     obj["spec"]["containers"].append({"name": "d", "image": "x",
                                       "resources": {"limits": {"nvidia.com/gpu": 1}}})
-    result = rewrite_object(obj, DEFAULT_MAPPINGS)
+    result = rewrite_object(obj, default_mappings())
     assert len(result.templates) == 1
     assert len(result.object["spec"]["resourceClaims"]) == 2
 
@@ -155,5 +156,5 @@ def test_label_kept_when_a_container_keeps_legacy_gpus() -> None:
     obj = pod({"nvidia.com/gpu": 1}, nodeSelector={"nvidia.com/gpu.product": "X"})
     obj["spec"]["containers"].append({"name": "d", "image": "x",
                                       "resources": {"limits": {"nvidia.com/gpu": "1.5"}}})
-    result = rewrite_object(obj, DEFAULT_MAPPINGS)
+    result = rewrite_object(obj, default_mappings())
     assert result.object["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "X"}

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.rewrite import DEFAULT_MAPPINGS, rewrite_object
+from webhook.rewrite import rewrite_object
+from webhook.sources.policies import default_mappings
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.name.removesuffix(".in.yaml") for p in GOLDEN.glob("*.in.yaml"))
@@ -46,8 +47,8 @@ def test_no_shape_crashes(case: str) -> None:
     tried = 0
     for path in paths(obj):
         for value in REPLACEMENTS:
-            result = rewrite_object(replaced(obj, path, value), DEFAULT_MAPPINGS)
-            second = rewrite_object(result.object, DEFAULT_MAPPINGS)
+            result = rewrite_object(replaced(obj, path, value), default_mappings())
+            second = rewrite_object(result.object, default_mappings())
             assert not second.changed, (path, value)
             tried += 1
     assert tried > 0
@@ -63,7 +64,7 @@ def test_no_shape_crashes(case: str) -> None:
 )
 def test_leftover_legacy_requests_get_a_note(case: str, expected: str) -> None:
     obj = yaml.safe_load((GOLDEN / f"{case}.in.yaml").read_text())
-    result = rewrite_object(obj, DEFAULT_MAPPINGS)
+    result = rewrite_object(obj, default_mappings())
     assert not result.changed
     assert any(expected in n for n in result.notes)
 
@@ -82,6 +83,6 @@ def test_kinds_are_matched_by_group_and_kind(api_version: str, kind: str, migrat
     pod = {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
     obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "w"},
            "spec": {"template": pod}}
-    result = rewrite_object(obj, DEFAULT_MAPPINGS)
+    result = rewrite_object(obj, default_mappings())
     assert result.changed is migrated
     assert migrated or any("not migrated" in n for n in result.notes)

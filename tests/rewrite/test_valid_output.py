@@ -11,7 +11,8 @@ import pytest
 import yaml
 from kubernetes_validate.utils import latest_version
 
-from webhook.rewrite import DEFAULT_MAPPINGS, pod_specs, rewrite_object
+from webhook.rewrite import pod_specs, rewrite_object
+from webhook.sources.policies import default_mappings
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.name.removesuffix(".in.yaml") for p in GOLDEN.glob("*.in.yaml"))
@@ -22,7 +23,7 @@ BUILTIN = {"v1", "apps/v1", "batch/v1", "resource.k8s.io/v1"}
 def produced(case: str) -> list[dict[str, Any]]:
     """The rewritten object (or, for custom resources, its pod templates as Pods) + templates."""
     obj = yaml.safe_load((GOLDEN / f"{case}.in.yaml").read_text())
-    result = rewrite_object(obj, DEFAULT_MAPPINGS)
+    result = rewrite_object(obj, default_mappings())
     new = dict(result.object)
     items = new["items"] if new["kind"] == "List" else [new]
     objects = [i for i in items if i["apiVersion"] in BUILTIN]

@@ -11,11 +11,12 @@ import pytest
 from migrate_cases import assert_unchanged
 
 from webhook.cli.migrate import skip_rule
-from webhook.rewrite import DEFAULT_MAPPINGS, resource_markers
+from webhook.rewrite import resource_markers
+from webhook.sources.policies import default_mappings
 from webhook.sources.skim import MAX_DEPTH, plain_document, skipper, string_key
 from webhook.types import LegacyResourceMapping, ResourceMapping
 
-SKIP = skip_rule(DEFAULT_MAPPINGS)
+SKIP = skip_rule(default_mappings())
 DEEP = "".join(f"{' ' * 2 * i}k{i}:\n" for i in range(MAX_DEPTH + 1)) + " " * 80 + "v: 1\n"
 
 CASES = [

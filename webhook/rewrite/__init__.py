@@ -4,13 +4,11 @@ Object in, `RewriteResult` out; inputs are never mutated. The webhook calls `rew
 on Pod CREATE; `dragate migrate` calls it on every manifest and writes the changes back.
 """
 
-from webhook.rewrite.mappings import DEFAULT_MAPPINGS, MIG_PROFILE_SELECTOR, resource_markers
+from webhook.rewrite.mappings import resource_markers
 from webhook.rewrite.podspec import REPLACES_ANNOTATION, rewrite_pod_spec
 from webhook.rewrite.workloads import POD_PATHS, REWRITTEN_ANNOTATION, pod_specs, rewrite_object
 
 __all__ = [
-    "DEFAULT_MAPPINGS",
-    "MIG_PROFILE_SELECTOR",
     "POD_PATHS",
     "REPLACES_ANNOTATION",
     "REWRITTEN_ANNOTATION",

@@ -1,8 +1,8 @@
 """Which legacy extended resource maps to which DRA class, and how many devices it asked for.
 
-The built-in default lives here, in one place, so that the policy loader (`webhook.sources`)
-can expose the same value and the CLI can swap it for loaded policies without the rewriter
-caring where mappings came from.
+The rewriter is handed its mappings: the loaded LegacyResourceMapping policies, or the built-in
+default, which is the shipped `policies/legacy-mapping.yaml` read by the policy loader
+(`webhook.sources.policies.default_mappings`), so there is one source for it.
 """
 
 from __future__ import annotations
@@ -12,25 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.types import LegacyResourceMapping, MappingAction, ResourceMapping
-
-MIG_PROFILE_SELECTOR = "device.attributes['gpu.nvidia.com'].profile == '{suffix}'"
-
-DEFAULT_MAPPINGS: tuple[LegacyResourceMapping, ...] = (
-    LegacyResourceMapping(
-        name="dragate-default",
-        action=MappingAction.REWRITE,
-        resources=(
-            ResourceMapping(device_class="gpu.nvidia.com", resource_name="nvidia.com/gpu"),
-            ResourceMapping(
-                device_class="mig.nvidia.com",
-                resource_name_prefix="nvidia.com/mig-",
-                selector=MIG_PROFILE_SELECTOR,
-            ),
-        ),
-    ),
-)
-"""Used when no LegacyResourceMapping is loaded: `nvidia.com/gpu` and `nvidia.com/mig-*`."""
+from webhook.types import LegacyResourceMapping, ResourceMapping
 
 
 @dataclass(frozen=True)

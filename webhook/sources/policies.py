@@ -40,7 +40,8 @@ __all__ = [
 ]
 
 POLICY_SUFFIXES = (".yaml", ".yml")
-DEFAULT_MAPPING = "defaults/legacy-mapping.yaml"
+DEFAULT_MAPPING = "defaults/policies/legacy-mapping.yaml"
+"""The shipped mapping: a copy of policies/legacy-mapping.yaml, kept equal by a test."""
 BUILTIN = "<built-in>"
 
 
