@@ -20,7 +20,6 @@ JSON = Any
 Object = Mapping[str, Any]
 """A Kubernetes object as a plain dict (kopf's rule: Kubernetes objects are dicts)."""
 
-API_GROUP = "dragate.io"
 API_VERSION = "dragate.io/v1alpha1"
 ALL_MODE_DEVICES = 32
 """What ResourceQuota charges for `allocationMode: All` when the inventory is unknown."""
@@ -248,9 +247,6 @@ class PolicySet:
     settings: Settings = Settings()
     digest: str = ""  # content hash, shown on /readyz and in metrics
 
-    def tenant_named(self, name: str) -> Tenant | None:
-        return next((t for t in self.tenants if t.name == name), None)
-
 
 # --------------------------------------------------------------------------- normalized DRA
 
@@ -354,7 +350,6 @@ class Facts:
     device_classes: Mapping[str, Object] = field(default_factory=dict)  # name -> DeviceClass
     class_capacity: Mapping[str, int] = field(default_factory=dict)  # class -> matching devices
     feasibility: Callable[[ClaimSpec], Sequence[str]] | None = None  # unsatisfiable requests
-    usage_version: str = ""  # ledger version the usage was read at (compare-and-swap)
 
 
 # --------------------------------------------------------------------------- outcomes

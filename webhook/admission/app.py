@@ -31,7 +31,7 @@ from webhook.sources.state import SnapshotState, load_state
 from webhook.types import PolicySet
 
 ReadinessCheck = Callable[[], tuple[bool, str]]
-"""A named condition for /readyz, e.g. "watch caches synced" once cluster mode lands."""
+"""A named condition for /readyz, e.g. "watch caches synced" in cluster mode."""
 
 
 def build_context(

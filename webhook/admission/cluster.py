@@ -21,9 +21,6 @@ from webhook.sources.inventory import InventorySource
 from webhook.sources.templates import TemplateKeeper
 from webhook.types import Object, PolicySet
 
-SYNC_WAIT_SECONDS = 30.0
-"""How long a new worker waits for its caches before serving (it answers unready meanwhile)."""
-
 
 @dataclass(frozen=True)
 class ClusterMode:

@@ -178,8 +178,9 @@ class KubeState:
         """Create the managed ResourceClaimTemplates a rewritten Pod refers to (a TemplateSink).
 
         Existing ones are left alone: a managed template's name is derived from its content.
-        Raises FactsUnavailable when they cannot be made within TEMPLATE_TIMEOUT, so the Pod
-        is refused rather than admitted with a claim template that does not exist.
+        Raises FactsUnavailable when they cannot be made within TEMPLATE_TIMEOUT: the pipeline
+        then leaves the Pod unrewritten with a warning (never pointing at a template that does
+        not exist), and validation still judges it as its rewrite.
         """
         if dry_run:
             return

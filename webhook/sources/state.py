@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from webhook.sources.manifests import read_manifests
 from webhook.sources.yamlio import YamlError
-from webhook.types import Object, Source
+from webhook.types import Object
 
 STATE_KINDS = frozenset(
     {"Namespace", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice"}
@@ -84,6 +84,3 @@ def load_state(path: str) -> SnapshotState:
             raise YamlError(doc.source, f"{kind} without metadata.name")
     return SnapshotState(doc.data for doc in manifests.documents)
 
-
-def state_source(path: str) -> Source:
-    return Source(path)
