@@ -346,5 +346,5 @@ def test_all_mode_is_charged_32_as_resourcequota_and_the_inventory_only_warns() 
         request_from_object(claim(request(exact(count=None, mode="All")))), inventory_context()
     )
     assert "requested 32" in " ".join(r.message for r in verdict.decision.reasons)
-    assert verdict.decision.charges == {"gpu.nvidia.com": 32}
+    assert list(verdict.decision.holds.values()) == [{"gpu.nvidia.com": 32}]
     assert any("8 published devices match" in w for w in verdict.decision.warnings)

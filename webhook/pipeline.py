@@ -317,8 +317,6 @@ def _rewrite(
         Decision(warnings=result.notes, tenant=facts.tenant.name if facts.tenant else ""),
         patch=_patch(obj, result.object) if result.changed else (),
         patched=result.object if result.changed else None,
-        templates=result.templates,
-        notes=result.notes,
     )
 
 

@@ -387,15 +387,6 @@ class Decision:
     tenant: str = ""
     holds: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
-    @property
-    def charges(self) -> dict[str, int]:
-        """Devices per class over all holders."""
-        total: dict[str, int] = {}
-        for devices in self.holds.values():
-            for device_class, count in devices.items():
-                total[device_class] = total.get(device_class, 0) + count
-        return total
-
 
 @dataclass(frozen=True)
 class RewriteResult:
@@ -415,8 +406,6 @@ class Verdict:
     decision: Decision
     patch: Sequence[Mapping[str, Any]] = ()
     patched: Object | None = None
-    templates: tuple[Object, ...] = ()
-    notes: tuple[str, ...] = ()
 
     @property
     def allowed(self) -> bool:

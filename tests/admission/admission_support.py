@@ -54,11 +54,8 @@ def review(
     warnings = ("dry run: nothing reserved",) if request.dry_run else ()
     audit = {"dragate.io/tenant": tenant}
     if mutate:
-        return Verdict(
-            Decision(tenant=tenant, warnings=warnings, audit=audit),
-            patch=PATCH,
-            notes=("labelled dragate.io/seen",),
-        )
+        notes = (*warnings, "labelled dragate.io/seen")
+        return Verdict(Decision(tenant=tenant, warnings=notes, audit=audit), patch=PATCH)
     return Verdict(Decision(tenant=tenant, warnings=warnings, audit=audit))
 
 

@@ -152,7 +152,7 @@ def render_response(
     """The AdmissionReview reply for `verdict`; `mutate` is True only on /mutate."""
     decision = verdict.decision
     response: dict[str, Any] = {"uid": uid, "allowed": decision.allowed}
-    warnings = bound_warnings(_warning_texts(verdict, mutate), max_warnings)
+    warnings = bound_warnings(_warning_texts(verdict), max_warnings)
     if warnings:
         response["warnings"] = warnings
     response["auditAnnotations"] = audit_annotations({**decision.audit, **decision_audit(verdict)})
@@ -188,12 +188,9 @@ def encode_patch(patch: Iterable[Mapping[str, Any]]) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _warning_texts(verdict: Verdict, mutate: bool) -> list[str]:
-    """Decision warnings, plus the rewriter's notes on /mutate (once each, in order)."""
-    texts = list(verdict.decision.warnings)
-    if mutate:
-        texts.extend(verdict.notes)
-    return list(dict.fromkeys(texts))
+def _warning_texts(verdict: Verdict) -> list[str]:
+    """The decision's warnings (the rewriter's notes among them on /mutate), once each."""
+    return list(dict.fromkeys(verdict.decision.warnings))
 
 
 def bound_warnings(warnings: Iterable[str], limit: int = 20) -> list[str]:
