@@ -38,9 +38,12 @@ class Block:
 def markdown_files() -> list[Path]:
     """Every Markdown file of the repository, outside hidden and build directories."""
     return sorted(
-        path for path in REPO.rglob("*.md")
-        if not any(part.startswith(".") or part in SKIPPED_DIRS or part.endswith(".egg-info")
-                   for part in path.relative_to(REPO).parts[:-1])
+        path
+        for path in REPO.rglob("*.md")
+        if not any(
+            part.startswith(".") or part in SKIPPED_DIRS or part.endswith(".egg-info")
+            for part in path.relative_to(REPO).parts[:-1]
+        )
     )
 
 
@@ -68,7 +71,7 @@ def blocks(text: str) -> list[Block]:
         end = index + 1
         while end < len(lines) and not FENCE.match(lines[end]):
             end += 1
-        body = "".join(line[indent:] + "\n" for line in lines[index + 1:end])
+        body = "".join(line[indent:] + "\n" for line in lines[index + 1 : end])
         found.append(Block(opening.group(2), index + 2, body))
         index = end + 1
     return found
@@ -104,9 +107,11 @@ def section(text: str, heading: str) -> str:
     for index, (start, match) in enumerate(found):
         if match.group(2) == heading:
             level = len(match.group(1))
-            end = next((number for number, later in found[index + 1:]
-                        if len(later.group(1)) <= level), len(lines) + 1)
-            return "\n".join(lines[start - 1:end - 1]) + "\n"
+            end = next(
+                (number for number, later in found[index + 1 :] if len(later.group(1)) <= level),
+                len(lines) + 1,
+            )
+            return "\n".join(lines[start - 1 : end - 1]) + "\n"
     raise LookupError(f"no section {heading!r}")
 
 

@@ -47,8 +47,22 @@ from urllib.parse import unquote
 import pytest
 from docs_support import REPO, anchors, markdown_files, prose, slug
 
-KNOWN_EXTENSIONS = (".py", ".md", ".yaml", ".yml", ".json", ".toml", ".sh", ".txt", ".tpl",
-                    ".lock", ".png", ".cfg", ".ini", ".sqlite3")
+KNOWN_EXTENSIONS = (
+    ".py",
+    ".md",
+    ".yaml",
+    ".yml",
+    ".json",
+    ".toml",
+    ".sh",
+    ".txt",
+    ".tpl",
+    ".lock",
+    ".png",
+    ".cfg",
+    ".ini",
+    ".sqlite3",
+)
 PATH_TOKEN = re.compile(r"[A-Za-z0-9_.*-]+(?:/[A-Za-z0-9_.*-]+)*/?")
 WORD_PATH = re.compile(r"(?<![\w/.$~<{@-])[A-Za-z0-9_.*-]+(?:/[A-Za-z0-9_.*-]+)+/?")
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")
@@ -56,7 +70,8 @@ LINK = re.compile(r"!?\[(?:[^\]]|\][^(])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
 SECTION_REF = re.compile(
     r"(?P<doc>(?<![\w/.-])(?:[\w.-]+/)*[\w.-]+\.md|\bREADME)\b,?\s+(?:section\s+)?"
-    r"[\"“](?P<heading>[^\"”\n]+)[\"”]")
+    r"[\"“](?P<heading>[^\"”\n]+)[\"”]"
+)
 
 Problem = tuple[Path, int, str]
 
@@ -73,8 +88,9 @@ def is_path(token: str, bases: list[Path]) -> bool:
     first = token.split("/", 1)[0]
     if first.startswith(("*", "..")):
         return False
-    return (token.rstrip("/").endswith(KNOWN_EXTENSIONS)
-            or any(first not in {".", ".."} and (base / first).exists() for base in bases))
+    return token.rstrip("/").endswith(KNOWN_EXTENSIONS) or any(
+        first not in {".", ".."} and (base / first).exists() for base in bases
+    )
 
 
 def exists(token: str, bases: list[Path]) -> bool:
@@ -96,16 +112,21 @@ def path_problems(path: Path, line: int, token: str, bases: list[Path]) -> list[
 def link_problems(path: Path, text: str) -> Iterator[Problem]:
     for line in prose(text):
         for target in LINK.findall(INLINE_CODE.sub("code", line.text)):
-            if SCHEME.match(target):
-                continue
-            file_part, _, anchor = unquote(target).partition("#")
-            linked = path.parent / file_part
-            if file_part and not linked.exists():
-                yield path, line.number, f"link to {target}: no {shown(linked)}"
-            elif anchor and not file_part and anchor not in anchors(text):
-                yield path, line.number, f"link to {target}: no heading #{anchor}"
-            elif anchor and linked.suffix == ".md" and anchor not in anchors(linked.read_text()):
-                yield path, line.number, f"link to {target}: no heading #{anchor}"
+            problem = None if SCHEME.match(target) else target_problem(path, text, target)
+            if problem:
+                yield path, line.number, f"link to {target}: {problem}"
+
+
+def target_problem(path: Path, text: str, target: str) -> str | None:
+    """What is wrong with a relative link target, if anything."""
+    file_part, _, anchor = unquote(target).partition("#")
+    linked = path.parent / file_part
+    if file_part and not linked.exists():
+        return f"no {shown(linked)}"
+    if not anchor or (file_part and linked.suffix != ".md"):
+        return None
+    headings_there = anchors(linked.read_text() if file_part else text)
+    return None if anchor in headings_there else f"no heading #{anchor}"
 
 
 def markdown_path_problems(path: Path, text: str) -> Iterator[Problem]:
@@ -128,8 +149,11 @@ def remarks(text: str) -> Iterator[tuple[int, str]]:
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             first = node.body[0] if node.body else None
-            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                    and isinstance(first.value.value, str)):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 yield first.value.lineno, first.value.value
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         if token.type == tokenize.COMMENT:
@@ -156,8 +180,11 @@ def section_problems(path: Path, start: int, text: str) -> Iterator[Problem]:
     for match in SECTION_REF.finditer(text):
         line = start + text.count("\n", 0, match.start())
         doc, heading = match.group("doc"), match.group("heading")
-        named = REPO / "README.md" if doc == "README" else next(
-            (base / doc for base in (REPO, path.parent) if (base / doc).is_file()), None)
+        named = (
+            REPO / "README.md"
+            if doc == "README"
+            else next((base / doc for base in (REPO, path.parent) if (base / doc).is_file()), None)
+        )
         if named is None:
             yield path, line, f'{doc}, "{heading}": no {doc}'
         elif slug(heading) not in anchors(named.read_text()):
@@ -183,7 +210,8 @@ def report(problems: list[Problem]) -> str:
 
 @pytest.mark.parametrize("rule", RULES.values(), ids=RULES.keys())
 def test_every_reference_resolves(
-        rule: tuple[Callable[[], list[Path]], Callable[[Path, str], Iterator[Problem]]]) -> None:
+    rule: tuple[Callable[[], list[Path]], Callable[[Path, str], Iterator[Problem]]],
+) -> None:
     files, problems_of = rule
     problems = [problem for path in files() for problem in problems_of(path, path.read_text())]
     assert not problems, f"{len(problems)} broken references:\n{report(problems)}"
@@ -239,24 +267,40 @@ Its rules: README.md, "Policy files"; see design/architecture.md.
 '''
 
 
-@pytest.mark.parametrize(("name", "text", "expected"), [
-    ("doc.md", BROKEN_MARKDOWN, [
-        "doc.md:6: link to nowhere.md: no nowhere.md",
-        "doc.md:6: link to #nowhere: no heading #nowhere",
-        "doc.md:6: `webhook/nowhere.py` does not exist",
-        'doc.md:12: README, "No such section": README.md has no such heading',
-    ]),
-    ("module.py", BROKEN_PYTHON, [
-        'module.py:3: README.md, "Policy files": README.md has no such heading',
-        "module.py:3: `design/architecture.md` does not exist",
-        "module.py:6: `webhook/nowhere.py` does not exist",
-    ]),
-], ids=["markdown", "python"])
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "doc.md",
+            BROKEN_MARKDOWN,
+            [
+                "doc.md:6: link to nowhere.md: no nowhere.md",
+                "doc.md:6: link to #nowhere: no heading #nowhere",
+                "doc.md:6: `webhook/nowhere.py` does not exist",
+                'doc.md:12: README, "No such section": README.md has no such heading',
+            ],
+        ),
+        (
+            "module.py",
+            BROKEN_PYTHON,
+            [
+                'module.py:3: README.md, "Policy files": README.md has no such heading',
+                "module.py:3: `design/architecture.md` does not exist",
+                "module.py:6: `webhook/nowhere.py` does not exist",
+            ],
+        ),
+    ],
+    ids=["markdown", "python"],
+)
 def test_every_broken_reference_is_listed_with_file_and_line(
-        name: str, text: str, expected: list[str]) -> None:
+    name: str, text: str, expected: list[str]
+) -> None:
     path = Path(__file__).parent / name  # never written: the rules read the text given
-    kinds = ("markdown-links", "markdown-paths", "markdown-section-names") if name.endswith(
-        ".md") else ("python-paths", "python-section-names")
+    kinds = (
+        ("markdown-links", "markdown-paths", "markdown-section-names")
+        if name.endswith(".md")
+        else ("python-paths", "python-section-names")
+    )
     problems = [p for kind in kinds for p in RULES[kind][1](path, text)]
     lines = report(problems).replace("tests/docs/", "").splitlines()
     assert sorted(lines) == sorted(expected)
