@@ -140,3 +140,14 @@ def cli_headings(name: str) -> list[str]:
 def test_readme_fits_a_few_screens_and_points_at_the_generated_benchmarks() -> None:
     assert len(README.splitlines()) <= README_MAX_LINES
     assert "](../tests/bench/results/report.md)" in (REPO / "docs" / "benchmarks.md").read_text()
+
+
+def lint_rules() -> list[str]:
+    listed = CliRunner().invoke(main, ["lint", "--list-rules"]).stdout
+    return [line.split()[0] for line in listed.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("rule", lint_rules())
+def test_every_lint_rule_is_in_the_rule_table_of_docs_cli(rule: str) -> None:
+    table = section(CLI_DOC, "`dragate lint`")
+    assert f"`{rule}`" in table, f"docs/cli.md's lint table does not list {rule}"
