@@ -26,6 +26,11 @@ markdown-paths, python-paths
     repository root and the file's directory; in Python they are words of docstrings and
     comments (a trailing ``.`` or ``,`` of the sentence dropped) and the bases are the
     repository root, webhook/ and the module's directory.
+python-modules
+    A dotted name starting with ``webhook.`` in a docstring or comment (``webhook.pipeline.review``,
+    ``webhook.types.Deadline``) names a module of the package, or a name defined or imported at
+    the top of one, or a member of a class defined there. (Code is checked by the interpreter;
+    Markdown's ``webhook.url`` and the like are Helm values, not modules, and are not read.)
 section-names
     ``<doc>, "<heading>"`` or ``<doc>, section "<heading>"``, where ``<doc>`` is ``README`` (the
     repository's README.md) or a path ending in ``.md``, in Markdown prose, docstrings or
@@ -67,6 +72,7 @@ PATH_TOKEN = re.compile(r"[A-Za-z0-9_.*-]+(?:/[A-Za-z0-9_.*-]+)*/?")
 WORD_PATH = re.compile(r"(?<![\w/.$~<{@-])[A-Za-z0-9_.*-]+(?:/[A-Za-z0-9_.*-]+)+/?")
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")
 LINK = re.compile(r"!?\[(?:[^\]]|\][^(])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+DOTTED = re.compile(r"(?<![\w.])webhook(?:\.[A-Za-z_]\w*)+")
 SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
 SECTION_REF = re.compile(
     r"(?P<doc>(?<![\w/.-])(?:[\w.-]+/)*[\w.-]+\.md|\bREADME)\b,?\s+(?:section\s+)?"
@@ -168,6 +174,50 @@ def python_path_problems(path: Path, text: str) -> Iterator[Problem]:
             yield from path_problems(path, line, match.group(0).rstrip(".,"), bases)
 
 
+def python_module_problems(path: Path, text: str) -> Iterator[Problem]:
+    for start, remark in remarks(text):
+        for match in DOTTED.finditer(remark):
+            if not resolves(match.group(0).rstrip(".").split(".")):
+                line = start + remark.count("\n", 0, match.start())
+                yield path, line, f"`{match.group(0)}` names no module or name of the package"
+
+
+def resolves(parts: list[str]) -> bool:
+    """Whether `a.b.c` is a module under the repository, or a name (or class member) in one."""
+    for split in range(len(parts), 0, -1):
+        base = REPO.joinpath(*parts[:split])
+        for module in (base.with_suffix(".py"), base / "__init__.py"):
+            if module.is_file():
+                return defines(ast.parse(module.read_text()).body, parts[split:])
+    return False
+
+
+def defines(body: list[ast.stmt], names: list[str]) -> bool:
+    """Whether a module or class body defines `names[0]` (and, inside a class, the rest)."""
+    if not names:
+        return True
+    for node in body:
+        if isinstance(node, ast.ClassDef) and node.name == names[0]:
+            return defines(node.body, names[1:])
+        if names[0] in bound(node):
+            return len(names) == 1
+    return False
+
+
+def bound(node: ast.stmt) -> set[str]:
+    """The names a top-level statement binds."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    targets = (
+        node.targets
+        if isinstance(node, ast.Assign)
+        else ([node.target] if isinstance(node, ast.AnnAssign) else [])
+    )
+    return {t.id for t in targets if isinstance(t, ast.Name)}
+
+
 def python_section_problems(path: Path, text: str) -> Iterator[Problem]:
     for start, remark in remarks(text):
         yield from section_problems(path, start, remark)
@@ -200,6 +250,7 @@ RULES: dict[str, tuple[Callable[[], list[Path]], Callable[[Path, str], Iterator[
     "markdown-paths": (markdown_files, markdown_path_problems),
     "markdown-section-names": (markdown_files, markdown_section_problems),
     "python-paths": (python_files, python_path_problems),
+    "python-modules": (python_files, python_module_problems),
     "python-section-names": (python_files, python_section_problems),
 }
 
@@ -264,6 +315,7 @@ Its rules: README.md, "Policy files"; see design/architecture.md.
 """
 
 # and webhook/nowhere.py, or engine/cel/budget.py (relative to webhook/)
+# webhook.pipeline.review and webhook.types.Deadline.check exist; webhook.nowhere.thing does not
 '''
 
 
@@ -287,6 +339,7 @@ Its rules: README.md, "Policy files"; see design/architecture.md.
                 'module.py:3: README.md, "Policy files": README.md has no such heading',
                 "module.py:3: `design/architecture.md` does not exist",
                 "module.py:6: `webhook/nowhere.py` does not exist",
+                "module.py:7: `webhook.nowhere.thing` names no module or name of the package",
             ],
         ),
     ],
@@ -299,7 +352,7 @@ def test_every_broken_reference_is_listed_with_file_and_line(
     kinds = (
         ("markdown-links", "markdown-paths", "markdown-section-names")
         if name.endswith(".md")
-        else ("python-paths", "python-section-names")
+        else ("python-paths", "python-modules", "python-section-names")
     )
     problems = [p for kind in kinds for p in RULES[kind][1](path, text)]
     lines = report(problems).replace("tests/docs/", "").splitlines()
