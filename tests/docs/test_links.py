@@ -20,8 +20,8 @@ markdown-paths, python-paths
     (``design/architecture.md``). Tokens like ``nvidia.com/gpu``, ``resource.k8s.io/v1`` or
     ``pkg/cel/library/*_test.go`` (another repository) are therefore not paths, and neither are
     tokens whose first segment starts with ``*`` or ``..`` (``*.yaml/*.yml``, ``..data/x.yaml``:
-    patterns). A path must exist
-    under one of its base directories; a ``*`` is a glob that must match something. In
+    patterns). A path must exist under one of its base directories; a ``*`` is a glob that
+    must match something. In
     Markdown the tokens are whole inline code spans (between backticks) and the bases are the
     repository root and the file's directory; in Python they are words of docstrings and
     comments (a trailing ``.`` or ``,`` of the sentence dropped) and the bases are the
@@ -31,7 +31,7 @@ python-modules
     ``webhook.types.Deadline``) names a module of the package, or a name defined or imported at
     the top of one, or a member of a class defined there. (Code is checked by the interpreter;
     Markdown's ``webhook.url`` and the like are Helm values, not modules, and are not read.)
-section-names
+markdown-section-names, python-section-names
     ``<doc>, "<heading>"`` or ``<doc>, section "<heading>"``, where ``<doc>`` is ``README`` (the
     repository's README.md) or a path ending in ``.md``, in Markdown prose, docstrings or
     comments: the document exists and has that heading (compared by GitHub anchor).
