@@ -3,7 +3,7 @@ claims) against 50 tenants and 20 CEL rules.
 
 Run: `python tests/bench/engine.py [--iterations N] [--json FILE]`. Reports min / p50 / p99 /
 max in microseconds, and the same Pod through the whole pipeline (facts from an in-memory
-state and ledger) for comparison. Numbers, not assertions: the README records them.
+state and ledger) for comparison. Numbers, not assertions: docs/benchmarks.md records them.
 """
 
 from __future__ import annotations

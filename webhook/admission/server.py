@@ -1,6 +1,6 @@
 """gunicorn, started from Python: gthread workers, TLS with hot reload, HTTP/1.1 only.
 
-Why these settings (the user-facing side is README.md, "Security and failure modes"):
+Why these settings (the user-facing side is docs/security.md, "Security and failure modes"):
 - gthread keeps apiserver connections alive, and calls the `ssl_context` hook per connection,
   which is what lets a rotated certificate take effect without a restart.
 - gthread as `slowclients.GuardedThreadWorker`: a client that connects and stalls cannot hold a

@@ -2,7 +2,7 @@
 
 A rule module registers its checks at import; `webhook.lint.lint_object` runs them all. A check
 may report more than one rule id (one walk over the requests finds several kinds of mistake);
-`RULES` lists the ids each check can report, for `dragate lint --list-rules` and the README.
+`RULES` lists the ids each check can report, for `dragate lint --list-rules` and docs/cli.md.
 """
 
 from __future__ import annotations
