@@ -20,10 +20,10 @@ from ruamel.yaml import YAML
 
 from webhook.cli import main
 from webhook.cli.migrate import skip_rule
-from webhook.sources import roundtrip
-from webhook.sources.policies import default_mappings
-from webhook.sources.roundtrip import Doc, parse_stream, whole_text_loads
-from webhook.sources.yamlio import YamlError, to_plain
+from webhook.files import roundtrip
+from webhook.files.roundtrip import Doc, parse_stream, whole_text_loads
+from webhook.files.yamlio import YamlError, to_plain
+from webhook.policy.loading import default_mappings
 
 VARIANTS = list(variants())
 SKIP = skip_rule(default_mappings())

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from webhook.admission import metrics
-from webhook.sources.policies import files_under
+from webhook.policy.loading import files_under
 from webhook.types import PolicySet
 
 log = logging.getLogger("dragate.reload")

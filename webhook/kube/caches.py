@@ -17,14 +17,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from webhook.sources.informer import (
-    ApiError,
-    Informer,
-    KubeApi,
-    Listener,
-    Resource,
-    Unreachable,
-)
+from webhook.kube.api import ApiError, KubeApi, Unreachable
+from webhook.kube.informer import Informer, Listener, Resource
 from webhook.types import FactsUnavailable, Object
 
 __all__ = ["FactsUnavailable", "KubeState"]

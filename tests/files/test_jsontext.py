@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from webhook.sources.jsontext import patch_json, scan, wrap_in_list
+from webhook.files.jsontext import patch_json, scan, wrap_in_list
 
 Edit = Callable[[Any], None]
 POD = ('{\n  "kind": "Pod",\n  "spec": {\n    "containers": [\n      {\n'

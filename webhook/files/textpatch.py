@@ -20,7 +20,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from webhook.sources.treepatch import to_node
+from webhook.files.treepatch import to_node
 from webhook.types import JSON
 
 _LOCAL = threading.local()

@@ -16,7 +16,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from webhook.sources.textpatch import entry_end
+from webhook.files.textpatch import entry_end
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from webhook.sources.aliases import check_alias_growth
+from webhook.files.aliases import check_alias_growth
 from webhook.types import JSON, DragateError, Source
 
 MAX_TEXT_BYTES = 16 * 1024 * 1024

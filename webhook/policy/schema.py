@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from webhook.sources.yamlio import Document
+from webhook.files.yamlio import Document
 from webhook.types import JSON, DragateError, Source
 
 Path = tuple[str | int, ...]

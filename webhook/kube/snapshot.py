@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 
-from webhook.sources.manifests import read_manifests
-from webhook.sources.yamlio import YamlError
+from webhook.files.manifests import read_manifests
+from webhook.files.yamlio import YamlError
 from webhook.types import Object
 
 STATE_KINDS = frozenset(

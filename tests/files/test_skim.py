@@ -11,9 +11,9 @@ import pytest
 from migrate_cases import assert_unchanged
 
 from webhook.cli.migrate import skip_rule
+from webhook.files.skim import MAX_DEPTH, plain_document, skipper, string_key
+from webhook.policy.loading import default_mappings
 from webhook.rewrite import resource_markers
-from webhook.sources.policies import default_mappings
-from webhook.sources.skim import MAX_DEPTH, plain_document, skipper, string_key
 from webhook.types import LegacyResourceMapping, ResourceMapping
 
 SKIP = skip_rule(default_mappings())

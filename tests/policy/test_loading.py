@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from webhook.sources.policies import (
+from webhook.policy.loading import (
     PolicyError,
     PolicyProblem,
     default_mappings,

@@ -12,7 +12,7 @@ from webhook.engine.counting import devices_by_class, holder_key
 from webhook.engine.normalize import ObjectError, claim_spec
 from webhook.engine.tenancy import namespace_labels, resolve_tenant
 from webhook.ledger.accounting import Holds
-from webhook.types import Object, PolicySet
+from webhook.types import ClusterState, Object, PolicySet
 
 
 def holds_by_tenant(
@@ -38,3 +38,10 @@ def holds_by_tenant(
             continue
         tenants.setdefault(tenant.name, {})[holder_key(claim)] = devices
     return tenants, notes
+
+
+def existing_holds(policies: PolicySet, state: ClusterState) -> dict[str, Holds]:
+    """Per tenant, what the claims already in `state` hold: the ledger's starting truth."""
+    namespaces = {str(n["metadata"]["name"]): n for n in state.namespaces()}
+    holds, _ = holds_by_tenant(policies, state.claims(), namespaces)
+    return holds

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.engine.cel import CelCompileError, Program, compile_expression
-from webhook.sources.policyschema import (
+from webhook.policy.schema import (
     INVALID,
     Anything,
     Bool,

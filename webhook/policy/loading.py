@@ -15,10 +15,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from webhook.sources.manifests import read_text
-from webhook.sources.policykinds import HEADER, KINDS
-from webhook.sources.policyschema import INVALID, PolicyError, PolicyProblem, Report
-from webhook.sources.yamlio import Document, YamlError, parse_documents
+from webhook.files.manifests import read_text
+from webhook.files.yamlio import Document, YamlError, parse_documents
+from webhook.policy.kinds import HEADER, KINDS
+from webhook.policy.schema import INVALID, PolicyError, PolicyProblem, Report
 from webhook.types import (
     DeviceClassPolicy,
     LegacyResourceMapping,

@@ -30,8 +30,9 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from webhook.engine.tenancy import namespace_labels, resolve_tenant
-from webhook.sources.background import BackgroundLoop
-from webhook.sources.informer import ApiError, Backoff, Key, Unreachable
+from webhook.kube.api import ApiError, Backoff, Unreachable
+from webhook.kube.background import BackgroundLoop
+from webhook.kube.informer import Key
 from webhook.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, FactsUnavailable, Object, PolicySet
 
 log = logging.getLogger(__name__)

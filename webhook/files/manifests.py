@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from webhook.sources.yamlio import Document, YamlError, parse_documents
+from webhook.files.yamlio import Document, YamlError, parse_documents
 from webhook.types import Source
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")

@@ -15,7 +15,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import CommentMark
 from ruamel.yaml.tokens import CommentToken
 
-from webhook.sources.yamlio import to_plain
+from webhook.files.yamlio import to_plain
 from webhook.types import JSON
 
 

@@ -1,7 +1,7 @@
-"""What every offline command builds the same way: policies, snapshot state, ledger, context.
+"""What the offline commands read the same way: a policy directory and a snapshot state file.
 
-`check` and `test` (and `serve` without a cluster) must judge exactly as the webhook does, so
-they share this construction instead of each wiring the pipeline by hand.
+Bad input exits with code 2 and one message per problem, before any object is judged; the
+Context itself is composed in `webhook.assembly`, as for the webhook.
 """
 
 from __future__ import annotations
@@ -11,13 +11,9 @@ from pathlib import Path
 import click
 
 from webhook.cli import exits
-from webhook.ledger.memory import MemoryLedger
-from webhook.pipeline import Context
-from webhook.sources import offline as sources_offline
-from webhook.sources.offline import existing_holds
-from webhook.sources.policies import PolicyError, default_policy_dir, load_policies
-from webhook.sources.state import SnapshotState, load_state
-from webhook.sources.yamlio import YamlError
+from webhook.files.yamlio import YamlError
+from webhook.kube.snapshot import SnapshotState, load_state
+from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
 from webhook.types import PolicySet
 
 
@@ -46,9 +42,3 @@ def snapshot(path: str | None) -> SnapshotState:
         return load_state(path)
     except YamlError as err:
         raise UsageError(f"state file: {err}") from None
-
-
-def offline_context(policies: PolicySet, state: SnapshotState) -> Context:
-    """A pipeline context whose in-memory ledger starts from the claims already in `state`."""
-    ledger = MemoryLedger(existing_holds(policies, state))
-    return sources_offline.offline_context(lambda: policies, state, ledger)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.sources.aliases import LONG_STRING, MAX_ALIAS_GROWTH
-from webhook.sources.policies import PolicyError, parse_policies
-from webhook.sources.yamlio import YamlError, parse_documents
+from webhook.files.aliases import LONG_STRING, MAX_ALIAS_GROWTH
+from webhook.files.yamlio import YamlError, parse_documents
+from webhook.policy.loading import PolicyError, parse_policies
 
 
 def laughs(levels: int, width: int = 10) -> str:

@@ -17,7 +17,7 @@ import copy
 import json
 from dataclasses import dataclass, field
 
-from webhook.sources.textpatch import Op, Pointer, Unplaceable, diff
+from webhook.files.textpatch import Op, Pointer, Unplaceable, diff
 from webhook.types import JSON
 
 _SPACE = " \t\r\n"

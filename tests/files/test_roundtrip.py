@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from webhook.sources.roundtrip import parse_stream, split_documents
-from webhook.sources.yamlio import YamlError
+from webhook.files.roundtrip import parse_stream, split_documents
+from webhook.files.yamlio import YamlError
 
 TEXT = """\
 # header comment

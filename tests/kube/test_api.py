@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import urllib3
 
-from webhook.sources.informer import Backoff, Unreachable, WatchStream
+from webhook.kube.api import Backoff, Unreachable, WatchStream
 
 
 class Response:

@@ -7,7 +7,7 @@ does is patched (JSON-patch ops computed on plain data, applied to the ruamel tr
 alone with the file's own indentation. JSON files stay JSON, with their indent.
 
 Reading with ruamel's round-trip loader is most of the cost, so it happens once per document
-that may change and never for one the caller's `skip` rules out (`webhook.sources.skim`).
+that may change and never for one the caller's `skip` rules out (`webhook.files.skim`).
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.util import load_yaml_guess_indent
 
-from webhook.sources.duplicates import find_duplicates, without_earlier
-from webhook.sources.jsontext import patch_json, wrap_in_list
-from webhook.sources.textpatch import Style, document_style, patch_text, render_document
-from webhook.sources.treepatch import apply_changes, to_node
-from webhook.sources.yamlio import MAX_TEXT_BYTES, YamlError, to_plain
+from webhook.files.duplicates import find_duplicates, without_earlier
+from webhook.files.jsontext import patch_json, wrap_in_list
+from webhook.files.textpatch import Style, document_style, patch_text, render_document
+from webhook.files.treepatch import apply_changes, to_node
+from webhook.files.yamlio import MAX_TEXT_BYTES, YamlError, to_plain
 from webhook.types import JSON, Source
 
 _MARKER = re.compile(r"^---(?=[ \t]|$)", re.MULTILINE)
@@ -193,7 +193,7 @@ def whole_text_loads(docs: list[Doc]) -> bool | None:
     part is one when it has a marker or a line starting at column 0 with a letter, digit, quote
     or bracket (comments start with `#`, directives with `%`). Two documents fail the load. A
     file that is a single parsed document without a marker is exactly the text that loaded,
-    unless repeated keys were cut from it first (see `webhook.sources.duplicates`).
+    unless repeated keys were cut from it first (see `webhook.files.duplicates`).
     """
     if any(doc.loaded is not None for doc in docs):
         return False  # a repeated key: ruamel's whole-file load refuses it

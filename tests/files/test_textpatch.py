@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.sources.roundtrip import load_rt
-from webhook.sources.textpatch import patch_text
-from webhook.sources.yamlio import to_plain
+from webhook.files.roundtrip import load_rt
+from webhook.files.textpatch import patch_text
+from webhook.files.yamlio import to_plain
 
 Edit = Callable[[Any], None]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from webhook.sources.informer import Unreachable
-from webhook.sources.templates import TemplateKeeper, desired
+from webhook.kube.api import Unreachable
+from webhook.kube.templates import TemplateKeeper, desired
 from webhook.types import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
