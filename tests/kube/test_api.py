@@ -1,4 +1,4 @@
-"""Informer pieces the real API server cannot be made to exercise on demand.
+"""API client pieces the real API server cannot be made to exercise on demand.
 
 Chunk boundaries in a watch stream are the network's choice, and backoff timing is ours;
 both are tested here at our own adapter boundary (the urllib3 response we read from).

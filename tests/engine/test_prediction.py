@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from webhook.engine.workloads import demand, fit_warnings
+from webhook.engine.prediction import demand, fit_warnings
 from webhook.types import ClassUsage, QuotaLimit, Tenant
 
 GPU = "gpu.nvidia.com"

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from webhook.engine.namespaces import admin_label_reasons
+from webhook.engine.adminlabel import admin_label_reasons
 from webhook.types import AdmissionRequest, Operation, Settings
 
 SETTINGS = Settings(admin_access_editors=frozenset({"alice", "group:platform-admins"}))
