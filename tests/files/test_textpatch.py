@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.files.roundtrip import load_rt
+from webhook.files.rtyaml import load_rt
 from webhook.files.textpatch import patch_text
 from webhook.files.yamlio import to_plain
 
