@@ -1,9 +1,10 @@
 """The four policy kinds as schemas: which fields each has, what they must hold, what they become.
 
 This is the policy file contract (README.md, "Policy files") written once, as data, so
-unknown fields, wrong types and bad values all come from `policyschema` in one voice. Rules that
-tie fields of one object together live in the small `check` functions beside their schema;
-rules across documents (duplicate names, shared namespaces) live in `policies`.
+unknown fields, wrong types and bad values all come from `webhook.policy.schema` in one voice.
+Rules that tie fields of one object together live in the small `check` functions beside their
+schema; rules across documents (duplicate names, shared namespaces) live in
+`webhook.policy.loading`.
 """
 
 from __future__ import annotations
