@@ -16,10 +16,10 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from webhook.cli.migrate import Run, migrate_text, skip_rule
+from webhook.files.roundtrip import split_documents
+from webhook.files.yamlio import YamlError, to_plain
+from webhook.policy.loading import default_mappings
 from webhook.rewrite import rewrite_object
-from webhook.sources.policies import default_mappings
-from webhook.sources.roundtrip import split_documents
-from webhook.sources.yamlio import YamlError, to_plain
 
 TESTS = Path(__file__).parent
 RENAMES = (("nvidia.com/gpu", "example.com/gpu"), ("nvidia.com/mig-", "example.com/mig-"),

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
+from webhook.files.gotemplates import has_placeholders, mask
 from webhook.rewrite import pod_specs
-from webhook.sources.gotemplates import has_placeholders, mask
 
 CORPUS = Path(__file__).parent / "migrate_corpus"
 BUILTIN = {"v1", "apps/v1", "batch/v1", "resource.k8s.io/v1"}

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from builders import claim, exact, namespace, pod, request, template
 
+from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context, admit, request_from_object, review
-from webhook.sources.policies import parse_policies
-from webhook.sources.state import SnapshotState
+from webhook.policy.loading import parse_policies
 from webhook.types import FactsUnavailable, Operation
 
 POLICIES = parse_policies(
@@ -312,12 +312,13 @@ spec:
 
 
 def inventory_context() -> Context:
-    from webhook.cli.offline import offline_context
+    from webhook.assembly import offline_context
 
     state = SnapshotState(
         [GPU_CLASS, gpu_slice("node-a", "40Gi", 4), gpu_slice("node-b", "80Gi", 4)]
     )
-    return offline_context(parse_policies(FEASIBILITY), state)
+    policies = parse_policies(FEASIBILITY)
+    return offline_context(lambda: policies, state)
 
 
 BIG_MEMORY = "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('100Gi')) >= 0"

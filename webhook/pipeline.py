@@ -18,8 +18,8 @@ from webhook.engine.counting import add_charges, devices_by_class
 from webhook.engine.feasibility import check_claim
 from webhook.engine.inventory import ClassCapacity, Inventory
 from webhook.engine.normalize import ObjectError, pod_claims, template_claim_spec
+from webhook.engine.prediction import PREDICTED_KINDS, demand, fit_warnings
 from webhook.engine.quota import limits_of
-from webhook.engine.workloads import PREDICTED_KINDS, demand, fit_warnings
 from webhook.rewrite import rewrite_object
 from webhook.rewrite.patch import make_patch
 from webhook.types import (

@@ -18,9 +18,9 @@ from webhook.admission.app import create_app
 from webhook.admission.config import AdmissionOptions
 from webhook.admission.handler import Reviewer
 from webhook.admission.reload import PolicyHolder
+from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context
-from webhook.sources.state import SnapshotState
 
 
 @pytest.fixture

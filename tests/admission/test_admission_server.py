@@ -23,7 +23,7 @@ from server_support import (
     write_policies,
 )
 
-from webhook.sources import certs
+from webhook import certificates
 
 
 @pytest.fixture(scope="module")
@@ -115,11 +115,12 @@ def test_metrics_aggregate_across_workers(server: Server) -> None:
 
 def _client_pair(directory: Path, name: str) -> tuple[tuple[str, str], Path]:
     """A CA and a client certificate it signed: ((cert, key) files, the CA file)."""
-    ca, ca_key = certs.make_ca(f"{name}-ca")
-    cert, key = certs.make_client(ca, ca_key)
-    certs.write_file(directory / f"{name}-ca.crt", certs.pem_certs([ca]), private=False)
-    certs.write_file(directory / f"{name}.crt", certs.pem_certs([cert]), private=False)
-    certs.write_file(directory / f"{name}.key", certs.pem_key(key), private=True)
+    ca, ca_key = certificates.make_ca(f"{name}-ca")
+    cert, key = certificates.make_client(ca, ca_key)
+    write = certificates.write_file
+    write(directory / f"{name}-ca.crt", certificates.pem_certs([ca]), private=False)
+    write(directory / f"{name}.crt", certificates.pem_certs([cert]), private=False)
+    certificates.write_file(directory / f"{name}.key", certificates.pem_key(key), private=True)
     pair = (str(directory / f"{name}.crt"), str(directory / f"{name}.key"))
     return pair, directory / f"{name}-ca.crt"
 
@@ -146,7 +147,7 @@ def test_mtls_is_required_for_reviews_with_client_ca(tmp_path: Path) -> None:
 def test_certificate_rotation_without_failures(tmp_path: Path) -> None:
     """Same-CA renewal, then a new CA published as old+new bundle first, under load."""
     live = tmp_path / "certs"
-    certs.create(live, ["localhost", "127.0.0.1"])
+    certificates.create(live, ["localhost", "127.0.0.1"])
     trust = tmp_path / "trust.pem"
     trust.write_bytes((live / "ca.crt").read_bytes())
     server = start(tmp_path)
@@ -166,17 +167,17 @@ def test_certificate_rotation_without_failures(tmp_path: Path) -> None:
     thread.start()
     try:
         time.sleep(0.3)
-        certs.renew(live)
+        certificates.renew(live)
         _wait_for_serial(seen, live)
         staging = tmp_path / "staging"  # rotate the CA in a copy; publish the bundle first
         staging.mkdir()
         for name in ("ca.crt", "ca.key", "tls.crt", "tls.key"):
             (staging / name).write_bytes((live / name).read_bytes())
-        certs.renew(staging, rotate_ca=True)
+        certificates.renew(staging, rotate_ca=True)
         trust.write_bytes((staging / "ca-bundle.crt").read_bytes())
         time.sleep(0.2)
         for name in ("tls.key", "tls.crt"):
-            certs.write_file(live / name, (staging / name).read_bytes(), private=True)
+            certificates.write_file(live / name, (staging / name).read_bytes(), private=True)
         _wait_for_serial(seen, live)
     finally:
         stop.set()
@@ -187,7 +188,7 @@ def test_certificate_rotation_without_failures(tmp_path: Path) -> None:
 
 
 def _wait_for_serial(seen: set[int], live: Path) -> None:
-    serial = certs.read_certs(live / "tls.crt")[0].serial_number
+    serial = certificates.read_certs(live / "tls.crt")[0].serial_number
     deadline = time.monotonic() + 10
     while serial not in seen and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from admission_support import POLICIES, StaticLoader
 
+from webhook import certificates
 from webhook.admission import review
 from webhook.admission.config import TlsFiles
 from webhook.admission.deadline import budget, parse_go_duration
 from webhook.admission.reload import PolicyHolder
 from webhook.admission.tls import ContextCache
-from webhook.sources import certs
 from webhook.types import PolicySet, Reason
 
 
@@ -208,25 +208,26 @@ def _serial(context: ssl.SSLContext, ca: Path) -> int:
 
 
 def test_context_is_cached_and_reloaded_on_change(tmp_path: Path) -> None:
-    certs.create(tmp_path, ["localhost"])
+    certificates.create(tmp_path, ["localhost"])
     files = TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key")
     cache = ContextCache(files)
     first = cache.get()
     assert cache.get() is first
     assert first.minimum_version == ssl.TLSVersion.TLSv1_2
-    certs.renew(tmp_path)
+    certificates.renew(tmp_path)
     second = cache.get()
     assert second is not first
-    assert _serial(second, tmp_path / "ca.crt") == certs.read_certs(files.cert)[0].serial_number
+    renewed = certificates.read_certs(files.cert)[0]
+    assert _serial(second, tmp_path / "ca.crt") == renewed.serial_number
 
 
 def test_mismatched_pair_keeps_the_previous_context(tmp_path: Path) -> None:
-    certs.create(tmp_path, ["localhost"])
+    certificates.create(tmp_path, ["localhost"])
     cache = ContextCache(TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key"))
     first = cache.get()
-    ca, ca_key = certs.read_ca(certs.CertDir(tmp_path))
-    _, other_key = certs.make_serving(ca, ca_key, ["localhost"])
-    certs.write_file(tmp_path / "tls.key", certs.pem_key(other_key), private=True)
+    ca, ca_key = certificates.read_ca(certificates.CertDir(tmp_path))
+    _, other_key = certificates.make_serving(ca, ca_key, ["localhost"])
+    certificates.write_file(tmp_path / "tls.key", certificates.pem_key(other_key), private=True)
     assert cache.get() is first  # mid-swap: new key, old certificate
     (tmp_path / "tls.key").unlink()
     assert cache.get() is first  # briefly missing
@@ -235,7 +236,7 @@ def test_mismatched_pair_keeps_the_previous_context(tmp_path: Path) -> None:
 def test_client_ca_verifies_client_certificates(tmp_path: Path) -> None:
     """Optional in the handshake (probes carry none), verified when presented; the review
     routes require one (tests/admission/test_admission_server.py)."""
-    certs.create(tmp_path, ["localhost"])
+    certificates.create(tmp_path, ["localhost"])
     files = TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key", tmp_path / "ca.crt")
     assert ContextCache(files).get().verify_mode == ssl.CERT_OPTIONAL
     no_ca = TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key")

@@ -21,11 +21,11 @@ from webhook import pipeline
 from webhook.admission.app import create_app
 from webhook.admission.config import AdmissionOptions
 from webhook.admission.reload import PolicyHolder
+from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.pipeline import Context
-from webhook.sources.policies import parse_policies
-from webhook.sources.state import SnapshotState
+from webhook.policy.loading import parse_policies
 from webhook.types import Ledger, Object, PolicySet
 
 POLICIES = parse_policies(

@@ -23,10 +23,11 @@ import workload
 from timing import rss_mib, sample, summarize, timed
 
 from webhook import pipeline
+from webhook.assembly import offline_context
+from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.sqlite import SqliteLedger
-from webhook.sources.offline import existing_holds, offline_context
-from webhook.sources.policies import load_policies
-from webhook.sources.state import SnapshotState
+from webhook.ledger.usage import existing_holds
+from webhook.policy.loading import load_policies
 from webhook.types import LabelSelector, PolicySet, QuotaLimit, Tenant
 
 LABEL = "dragate.io/tenant"

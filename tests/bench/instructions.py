@@ -57,10 +57,10 @@ def targets() -> list[tuple[str, Call]]:
     from webhook.admission.config import AdmissionOptions
     from webhook.admission.reload import PolicyHolder
     from webhook.admission.review import parse_review
+    from webhook.assembly import offline_context
+    from webhook.kube.snapshot import load_state
     from webhook.ledger.sqlite import SqliteLedger
-    from webhook.sources.offline import offline_context
-    from webhook.sources.policies import load_policies
-    from webhook.sources.state import load_state
+    from webhook.policy.loading import load_policies
 
     tmp = Path(tempfile.mkdtemp(prefix="dragate-instructions-"))
     policies = workload.write_policies(tmp / "policies")

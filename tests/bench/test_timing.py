@@ -12,7 +12,7 @@ import pytest
 from loadgen import run_python
 from timing import SUMMARY_KEYS, summarize
 
-from webhook.sources import certs
+from webhook import certificates
 
 
 @pytest.mark.parametrize(
@@ -46,7 +46,7 @@ class _Allow(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def allow_server(tmp_path: Path) -> Iterator[str]:
-    certs.create(tmp_path, ["localhost", "127.0.0.1"])
+    certificates.create(tmp_path, ["localhost", "127.0.0.1"])
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Allow)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))

@@ -17,7 +17,7 @@ from typing import Any
 from engine import RULES
 from inventory import cluster_slices
 
-from webhook.sources.policies import default_policy_dir
+from webhook.policy.loading import default_policy_dir
 
 TENANTS = 50
 CEL_RULES = 20

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 from cryptography import x509
 
+from webhook import certificates
 from webhook.cli import main
-from webhook.sources import certs
 
 
 def _create(out: Path, *extra: str) -> None:
@@ -34,8 +34,8 @@ def test_create_writes_the_four_files_with_private_keys_0600(tmp_path: Path) -> 
     _create(tmp_path, "--dns-name", "10.0.0.7", "--days", "30")
     modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
     assert modes == {"ca.crt": 0o644, "ca.key": 0o600, "tls.crt": 0o644, "tls.key": 0o600}
-    leaf = certs.read_certs(tmp_path / "tls.crt")[0]
-    names = certs.certificate_names(leaf)
+    leaf = certificates.read_certs(tmp_path / "tls.crt")[0]
+    names = certificates.certificate_names(leaf)
     assert {"dragate.gpu-system.svc", "dragate.gpu-system.svc.cluster.local", "10.0.0.7"} <= set(
         names
     )
@@ -63,32 +63,32 @@ def test_the_leaf_verifies_against_the_ca_for_the_service_name(tmp_path: Path) -
 
 def test_renew_keeps_names_and_ca(tmp_path: Path) -> None:
     _create(tmp_path)
-    before = certs.read_certs(tmp_path / "tls.crt")[0]
+    before = certificates.read_certs(tmp_path / "tls.crt")[0]
     ca_before = (tmp_path / "ca.crt").read_bytes()
     result = CliRunner().invoke(main, ["certs", "renew", "--dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    after = certs.read_certs(tmp_path / "tls.crt")[0]
+    after = certificates.read_certs(tmp_path / "tls.crt")[0]
     assert after.serial_number != before.serial_number
-    assert certs.certificate_names(after) == certs.certificate_names(before)
+    assert certificates.certificate_names(after) == certificates.certificate_names(before)
     assert (tmp_path / "ca.crt").read_bytes() == ca_before
     assert not (tmp_path / "ca-bundle.crt").exists()
 
 
 def test_rotate_ca_bundles_new_and_old(tmp_path: Path) -> None:
     _create(tmp_path)
-    old_ca = certs.read_certs(tmp_path / "ca.crt")[0]
+    old_ca = certificates.read_certs(tmp_path / "ca.crt")[0]
     result = CliRunner().invoke(main, ["certs", "renew", "--dir", str(tmp_path), "--rotate-ca"])
     assert result.exit_code == 0, result.output
     assert "ca-bundle.crt" in result.output
-    new_ca = certs.read_certs(tmp_path / "ca.crt")[0]
-    bundle = certs.read_certs(tmp_path / "ca-bundle.crt")
+    new_ca = certificates.read_certs(tmp_path / "ca.crt")[0]
+    bundle = certificates.read_certs(tmp_path / "ca-bundle.crt")
     assert [c.serial_number for c in bundle] == [new_ca.serial_number, old_ca.serial_number]
-    leaf = certs.read_certs(tmp_path / "tls.crt")[0]
+    leaf = certificates.read_certs(tmp_path / "tls.crt")[0]
     assert leaf.issuer == new_ca.subject
     leaf.verify_directly_issued_by(new_ca)
     # a second rotation keeps still-valid CAs, without duplicates
-    certs.renew(tmp_path, rotate_ca=True)
-    assert len(certs.read_certs(tmp_path / "ca-bundle.crt")) == 3
+    certificates.renew(tmp_path, rotate_ca=True)
+    assert len(certificates.read_certs(tmp_path / "ca-bundle.crt")) == 3
 
 
 def test_show_prints_expiry_and_names(tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_missing_directory_is_exit_2(tmp_path: Path, command: list[str]) -> None
 
 
 def test_ensure_dev_makes_then_reuses(tmp_path: Path) -> None:
-    first = certs.ensure_dev(tmp_path)
-    serial = certs.read_certs(first.file(certs.TLS_CERT))[0].serial_number
-    again = certs.ensure_dev(tmp_path)
-    assert certs.read_certs(again.file(certs.TLS_CERT))[0].serial_number == serial
+    first = certificates.ensure_dev(tmp_path)
+    serial = certificates.read_certs(first.file(certificates.TLS_CERT))[0].serial_number
+    again = certificates.ensure_dev(tmp_path)
+    assert certificates.read_certs(again.file(certificates.TLS_CERT))[0].serial_number == serial

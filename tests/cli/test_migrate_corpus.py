@@ -29,8 +29,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from webhook.cli import main
-from webhook.sources.gotemplates import has_placeholders
-from webhook.sources.roundtrip import split_documents
+from webhook.files.gotemplates import has_placeholders
+from webhook.files.roundtrip import split_documents
 
 LEGACY = ("nvidia.com/gpu", "nvidia.com/mig-")
 TEMPLATE_FILES = {"reproductions/chart/templates/deployment.yaml"}

@@ -20,10 +20,10 @@ from ruamel.yaml import YAML
 
 from webhook.cli import main
 from webhook.cli.migrate import skip_rule
-from webhook.sources import roundtrip
-from webhook.sources.policies import default_mappings
-from webhook.sources.roundtrip import Doc, parse_stream, whole_text_loads
-from webhook.sources.yamlio import YamlError, to_plain
+from webhook.files import roundtrip, rtyaml
+from webhook.files.roundtrip import Doc, parse_stream, whole_text_loads
+from webhook.files.yamlio import YamlError, to_plain
+from webhook.policy.loading import default_mappings
 
 VARIANTS = list(variants())
 SKIP = skip_rule(default_mappings())
@@ -96,17 +96,17 @@ def test_whole_text_loads_table(text: str, known: bool | None) -> None:
 def test_libyaml_read_back_agrees_with_ruamel(text: str) -> None:
     for doc in parse_stream(text, "f.yaml").docs:
         if doc.node is not None:
-            rendered = roundtrip.render_yaml(doc.node, (2, 0))
-            assert roundtrip.reads_back(rendered, doc.data)
-            assert to_plain(roundtrip._yaml().load(rendered)) == doc.data
+            rendered = rtyaml.render_yaml(doc.node, (2, 0))
+            assert rtyaml.reads_back(rendered, doc.data)
+            assert to_plain(rtyaml._yaml().load(rendered)) == doc.data
 
 
 def test_rendered_templates_are_remembered_by_value_and_type() -> None:
     one, text = {"a": 1}, {"a": "1"}
-    assert roundtrip.render_new(one, (2, 0)) == "a: 1\n"
-    assert roundtrip.render_new(text, (2, 0)) == "a: '1'\n"
-    assert roundtrip.render_new({"a": True}, (2, 0)) == "a: true\n"
-    assert roundtrip.render_new(one, (4, 2)) == roundtrip.render_yaml({"a": 1}, (4, 2))
+    assert rtyaml.render_new(one, (2, 0)) == "a: 1\n"
+    assert rtyaml.render_new(text, (2, 0)) == "a: '1'\n"
+    assert rtyaml.render_new({"a": True}, (2, 0)) == "a: true\n"
+    assert rtyaml.render_new(one, (4, 2)) == rtyaml.render_yaml({"a": 1}, (4, 2))
 
 
 def test_unchanged_file_is_not_rewritten(tmp_path: Path) -> None:
@@ -132,17 +132,17 @@ def test_reused_loader_reads_as_a_fresh_one() -> None:
             return type(err).__name__, str(err)
 
     for text in LOADS:
-        assert read(roundtrip.load_rt, text) == read(lambda t: roundtrip._yaml().load(t), text)
+        assert read(rtyaml.load_rt, text) == read(lambda t: rtyaml._yaml().load(t), text)
 
 
 def test_reused_dumper_writes_as_a_fresh_one() -> None:
     for indent in ((2, 0), (4, 2), (2, 0), (3, 1)):
-        node = roundtrip.load_rt("a:\n- b: 1  # c\n  d: [x, y]\n")
-        fresh = roundtrip._yaml()
+        node = rtyaml.load_rt("a:\n- b: 1  # c\n  d: [x, y]\n")
+        fresh = rtyaml._yaml()
         fresh.indent(mapping=indent[0], sequence=max(indent[0], indent[1] + 2), offset=indent[1])
         buffer = io.StringIO()
         fresh.dump(node, buffer)
-        assert roundtrip.render_yaml(node, indent) == buffer.getvalue()
+        assert rtyaml.render_yaml(node, indent) == buffer.getvalue()
 
 
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - name: c\n{}"

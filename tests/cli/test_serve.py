@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 from ruamel.yaml import YAML
 
+from webhook import certificates
 from webhook.admission.config import ServeConfig
 from webhook.cli import main, serve
-from webhook.sources import certs
 
 
 @pytest.fixture
@@ -38,22 +38,22 @@ def test_no_flags_uses_examples_and_a_generated_localhost_cert(
         None,
     )
     assert config.tls.cert == tmp_path / "state" / "dragate" / "certs" / "tls.crt"
-    names = certs.certificate_names(certs.read_certs(config.tls.cert)[0])
+    names = certificates.certificate_names(certificates.read_certs(config.tls.cert)[0])
     assert {"localhost", "127.0.0.1", "::1"} <= set(names)
     assert (config.tls.key.stat().st_mode & 0o777) == 0o600
 
 
 def test_extra_dns_name_reissues_the_dev_cert(started: list[ServeConfig]) -> None:
     CliRunner().invoke(main, ["serve"])
-    first = certs.read_certs(started[0].tls.cert)[0]
+    first = certificates.read_certs(started[0].tls.cert)[0]
     CliRunner().invoke(main, ["serve", "--dns-name", "host.docker.internal"])
-    second = certs.read_certs(started[1].tls.cert)[0]
-    assert "host.docker.internal" in certs.certificate_names(second)
+    second = certificates.read_certs(started[1].tls.cert)[0]
+    assert "host.docker.internal" in certificates.certificate_names(second)
     assert first.issuer == second.issuer  # same dev CA, so trust survives
 
 
 def test_a_given_cert_dir_is_used_as_is(started: list[ServeConfig], tmp_path: Path) -> None:
-    certs.create(tmp_path / "mounted", ["dragate.ns.svc"])
+    certificates.create(tmp_path / "mounted", ["dragate.ns.svc"])
     before = (tmp_path / "mounted" / "tls.crt").read_bytes()
     result = CliRunner().invoke(main, ["serve", "--cert-dir", str(tmp_path / "mounted")])
     assert result.exit_code == 0, result.output
@@ -151,7 +151,7 @@ def test_no_writable_state_dir_exits_2_with_a_message(
 ) -> None:
     """A read-only root: the mounted certificate serves, but the default ledger's directory
     cannot be made (here a file stands in its way, which fails the same mkdir for root too)."""
-    certs.create(tmp_path / "mounted", ["dragate.ns.svc"])
+    certificates.create(tmp_path / "mounted", ["dragate.ns.svc"])
     (tmp_path / "readonly").write_text("")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "readonly" / "state"))
     result = CliRunner().invoke(main, ["serve", "--cert-dir", str(tmp_path / "mounted")])
@@ -203,7 +203,7 @@ def test_gunicorn_settings() -> None:
 
 
 def test_webhook_config(tmp_path: Path) -> None:
-    certs.create(tmp_path, ["localhost"])
+    certificates.create(tmp_path, ["localhost"])
     args = [
         "webhook-config",
         "--url",
@@ -243,7 +243,7 @@ def test_webhook_config(tmp_path: Path) -> None:
 
 def test_webhook_config_validates_against_the_api_schema(tmp_path: Path) -> None:
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
-    certs.create(tmp_path, ["localhost"])
+    certificates.create(tmp_path, ["localhost"])
     result = CliRunner().invoke(
         main,
         [
@@ -261,8 +261,8 @@ def test_webhook_config_validates_against_the_api_schema(tmp_path: Path) -> None
 
 
 def test_webhook_config_uses_the_rotation_bundle(tmp_path: Path) -> None:
-    certs.create(tmp_path, ["localhost"])
-    certs.renew(tmp_path, rotate_ca=True)
+    certificates.create(tmp_path, ["localhost"])
+    certificates.renew(tmp_path, rotate_ca=True)
     result = CliRunner().invoke(
         main, ["webhook-config", "--url", "https://h:1", "--cert-dir", str(tmp_path)]
     )

@@ -200,7 +200,17 @@ def defines(body: list[ast.stmt], names: list[str]) -> bool:
         if isinstance(node, ast.ClassDef) and node.name == names[0]:
             return defines(node.body, names[1:])
         if names[0] in bound(node):
-            return len(names) == 1
+            return len(names) == 1 or reexported(node, names)
+    return False
+
+
+def reexported(node: ast.stmt, names: list[str]) -> bool:
+    """Whether `names` resolve where a `from webhook.x import name` re-export takes them."""
+    if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("webhook")):
+        return False
+    for alias in node.names:
+        if (alias.asname or alias.name) == names[0]:
+            return resolves([*str(node.module).split("."), alias.name, *names[1:]])
     return False
 
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from webhook.kube.api import ApiError
 from webhook.ledger.kube import object_name
-from webhook.sources.informer import ApiError
 
 from .cluster import Cluster
 

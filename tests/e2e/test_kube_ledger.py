@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from ledger_contract import CONTRACT, EXPIRY_CONTRACT, GPU, MakeTimedLedger
 
+from webhook.kube.caches import KubeState
+from webhook.kube.informer import Informer, Resource
 from webhook.ledger.accounting import PENDING_SECONDS
 from webhook.ledger.kube import COLLECTION, KubeLedger
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.reconciler import Reconcilable, Reconciler, claims_truth
-from webhook.sources.cluster import KubeState
-from webhook.sources.informer import Informer, Resource
-from webhook.sources.policies import parse_policies
+from webhook.policy.loading import parse_policies
 
 from .cluster import Cluster
 from .ledger_support import race, stored

@@ -16,8 +16,8 @@ from kubernetes import config as k8s_config
 
 from webhook.engine.counting import holder_key, pod_holder_key
 from webhook.engine.normalize import claim_spec
-from webhook.sources.cluster import FactsUnavailable, KubeState
-from webhook.sources.informer import KubeApi
+from webhook.kube.api import KubeApi
+from webhook.kube.caches import FactsUnavailable, KubeState
 
 from .cluster import Cluster
 from .processes import free_port, wait_for

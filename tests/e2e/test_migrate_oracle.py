@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from migrate_corpus_support import CORPUS, checkable, masked, snapshot
 
 from webhook.cli import main
-from webhook.sources.roundtrip import parse_stream
+from webhook.files.roundtrip import parse_stream
 
 from .cluster import Cluster
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from webhook.sources.cluster import KubeState
-from webhook.sources.templates import TemplateKeeper
+from webhook.kube.caches import KubeState
+from webhook.kube.templates import TemplateKeeper
 from webhook.types import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,

@@ -10,7 +10,7 @@ from bench.inventory import DRIVER, GPU_CLASS, MIG_EVERY, cluster_slices, driver
 
 from webhook.engine import inventory as inventory_module
 from webhook.engine.devices import reads_device_identity
-from webhook.engine.feasibility import check_claim, check_request
+from webhook.engine.feasibility import check_claim, check_satisfiable
 from webhook.engine.inventory import Inventory, SelectorCache
 from webhook.types import AllocationMode, ClaimSpec, DeviceRequest
 
@@ -274,13 +274,13 @@ FEASIBLE_CASES = [
 @pytest.mark.parametrize(("req", "ok", "matching"), [c[1:] for c in FEASIBLE_CASES],
                          ids=[c[0] for c in FEASIBLE_CASES])
 def test_feasibility(cluster: Inventory, req: DeviceRequest, ok: bool, matching: int) -> None:
-    result = check_request(cluster, req, CLASSES)
+    result = check_satisfiable(cluster, req, CLASSES)
     assert (result.ok, result.matching) == (ok, matching), result.message
 
 
 def test_the_failing_selector_and_closest_devices_are_named(cluster: Inventory) -> None:
     blocker = f"{CAP}.memory.compareTo(quantity('100Gi')) >= 0"
-    result = check_request(cluster, request(1, f"{ATTR}.productName.matches('H100')", blocker),
+    result = check_satisfiable(cluster, request(1, f"{ATTR}.productName.matches('H100')", blocker),
                            CLASSES)
     assert not result.ok
     assert result.failed_selector == blocker
@@ -290,13 +290,13 @@ def test_the_failing_selector_and_closest_devices_are_named(cluster: Inventory) 
 
 
 def test_not_enough_on_one_node_is_explained(cluster: Inventory) -> None:
-    result = check_request(cluster, request(9), CLASSES)
+    result = check_satisfiable(cluster, request(9), CLASSES)
     assert result.on_one_node == 8
     assert "at most 8 on any one node" in result.message
 
 
 def test_unknown_class_is_said(cluster: Inventory) -> None:
-    result = check_request(cluster, request(1, device_class="tpu.example.com"), CLASSES)
+    result = check_satisfiable(cluster, request(1, device_class="tpu.example.com"), CLASSES)
     assert result.unknown_class
     assert "DeviceClass 'tpu.example.com' does not exist" in result.message
 
@@ -304,8 +304,8 @@ def test_unknown_class_is_said(cluster: Inventory) -> None:
 def test_first_available_is_feasible_when_any_alternative_is(cluster: Inventory) -> None:
     b200 = DeviceRequest("gpu/b200", "gpu.nvidia.com", selectors=(f"{ATTR}.productName == 'B'",))
     mig = DeviceRequest("gpu/mig", "mig.nvidia.com")
-    assert check_request(cluster, DeviceRequest("gpu", alternatives=(b200, mig)), CLASSES).ok
-    neither = check_request(cluster, DeviceRequest("gpu", alternatives=(b200, b200)), CLASSES)
+    assert check_satisfiable(cluster, DeviceRequest("gpu", alternatives=(b200, mig)), CLASSES).ok
+    neither = check_satisfiable(cluster, DeviceRequest("gpu", alternatives=(b200, b200)), CLASSES)
     assert not neither.ok
     assert "no alternative can be satisfied" in neither.message
 

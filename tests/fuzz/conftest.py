@@ -18,11 +18,11 @@ from webhook import pipeline
 from webhook.admission.app import create_app
 from webhook.admission.config import AdmissionOptions
 from webhook.admission.reload import PolicyHolder
+from webhook.assembly import offline_context
+from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context
-from webhook.sources.offline import offline_context
-from webhook.sources.policies import default_policy_dir, load_policies
-from webhook.sources.state import SnapshotState
+from webhook.policy.loading import default_policy_dir, load_policies
 
 
 @pytest.fixture(scope="module")

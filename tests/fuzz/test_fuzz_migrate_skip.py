@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from migrate_cases import assert_unchanged, outcome, renamed, skipped_bodies
 
 from webhook.cli.migrate import skip_rule
-from webhook.sources.policies import default_mappings
+from webhook.policy.loading import default_mappings
 
 SKIP = skip_rule(default_mappings())
 styles = st.fixed_dictionaries({

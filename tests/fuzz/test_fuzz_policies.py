@@ -16,7 +16,7 @@ from fuzz_support import drop_removed, fuzz_settings, mutated
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.sources.policies import PolicyError, default_policy_dir, parse_policies
+from webhook.policy.loading import PolicyError, default_policy_dir, parse_policies
 from webhook.types import PolicySet
 
 EXAMPLES = sorted(default_policy_dir().glob("*.yaml"))

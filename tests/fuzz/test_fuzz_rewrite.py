@@ -16,8 +16,8 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 from kubernetes_validate.utils import latest_version
 
+from webhook.policy.loading import default_mappings
 from webhook.rewrite import REWRITTEN_ANNOTATION, rewrite_object
-from webhook.sources.policies import default_mappings
 from webhook.types import MappingAction
 
 VERSION = latest_version()

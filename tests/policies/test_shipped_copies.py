@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from webhook.sources.policies import default_mappings, load_policies
+from webhook.policy.loading import default_mappings, load_policies
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "policies"

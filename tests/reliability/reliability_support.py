@@ -23,7 +23,7 @@ from typing import Any
 
 from net_support import free_port
 
-from webhook.sources import certs
+from webhook import certificates
 
 TENANTS = """\
 apiVersion: dragate.io/v1alpha1
@@ -120,7 +120,7 @@ def start(
 ) -> Serve:
     """`dragate serve` with the real pipeline; returns once /healthz answers over TLS."""
     if not (cert_dir / "tls.crt").exists():
-        certs.create(cert_dir, ["localhost", "127.0.0.1"])
+        certificates.create(cert_dir, ["localhost", "127.0.0.1"])
     port = port or free_port()
     command = [
         sys.executable, "-c", "from webhook.cli import main; main()", "serve",

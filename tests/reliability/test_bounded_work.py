@@ -23,13 +23,13 @@ from webhook import pipeline
 from webhook.admission.app import create_app
 from webhook.admission.config import AdmissionOptions
 from webhook.admission.reload import PolicyHolder
+from webhook.assembly import offline_context
 from webhook.engine.cel import compile_expression
 from webhook.engine.cel.budget import GUARD_SECONDS
+from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context, request_from_object
-from webhook.sources.offline import offline_context
-from webhook.sources.policies import parse_policies
-from webhook.sources.state import SnapshotState
+from webhook.policy.loading import parse_policies
 from webhook.types import PolicySet
 
 XS = "[" + ",".join(str(i) for i in range(100)) + "]"

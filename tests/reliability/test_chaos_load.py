@@ -40,7 +40,7 @@ from reliability_support import (
     write_policies,
 )
 
-from webhook.sources import certs
+from webhook import certificates
 
 SECONDS = float(os.environ.get("DRAGATE_CHAOS_SECONDS", "12"))
 TENANTS = ("t0", "t1", "t2", "t3")
@@ -188,7 +188,7 @@ def at(fraction: float, begun: float, step: Callable[[], None], log: list[str]) 
 
 def test_load_with_chaos(tmp_path: Path) -> None:
     live = tmp_path / "certs"
-    certs.create(live, ["localhost", "127.0.0.1"])
+    certificates.create(live, ["localhost", "127.0.0.1"])
     trust = tmp_path / "trust.pem"
     shutil.copy(live / "ca.crt", trust)
     policies = write_policies(tmp_path / "policies", dict.fromkeys(TENANTS, QUOTA_BEFORE))
@@ -204,7 +204,7 @@ def test_load_with_chaos(tmp_path: Path) -> None:
     timeline: list[str] = []
 
     def renew_leaf() -> None:
-        certs.renew(live)
+        certificates.renew(live)
 
     def reload_policies() -> None:
         write_policies(policies, dict.fromkeys(TENANTS, QUOTA_AFTER))
@@ -212,11 +212,11 @@ def test_load_with_chaos(tmp_path: Path) -> None:
     def rotate_ca() -> None:
         staging = tmp_path / "staging"
         shutil.copytree(live, staging)
-        certs.renew(staging, rotate_ca=True)
+        certificates.renew(staging, rotate_ca=True)
         shutil.copy(staging / "ca-bundle.crt", trust)  # publish old + new CA first...
         time.sleep(0.5)
         for name in ("ca.crt", "ca.key", "tls.key", "tls.crt"):  # ...then the new leaf
-            certs.write_file(live / name, (staging / name).read_bytes(), private=True)
+            certificates.write_file(live / name, (staging / name).read_bytes(), private=True)
 
     def restart_b() -> None:
         assert servers[1].stop(signal.SIGTERM) == 0

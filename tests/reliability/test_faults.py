@@ -41,13 +41,13 @@ from reliability_support import (
     write_policies,
 )
 
+from webhook import certificates
+from webhook.assembly import offline_context
+from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.sqlite import LedgerUnavailable, SqliteLedger
 from webhook.pipeline import request_from_object
 from webhook.pipeline import review as pipeline_review
-from webhook.sources import certs
-from webhook.sources.offline import offline_context
-from webhook.sources.policies import load_policies
-from webhook.sources.state import SnapshotState
+from webhook.policy.loading import load_policies
 from webhook.types import FactsUnavailable
 
 LOCKER = """
@@ -244,11 +244,11 @@ def test_certificate_files_missing(tmp_path: Path) -> None:
         shutil.copytree(backup, staging)
         for name in ("ca.crt", "ca.key"):
             shutil.copy(live / name, staging / name)
-        certs.renew(staging)
+        certificates.renew(staging)
         shutil.copy(staging / "tls.key", live / "tls.key")
         assert {_serial(server.port, trust) for _ in range(10)} == {first}
         shutil.copy(staging / "tls.crt", live / "tls.crt")
-        new = certs.read_certs(live / "tls.crt")[0].serial_number
+        new = certificates.read_certs(live / "tls.crt")[0].serial_number
         eventually(lambda: all(_serial(server.port, trust) == new for _ in range(6)),
                    what="new certificate served")  # fmt: skip
     finally:

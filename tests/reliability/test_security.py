@@ -23,7 +23,7 @@ from reliability_support import (
     write_policies,
 )
 
-from webhook.sources import certs
+from webhook import certificates
 
 SECRET = "hunter2"
 CONTROL = tuple(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, 0x202E])
@@ -95,15 +95,16 @@ def test_chunked_body_over_the_cap_is_400(server: Serve) -> None:
 
 def test_mtls_refuses_wrong_and_missing_client_certs(tmp_path: Path) -> None:
     clients = tmp_path / "clients"
-    good_ca, good_key = certs.make_ca("apiserver-client-ca")
-    rogue_ca, rogue_key = certs.make_ca("rogue-ca")
+    good_ca, good_key = certificates.make_ca("apiserver-client-ca")
+    rogue_ca, rogue_key = certificates.make_ca("rogue-ca")
     files = {}
     for label, (ca, key) in {"good": (good_ca, good_key), "rogue": (rogue_ca, rogue_key)}.items():
-        cert, cert_key = certs.make_client(ca, key)
-        certs.write_file(clients / f"{label}.crt", certs.pem_certs([cert]), private=False)
-        certs.write_file(clients / f"{label}.key", certs.pem_key(cert_key), private=True)
+        cert, cert_key = certificates.make_client(ca, key)
+        write = certificates.write_file
+        write(clients / f"{label}.crt", certificates.pem_certs([cert]), private=False)
+        write(clients / f"{label}.key", certificates.pem_key(cert_key), private=True)
         files[label] = (str(clients / f"{label}.crt"), str(clients / f"{label}.key"))
-    certs.write_file(clients / "ca.crt", certs.pem_certs([good_ca]), private=False)
+    certificates.write_file(clients / "ca.crt", certificates.pem_certs([good_ca]), private=False)
     policies = write_policies(tmp_path / "policies", {"team-a": 2})
     server = start(
         tmp_path, "mtls", policies=policies, cert_dir=tmp_path / "certs",

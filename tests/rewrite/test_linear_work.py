@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from webhook.cli.offline import offline_context, policy_set, snapshot
+from webhook.assembly import offline_context
+from webhook.cli.inputs import policy_set, snapshot
 from webhook.pipeline import admit, request_from_object
+from webhook.policy.loading import default_mappings
 from webhook.rewrite import rewrite_object
-from webhook.sources.policies import default_mappings
 
 SMALL, LARGE = 250, 1000
 MOST_GROWTH = 4.4  # linear is 4.0 (+ constant costs); quadratic would be ~16
@@ -58,7 +59,8 @@ def rewrite_only(containers: int, init: bool) -> Callable[[], object]:
 
 def whole_admission(containers: int, init: bool) -> Callable[[], object]:
     pod = legacy_pod(containers, init=init)
-    context = offline_context(policy_set(None), snapshot(None))
+    policies = policy_set(None)
+    context = offline_context(lambda: policies, snapshot(None))
     return lambda: admit(request_from_object(pod), context)
 
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from webhook.policy.loading import default_mappings
 from webhook.rewrite import rewrite_object, rewrite_pod_spec
 from webhook.rewrite.names import dns_label, template_name
 from webhook.rewrite.nodes import translate_label
-from webhook.sources.policies import default_mappings
 from webhook.types import LegacyResourceMapping, MappingAction, ResourceMapping
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
+from webhook.policy.loading import default_mappings
 from webhook.rewrite import rewrite_object
-from webhook.sources.policies import default_mappings
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.name.removesuffix(".in.yaml") for p in GOLDEN.glob("*.in.yaml"))

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from kubernetes_validate.utils import latest_version
 
+from webhook.policy.loading import default_mappings
 from webhook.rewrite import pod_specs, rewrite_object
-from webhook.sources.policies import default_mappings
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.name.removesuffix(".in.yaml") for p in GOLDEN.glob("*.in.yaml"))

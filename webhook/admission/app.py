@@ -1,16 +1,16 @@
 """The Flask app: /validate, /mutate, /healthz, /readyz, /metrics.
 
 `create_app` takes everything it needs as arguments (tests pass a fake context and reviewer);
-`make_app` is what each gunicorn worker calls after fork: it loads policies, builds the
-context in `build_context` (the one place offline and cluster pieces are chosen) and starts
-the policy watcher in that worker. `POST /validate` and `POST /mutate` are answered by
+`make_app` is what each gunicorn worker calls after fork: it loads policies, gets its context
+from `webhook.assembly` (the one place offline and cluster pieces are chosen) and starts the
+policy watcher in that worker. `POST /validate` and `POST /mutate` are answered by
 `routes.ReviewRoutes` in front of Flask (the hot path skips Flask's request machinery); the
 Flask views of those routes call the same code, so both answer alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -18,33 +18,14 @@ from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from webhook import pipeline
-from webhook.admission import cluster, jsonlog, metrics, routes
+from webhook.admission import jsonlog, metrics, routes
 from webhook.admission.config import AdmissionOptions, ServeConfig
 from webhook.admission.handler import Admitter, Reviewer
 from webhook.admission.reload import PolicyHolder, PolicyWatcher
-from webhook.ledger.memory import MemoryLedger
-from webhook.ledger.sqlite import SqliteLedger
+from webhook.assembly import ReadinessCheck, serving_context
 from webhook.pipeline import Context
-from webhook.sources.offline import offline_context
-from webhook.sources.policies import load_policies
-from webhook.sources.state import SnapshotState, load_state
+from webhook.policy.loading import load_policies
 from webhook.types import PolicySet
-
-ReadinessCheck = Callable[[], tuple[bool, str]]
-"""A named condition for /readyz, e.g. "watch caches synced" in cluster mode."""
-
-
-def build_context(
-    config: ServeConfig, holder: PolicyHolder
-) -> tuple[Context, list[ReadinessCheck]]:
-    """The one place that picks cluster state and ledger; swap pieces here, nowhere else."""
-    if config.cluster is not None:
-        mode = cluster.connect(config.cluster, holder.get)
-        mode.start()
-        return mode.context, [mode.ready]
-    state = load_state(str(config.state_file)) if config.state_file else SnapshotState.empty()
-    ledger = SqliteLedger(str(config.ledger_file)) if config.ledger_file else MemoryLedger()
-    return offline_context(holder.get, state, ledger), []
 
 
 def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
@@ -56,7 +37,9 @@ def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
 
     holder = PolicyHolder([str(config.policy_dir)], load_policies, fallback=fallback)
     watcher = PolicyWatcher(holder, config.reload_interval)
-    context, readiness = build_context(config, holder)
+    context, readiness = serving_context(
+        holder.get, config.cluster, config.state_file, config.ledger_file
+    )
     app = create_app(
         context, holder, config.admission, pipeline.review,
         cert=config.tls.cert, readiness=readiness,

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from webhook.assembly import ClusterTarget
+
 DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the apiserver's own write-body limit
 DEFAULT_TIMEOUT_SECONDS = 10.0  # the apiserver's default `timeoutSeconds`
 
@@ -20,14 +22,6 @@ class TimeoutOutcome(StrEnum):
 
     DENY = "deny"
     ALLOW = "allow"
-
-
-@dataclass(frozen=True)
-class ClusterTarget:
-    """Where live cluster facts come from; None means offline."""
-
-    kubeconfig: str | None = None
-    in_cluster: bool = False
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from webhook.admission import metrics
-from webhook.sources.policies import files_under
+from webhook.policy.loading import files_under
 from webhook.types import PolicySet
 
 log = logging.getLogger("dragate.reload")
@@ -127,7 +127,7 @@ def _record(*, success: bool) -> None:
         metrics.RELOAD_TIMESTAMP.set(time.time())
 
 
-def policy_files(paths: Sequence[str]) -> list[Path]:
+def watched_files(paths: Sequence[str]) -> list[Path]:
     """The files a reload reads: each file given, and policy files under each directory."""
     files: list[Path] = []
     for raw in paths:
@@ -150,7 +150,7 @@ def _files_under(directory: Path) -> list[Path]:
 def fingerprint(paths: Sequence[str]) -> Fingerprint:
     """Cheap change detection: (name, mtime_ns, size, inode) of every policy file."""
     entries = []
-    for file in policy_files(paths):
+    for file in watched_files(paths):
         try:
             st = file.stat()
         except OSError:
@@ -162,7 +162,7 @@ def fingerprint(paths: Sequence[str]) -> Fingerprint:
 def content_digest(paths: Sequence[str]) -> str:
     """SHA-256 over names and contents; equal digests mean nothing to reload."""
     digest = hashlib.sha256()
-    for file in policy_files(paths):
+    for file in watched_files(paths):
         try:
             data = file.read_bytes()
         except OSError:

@@ -28,7 +28,7 @@ def _file_key(paths: list[Path]) -> FileKey:
     return tuple((s.st_ino, s.st_mtime_ns, s.st_size) for s in stats)
 
 
-def build_context(files: TlsFiles) -> ssl.SSLContext:
+def server_ssl_context(files: TlsFiles) -> ssl.SSLContext:
     """TLS 1.2 minimum (1.3 negotiated when offered), HTTP/1.1 only, default ciphers."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -72,7 +72,7 @@ class ContextCache:
 
     def _rebuild(self, key: FileKey) -> None:
         try:
-            context = build_context(self._files)
+            context = server_ssl_context(self._files)
         except (OSError, ssl.SSLError, ValueError) as err:
             self._failed = key
             log.warning("cannot load TLS files; keeping the old ones", extra={"error": str(err)})

@@ -14,8 +14,8 @@ from typing import TypeVar
 
 import click
 
+from webhook import certificates
 from webhook.cli import exits
-from webhook.sources import certs
 
 DirPath = click.Path(path_type=Path, file_okay=False)
 T = TypeVar("T")
@@ -49,8 +49,8 @@ def create(  # noqa: PLR0917  (click passes options by keyword; this is its sign
     out: Path, service: str, namespace: str, dns_names: tuple[str, ...], days: int, ca_days: int
 ) -> None:
     """Write ca.crt, ca.key, tls.crt, tls.key for `<svc>.<ns>.svc`."""
-    names = [*certs.service_names(service, namespace), *dns_names]
-    _guard(lambda: certs.create(out, names, days=days, ca_days=ca_days))
+    names = [*certificates.service_names(service, namespace), *dns_names]
+    _guard(lambda: certificates.create(out, names, days=days, ca_days=ca_days))
     click.echo(f"wrote {out}/{{ca.crt,ca.key,tls.crt,tls.key}} for {', '.join(names)}")
 
 
@@ -61,7 +61,7 @@ def create(  # noqa: PLR0917  (click passes options by keyword; this is its sign
 @click.option("--ca-days", default=3650, show_default=True, type=click.IntRange(1, 36500))
 def renew(directory: Path, rotate_ca: bool, days: int, ca_days: int) -> None:
     """Re-issue tls.crt with the same names; a running `serve` picks it up without restart."""
-    _guard(lambda: certs.renew(directory, days=days, rotate_ca=rotate_ca, ca_days=ca_days))
+    _guard(lambda: certificates.renew(directory, days=days, rotate_ca=rotate_ca, ca_days=ca_days))
     click.echo(f"renewed {directory}/tls.crt")
     if rotate_ca:
         click.echo(
@@ -74,7 +74,7 @@ def renew(directory: Path, rotate_ca: bool, days: int, ca_days: int) -> None:
 @click.option("--dir", "directory", type=DirPath, required=True)
 def show(directory: Path) -> None:
     """Subject, issuer, serial, validity and names of each certificate in the directory."""
-    infos = _guard(lambda: certs.describe(directory))
+    infos = _guard(lambda: certificates.describe(directory))
     if not infos:
         raise BadInput(f"no certificates in {directory}")
     now = datetime.now(UTC)
@@ -91,5 +91,5 @@ def show(directory: Path) -> None:
 def _guard(action: Callable[[], T]) -> T:
     try:
         return action()
-    except certs.CertError as err:
+    except certificates.CertError as err:
         raise BadInput(str(err)) from None

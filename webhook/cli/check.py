@@ -11,13 +11,14 @@ import sys
 
 import click
 
+from webhook.assembly import offline_context
 from webhook.cli import exits
-from webhook.cli.offline import offline_context, policy_set, snapshot
+from webhook.cli.inputs import policy_set, snapshot
 from webhook.cli.report import RENDERERS, Row
+from webhook.files.manifests import read_manifests
+from webhook.files.yamlio import Document
+from webhook.kube.snapshot import SnapshotState
 from webhook.pipeline import Context, admit, request_from_object
-from webhook.sources.manifests import read_manifests
-from webhook.sources.state import SnapshotState
-from webhook.sources.yamlio import Document
 from webhook.types import Object
 
 
@@ -58,7 +59,7 @@ def command(
     """
     policies = policy_set(policies_dir)
     state = snapshot(state_file)
-    context = offline_context(policies, state)
+    context = offline_context(lambda: policies, state)
     found = read_manifests(manifests)
     rows = [_admit(doc, context, state, namespace) for doc in found.documents]
     click.echo(RENDERERS[output](rows), nl=False)

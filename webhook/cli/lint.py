@@ -19,12 +19,12 @@ import click
 
 from webhook.cli import exits
 from webhook.engine.cel import selector_error
+from webhook.files.manifests import STDIN, find_files, objects_in, read_text
+from webhook.files.yamlio import Document, YamlError, parse_documents
 from webhook.lint import ERROR, PARSE, POLICY, RULES, WARNING, Finding, lint_object
 from webhook.lint.objects import POLICY_API_VERSION
 from webhook.lint.rules.cel import use_selector_compiler
-from webhook.sources.manifests import STDIN, find_files, objects_in, read_text
-from webhook.sources.policies import PolicyError, load_policies, parse_policies
-from webhook.sources.yamlio import Document, YamlError, parse_documents
+from webhook.policy.loading import PolicyError, load_policies, parse_policies
 
 
 @dataclass(frozen=True)

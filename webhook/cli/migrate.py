@@ -20,13 +20,13 @@ from typing import Any
 import click
 
 from webhook.cli import exits
+from webhook.files.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
+from webhook.files.manifests import STDIN, find_files, read_text
+from webhook.files.roundtrip import Skip, Stream, new_file_text, parse_stream
+from webhook.files.skim import skipper
+from webhook.files.yamlio import YamlError
+from webhook.policy.loading import default_mappings, load_policies
 from webhook.rewrite import resource_markers, rewrite_object
-from webhook.sources.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
-from webhook.sources.manifests import STDIN, find_files, read_text
-from webhook.sources.policies import default_mappings, load_policies
-from webhook.sources.roundtrip import Skip, Stream, new_file_text, parse_stream
-from webhook.sources.skim import skipper
-from webhook.sources.yamlio import YamlError
 from webhook.types import DragateError, LegacyResourceMapping
 
 TEMPLATE_KIND = "ResourceClaimTemplate"
@@ -98,7 +98,7 @@ def skip_rule(mappings: Sequence[LegacyResourceMapping]) -> Skip | None:
     """Documents to copy without loading: no mapped resource name, and not a template.
 
     `existing_templates` must still see every ResourceClaimTemplate, so its kind is a marker
-    too; see `webhook.sources.skim` for why a document without markers cannot change.
+    too; see `webhook.files.skim` for why a document without markers cannot change.
     """
     return skipper((*resource_markers(mappings), TEMPLATE_KIND))
 
@@ -146,7 +146,7 @@ def migrate_text(text: str, file: str, run: Run) -> Migration:
     """The migrated text of one file; templates follow their workload or go to `run`.
 
     Go-template placeholders in scalar values are masked while the file is migrated (see
-    `webhook.sources.gotemplates`); raises TemplateFile when the YAML exists only rendered.
+    `webhook.files.gotemplates`); raises TemplateFile when the YAML exists only rendered.
     """
     masked = mask(text) if has_placeholders(text) else None
     stream = _stream(masked.text if masked else text, file, run, masked)

@@ -16,12 +16,13 @@ from typing import Any
 
 import click
 
+from webhook.assembly import offline_context
 from webhook.cli import exits
-from webhook.cli.offline import UsageError, offline_context, policy_set
+from webhook.cli.inputs import UsageError, policy_set
+from webhook.files.manifests import find_files, read_text
+from webhook.files.yamlio import Document, YamlError, parse_documents
+from webhook.kube.snapshot import SnapshotState
 from webhook.pipeline import admit, request_from_object
-from webhook.sources.manifests import find_files, read_text
-from webhook.sources.state import SnapshotState
-from webhook.sources.yamlio import Document, YamlError, parse_documents
 from webhook.types import API_VERSION, Operation, PolicySet
 
 SUITE_KIND = "PolicyTestSuite"
@@ -85,7 +86,7 @@ def _run_case(case: Mapping[str, Any], policies: PolicySet, state: SnapshotState
     if not isinstance(obj, dict):
         yield "case has no `object`"
         return
-    context = offline_context(policies, state)
+    context = offline_context(lambda: policies, state)
     operation = Operation(str(case.get("operation", "CREATE")))
     request = request_from_object(
         obj, operation=operation, namespace=str(case.get("namespace", ""))

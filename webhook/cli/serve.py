@@ -17,32 +17,32 @@ from pathlib import Path
 
 import click
 
+from webhook import certificates
 from webhook.admission.config import (
     DEFAULT_MAX_BODY_BYTES,
     AdmissionOptions,
-    ClusterTarget,
     ServeConfig,
     TimeoutOutcome,
     TlsFiles,
     own_namespace_default,
 )
+from webhook.assembly import ClusterTarget
 from webhook.cli import exits
 from webhook.cli.certs import BadInput, state_dir
+from webhook.files.yamlio import YamlError
+from webhook.kube.snapshot import SnapshotState, load_state
 from webhook.ledger.sqlite import LedgerFileError, LedgerUnavailable, SqliteLedger
-from webhook.sources import certs
-from webhook.sources.offline import existing_holds
-from webhook.sources.policies import PolicyError, default_policy_dir, load_policies
-from webhook.sources.state import SnapshotState, load_state
-from webhook.sources.yamlio import YamlError
+from webhook.ledger.usage import existing_holds
+from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
 from webhook.types import PolicySet
 
 
-def prepare_certs(cert_dir: Path | None, dns_names: Sequence[str]) -> certs.CertDir:
+def prepare_certs(cert_dir: Path | None, dns_names: Sequence[str]) -> certificates.CertDir:
     """A given directory holding tls.crt/tls.key is used as is (a mounted Secret); otherwise
     a dev CA and localhost certificate are made (or re-issued near expiry) there."""
-    if cert_dir is not None and certs.CertDir(cert_dir).has_serving_pair():
-        return certs.CertDir(cert_dir)
-    return certs.ensure_dev(cert_dir or state_dir() / "certs", dns_names)
+    if cert_dir is not None and certificates.CertDir(cert_dir).has_serving_pair():
+        return certificates.CertDir(cert_dir)
+    return certificates.ensure_dev(cert_dir or state_dir() / "certs", dns_names)
 
 
 def check_inputs(config: ServeConfig) -> None:
@@ -236,9 +236,11 @@ def build_config(
     cluster = ClusterTarget(kubeconfig, in_cluster) if kubeconfig or in_cluster else None
     try:
         cert_files = prepare_certs(cert_dir, dns_names)
-    except certs.CertError as err:
+    except certificates.CertError as err:
         raise BadInput(str(err)) from None
-    tls = TlsFiles(cert_files.file(certs.TLS_CERT), cert_files.file(certs.TLS_KEY), client_ca)
+    tls = TlsFiles(
+        cert_files.file(certificates.TLS_CERT), cert_files.file(certificates.TLS_KEY), client_ca
+    )
     options = AdmissionOptions(
         max_body_bytes=max_body_bytes,
         on_timeout=TimeoutOutcome(on_timeout),

@@ -24,8 +24,8 @@ from typing import Any
 import click
 from ruamel.yaml import YAML
 
+from webhook import certificates
 from webhook.cli.certs import BadInput, state_dir
-from webhook.sources import certs
 
 NAME = "dragate.io"
 WRITE = ["CREATE", "UPDATE"]
@@ -101,11 +101,11 @@ def configurations(
 
 
 def _ca_bundle(ca_bundle: Path | None, cert_dir: Path | None) -> bytes:
-    path = ca_bundle or certs.CertDir(cert_dir or state_dir() / "certs").ca_bundle
+    path = ca_bundle or certificates.CertDir(cert_dir or state_dir() / "certs").ca_bundle
     try:
-        certs.read_certs(path)
+        certificates.read_certs(path)
         return path.read_bytes()
-    except (OSError, certs.CertError) as err:
+    except (OSError, certificates.CertError) as err:
         hint = "run `dragate serve` once or pass --ca-bundle"
         raise BadInput(f"no usable CA bundle: {err}; {hint}") from None
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from webhook.engine import normalize, quota
+from webhook.engine.adminlabel import admin_label_reasons
 from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
-from webhook.engine.namespaces import admin_label_reasons
 from webhook.engine.requests import Finding, check_request
 from webhook.engine.rules import RuleInputs
 from webhook.engine.tenancy import namespace_labels

@@ -50,7 +50,7 @@ def check_claim(
 ) -> tuple[FeasibilityResult, ...]:
     """One result per request of the claim; when each could be met alone, one more saying
     whether some node can meet them all together, as the scheduler must."""
-    results = tuple(check_request(inventory, r, device_classes) for r in spec.requests)
+    results = tuple(check_satisfiable(inventory, r, device_classes) for r in spec.requests)
     if not results or not all(r.ok for r in results):
         return results
     expressions = {
@@ -68,7 +68,7 @@ def check_claim(
     return (*results, failed)
 
 
-def check_request(
+def check_satisfiable(
     inventory: Inventory, request: DeviceRequest, device_classes: Mapping[str, Object]
 ) -> FeasibilityResult:
     """Feasible when the request (or, for `firstAvailable`, any alternative) can be met."""

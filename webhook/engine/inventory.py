@@ -52,7 +52,7 @@ MAX_CACHED_SELECTIONS = 4096
 
 
 @dataclass(frozen=True)
-class Verdict:
+class SelectorMatch:
     """One selector on one device (or on a whole group)."""
 
     matched: bool
@@ -60,16 +60,16 @@ class Verdict:
 
 
 class SelectorCache:
-    """Compiled selectors per expression and verdicts per (expression, signature).
+    """Compiled selectors per expression and matches per (expression, signature).
 
     Safe to share between inventories and threads: entries are only ever added, a lost race
-    computes the same value twice, and the verdict table is cleared when it grows too big.
+    computes the same value twice, and the match table is cleared when it grows too big.
     """
 
     def __init__(self, max_verdicts: int = MAX_CACHED_VERDICTS) -> None:
         self._programs: dict[str, Program | str] = {}
         self._identity: dict[str, bool] = {}
-        self._verdicts: dict[tuple[str, Signature], Verdict] = {}
+        self._matches: dict[tuple[str, Signature], SelectorMatch] = {}
         self._slices: dict[tuple[str, str], tuple[tuple[Device, Signature], ...]] = {}
         self._max = max_verdicts
 
@@ -108,26 +108,26 @@ class SelectorCache:
             _store(self._programs, expression, found, self._max)
         return found
 
-    def verdict(self, expression: str, group: Group) -> Verdict:
+    def match(self, expression: str, group: Group) -> SelectorMatch:
         key = (expression, group.signature)
-        found = self._verdicts.get(key)
+        found = self._matches.get(key)
         if found is None:
             value, error = group.cel()
             found = self.evaluate(expression, value, error)
             if TIME_GUARD_MESSAGE not in (found.error or ""):  # load, not the device: no cache
-                _store(self._verdicts, key, found, self._max)
+                _store(self._matches, key, found, self._max)
         return found
 
-    def evaluate(self, expression: str, device: Any, device_error: str | None) -> Verdict:
+    def evaluate(self, expression: str, device: Any, device_error: str | None) -> SelectorMatch:
         program = self.program(expression)
         if isinstance(program, str):
-            return Verdict(False, program)
+            return SelectorMatch(False, program)
         if device_error is not None:
-            return Verdict(False, device_error)
+            return SelectorMatch(False, device_error)
         result = program.evaluate({"device": device})
         if result.error is not None:
-            return Verdict(False, f"selector {expression!r}: {result.error}")
-        return Verdict(result.value is True)
+            return SelectorMatch(False, f"selector {expression!r}: {result.error}")
+        return SelectorMatch(result.value is True)
 
 
 def _store(table: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
@@ -281,8 +281,8 @@ class Inventory:
         self, position: int, group: Group, expression: str
     ) -> tuple[Hits, str | None, Hits]:
         if not self.cache.reads_identity(expression):
-            verdict = self.cache.verdict(expression, group)
-            return (None if verdict.matched else frozenset()), verdict.error, None
+            match = self.cache.match(expression, group)
+            return (None if match.matched else frozenset()), match.error, None
         key = (expression, position)
         found = self._identity_hits.get(key)
         if found is None:
@@ -296,12 +296,12 @@ class Inventory:
         failed: list[int] = []
         first_error: str | None = None
         for index, device in enumerate(group.devices):
-            verdict = self.cache.evaluate(expression, *device_value(device))
-            if verdict.matched:
+            match = self.cache.evaluate(expression, *device_value(device))
+            if match.matched:
                 matched.append(index)
-            if verdict.error is not None:
+            if match.error is not None:
                 failed.append(index)
-            first_error = first_error or verdict.error
+            first_error = first_error or match.error
         everyone = len(group.devices)
         return (
             None if len(matched) == everyone else frozenset(matched),

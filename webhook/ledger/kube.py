@@ -28,10 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from webhook.kube.api import ApiError, KubeApi, Unreachable
 from webhook.ledger import accounting
 from webhook.ledger.accounting import Holds, Records
 from webhook.ledger.batch import Change, GroupCommit, Job, OutOfTime, apply_in_order, settle
-from webhook.sources.informer import ApiError, KubeApi, Unreachable
 from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation
 
 GROUP, VERSION, PLURAL = "dragate.io", "v1alpha1", "tenantusages"

@@ -18,9 +18,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from webhook.kube.background import BackgroundLoop
 from webhook.ledger.accounting import Holds
-from webhook.sources.background import BackgroundLoop
-from webhook.sources.usage import holds_by_tenant
+from webhook.ledger.usage import holds_by_tenant
 from webhook.types import ClusterState, DragateError, PolicySet
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 The rewriter is handed its mappings: the loaded LegacyResourceMapping policies, or the built-in
 default, which is the shipped `policies/legacy-mapping.yaml` read by the policy loader
-(`webhook.sources.policies.default_mappings`), so there is one source for it.
+(`webhook.policy.loading.default_mappings`), so there is one source for it.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Any
 from webhook.lint.findings import ERROR, Finding, Path
 from webhook.lint.objects import as_list, as_map, dig, pod_spec_path
 from webhook.lint.registry import RuleInfo, register
-from webhook.lint.rules.requests import dns_label_problem
+from webhook.lint.rules.claims import dns_label_problem
 
 SOURCE = RuleInfo(
     "pod-claim-source",

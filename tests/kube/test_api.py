@@ -1,0 +1,112 @@
+"""API client pieces the real API server cannot be made to exercise on demand.
+
+Chunk boundaries in a watch stream are the network's choice, and backoff timing is ours;
+both are tested here at our own adapter boundary (the urllib3 response we read from).
+"""
+
+from __future__ import annotations
+
+import http.server
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import urllib3
+
+from webhook.kube.api import Backoff, Unreachable, WatchStream
+
+
+class Response:
+    """The part of urllib3's HTTPResponse that WatchStream uses."""
+
+    def __init__(self, chunks: list[bytes], error: Exception | None = None) -> None:
+        self.chunks, self.error = chunks, error
+        self.released = False
+
+    def stream(self, decode_content: bool = True) -> Iterator[bytes]:
+        yield from self.chunks
+        if self.error is not None:
+            raise self.error
+
+    def release_conn(self) -> None:
+        self.released = True
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_events_split_across_chunks_are_joined() -> None:
+    response = Response([b'{"type": "ADD', b'ED", "object": {}}\n{"type":', b' "DELETED"}\n\n'])
+    events = list(WatchStream(response, "/x"))
+    assert [e["type"] for e in events] == ["ADDED", "DELETED"]
+    assert response.released
+
+
+def test_a_dropped_connection_is_unreachable_unless_we_closed_it() -> None:
+    dropped = Response([b'{"type": "ADDED"}\n'], urllib3.exceptions.ProtocolError("reset"))
+    with pytest.raises(Unreachable, match="reset"):
+        list(WatchStream(dropped, "/x"))
+    closed = WatchStream(Response([], urllib3.exceptions.ProtocolError("reset")), "/x")
+    closed.close()
+    assert list(closed) == []
+
+
+def test_backoff_doubles_to_a_ceiling_and_resets() -> None:
+    backoff = Backoff(first=1.0, ceiling=4.0)
+    delays = [backoff.next() for _ in range(5)]
+    assert [0.5 <= d <= 1.0 for d in delays[:1]] == [True]
+    assert all(d <= 4.0 for d in delays) and delays[-1] >= 2.0
+    backoff.reset()
+    assert backoff.next() <= 1.0
+
+
+def _serve_one_event_per_watch(ended: bool) -> Any:
+    """A local chunked HTTP server sending one watch event, then ending the stream when
+    `ended`, else holding it open until `server.release` is set."""
+
+    class Watch(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # chunked, as the API server streams a watch
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            event = b'{"type": "ADDED", "object": {}}\n'
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            self.wfile.flush()
+            if not ended:
+                self.server.release.wait(5)  # type: ignore[attr-defined]
+            self.wfile.write(b"0\r\n\r\n")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Watch)
+    server.release = threading.Event()  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("ended", [False, True], ids=["open", "ended-by-server"])
+def test_closing_a_real_stream_is_idempotent(ended: bool) -> None:
+    """stop() and the watch thread may both close one stream, also after the server ended it;
+    urllib3 raises on those `shutdown()` calls, which must not escape (it failed CI once)."""
+    server = _serve_one_event_per_watch(ended)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/watch"
+        response = urllib3.PoolManager().request("GET", url, preload_content=False)
+        stream = WatchStream(response, "/watch")
+        events = iter(stream)
+        assert next(events)["type"] == "ADDED"
+        if ended:
+            assert list(events) == []
+        started = time.monotonic()
+        stream.close()
+        stream.close()
+        assert list(events) == [] and time.monotonic() - started < 4  # ended by close
+    finally:
+        server.release.set()  # type: ignore[attr-defined]
+        server.shutdown()

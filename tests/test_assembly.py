@@ -1,0 +1,74 @@
+"""The composer: every offline Context counts what the snapshot already holds, and the webhook's
+offline Context reads its snapshot and ledger files (cluster mode is covered in tests/e2e)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from builders import claim, exact, namespace, request
+
+from webhook.assembly import offline_context, serving_context
+from webhook.kube.snapshot import SnapshotState
+from webhook.ledger.memory import MemoryLedger
+from webhook.ledger.sqlite import SqliteLedger
+from webhook.ledger.usage import existing_holds
+from webhook.policy.loading import parse_policies
+
+POLICIES = parse_policies(
+    """
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: team-a}
+spec:
+  namespaces: [team-a]
+  quota: [{deviceClassName: gpu.nvidia.com, maxDevices: 8}]
+"""
+)
+GPU = "gpu.nvidia.com"
+HELD = (namespace("team-a"), claim(request(exact("gpu", GPU, 3)), name="held"))
+
+
+@pytest.mark.parametrize(
+    ("objects", "ledger", "used"),
+    [
+        pytest.param(HELD, None, 3, id="no-ledger-starts-from-the-snapshot"),
+        pytest.param((), None, 0, id="empty-snapshot-empty-ledger"),
+        pytest.param(HELD, MemoryLedger(), 0, id="a-given-ledger-is-used-as-is"),
+    ],
+)
+def test_offline_context_ledger(
+    objects: tuple[dict[str, object], ...], ledger: MemoryLedger | None, used: int
+) -> None:
+    context = offline_context(lambda: POLICIES, SnapshotState(objects), ledger)
+    usage = context.ledger.usage("team-a")
+    assert (usage[GPU].used if GPU in usage else 0) == used
+
+
+def test_offline_templates_land_in_the_snapshot_unless_dry_run() -> None:
+    state = SnapshotState()
+    context = offline_context(lambda: POLICIES, state)
+    made = {"kind": "ResourceClaimTemplate", "metadata": {"name": "t"}}
+    context.templates("team-a", [made], True)
+    assert state.template("team-a", "t") is None
+    context.templates("team-a", [made], False)
+    assert state.template("team-a", "t") is not None
+
+
+def test_serving_context_offline_reads_the_state_and_ledger_files(tmp_path: Path) -> None:
+    state_file = tmp_path / "state.yaml"
+    state_file.write_text(yaml.safe_dump_all(HELD))
+    ledger_file = tmp_path / "ledger.sqlite3"
+    seeded = SqliteLedger(str(ledger_file))
+    seeded.seed(existing_holds(POLICIES, SnapshotState(HELD)))
+    seeded.close()
+    context, readiness = serving_context(lambda: POLICIES, None, state_file, ledger_file)
+    assert readiness == []
+    assert context.state.claims()[0]["metadata"]["name"] == "held"
+    ledger = context.ledger
+    assert isinstance(ledger, SqliteLedger)
+    try:
+        assert ledger.usage("team-a")[GPU].used == 3
+    finally:
+        ledger.close()

@@ -1,0 +1,44 @@
+"""What the offline commands read the same way: a policy directory and a snapshot state file.
+
+Bad input exits with code 2 and one message per problem, before any object is judged; the
+Context itself is composed in `webhook.assembly`, as for the webhook.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from webhook.cli import exits
+from webhook.files.yamlio import YamlError
+from webhook.kube.snapshot import SnapshotState, load_state
+from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
+from webhook.types import PolicySet
+
+
+class UsageError(click.ClickException):
+    """Bad input for a command: printed without a traceback, exit code 2."""
+
+    exit_code = exits.BAD_INPUT
+
+
+def policy_set(directory: str | None) -> PolicySet:
+    """The policies in `directory` (default: the built-in examples), or exit 2 with each problem."""
+    path = Path(directory) if directory else default_policy_dir()
+    if not path.exists():
+        raise UsageError(f"policy directory {path} does not exist")
+    try:
+        return load_policies([path])
+    except PolicyError as err:
+        problems = "\n".join(f"  {p}" for p in err.problems)
+        raise UsageError(f"invalid policies:\n{problems}") from None
+
+
+def snapshot(path: str | None) -> SnapshotState:
+    if path is None:
+        return SnapshotState.empty()
+    try:
+        return load_state(path)
+    except YamlError as err:
+        raise UsageError(f"state file: {err}") from None

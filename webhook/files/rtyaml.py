@@ -1,0 +1,132 @@
+"""ruamel's round-trip YAML for `migrate`: one loader and dumpers per thread, reused, and the
+libyaml read-back check of what they render.
+
+Building a ruamel YAML object costs about as much as loading a document, so each thread keeps
+its own and resets what ruamel leaves on it after a load; one that failed midway is dropped,
+as ruamel keeps half-done state after an exception.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import yaml as pyyaml
+from ruamel.yaml import YAML
+from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.util import load_yaml_guess_indent
+
+from webhook.files.treepatch import to_node
+from webhook.files.yamlio import to_plain
+from webhook.types import JSON
+
+_C_LOADER = getattr(pyyaml, "CSafeLoader", None)
+_RENDERED: dict[tuple[str, tuple[int, int]], str] = {}
+_RENDERED_MAX = 1024
+_LOCAL = threading.local()  # this thread's loader and dumpers: building one costs a document
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt", pure=True)
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    return yaml
+
+
+def load_rt(text: str) -> Any:
+    """One document through ruamel's round-trip loader, the same one each time in a thread."""
+    with _reused("loader", _yaml) as yaml:
+        try:
+            return yaml.load(text)
+        finally:  # what ruamel leaves on the YAML object after a load
+            yaml.doc_infos.clear()  # one per load
+            yaml.version = None  # set by a `%YAML` directive, else read by the next load
+
+
+@contextmanager
+def _reused(name: str, make: Callable[[], YAML]) -> Iterator[YAML]:
+    """This thread's `name`, made once; forgotten when it fails, as ruamel keeps half-done state
+    (a constructor's pending generators, a representer's objects) after an exception."""
+    cached: dict[str, YAML] = _LOCAL.__dict__.setdefault("yamls", {})
+    yaml = cached.pop(name, None) or make()
+    yield yaml
+    cached[name] = yaml
+
+
+def filled_indent(
+    guessed: tuple[int | None, int | None] | None, default: tuple[int, int]
+) -> tuple[int, int]:
+    if guessed is None:
+        return default
+    indent, offset = guessed
+    return (
+        default[0] if indent is None else int(indent),
+        default[1] if offset is None else int(offset),
+    )
+
+
+class _Loaded:
+    """Stands in for ruamel's YAML in `load_yaml_guess_indent` when the text is known to load."""
+
+    def load(self, _text: str) -> None:
+        return None
+
+
+def guessed_indent(text: str, *, loads: bool) -> tuple[int | None, int | None] | None:
+    """ruamel's guess, or None when the text does not load; `loads=False` skips the load."""
+    try:
+        _, indent, offset = load_yaml_guess_indent(text, **({} if loads else {"yaml": _Loaded()}))
+    except (YAMLError, ValueError, RecursionError):
+        return None
+    return indent, offset
+
+
+def reads_back(text: str, expected: JSON) -> bool:
+    """Whether the rendered `text` loads as `expected`.
+
+    libyaml reads it first, 50 times faster than ruamel; ruamel decides whenever they disagree
+    (YAML 1.1 and 1.2 differ on `yes`, `0o17`, `1e3`...), so a True is a reading both agree on.
+    """
+    if _C_LOADER is not None:
+        try:
+            if to_plain(pyyaml.load(text, Loader=_C_LOADER)) == expected:
+                return True
+        except (pyyaml.YAMLError, ValueError, TypeError, RecursionError, OverflowError):
+            pass
+    try:
+        same: bool = to_plain(load_rt(text)) == expected
+    except DuplicateKeyError:  # kept repeats that libyaml read otherwise: not the same
+        return False
+    return same
+
+
+def render_new(obj: JSON, indent: tuple[int, int]) -> str:
+    """A new document (a template) as YAML; remembered, as files repeat the same templates.
+
+    The key is the `repr` of plain data, which tells `1` from `"1"`, `1.0` and `True`.
+    """
+    key = (repr(obj), indent)
+    text = _RENDERED.get(key)
+    if text is None:
+        if len(_RENDERED) >= _RENDERED_MAX:
+            _RENDERED.clear()
+        text = _RENDERED[key] = render_yaml(to_node(obj), indent)
+    return text
+
+
+def render_yaml(node: Any, indent: tuple[int, int]) -> str:
+    buffer = io.StringIO()
+    with _reused(f"dumper{indent}", lambda: _dumper(indent)) as yaml:
+        yaml.dump(node, buffer)
+    return buffer.getvalue()
+
+
+def _dumper(indent: tuple[int, int]) -> YAML:
+    yaml = _yaml()
+    mapping, offset = indent
+    yaml.indent(mapping=mapping, sequence=max(mapping, offset + 2), offset=offset)
+    return yaml

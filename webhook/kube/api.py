@@ -1,0 +1,181 @@
+"""Raw JSON access to the Kubernetes API: requests, watch streams, and retry backoff.
+
+The generated models of the `kubernetes` client are slow to build and rename fields
+(`device_class_name`); the engine wants the objects exactly as the API server sends them.
+So requests go through the client's configuration, auth and connection pool, but bodies are
+plain JSON.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from webhook.types import Object
+
+
+class ApiError(Exception):
+    """The API server answered with an error status (404, 409, 410, 422, ...)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+
+
+class Unreachable(Exception):
+    """No answer from the API server: refused, reset, timed out or TLS failure."""
+
+
+class KubeApi:
+    """JSON requests with the `kubernetes` client's config; never retries on its own."""
+
+    def __init__(self, api_client: Any, timeout: float = 5.0) -> None:
+        self._client = api_client
+        self.timeout = timeout
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | None = None, context: str | None = None) -> KubeApi:
+        configuration = k8s.Configuration()
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=path, context=context, client_configuration=configuration
+        )
+        return cls.from_configuration(configuration)
+
+    @classmethod
+    def in_cluster(cls) -> KubeApi:
+        configuration = k8s.Configuration()
+        k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
+            client_configuration=configuration
+        )
+        return cls.from_configuration(configuration)
+
+    @classmethod
+    def from_configuration(cls, configuration: Any) -> KubeApi:
+        """Our own retry loops bound every wait, so urllib3 must not retry behind them."""
+        configuration.retries = 0
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, 16)
+        return cls(k8s.ApiClient(configuration))
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Object | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """The decoded JSON answer; raises ApiError for an error status, Unreachable."""
+        response = self._send(method, path, query, body, timeout or self.timeout)
+        try:
+            data = response.read()
+        except urllib3.exceptions.HTTPError as error:
+            raise Unreachable(f"{method} {path}: {error}") from error
+        finally:
+            response.response.release_conn()
+        if not 200 <= response.status < 300:
+            raise ApiError(response.status, _status_message(data))
+        decoded: dict[str, Any] = json.loads(data)
+        return decoded
+
+    def watch(self, path: str, resource_version: str, timeout_seconds: int) -> WatchStream:
+        """Watch events after `resource_version` until the server ends the watch."""
+        query = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        timeout = (self.timeout, timeout_seconds + 30.0)
+        response = self._send("GET", path, query, None, timeout)
+        if not 200 <= response.status < 300:
+            try:
+                raise ApiError(response.status, _status_message(response.read()))
+            finally:
+                response.response.release_conn()
+        return WatchStream(response.response, path)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str] | None,
+        body: Object | None,
+        timeout: float | tuple[float, float],
+    ) -> Any:
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        try:
+            params = self._client.param_serialize(
+                method,
+                path,
+                query_params=list((query or {}).items()),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            return self._client.call_api(*params, _request_timeout=timeout)
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise Unreachable(f"{method} {path}: {error}") from error
+        except k8s.ApiException as error:  # the client's wrapper for TLS failures
+            raise Unreachable(f"{method} {path}: {error.reason}") from error
+
+
+def _status_message(data: bytes) -> str:
+    try:
+        return str(json.loads(data).get("message") or data[:200].decode(errors="replace"))
+    except (ValueError, AttributeError):
+        return data[:200].decode(errors="replace")
+
+
+class WatchStream:
+    """The events of one open watch; `close()` from another thread ends the iteration."""
+
+    def __init__(self, response: Any, path: str) -> None:
+        self._response = response
+        self._path = path
+        self.closed = False
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        buffer = b""
+        try:
+            for chunk in self._response.stream(decode_content=True):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            if not self.closed:
+                raise Unreachable(f"watch {self._path}: {error}") from error
+        finally:
+            self._response.release_conn()
+
+    def close(self) -> None:
+        """Idempotent: stop() and the watch thread may both close the same stream."""
+        self.closed = True
+        # urllib3 raises when the stream already ended (closed, or released to the pool)
+        with contextlib.suppress(ValueError, RuntimeError, OSError):
+            self._response.shutdown()
+
+
+class Backoff:
+    """Exponential backoff with jitter: 0.2 s doubling up to 30 s."""
+
+    def __init__(self, first: float = 0.2, ceiling: float = 30.0) -> None:
+        self.first, self.ceiling = first, ceiling
+        self._delay = first
+
+    def next(self) -> float:
+        delay = self._delay
+        self._delay = min(self._delay * 2, self.ceiling)
+        return delay * random.uniform(0.5, 1.0)
+
+    def reset(self) -> None:
+        self._delay = self.first

@@ -1,0 +1,229 @@
+"""A list+watch cache for one resource of the Kubernetes API.
+
+`Informer` is client-go's reflector in small: list, then watch from the list's
+resourceVersion, resume after a dropped watch, relist on 410 Gone or every `relist_seconds`,
+and back off on errors, so a busy or restarting API server is never hammered.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.kube.api import ApiError, Backoff, KubeApi, Unreachable, WatchStream
+from webhook.types import Object
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+"""(namespace, name); namespace is "" for cluster-scoped objects."""
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A list path, e.g. `/apis/resource.k8s.io/v1/resourceclaims`, and its kind."""
+
+    kind: str
+    path: str
+
+
+class Gone(Exception):
+    """The resourceVersion we watch from was compacted away: relist."""
+
+
+Listener = Callable[[str, Object], None]
+"""Called with the event type (ADDED, MODIFIED, DELETED, RELISTED) and the object."""
+
+
+class Informer:
+    """A cache of one resource kept current by list + watch; safe to read from any thread."""
+
+    def __init__(
+        self,
+        api: KubeApi,
+        resource: Resource,
+        *,
+        relist_seconds: float = 300.0,
+        watch_seconds: int = 240,
+        listener: Listener | None = None,
+    ) -> None:
+        self.api = api
+        self.resource = resource
+        self.relist_seconds = relist_seconds
+        self.watch_seconds = watch_seconds
+        self._listener = listener
+        self._lock = threading.Lock()
+        self._objects: dict[Key, Object] = {}
+        self._by_namespace: dict[str, dict[str, Object]] = {}
+        self._version = 0
+        self._snapshot: tuple[int, tuple[Object, ...]] = (-1, ())
+        self.resource_version = ""
+        self.synced = threading.Event()
+        self.failing_since: float | None = None
+        self.last_error = ""
+        self.relists = 0
+        self._stream: WatchStream | None = None
+
+    # ----------------------------------------------------------------- reads
+
+    def get(self, namespace: str, name: str) -> Object | None:
+        with self._lock:
+            return self._objects.get((namespace, name))
+
+    def in_namespace(self, namespace: str) -> list[Object]:
+        with self._lock:
+            return list(self._by_namespace.get(namespace, {}).values())
+
+    def items(self) -> tuple[Object, ...]:
+        """Every object; the tuple is rebuilt only after a change, so repeated reads are cheap."""
+        with self._lock:
+            version, items = self._snapshot
+            if version != self._version:
+                items = tuple(self._objects.values())
+                self._snapshot = (self._version, items)
+            return items
+
+    # ---------------------------------------------------------------- writes
+
+    def upsert(self, obj: Object) -> None:
+        """Store an object we just wrote, so readers see it before its watch event arrives."""
+        with self._lock:
+            self._put(obj)
+
+    def _put(self, obj: Object) -> None:
+        namespace, name = _key(obj)
+        self._objects[(namespace, name)] = obj
+        self._by_namespace.setdefault(namespace, {})[name] = obj
+        self._version += 1
+
+    def _delete(self, obj: Object) -> None:
+        namespace, name = _key(obj)
+        self._objects.pop((namespace, name), None)
+        self._by_namespace.get(namespace, {}).pop(name, None)
+        self._version += 1
+
+    def _replace(self, objects: list[Object], resource_version: str) -> None:
+        with self._lock:
+            self._objects, self._by_namespace = {}, {}
+            for obj in objects:
+                self._put(obj)
+            self.resource_version = resource_version
+            self.relists += 1
+
+    # ------------------------------------------------------------------ loop
+
+    def run(self, stop: threading.Event) -> None:
+        """List and watch until `stop` is set; never raises."""
+        backoff = Backoff()
+        while not stop.is_set():
+            try:
+                self._list_and_watch(stop, backoff)
+            except Exception as error:  # a cache thread must outlive every failure
+                self._failed(error)
+                stop.wait(backoff.next())
+
+    def _list_and_watch(self, stop: threading.Event, backoff: Backoff) -> None:
+        """One list, then watches resumed from the last resourceVersion until relist time."""
+        self.relist()
+        backoff.reset()
+        relist_at = time.monotonic() + self.relist_seconds * random.uniform(0.9, 1.1)
+        while not stop.is_set() and time.monotonic() < relist_at:
+            try:
+                self._watch_once(stop)
+                backoff.reset()
+            except Gone:
+                return
+            except (Unreachable, ApiError) as error:
+                self._failed(error)
+                stop.wait(backoff.next())
+
+    def relist(self) -> None:
+        """Replace the cache with a fresh, paginated list."""
+        objects: list[Object] = []
+        query = {"limit": "500"}
+        while True:
+            page = self.api.request("GET", self.resource.path, query=query)
+            stamp = {"kind": self.resource.kind, "apiVersion": page.get("apiVersion", "")}
+            objects += [{**item, **stamp} for item in page.get("items") or []]
+            meta = page.get("metadata") or {}
+            if not meta.get("continue"):
+                break
+            query = {"limit": "500", "continue": str(meta["continue"])}
+        self._replace(objects, str(meta.get("resourceVersion", "")))
+        self._healthy()
+        self.synced.set()
+        self._notify("RELISTED", {})
+
+    def _watch_once(self, stop: threading.Event) -> None:
+        seconds = max(1, int(self.watch_seconds * random.uniform(0.8, 1.0)))
+        try:
+            self._stream = self.api.watch(self.resource.path, self.resource_version, seconds)
+            if stop.is_set():  # stop() ran before the stream was visible to it
+                self._stream.close()
+            self._healthy()
+            for event in self._stream:
+                self._healthy()
+                self._apply(event)
+                if stop.is_set():
+                    return
+        except ApiError as error:
+            if error.status == 410:
+                raise Gone from error
+            raise
+        finally:
+            self._stream = None
+
+    def restart_watch(self, from_version: str | None = None) -> None:
+        """End the open watch; the next one starts from `from_version` if given.
+
+        Used on shutdown, so a thread blocked reading a quiet watch ends at once.
+        """
+        if from_version is not None:
+            with self._lock:
+                self.resource_version = from_version
+        stream = self._stream
+        if stream is not None:
+            stream.close()
+
+    def _apply(self, event: Mapping[str, Any]) -> None:
+        kind, obj = str(event.get("type")), dict(event.get("object") or {})
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise Gone
+            raise ApiError(int(obj.get("code") or 500), str(obj.get("message")))
+        resource_version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        with self._lock:
+            if kind in ("ADDED", "MODIFIED"):
+                self._put(dict(obj, kind=self.resource.kind))
+            elif kind == "DELETED":
+                self._delete(obj)
+            if resource_version:
+                self.resource_version = resource_version
+        if kind != "BOOKMARK":
+            self._notify(kind, obj)
+
+    def _notify(self, kind: str, obj: Object) -> None:
+        if self._listener is not None:
+            try:
+                self._listener(kind, obj)
+            except Exception:
+                log.exception("listener of %s failed", self.resource.kind)
+
+    def _healthy(self) -> None:
+        self.failing_since = None
+
+    def _failed(self, error: Exception) -> None:
+        if self.failing_since is None:
+            self.failing_since = time.monotonic()
+        self.last_error = f"{type(error).__name__}: {error}"
+        log.warning("%s cache: %s", self.resource.kind, self.last_error)
+
+
+def _key(obj: Object) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))

@@ -1,0 +1,335 @@
+"""The four policy kinds as schemas: which fields each has, what they must hold, what they become.
+
+This is the policy file contract (docs/policy.md, "Policy files") written once, as data, so
+unknown fields, wrong types and bad values all come from `webhook.policy.schema` in one voice.
+Rules that tie fields of one object together live in the small `check` functions beside their
+schema; rules across documents (duplicate names, shared namespaces) live in
+`webhook.policy.loading`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.engine.cel import CelCompileError, Program, compile_expression
+from webhook.policy.schema import (
+    INVALID,
+    Anything,
+    Bool,
+    Int,
+    ListOf,
+    MapOf,
+    Obj,
+    OneOf,
+    Path,
+    Report,
+    Spec,
+    Str,
+)
+from webhook.types import (
+    API_VERSION,
+    JSON,
+    Action,
+    CompiledExpression,
+    DeviceClassPolicy,
+    LabelRequirement,
+    LabelSelector,
+    LegacyResourceMapping,
+    MappingAction,
+    QuotaLimit,
+    ResourceMapping,
+    Settings,
+    Source,
+    Tenant,
+    Validation,
+)
+
+VALIDATION_VARIABLES = ("request", "object", "oldObject", "namespace", "tenant", "operation",
+                        "userInfo")
+SELECTOR_VARIABLES = ("device",)
+SAMPLE_SUFFIX = "1g.10gb"
+"""What `{suffix}` becomes when a mapping's selector template is test-compiled at load."""
+
+_DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+                            r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_EDITOR = re.compile(r"(?!group:$).+", re.DOTALL)
+_SERVICE_ACCOUNT = re.compile(r"system:serviceaccount:[^:\s]+:[^:\s]+")
+
+NAME = Str(_DNS_SUBDOMAIN, "a lowercase DNS name (a-z, 0-9, '-', '.')")
+CLASS = Str(_DNS_SUBDOMAIN, "a DeviceClass name (a-z, 0-9, '-', '.')")
+NAMESPACE = Str(_DNS_LABEL, "a namespace name (a-z, 0-9, '-', at most 63 characters)")
+TEXT = Str()
+LABEL_VALUE = Str(noun="a string", empty=True)
+
+
+# --------------------------------------------------------------------------- CEL
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A CEL expression as written, and the program compiled from it."""
+
+    text: str
+    program: CompiledExpression
+
+
+@dataclass(frozen=True)
+class Cel:
+    """A CEL expression compiled at load, so a typo fails `dragate lint`, not an admission.
+
+    With `sample` set the text is a template: `{suffix}` is replaced by the sample first.
+    """
+
+    variables: tuple[str, ...]
+    sample: str | None = None
+    noun: str = "a CEL expression (a non-empty string)"
+
+    def read(self, value: JSON, at: Path, report: Report) -> Any:
+        text = Str(noun=self.noun).read(value, at, report)
+        if text is INVALID:
+            return INVALID
+        program, error = compile_cel(text.replace("{suffix}", self.sample or ""), self.variables)
+        if program is not None:
+            return Compiled(text, program)
+        template = f' (with {{suffix}} = "{self.sample}")' if self.sample is not None else ""
+        report.add(at, f"{error}{template}")
+        return INVALID
+
+
+def compile_cel(text: str, variables: Sequence[str]) -> tuple[Program | None, str | None]:
+    """The program, or why it can never run as a yes/no rule.
+
+    The CEL engine decides (syntax, undeclared variables, a result that is never bool); the
+    loader only says where. Compiling at load means a typo fails `dragate lint`, not a Pod.
+    """
+    try:
+        return compile_expression(text, variables=variables), None
+    except CelCompileError as err:
+        return None, f"does not compile: {err}"
+
+
+# --------------------------------------------------------------------------- shared pieces
+
+
+def _operator_values(v: Mapping[str, Any], at: Path, report: Report) -> None:
+    operator, values = v.get("operator"), v.get("values")
+    if operator in ("In", "NotIn") and not values:
+        report.add((*at, "values"), f"operator {operator} needs at least one value")
+    if operator in ("Exists", "DoesNotExist") and values:
+        report.add((*at, "values"), f"operator {operator} takes no values")
+
+
+REQUIREMENT = Obj(
+    {"key": TEXT, "operator": OneOf(("In", "NotIn", "Exists", "DoesNotExist")),
+     "values": ListOf(LABEL_VALUE, "strings")},
+    required=("key", "operator"),
+    check=_operator_values,
+    make=lambda v: LabelRequirement(v["key"], v["operator"], tuple(v.get("values", ()))),
+)
+
+
+def _not_everything(v: Mapping[str, Any], at: Path, report: Report) -> None:
+    if not v.get("matchLabels") and not v.get("matchExpressions"):
+        report.add(at, "an empty selector matches every namespace; "
+                       "add matchLabels or matchExpressions")
+
+
+SELECTOR = Obj(
+    {"matchLabels": MapOf(LABEL_VALUE, "a mapping of label keys to strings"),
+     "matchExpressions": ListOf(REQUIREMENT, "label requirements")},
+    check=_not_everything,
+    make=lambda v: LabelSelector(v.get("matchLabels", {}), tuple(v.get("matchExpressions", ()))),
+)
+
+
+def _frozen(values: Sequence[str] | None) -> frozenset[str] | None:
+    return None if values is None else frozenset(values)
+
+
+# --------------------------------------------------------------------------- Tenant
+
+
+def _has_limit(v: Mapping[str, Any], at: Path, report: Report) -> None:
+    if "maxDevices" not in v and "maxDevicesPerClaim" not in v:
+        report.add(at, "a quota entry needs maxDevices, maxDevicesPerClaim or both")
+
+
+QUOTA = Obj(
+    {"deviceClassName": CLASS, "maxDevices": Int(0), "maxDevicesPerClaim": Int(0)},
+    required=("deviceClassName",),
+    check=_has_limit,
+    make=lambda v: QuotaLimit(v["deviceClassName"], v.get("maxDevices"),
+                              v.get("maxDevicesPerClaim")),
+)
+
+
+def _has_namespaces(v: Mapping[str, Any], at: Path, report: Report) -> None:
+    if not v.get("namespaces") and "namespaceSelector" not in v:
+        report.add(at, "a tenant needs namespaces, a namespaceSelector or both")
+
+
+TENANT = Obj(
+    {"namespaces": ListOf(NAMESPACE, "namespace names"),
+     "namespaceSelector": SELECTOR,
+     "allowedDeviceClasses": ListOf(CLASS, "DeviceClass names"),
+     "adminAccess": Bool(),
+     "quota": ListOf(QUOTA, "quota entries", unique_by=("deviceClassName",)),
+     "legacyMappingAction": OneOf(tuple(MappingAction), MappingAction)},
+    check=_has_namespaces,
+)
+
+
+def _tenant(name: str, spec: Mapping[str, Any], source: Source) -> Tenant:
+    return Tenant(
+        name=name,
+        namespaces=frozenset(spec.get("namespaces", ())),
+        namespace_selector=spec.get("namespaceSelector"),
+        allowed_device_classes=_frozen(spec.get("allowedDeviceClasses")),
+        admin_access=spec.get("adminAccess", False),
+        quota=tuple(spec.get("quota", ())),
+        mapping_action=spec.get("legacyMappingAction"),
+        source=source,
+    )
+
+
+# --------------------------------------------------------------------------- DeviceClassPolicy
+
+
+def _validation(v: Mapping[str, Any]) -> Validation:
+    expression: Compiled = v["expression"]
+    return Validation(expression.text, v.get("message", expression.text),
+                      v.get("action", Action.DENY), expression.program)
+
+
+VALIDATION = Obj(
+    {"expression": Cel(VALIDATION_VARIABLES), "message": TEXT,
+     "action": OneOf(tuple(Action), Action)},
+    required=("expression",),
+    make=_validation,
+)
+
+CLASS_POLICY = Obj(
+    {"deviceClassNames": ListOf(CLASS, "DeviceClass names"),
+     "maxCountPerRequest": Int(1),
+     "allowAllocationModeAll": Bool(),
+     "validations": ListOf(VALIDATION, "validations")},
+)
+
+
+def _class_policy(name: str, spec: Mapping[str, Any], source: Source) -> DeviceClassPolicy:
+    return DeviceClassPolicy(
+        name=name,
+        device_class_names=frozenset(spec.get("deviceClassNames", ())),
+        max_count_per_request=spec.get("maxCountPerRequest"),
+        allow_allocation_mode_all=spec.get("allowAllocationModeAll", True),
+        validations=tuple(spec.get("validations", ())),
+        source=source,
+    )
+
+
+# --------------------------------------------------------------------------- LegacyResourceMapping
+
+
+def _one_name(v: Mapping[str, Any], at: Path, report: Report) -> None:
+    if "resourceName" in v and "resourceNamePrefix" in v:
+        report.add(at, "set resourceName or resourceNamePrefix, not both")
+    elif "resourceName" not in v and "resourceNamePrefix" not in v:
+        report.add(at, "set resourceName (exact) or resourceNamePrefix")
+
+
+def _resource(v: Mapping[str, Any]) -> ResourceMapping:
+    selector: Compiled | None = v.get("selector")
+    return ResourceMapping(v["deviceClassName"], v.get("resourceName"),
+                           v.get("resourceNamePrefix"), selector.text if selector else None)
+
+
+RESOURCE = Obj(
+    {"resourceName": TEXT, "resourceNamePrefix": TEXT, "deviceClassName": CLASS,
+     "selector": Cel(SELECTOR_VARIABLES, sample=SAMPLE_SUFFIX)},
+    required=("deviceClassName",),
+    check=_one_name,
+    make=_resource,
+)
+
+MAPPING = Obj(
+    {"action": OneOf(tuple(MappingAction), MappingAction),
+     "resources": ListOf(RESOURCE, "resource mappings",
+                         unique_by=("resourceName", "resourceNamePrefix"))},
+    required=("resources",),
+)
+
+
+def _mapping(name: str, spec: Mapping[str, Any], source: Source) -> LegacyResourceMapping:
+    return LegacyResourceMapping(name, spec.get("action", MappingAction.REWRITE),
+                                 tuple(spec.get("resources", ())), source)
+
+
+# --------------------------------------------------------------------------- Settings
+
+
+SETTINGS = Obj(
+    {"denyUnknownNamespaces": Bool(),
+     "feasibility": OneOf((Action.DENY, Action.WARN), Action),
+     "whenStateUnavailable": OneOf((Action.DENY, Action.WARN), Action),
+     "adminAccessEditors": ListOf(Str(_EDITOR, 'a user name or "group:NAME"'),
+                                  'user names or "group:NAME"'),
+     "exemptNamespaces": ListOf(NAMESPACE, "namespace names"),
+     "exemptServiceAccounts": ListOf(
+         Str(_SERVICE_ACCOUNT, '"system:serviceaccount:NAMESPACE:NAME"'),
+         "service account user names")},
+)
+
+
+def _settings(_name: str, spec: Mapping[str, Any], _source: Source) -> Settings:
+    return Settings(
+        deny_unknown_namespaces=spec.get("denyUnknownNamespaces", False),
+        feasibility=spec.get("feasibility"),
+        when_state_unavailable=spec.get("whenStateUnavailable", Action.DENY),
+        admin_access_editors=frozenset(spec.get("adminAccessEditors", ())),
+        exempt_namespaces=frozenset(spec.get("exemptNamespaces", ())),
+        exempt_service_accounts=frozenset(spec.get("exemptServiceAccounts", ())),
+    )
+
+
+# --------------------------------------------------------------------------- documents
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One policy kind: the schema of a whole document and how its spec becomes a policy."""
+
+    name: str
+    document: Obj
+    build: Callable[[str, Mapping[str, Any], Source], Any]
+
+
+METADATA = Obj(
+    {"name": NAME, "labels": MapOf(LABEL_VALUE), "annotations": MapOf(LABEL_VALUE)},
+    required=("name",),
+)
+
+
+def _kind(name: str, spec: Obj, build: Callable[[str, Mapping[str, Any], Source], Any],
+          spec_required: bool = True) -> Kind:
+    fields: dict[str, Spec] = {"apiVersion": Anything(), "kind": Anything(),
+                               "metadata": METADATA, "spec": spec}
+    required = ("metadata", "spec") if spec_required else ("metadata",)
+    return Kind(name, Obj(fields, required=required), build)
+
+
+KINDS: Mapping[str, Kind] = {
+    k.name: k for k in (
+        _kind("Tenant", TENANT, _tenant),
+        _kind("DeviceClassPolicy", CLASS_POLICY, _class_policy),
+        _kind("LegacyResourceMapping", MAPPING, _mapping),
+        _kind("Settings", SETTINGS, _settings, spec_required=False),
+    )
+}
+
+HEADER = Obj({"apiVersion": OneOf((API_VERSION,)), "kind": OneOf(tuple(KINDS))},
+             required=("apiVersion", "kind"), open=True)
+"""Read first, on its own, so a stray Deployment in a policy folder gets two clear lines."""

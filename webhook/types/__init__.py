@@ -1,0 +1,107 @@
+"""Values every layer shares: policies, normalized device requests, requests, decisions.
+
+Everything here is a frozen dataclass or a Protocol so that the pure layers (engine, rewrite,
+lint) can be handed facts without ever reaching for I/O, and so that a value computed once per
+admission can be shared safely between threads of a gunicorn worker. Import them from here;
+the submodules only keep each kind of value in a file of its own.
+"""
+
+from webhook.types.adapters import (
+    ClassUsage,
+    ClusterState,
+    Deadline,
+    DeadlineExceeded,
+    Facts,
+    FactsUnavailable,
+    Holder,
+    Ledger,
+    Reservation,
+)
+from webhook.types.basics import (
+    ADMIN_ACCESS_LABEL,
+    ALL_MODE_DEVICES,
+    API_VERSION,
+    JSON,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    DragateError,
+    Object,
+)
+from webhook.types.claimspec import (
+    AllocationMode,
+    ClaimSpec,
+    DeviceRequest,
+    MatchConstraint,
+    PodClaim,
+)
+from webhook.types.outcomes import (
+    AdmissionRequest,
+    Decision,
+    Operation,
+    Reason,
+    RewriteResult,
+    Verdict,
+)
+from webhook.types.policyset import (
+    Action,
+    CompiledExpression,
+    DeviceClassPolicy,
+    EvalResult,
+    LabelRequirement,
+    LabelSelector,
+    LegacyResourceMapping,
+    MappingAction,
+    PolicySet,
+    QuotaLimit,
+    ResourceMapping,
+    Settings,
+    Source,
+    Tenant,
+    Validation,
+)
+
+__all__ = [
+    "ADMIN_ACCESS_LABEL",
+    "ALL_MODE_DEVICES",
+    "API_VERSION",
+    "JSON",
+    "MANAGED_BY_LABEL",
+    "MANAGED_BY_VALUE",
+    "Action",
+    "AdmissionRequest",
+    "AllocationMode",
+    "ClaimSpec",
+    "ClassUsage",
+    "ClusterState",
+    "CompiledExpression",
+    "Deadline",
+    "DeadlineExceeded",
+    "Decision",
+    "DeviceClassPolicy",
+    "DeviceRequest",
+    "DragateError",
+    "EvalResult",
+    "Facts",
+    "FactsUnavailable",
+    "Holder",
+    "LabelRequirement",
+    "LabelSelector",
+    "Ledger",
+    "LegacyResourceMapping",
+    "MappingAction",
+    "MatchConstraint",
+    "Object",
+    "Operation",
+    "PodClaim",
+    "PolicySet",
+    "QuotaLimit",
+    "Reason",
+    "Reservation",
+    "ResourceMapping",
+    "RewriteResult",
+    "Settings",
+    "Source",
+    "Tenant",
+    "Validation",
+    "Verdict",
+]

@@ -1,0 +1,140 @@
+"""What the pipeline asks of its adapters: cluster facts, the ledger, and the deadline that
+bounds every blocking call; the facts gathered once per request.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from webhook.types.basics import DragateError, Object
+from webhook.types.claimspec import ClaimSpec
+from webhook.types.policyset import Tenant
+
+
+class DeadlineExceeded(DragateError):
+    """A review's time ran out before a step that may block or change state.
+
+    Raised instead of starting the step, so a review answered as timed out has reserved nothing.
+    """
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When a review must be done, on `clock` (monotonic seconds), handed to every blocking step.
+
+    The review runs in the request's own thread: nothing can interrupt it, so each step that
+    may wait (a ledger lock, an API call) bounds its wait by `remaining()`, and every step that
+    changes state first `check`s that there is time left. `Deadline.never()` is the CLI's.
+    """
+
+    at: float
+    clock: Callable[[], float] = time.monotonic
+
+    @classmethod
+    def after(cls, seconds: float, clock: Callable[[], float] = time.monotonic) -> Deadline:
+        return cls(clock() + seconds, clock)
+
+    @classmethod
+    def never(cls) -> Deadline:
+        return cls(math.inf)
+
+    def remaining(self) -> float:
+        """Seconds left (inf without a bound); never negative."""
+        return max(self.at - self.clock(), 0.0)
+
+    def bound(self, seconds: float) -> float:
+        """`seconds`, or less when the deadline comes first: the timeout for one blocking call."""
+        return min(seconds, self.remaining())
+
+    def check(self, step: str) -> None:
+        """Raise DeadlineExceeded when no time is left to start `step`."""
+        if self.clock() >= self.at:
+            raise DeadlineExceeded(f"deadline passed before {step}")
+
+
+class FactsUnavailable(DragateError):
+    """Raised by a ClusterState or Ledger that cannot answer within its bound.
+
+    The pipeline turns it into an explicit outcome (`Settings.whenStateUnavailable`): quota
+    cannot be checked without facts, so by default the request is denied and says why.
+    """
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A claim (or a Pod's pending reservation) holding devices of one class."""
+
+    key: str  # "namespace/name" of the claim, or "pod:<uid>" for a reservation
+    devices: int
+
+
+@dataclass(frozen=True)
+class ClassUsage:
+    used: int = 0
+    holders: tuple[Holder, ...] = ()
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything the engine may know about the cluster, gathered once per request."""
+
+    namespace: Object | None = None  # the Namespace object; None when unknown
+    tenant: Tenant | None = None
+    usage: Mapping[str, ClassUsage] = field(default_factory=dict)  # class -> tenant's usage
+    templates: Mapping[str, Object] = field(default_factory=dict)  # name -> template in ns
+    device_classes: Mapping[str, Object] = field(default_factory=dict)  # name -> DeviceClass
+    class_capacity: Mapping[str, int] = field(default_factory=dict)  # class -> matching devices
+    feasibility: Callable[[ClaimSpec], Sequence[str]] | None = None  # unsatisfiable requests
+
+
+class ClusterState(Protocol):
+    """Read-only cluster facts: a snapshot file offline, watch caches in a cluster."""
+
+    def namespace(self, name: str) -> Object | None: ...
+
+    def template(self, namespace: str, name: str) -> Object | None: ...
+
+    def device_classes(self) -> Mapping[str, Object]: ...
+
+    def claims(self) -> Sequence[Object]: ...
+
+    def namespaces(self) -> Sequence[Object]: ...
+
+    def slices(self) -> Sequence[Object]: ...
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """The outcome of asking the ledger to hold devices: granted, or the usage that refused it."""
+
+    granted: bool
+    usage: Mapping[str, ClassUsage] = field(default_factory=dict)
+
+
+class Ledger(Protocol):
+    """Per-tenant device usage, changed only by atomic check-and-reserve."""
+
+    def usage(self, tenant: str, deadline: Deadline | None = None) -> Mapping[str, ClassUsage]:
+        """The tenant's usage; a wait for the store is bounded by `deadline` too."""
+        ...
+
+    def reserve(
+        self,
+        tenant: str,
+        holds: Mapping[str, Mapping[str, int]],
+        limits: Mapping[str, int],
+        deadline: Deadline | None = None,
+    ) -> Reservation:
+        """Atomically set each holder's devices unless a class would exceed its limit.
+
+        A holder already present is replaced, not added to, so admitting the same object
+        twice (reinvocation, retries) never counts it twice. When `deadline` passes before
+        the change is stored, raise DeadlineExceeded (or FactsUnavailable) having stored nothing.
+        """
+        ...
+
+    def release(self, tenant: str, holder: str) -> None: ...

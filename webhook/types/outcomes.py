@@ -1,0 +1,99 @@
+"""A review's request and what is answered: reasons, the engine's decision, the rewrite, and
+the pipeline's verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from webhook.types.basics import Object
+
+
+class Operation(StrEnum):
+    CREATE = "CREATE"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    CONNECT = "CONNECT"
+
+
+@dataclass(frozen=True)
+class AdmissionRequest:
+    """The parts of an AdmissionReview request that dragate reads (or a CLI stand-in)."""
+
+    uid: str
+    kind: str
+    group: str
+    version: str
+    resource: str
+    operation: Operation
+    namespace: str = ""
+    name: str = ""
+    sub_resource: str = ""
+    object: Object | None = None
+    old_object: Object | None = None
+    dry_run: bool = False
+    user_info: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why something was denied, with the numbers a person needs to act."""
+
+    policy: str
+    message: str
+    tenant: str = ""
+    device_class: str = ""
+    used: int | None = None
+    limit: int | None = None
+    requested: int | None = None
+    holders: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"[{self.policy}] {self.message}"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The engine's answer for one object.
+
+    `holds` is what the object adds to its tenant's usage: per ledger holder (a claim, or one
+    pod claim of a Pod), devices per class.
+    """
+
+    allowed: bool = True
+    reasons: tuple[Reason, ...] = ()
+    warnings: tuple[str, ...] = ()
+    audit: Mapping[str, str] = field(default_factory=dict)
+    tenant: str = ""
+    holds: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    """What the legacy rewriter made of an object; `templates` must exist for it to run."""
+
+    object: Object
+    changed: bool = False
+    notes: tuple[str, ...] = ()
+    templates: tuple[Object, ...] = ()
+    denied: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The pipeline's answer: the decision, and for mutation the patch that gets there."""
+
+    decision: Decision
+    patch: Sequence[Mapping[str, Any]] = ()
+    patched: Object | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision.allowed
