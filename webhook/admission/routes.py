@@ -7,6 +7,9 @@ method and path pairs itself; every other request (GET /validate's 405 included)
 Flask unchanged.
 The Flask views of the two routes call the same `answer`, so both ways give byte-identical
 replies: same status line, same headers, same JSON (Flask's `jsonify` settings).
+
+Relies on (checked with gunicorn 27.0.1; canaries: tests/canary/test_gunicorn.py):
+- `environ['gunicorn.socket']`: the connection's socket, for the peer certificate.
 """
 
 from __future__ import annotations

@@ -24,6 +24,35 @@ answered). What the loop bounds:
 Framing and limit errors are JSON (`{code, message}`), as every other answer. Each write of
 an answer gets REQUEST_SECONDS (DeadlineSocket), so a client that stops reading cannot hold
 a thread either.
+
+Relies on (checked with gunicorn 27.0.1; canaries: tests/canary/test_gunicorn.py):
+- `gunicorn.workers.gthread.ThreadWorker`: subclassed; it is gunicorn's worker class, not an
+  extension API.
+- `gunicorn.workers.gthread.ThreadWorker.nr_conns, keepalived_conns, poller, alive`: read and
+  updated as gthread does (connection count, kept-alive queue, selector, running flag).
+- `gunicorn.workers.gthread.ThreadWorker.accept(listener)`: replaced; the poller calls it for a new
+  connection.
+- `gunicorn.workers.gthread.ThreadWorker.on_client_socket_readable(conn, client)`: replaced; a
+  kept-alive connection's next request is read in the loop.
+- `gunicorn.workers.gthread.ThreadWorker.murder_pending()`: extended; the loop's periodic timeout
+  sweep.
+- `gunicorn.workers.gthread.ThreadWorker.handle_error(req, client, addr, exc)`: replaced; JSON error
+  answers.
+- `gunicorn.workers.gthread.ThreadWorker.finish_request(conn, fs)`: extended; a thread's answer is
+  done.
+- `gunicorn.workers.gthread.ThreadWorker.enqueue_req(conn)`: hands a buffered request to a pool
+  thread.
+- `gunicorn.workers.gthread.ThreadWorker.handle(conn)`: switches the socket to blocking in the
+  thread, where DeadlineSocket starts its clock.
+- `gunicorn.workers.gthread.TConn(cfg, sock, client, server)`: built here; its sock, client, parser,
+  initialized and data_ready are set as the thread expects them.
+- `gunicorn.workers.gthread.TConn.init`: skips a connection already initialized (our parser is
+  kept).
+- `gunicorn.http.get_parser(cfg, sock, client)`: its `unreader.unread` takes the buffered request
+  back.
+- `gunicorn.sock.ssl_context(conf)`: the TLS context for wrapping accepted sockets.
+- `gunicorn.http.errors`: the parser's exception classes, mapped to HTTP statuses.
+- `gunicorn.config.Config.is_ssl, suppress_ragged_eofs`: TLS settings of the worker.
 """
 
 from __future__ import annotations

@@ -4,6 +4,12 @@ The rewriter works on plain dicts; the file keeps comments and layout only in th
 The difference is computed as a minimal JSON patch on plain data and each operation is replayed
 on the tree, moving the full-line comments ruamel hangs on a removed or last entry to where a
 reader expects them.
+
+Relies on (checked with ruamel.yaml 0.19.1; canaries: tests/canary/test_ruamel.py):
+- `ruamel.yaml.comments.CommentedBase.ca.items`: full-line comments after an entry hang on slot 2 of
+  a mapping key's list, slot 0 of a sequence index's.
+- `ruamel.yaml.tokens.CommentToken(value, CommentMark(column), None)`: a built comment hung on such
+  a slot is dumped after the entry.
 """
 
 from __future__ import annotations

@@ -5,6 +5,14 @@ nodes. celpy's `CELParser` keeps one class-level parser whose tree class is fixe
 Environment is created first in the process, so a stray `celpy.Environment()` (interpreted
 runner) elsewhere would make every later compiled-runner parse produce the wrong node type.
 Owning the parser removes that order dependence.
+
+Relies on (checked with cel-python 0.5.0 and lark 1.3.1; canaries: tests/canary/test_celpy.py):
+- `celpy grammar file cel.lark`: read from the installed package, next to celpy/__init__.py.
+- `celpy.celparser.CELParser.ambiguous_literals`: the IDENT lexer callback.
+- `celpy grammar rule names`: the node names the walkers dispatch on.
+- `celpy member_dot_arg children`: (receiver, method name, exprlist), see `call_parts`.
+- `celpy.evaluation.TranspilerTree`: the tree class; its transpiler decorations.
+- `celpy.evaluation.base_functions`: the names of CEL's standard functions.
 """
 
 from __future__ import annotations
