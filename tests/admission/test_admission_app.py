@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from admission_support import encode, pod, review_body
+from admission.admission_support import encode, pod, review_body
 
 from webhook.admission.config import TimeoutOutcome
 from webhook.types import Decision, Verdict

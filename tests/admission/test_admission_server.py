@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 import requests
-from admission_support import pod, review_body
-from net_support import serving_serial
-from server_support import (
+from admission.admission_support import pod, review_body
+from admission.server_support import (
     Server,
     readyz,
     start,
     write_policies,
 )
+from net_support import serving_serial
 
 from webhook.sources import certs
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
-from reliability_support import review
+from reliability.reliability_support import review
 
 from webhook import pipeline
 from webhook.admission.app import create_app

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reliability_support import (
+from reliability.reliability_support import (
     claim,
     ledger_usage,
     pod,

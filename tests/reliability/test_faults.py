@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 from net_support import serving_serial
-from reliability_support import (
+from reliability.reliability_support import (
     Serve,
     claim,
     eventually,

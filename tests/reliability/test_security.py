@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import requests
-from reliability_support import (
+from reliability.reliability_support import (
     Serve,
     claim,
     pod,
