@@ -96,6 +96,26 @@ def column(node: Any) -> int | None:
     return getattr(node.meta, "column", None) if isinstance(node, lark.Tree) else None
 
 
+def compile_error(message: str, node: Any) -> CelCompileError:
+    """The error for a refused expression, at the column of the node it is about."""
+    return CelCompileError(message, column(node))
+
+
+def single(node: Any) -> Any:
+    """The one meaningful node under a chain of single-child wrappers."""
+    while isinstance(node, lark.Tree) and len(node.children) == 1 and isinstance(
+            node.children[0], lark.Tree):
+        node = node.children[0]
+    return node
+
+
+def whole_list(node: Any) -> Any:
+    """The list literal that is the whole of `node`, if it is one, else None."""
+    while isinstance(node, lark.Tree) and node.data != "list_lit" and len(node.children) == 1:
+        node = node.children[0]
+    return node if isinstance(node, lark.Tree) and node.data == "list_lit" else None
+
+
 def ident_name(node: Any) -> str | None:
     """The name when an expression is nothing but an identifier (a macro or bind variable)."""
     while isinstance(node, lark.Tree) and node.data != "ident" and len(node.children) == 1:
