@@ -20,8 +20,15 @@ Check = Callable[[Any, Mapping[str, CelType]], CelType]
 """The checker's `check(node, scope)`: a node's type with the variables of `scope` bound."""
 
 
-def check_macro(check: Check, name: str, target: CelType, args: list[TranspilerTree], *,
-                scope: Mapping[str, CelType], node: Any) -> CelType:
+def check_macro(
+    check: Check,
+    name: str,
+    target: CelType,
+    args: list[TranspilerTree],
+    *,
+    scope: Mapping[str, CelType],
+    node: Any,
+) -> CelType:
     """`target.name(x, ...)` for the one-variable macros."""
     element = range_element(target, node)
     inner = {**scope, str(ident_name(args[0])): element}
@@ -32,8 +39,15 @@ def check_macro(check: Check, name: str, target: CelType, args: list[TranspilerT
     return list_of(element) if name == "filter" else BOOL
 
 
-def check_two_variable(check: Check, name: str, target: CelType, args: list[TranspilerTree], *,
-                       scope: Mapping[str, CelType], node: Any) -> CelType:
+def check_two_variable(
+    check: Check,
+    name: str,
+    target: CelType,
+    args: list[TranspilerTree],
+    *,
+    scope: Mapping[str, CelType],
+    node: Any,
+) -> CelType:
     """`target.name(i, v, ...)`: index (or key) and element (or value) bound."""
     names = [str(ident_name(a)) for a in args[:2]]
     if names[0] == names[1]:
@@ -66,4 +80,6 @@ def range_element(target: CelType, node: Any) -> CelType:
         return DYN
     raise compile_error(
         f"expression of type '{show(target)}' cannot be range of a comprehension "
-        "(must be list, map, or dynamic)", node)
+        "(must be list, map, or dynamic)",
+        node,
+    )

@@ -18,14 +18,23 @@ from webhook.engine.cel.syntax import compile_error, single, subtrees, whole_lis
 
 ConstantCheck = Callable[[str], str | None]
 """Evaluates a constant expression's text: None, or the error it raises."""
-_CONSTANT_CHECKS = {"matches": "''.matches({})", "find": "''.find({})", "findAll": "''.findAll({})",
-                    "duration": "duration({})", "timestamp": "timestamp({})", "int": "int({})",
-                    "uint": "uint({})", "double": "double({})", "bool": "bool({})"}
+_CONSTANT_CHECKS = {
+    "matches": "''.matches({})",
+    "find": "''.find({})",
+    "findAll": "''.findAll({})",
+    "duration": "duration({})",
+    "timestamp": "timestamp({})",
+    "int": "int({})",
+    "uint": "uint({})",
+    "double": "double({})",
+    "bool": "bool({})",
+}
 """Calls whose literal argument is validated when the expression is compiled."""
 
 
-def check_constant_arguments(constant: ConstantCheck, source: str, name: str,
-                             args: list[TranspilerTree], node: Any) -> None:
+def check_constant_arguments(
+    constant: ConstantCheck, source: str, name: str, args: list[TranspilerTree], node: Any
+) -> None:
     """Refuse `name(literal)` when evaluating it can only fail."""
     template = _CONSTANT_CHECKS.get(name)
     literal = single(args[0]) if args else None
@@ -35,8 +44,9 @@ def check_constant_arguments(constant: ConstantCheck, source: str, name: str,
         raise compile_error(f"invalid {name} argument", node)
 
 
-def check_constant_format(constant: ConstantCheck, source: str, receiver: Any,
-                          args: list[TranspilerTree], node: Any) -> None:
+def check_constant_format(
+    constant: ConstantCheck, source: str, receiver: Any, args: list[TranspilerTree], node: Any
+) -> None:
     """cel-go formats a literal template with literal arguments at compile time."""
     template = single(receiver)
     values = whole_list(args[0]) if len(args) == 1 else None
@@ -52,4 +62,4 @@ def check_constant_format(constant: ConstantCheck, source: str, receiver: Any,
 
 def text_of(source: str, node: lark.Tree[Any]) -> str:
     """The source text a node was parsed from."""
-    return source[node.meta.start_pos:node.meta.end_pos]
+    return source[node.meta.start_pos : node.meta.end_pos]
