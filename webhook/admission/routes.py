@@ -114,7 +114,7 @@ def answer(admitter: Admitter, request: Request, *, mutate: bool) -> Reply:
         parsed = parse_review(body, request.content_type)
     except BadReview as err:
         return _bad_request(err, mutate)
-    except TimeoutError:  # slowclients' bound on reading a request ran out mid-body
+    except TimeoutError:  # DeadlineSocket's bound on reading a request ran out mid-body
         log.warning("request body not received in time", extra={"endpoint": request.path})
         return json_error(408, "request body not received in time")
     refused = bounds.refusal(parsed)
