@@ -8,11 +8,9 @@ resourceVersion, resume after a dropped watch, relist on 410 Gone or every `reli
 and back off on errors, so a busy or restarting API server is never hammered.
 
 Relies on (checked with kubernetes 37.0.2; canaries: tests/canary/test_kubernetes.py):
-- `kubernetes.client.ApiClient.param_serialize`: builds the request (auth, headers, URL); meant for
-  the generated API classes.
+- `kubernetes.client.ApiClient.param_serialize`: builds a request (the generated APIs' helper).
 - `kubernetes.client.ApiClient.call_api`: sends it, with `_request_timeout`.
-- `kubernetes.client.rest.RESTResponse.response`: the unread urllib3 response a watch streams
-  (requests are made with preload_content=False).
+- `kubernetes.client.rest.RESTResponse.response`: the unread urllib3 response a watch streams.
 - `kubernetes.client.Configuration.retries, connection_pool_maxsize`: set before the pool.
 """
 

@@ -10,10 +10,8 @@ Reading with ruamel's round-trip loader is most of the cost, so it happens once 
 that may change and never for one the caller's `skip` rules out (`webhook.sources.skim`).
 
 Relies on (checked with ruamel.yaml 0.19.1; canaries: tests/canary/test_ruamel.py):
-- `ruamel.yaml.YAML.doc_infos, YAML.version`: the state a load leaves on a reused loader, reset
-  after each load.
-- `ruamel.yaml.util.load_yaml_guess_indent(text, yaml=...)`: only calls `yaml.load`, so a stand-in
-  skips the load when the text is known to load.
+- `ruamel.yaml.YAML.doc_infos, YAML.version`: left by a load on a reused loader; reset after it.
+- `ruamel.yaml.util.load_yaml_guess_indent(text, yaml=...)`: only calls `yaml.load` (skippable).
 - `ruamel.yaml.constructor.DuplicateKeyError`: the round-trip loader's refusal of a repeat.
 - `ruamel.yaml.error.MarkedYAMLError marks`: problem_mark/context_mark lines, problem.
 """
