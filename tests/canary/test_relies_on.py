@@ -5,10 +5,10 @@ from __future__ import annotations
 from importlib import metadata
 
 import pytest
-from canary import test_celpy, test_gunicorn, test_kubernetes, test_ruamel
+from canary import test_celpy, test_gunicorn, test_jsonpatch, test_kubernetes, test_ruamel
 from canary.canary_support import Internal, relied_on_by_module, verify
 
-TABLES = (test_gunicorn, test_celpy, test_ruamel, test_kubernetes)
+TABLES = (test_gunicorn, test_celpy, test_ruamel, test_kubernetes, test_jsonpatch)
 CHECKED = {i.key: i for table in TABLES for i in table.INTERNALS}
 LISTED = {name for names in relied_on_by_module().values() for name in names}
 
