@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every check and test dragate has, from a fresh machine: installs what it needs
 # (pip, and the Go-built Kubernetes toolchain, cached outside the repo), builds the container
-# image (cached outside the repo too; needs root), then static checks, then the whole pytest
-# suite including the end-to-end tests against a real kube-apiserver and the image tests.
+# image (cached outside the repo too; needs root), then static checks, then the canaries of the
+# third-party internals against the newest releases (tests/canary in a venv of its own, see
+# .ci/newest), then the whole pytest suite including the end-to-end tests against a real
+# kube-apiserver and the image tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +32,9 @@ step "mypy --strict"
 python3 -m mypy
 step "layer contracts (import-linter)"
 lint-imports
+
+step "canaries against the newest releases (pins ignored; .ci/newest runs the whole suite so)"
+bash .ci/newest --canary
 
 step "pytest"
 python3 -m pytest "$@"

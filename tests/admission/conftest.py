@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from admission import admission_support
 from flask import Flask
-
-sys.path.insert(0, str(Path(__file__).parent))  # admission_support, whatever the import mode
-
-import admission_support
 
 from webhook.admission.app import create_app
 from webhook.admission.config import AdmissionOptions

@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the tests directory, as pytest has it
 
-import admission_support
+from admission import admission_support
 
 import webhook.pipeline
 from webhook.cli import main

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from admission_support import POLICIES, StaticLoader
+from admission.admission_support import POLICIES, StaticLoader
 
 from webhook import certificates
 from webhook.admission import review

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from admission_support import encode, pod, review_body
+from admission.admission_support import encode, pod, review_body
 from flask import Flask
 from werkzeug.test import Client, TestResponse
 

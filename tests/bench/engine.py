@@ -95,7 +95,7 @@ def scenario(tenants: int = 50, rules: int = 20) -> tuple[Any, PolicySet, Facts]
     return request_from_object(obj), policy_set, facts
 
 
-def measure(call: Callable[[], object], iterations: int) -> dict[str, float]:
+def measure(call: Callable[[], object], iterations: int) -> dict[str, float | str | None]:
     return summarize(sample(call, iterations, warmup=100))
 
 

@@ -27,7 +27,7 @@ def _post(url: str, body: bytes) -> dict[str, Any]:
     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
     request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=10, context=context) as reply:
-        answer: dict[str, Any] = json.loads(reply.read())
+        answer: dict[str, dict[str, Any]] = json.loads(reply.read())
     return answer["response"]
 
 

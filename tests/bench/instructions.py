@@ -47,6 +47,15 @@ def _wsgi(app: Callable[..., Iterable[bytes]], path: str, body: bytes) -> Call:
     return call
 
 
+def _reviewing(parsed: Any, context: Any, mutate: bool) -> Call:
+    from webhook import pipeline
+
+    def call(_: int) -> Any:
+        return pipeline.review(parsed, context, mutate=mutate)
+
+    return call
+
+
 def targets() -> list[tuple[str, Call]]:
     import noop_server
     import workload
@@ -66,7 +75,9 @@ def targets() -> list[tuple[str, Call]]:
     policies = workload.write_policies(tmp / "policies")
     state = workload.write_state(tmp / "state.json")
     jsonlog.configure("info")  # a log line per review, as served; written to /dev/null
-    logging.getLogger("dragate").handlers[0].setStream(open(os.devnull, "w"))  # noqa: SIM115
+    handler = logging.getLogger("dragate").handlers[0]
+    assert isinstance(handler, logging.StreamHandler)
+    handler.setStream(open(os.devnull, "w"))  # noqa: SIM115
     holder = PolicyHolder([str(policies)], load_policies)
     ledger = SqliteLedger(str(tmp / "ledger.db"))
     context = offline_context(holder.get, load_state(str(state)), ledger)
@@ -76,8 +87,7 @@ def targets() -> list[tuple[str, Call]]:
         parsed = parse_review(body, "application/json")
         mutate = path == "/mutate"
         found += [(f"route{path}", _wsgi(app.wsgi_app, path, body)),
-                  (f"pipeline{path}",
-                   lambda _, r=parsed, m=mutate: pipeline.review(r, context, mutate=m)),
+                  (f"pipeline{path}", _reviewing(parsed, context, mutate)),
                   (f"noop{path}", _wsgi(noop_server.noop_app, path, body))]
     return found
 

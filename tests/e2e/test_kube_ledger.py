@@ -79,9 +79,12 @@ def test_killed_process_leaks_nothing_after_the_pending_bound(crd: Cluster, fres
     assert ledger.usage("crash")[GPU].used > 0
     ledger.reconcile({})  # within the bound: pending holders stay
     assert ledger.usage("crash")[GPU].used > 0
-    time.sleep(2.1)
-    ledger.reconcile({})
-    assert ledger.usage("crash") == {}
+
+    def reconciled_away() -> bool:
+        ledger.reconcile({})
+        return ledger.usage("crash") == {}
+
+    wait_for(reconciled_away, timeout=10, what="the pending holders dropped after their bound")
     assert stored(crd, "crash") == {}
 
 

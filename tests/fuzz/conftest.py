@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # fuzz_support, whatever the import mode
-
-import fuzz_support
-from fuzz_support import Errors
+from fuzz import fuzz_support
+from fuzz.fuzz_support import Errors
 
 from webhook import pipeline
 from webhook.admission.app import create_app

@@ -93,7 +93,7 @@ json_values = st.recursive(
     ),
     max_leaves=12,
 )
-counts = st.one_of(
+counts: st.SearchStrategy[Any] = st.one_of(
     st.integers(min_value=0, max_value=40),
     st.integers(min_value=-3, max_value=2**40),
     st.sampled_from(["2", "1.5", None, 1.0, True, [], {}]),
@@ -155,7 +155,7 @@ def claim_spec(draw: st.DrawFn, version: str) -> dict[str, Any]:
 
 
 def _meta(draw: st.DrawFn) -> dict[str, Any]:
-    meta = {"name": draw(names), "namespace": draw(st.sampled_from(NAMESPACES))}
+    meta: dict[str, Any] = {"name": draw(names), "namespace": draw(st.sampled_from(NAMESPACES))}
     if draw(st.integers(0, 4)) == 0:
         meta["labels"] = draw(st.dictionaries(st.text(max_size=8), any_text, max_size=2))
     return meta
@@ -216,7 +216,7 @@ def container(draw: st.DrawFn, *, valid: bool = False) -> dict[str, Any]:
     if valid:  # extended resources must be whole numbers, equal in requests and limits
         limits = {k: (str(v) if k in ("cpu", "memory") else v) for k, v in limits.items()}
         limits = {k: (f"{v}Gi" if k == "memory" else v) for k, v in limits.items()}
-    if limits or draw(st.booleans()):
+    if bool(limits) or draw(st.booleans()):
         out["resources"] = {"limits": limits}
         if draw(st.booleans()):
             out["resources"]["requests"] = dict(limits)

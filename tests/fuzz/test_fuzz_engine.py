@@ -10,7 +10,7 @@ import copy
 from typing import Any
 
 import jsonpatch
-from fuzz_support import dra_objects, drop_removed, fuzz_settings, mutated
+from fuzz.fuzz_support import dra_objects, drop_removed, fuzz_settings, mutated
 from hypothesis import given
 from hypothesis import strategies as st
 

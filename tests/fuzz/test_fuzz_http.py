@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 import pytest
-from fuzz_support import (
+from fuzz.fuzz_support import (
     Errors,
     Poster,
     check_answer,

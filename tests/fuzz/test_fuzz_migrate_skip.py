@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from fuzz_support import drop_removed, fuzz_settings, mutated, workload
+from fuzz.fuzz_support import drop_removed, fuzz_settings, mutated, workload
 from hypothesis import given
 from hypothesis import strategies as st
 from migrate_cases import assert_unchanged, outcome, renamed, skipped_bodies

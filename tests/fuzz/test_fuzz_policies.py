@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from fuzz_support import drop_removed, fuzz_settings, mutated
+from fuzz.fuzz_support import drop_removed, fuzz_settings, mutated
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -11,7 +11,7 @@ import copy
 from typing import Any
 
 import kubernetes_validate
-from fuzz_support import drop_removed, fuzz_settings, mutated, workload
+from fuzz.fuzz_support import drop_removed, fuzz_settings, mutated, workload
 from hypothesis import given, note
 from hypothesis import strategies as st
 from kubernetes_validate.utils import latest_version

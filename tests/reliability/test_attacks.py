@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from reliability_support import (
+from reliability.reliability_support import (
     Serve,
     claim,
     eventually,

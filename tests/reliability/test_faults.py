@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 from net_support import serving_serial
-from reliability_support import (
+from reliability.reliability_support import (
     Serve,
     claim,
     eventually,
@@ -122,7 +122,7 @@ def test_locked_ledger_over_https(tmp_path: Path, locked: Locker) -> None:
         started = time.monotonic()
         status, body = request(server.port, trust, "POST", "/validate?timeout=1s",
                                review(claim("c2", "team-a"), "uid-2"))  # fmt: skip
-        assert status == 200 and time.monotonic() - started < 1.0
+        assert status == 200 and time.monotonic() - started < 2.0  # before the busy timeout
         assert body["response"]["allowed"] is False
 
         dry = review(claim("c3", "team-a"), "uid-3", dry_run=True)  # dry run: reads only

@@ -5,16 +5,16 @@ from __future__ import annotations
 import http.client
 import socket
 import ssl
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
-from reliability_support import (
+from reliability.reliability_support import (
     Serve,
     claim,
+    eventually,
     pod,
     request,
     review,
@@ -145,7 +145,7 @@ def test_no_objects_or_secrets_in_logs(server: Serve) -> None:
     broken = review(secret_pod, "leak-4")
     broken["request"]["object"]["spec"]["containers"] = {"not": "a list", "x": SECRET}
     post(server, "/validate", broken)  # a malformed object: an explicit answer, no traceback
-    time.sleep(0.3)
+    eventually(lambda: '"uid": "leak-3"' in server.logs(), what="the review log lines")
     logs = server.logs()
     assert '"uid": "leak-3"' in logs  # review lines are written...
     assert SECRET not in logs  # ...but never the object

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from reliability_support import Serve, claim, request, review, start, write_policies
+from reliability.reliability_support import Serve, claim, request, review, start, write_policies
 
 from webhook.admission.slowclients import REQUEST_SECONDS
 

@@ -7,6 +7,9 @@ method and path pairs itself; every other request (GET /validate's 405 included)
 Flask unchanged.
 The Flask views of the two routes call the same `answer`, so both ways give byte-identical
 replies: same status line, same headers, same JSON (Flask's `jsonify` settings).
+
+Relies on (checked with gunicorn 27.0.1; canaries: tests/canary/test_gunicorn.py):
+- `environ['gunicorn.socket']`: the connection's socket, for the peer certificate.
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ def answer(admitter: Admitter, request: Request, *, mutate: bool) -> Reply:
         parsed = parse_review(body, request.content_type)
     except BadReview as err:
         return _bad_request(err, mutate)
-    except TimeoutError:  # slowclients' bound on reading a request ran out mid-body
+    except TimeoutError:  # DeadlineSocket's bound on reading a request ran out mid-body
         log.warning("request body not received in time", extra={"endpoint": request.path})
         return json_error(408, "request body not received in time")
     refused = bounds.refusal(parsed)

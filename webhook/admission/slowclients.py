@@ -22,8 +22,35 @@ answered). What the loop bounds:
   answered 503 and closed, so a flood of big slow bodies evicts itself, never the API
   server's requests, which arrive whole in a few milliseconds.
 Framing and limit errors are JSON (`{code, message}`), as every other answer. Each write of
-an answer gets REQUEST_SECONDS (DeadlineSocket), so a client that stops reading cannot hold
-a thread either.
+an answer gets REQUEST_SECONDS (`deadlinesocket.DeadlineSocket`), so a client that stops
+reading cannot hold a thread either.
+
+Relies on (checked with gunicorn 27.0.1; canaries: tests/canary/test_gunicorn.py):
+- `gunicorn.workers.gthread.ThreadWorker`: subclassed; it is gunicorn's worker class, not an
+  extension API.
+- `gunicorn.workers.gthread.ThreadWorker.nr_conns, keepalived_conns, poller, alive`: read and
+  updated as gthread does (connection count, kept-alive queue, selector, running flag).
+- `gunicorn.workers.gthread.ThreadWorker.accept(listener)`: replaced; the poller calls it for a new
+  connection.
+- `gunicorn.workers.gthread.ThreadWorker.on_client_socket_readable(conn, client)`: replaced; a
+  kept-alive connection's next request is read in the loop.
+- `gunicorn.workers.gthread.ThreadWorker.murder_pending()`: extended; the loop's periodic timeout
+  sweep.
+- `gunicorn.workers.gthread.ThreadWorker.handle_error(req, client, addr, exc)`: replaced; JSON error
+  answers.
+- `gunicorn.workers.gthread.ThreadWorker.finish_request(conn, fs)`: extended; a thread's answer is
+  done.
+- `gunicorn.workers.gthread.ThreadWorker.enqueue_req(conn)`: hands a buffered request to a pool
+  thread.
+- `gunicorn.workers.gthread.TConn(cfg, sock, client, server)`: built here; its sock, client, parser,
+  initialized and data_ready are set as the thread expects them.
+- `gunicorn.workers.gthread.TConn.init`: skips a connection already initialized (our parser is
+  kept).
+- `gunicorn.http.get_parser(cfg, sock, client)`: its `unreader.unread` takes the buffered request
+  back.
+- `gunicorn.sock.ssl_context(conf)`: the TLS context for wrapping accepted sockets.
+- `gunicorn.http.errors`: the parser's exception classes, mapped to HTTP statuses.
+- `gunicorn.config.Config.is_ssl, suppress_ragged_eofs`: TLS settings of the worker.
 """
 
 from __future__ import annotations
@@ -43,6 +70,7 @@ from gunicorn.http import errors as parse_errors
 from gunicorn.workers import gthread
 
 from webhook.admission.config import DEFAULT_MAX_BODY_BYTES
+from webhook.admission.deadlinesocket import REQUEST_SECONDS
 from webhook.admission.framing import (
     HEADER_LIMIT,
     Progress,
@@ -51,13 +79,12 @@ from webhook.admission.framing import (
     error_response,
 )
 
-REQUEST_SECONDS = 5.0
 WORKER_BUDGET = 16 * 1024 * 1024  # bytes of unfinished requests one worker buffers in all
 PEER_SHARE = WORKER_BUDGET // 2  # ... of which one client address may hold
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 REVIEW_PATHS = (b"/validate", b"/mutate")
 UNCERTIFIED = "reviews need a client certificate signed by --client-ca"
-__all__ = ["HEADER_LIMIT", "REQUEST_SECONDS", "DeadlineSocket", "GuardedThreadWorker"]
+__all__ = ["HEADER_LIMIT", "REQUEST_SECONDS", "GuardedThreadWorker"]
 
 
 class _Reading:
@@ -356,45 +383,3 @@ def _parse_error_status(exc: Exception) -> int | None:
     if isinstance(exc, ours):
         return None  # the app's fault, not the client's
     return next((code for kind, code in _PARSE_STATUS.items() if isinstance(exc, kind)), None)
-
-
-class DeadlineSocket(ssl.SSLSocket):
-    """An SSLSocket whose blocking mode has a deadline instead of none.
-
-    gunicorn switches a connection to blocking when a thread takes it; here that starts a
-    REQUEST_SECONDS budget for every read of the request the event loop did not already
-    buffer, and each write gets its own REQUEST_SECONDS.
-    """
-
-    _deadline: float | None = None
-
-    def setblocking(self, flag: bool) -> None:
-        if not flag:
-            super().setblocking(False)
-            return
-        self._deadline = None  # a thread took the connection: a new request begins
-        super().settimeout(REQUEST_SECONDS)
-
-    def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
-        self._arm()
-        return super().recv(buflen, flags)
-
-    def recv_into(self, buffer: Any, nbytes: int | None = None, flags: int = 0) -> int:
-        self._arm()
-        return super().recv_into(buffer, nbytes, flags)
-
-    def sendall(self, data: Any, flags: int = 0) -> None:
-        if self.gettimeout() != 0.0:
-            super().settimeout(REQUEST_SECONDS)
-        super().sendall(data, flags)
-
-    def _arm(self) -> None:
-        if self.gettimeout() == 0.0:  # non-blocking, in the event loop: it never waits
-            return
-        now = time.monotonic()
-        if self._deadline is None:
-            self._deadline = now + REQUEST_SECONDS
-        remaining = self._deadline - now
-        if remaining <= 0:
-            raise TimeoutError("the client did not send its request in time")
-        super().settimeout(remaining)

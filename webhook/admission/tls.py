@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from webhook.admission.config import TlsFiles
-from webhook.admission.slowclients import DeadlineSocket
+from webhook.admission.deadlinesocket import DeadlineSocket
 
 log = logging.getLogger("dragate.tls")
 FileKey = tuple[tuple[int, int, int], ...]

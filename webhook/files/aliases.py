@@ -7,6 +7,10 @@ the tree into plain values copies every alias, and nine lines of `&a [*b, *b, ..
 in one linear pass over the shared tree and a document whose aliases add more than
 MAX_ALIAS_GROWTH nodes is refused like any other invalid YAML. Anchors used the ordinary way
 (a shared `resources:` block, a merge key) add a few dozen.
+
+Relies on (checked with ruamel.yaml 0.19.1; canaries: tests/canary/test_ruamel.py):
+- `ruamel.yaml aliases shared`: an alias loads as the anchored object itself, and one to an
+  enclosing node as null (so the tree has no cycle).
 """
 
 from __future__ import annotations

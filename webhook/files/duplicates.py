@@ -6,6 +6,10 @@ and its reader must be told: so each repeat is found with its line, the earlier 
 from the text that is loaded, and the caller warns naming the key and both lines. The cut lines
 are left empty rather than removed, so positions in what is loaded are positions in the file:
 an edit elsewhere in the document leaves the repeated keys where they are.
+
+Relies on (checked with ruamel.yaml 0.19.1; canaries: tests/canary/test_ruamel.py):
+- `ruamel.yaml.YAML.compose(text)`: accepts repeated keys; MappingNode.value pairs and start_mark
+  line/column.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ alone with the file's own indentation. JSON files stay JSON, with their indent.
 
 Reading with ruamel's round-trip loader is most of the cost, so it happens once per document
 that may change and never for one the caller's `skip` rules out (`webhook.files.skim`).
+
+Relies on (checked with ruamel.yaml 0.19.1; canaries: tests/canary/test_ruamel.py):
+- `ruamel.yaml.constructor.DuplicateKeyError`: the round-trip loader's refusal of a repeat.
+- `ruamel.yaml.error.MarkedYAMLError marks`: problem_mark/context_mark lines, problem.
 """
 
 from __future__ import annotations

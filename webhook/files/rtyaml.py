@@ -4,6 +4,11 @@ libyaml read-back check of what they render.
 Building a ruamel YAML object costs about as much as loading a document, so each thread keeps
 its own and resets what ruamel leaves on it after a load; one that failed midway is dropped,
 as ruamel keeps half-done state after an exception.
+
+Relies on (checked with ruamel.yaml 0.19.1; canaries: tests/canary/test_ruamel.py):
+- `ruamel.yaml.YAML.doc_infos, YAML.version`: left by a load on a reused loader; reset after it.
+- `ruamel.yaml.util.load_yaml_guess_indent(text, yaml=...)`: only calls `yaml.load` (skippable).
+- `ruamel.yaml.constructor.DuplicateKeyError`: the round-trip loader's refusal of a repeat.
 """
 
 from __future__ import annotations

@@ -8,6 +8,12 @@ new entries are rendered alone, at the column and in the indentation style of th
 join. Every line outside those entries stays byte for byte. Anything this cannot place (a root
 in flow style, merge keys, an entry sharing its line with a `- ` it cannot keep) returns None,
 and the caller falls back to rendering the document whole.
+
+Relies on (checked with ruamel.yaml 0.19.1; canaries: tests/canary/test_ruamel.py):
+- `ruamel.yaml.comments.CommentedBase.lc`: `lc.key(k)` and `lc.item(i)`, 0-based (line, column) of a
+  key and of an item's content.
+- `ruamel.yaml.comments.CommentedBase.fa.flow_style()`: flow collections are not edited.
+- `ruamel.yaml.YAML.dump of a lone scalar`: ends with an explicit `...` line.
 """
 
 from __future__ import annotations

@@ -4,6 +4,15 @@ The rewriter works on plain dicts; the file keeps comments and layout only in th
 The difference is computed as a minimal JSON patch on plain data and each operation is replayed
 on the tree, moving the full-line comments ruamel hangs on a removed or last entry to where a
 reader expects them.
+
+Relies on (checked with ruamel.yaml 0.19.1, jsonpatch 1.33 and jsonpointer 3.1.1; canaries:
+  tests/canary/test_ruamel.py and tests/canary/test_jsonpatch.py):
+- `ruamel.yaml.comments.CommentedBase.ca.items`: full-line comments after an entry hang on slot 2 of
+  a mapping key's list, slot 0 of a sequence index's.
+- `jsonpatch.JsonPatch.patch`: the operations of `make_patch`, as dicts, replayed one by one.
+- `jsonpatch.JsonPointer(pointer).parts`: the steps of an operation's path.
+- `ruamel.yaml.tokens.CommentToken(value, CommentMark(column), None)`: a built comment hung on such
+  a slot is dumped after the entry.
 """
 
 from __future__ import annotations

@@ -4,6 +4,12 @@ The generated models of the `kubernetes` client are slow to build and rename fie
 (`device_class_name`); the engine wants the objects exactly as the API server sends them.
 So requests go through the client's configuration, auth and connection pool, but bodies are
 plain JSON.
+
+Relies on (checked with kubernetes 37.0.2; canaries: tests/canary/test_kubernetes.py):
+- `kubernetes.client.ApiClient.param_serialize`: builds a request (the generated APIs' helper).
+- `kubernetes.client.ApiClient.call_api`: sends it, with `_request_timeout`.
+- `kubernetes.client.rest.RESTResponse.response`: the unread urllib3 response a watch streams.
+- `kubernetes.client.Configuration.retries, connection_pool_maxsize`: set before the pool.
 """
 
 from __future__ import annotations

@@ -84,9 +84,9 @@ def answer(case: Case) -> dict[str, Any]:
     except CelCompileError as error:
         return {"compile_error": str(error)}
     activation = {"device": _device(case)} if is_device else {}
-    value, error = program.evaluate_cel(activation)
-    if error is not None:
-        return {"error": error}
+    value, failure = program.evaluate_cel(activation)
+    if failure is not None:
+        return {"error": failure}
     if is_device and not isinstance(value, ct.BoolType):
         return {"error": f"selector result is not a bool: {value!r}"}
     encoded = encode(value)

@@ -5,7 +5,12 @@ refuses, with its message classes: "found no matching overload for ...", "undecl
 reference to ...", "undefined field ...", "expected type 'X' but found 'Y'" (a list or map
 literal of mixed types), invalid constant arguments (a regex, duration or conversion of a
 literal that can never succeed), and a result that is not a bool. Variables other than
-`device` are JSON data and check as `dyn`, so only what is certain is refused.
+`device` are JSON data and check as `dyn`, so only what is certain is refused. Comprehensions
+are typed in `comprehension_types`, literal arguments validated in `constant_arguments`.
+
+Relies on (checked with cel-python 0.5.0 and lark 1.3.1; canaries: tests/canary/test_celpy.py):
+- `celpy grammar rule names`: the node names the checker dispatches on (`_<rule>` methods).
+- `celpy member_dot_arg children`: method calls and macros, via `syntax.call_parts`.
 """
 
 from __future__ import annotations
@@ -16,9 +21,22 @@ from typing import Any
 import lark
 from celpy.evaluation import TranspilerTree
 
-from webhook.engine.cel.comprehensions import TRANSFORMS
+from webhook.engine.cel.comprehension_types import check_macro, check_two_variable
+from webhook.engine.cel.constant_arguments import (
+    ConstantCheck,
+    check_constant_arguments,
+    check_constant_format,
+)
 from webhook.engine.cel.errors import CelCompileError
-from webhook.engine.cel.syntax import MACROS, call_parts, column, ident_name, namespace_of, subtrees
+from webhook.engine.cel.syntax import (
+    MACROS,
+    call_parts,
+    compile_error,
+    ident_name,
+    namespace_of,
+    single,
+    subtrees,
+)
 from webhook.engine.cel.transpile import is_two_variable
 from webhook.engine.cel.types import (
     ANY,
@@ -41,7 +59,7 @@ from webhook.engine.cel.types import (
     optional_of,
     show,
 )
-from webhook.engine.cel.unify import resolve
+from webhook.engine.cel.unify import fits, open_parameters, resolve
 
 _BINARY = {
     "relation_lt": "_<_", "relation_le": "_<=_", "relation_gt": "_>_", "relation_ge": "_>=_",
@@ -54,23 +72,10 @@ _LITERALS = {
     "MLSTRING_LIT": STRING, "BYTES_LIT": BYTES, "MLBYTES_LIT": BYTES, "BOOL_LIT": BOOL,
     "NULL_LIT": NULL,
 }
-_CONSTANT_CHECKS = {"matches": "''.matches({})", "find": "''.find({})", "findAll": "''.findAll({})",
-                    "duration": "duration({})", "timestamp": "timestamp({})", "int": "int({})",
-                    "uint": "uint({})", "double": "double({})", "bool": "bool({})"}
-"""Calls whose literal argument is validated when the expression is compiled."""
-
-ConstantCheck = Callable[[str], str | None]
-"""Evaluates a constant expression's text: None, or the error it raises."""
-
-
-def _fail(message: str, node: Any) -> CelCompileError:
-    return CelCompileError(message, column(node))
-
-
 def _no_overload(name: str, receiver: CelType | None, args: list[CelType], node: Any) -> Exception:
     shown = ", ".join(show(a) for a in args)
     applied = f"{show(receiver)}.({shown})" if receiver is not None else f"({shown})"
-    return _fail(f"found no matching overload for '{name}' applied to '{applied}'", node)
+    return compile_error(f"found no matching overload for '{name}' applied to '{applied}'", node)
 
 
 class Checker:
@@ -94,7 +99,7 @@ class Checker:
             return self.check(children[0], scope)
         if len(children) == 2 and children[0].data in _BINARY:
             return self._binary(children[0], children[1], scope)
-        raise _fail(f"unsupported syntax: {node.data}", node)
+        raise compile_error(f"unsupported syntax: {node.data}", node)
 
     def _binary(self, op: TranspilerTree, right: TranspilerTree,
                 scope: Mapping[str, CelType]) -> CelType:
@@ -105,7 +110,7 @@ class Checker:
               ) -> CelType:
         overloads = OVERLOADS.get(name)
         if overloads is None:
-            raise _fail(f"undeclared reference to '{name}'", node)
+            raise compile_error(f"undeclared reference to '{name}'", node)
         found = resolve(overloads, receiver, args)
         if found is None:
             raise _no_overload(name, receiver, args, node)
@@ -147,7 +152,7 @@ class Checker:
             return VARIABLE_TYPES.get(name, DYN)
         if name in TYPE_VALUES:
             return ("type", TYPE_VALUES[name])
-        raise _fail(f"undeclared reference to '{name}'", node)
+        raise compile_error(f"undeclared reference to '{name}'", node)
 
     _dot_ident = _ident
 
@@ -169,12 +174,13 @@ class Checker:
         checked = [(item, self.check(item, scope)) for item in items]
         # an empty optional entry (`?optional.none()`) is dyn and fits any element type
         kinds = [k for item, k in checked if k != DYN or not self._optional_entry(item)] or [DYN]
-        reference = min(kinds, key=_open_parameters)
+        reference = min(kinds, key=open_parameters)
         if exempt:
-            return reference if all(_fits(k, reference) for k in kinds) else DYN
+            return reference if all(fits(k, reference) for k in kinds) else DYN
         for item, kind in checked:
-            if not _fits(kind, reference) and (kind != DYN or not self._optional_entry(item)):
-                raise _fail(f"expected type '{show(reference)}' but found '{show(kind)}'", item)
+            if not fits(kind, reference) and (kind != DYN or not self._optional_entry(item)):
+                found = f"expected type '{show(reference)}' but found '{show(kind)}'"
+                raise compile_error(found, item)
         return reference
 
     def _optional_entry(self, item: TranspilerTree) -> bool:
@@ -206,9 +212,9 @@ class Checker:
             return kind[2]
         fields = OBJECT_FIELDS.get(kind) if isinstance(kind, str) else None
         if fields is None:
-            raise _fail(f"type '{show(kind)}' does not support field selection", node)
+            raise compile_error(f"type '{show(kind)}' does not support field selection", node)
         if field not in fields:
-            raise _fail(f"undefined field '{field}'", node)
+            raise compile_error(f"undefined field '{field}'", node)
         return fields[field]
 
     def _member_index(self, node: TranspilerTree, scope: Mapping[str, CelType]) -> CelType:
@@ -216,7 +222,7 @@ class Checker:
         return self._call("_[_]", None, [container, index], node)
 
     def _member_object(self, node: TranspilerTree, scope: Mapping[str, CelType]) -> CelType:
-        raise _fail("message construction is not supported here", node)
+        raise compile_error("message construction is not supported here", node)
 
     def _ident_arg(self, node: TranspilerTree, scope: Mapping[str, CelType]) -> CelType:
         name = str(node.children[0])
@@ -224,16 +230,17 @@ class Checker:
         if name == "has":
             return self._has(args, scope, node)
         kinds = [self.check(a, scope) for a in args]
-        self._constant_arguments(name, args[-1:] if name == "matches" else args[:1], node)
+        constants = args[-1:] if name == "matches" else args[:1]
+        check_constant_arguments(self.constant, self.source, name, constants, node)
         return self._call(name, None, kinds, node)
 
     _dot_ident_arg = _ident_arg
 
     def _has(self, args: list[TranspilerTree], scope: Mapping[str, CelType], node: Any
              ) -> CelType:
-        selection = _single(args[0]) if len(args) == 1 else None
+        selection = single(args[0]) if len(args) == 1 else None
         if selection is None or selection.data != "member_dot":
-            raise _fail("invalid argument to has() macro", node)
+            raise compile_error("invalid argument to has() macro", node)
         self.check(selection, scope)
         return BOOL
 
@@ -242,7 +249,8 @@ class Checker:
         namespace = namespace_of(receiver, self.variables)
         if namespace == "cel" and name == "bind":
             if not self.bind:
-                raise _fail("undeclared reference to 'cel.bind' (only selectors offer it)", node)
+                refused = "undeclared reference to 'cel.bind' (only selectors offer it)"
+                raise compile_error(refused, node)
             init = self.check(args[1], scope)
             return self.check(args[2], {**scope, str(ident_name(args[0])): init})
         if namespace is not None:
@@ -252,30 +260,17 @@ class Checker:
         if name in ("_dg_optsel", "_dg_optindex"):
             return self._optional_select(target, args, scope, node)
         if is_two_variable(name, args):
-            return self._two_variable(name, target, args, scope, node)
+            return check_two_variable(self.check, name, target, args, scope=scope, node=node)
         if name in MACROS:
-            return self._macro(name, target, args, scope, node)
+            return check_macro(self.check, name, target, args, scope=scope, node=node)
         if name == "format":  # cel-go exempts format's argument list from homogeneity
             self.homogeneous = False
         kinds = [self.check(a, scope) for a in args]
         self.homogeneous = True
-        self._constant_arguments(name, args[:1], node)
+        check_constant_arguments(self.constant, self.source, name, args[:1], node)
         if name == "format":
-            self._constant_format(receiver, args, node)
+            check_constant_format(self.constant, self.source, receiver, args, node)
         return self._call(name, target, kinds, node)
-
-    def _macro(self, name: str, target: CelType, args: list[TranspilerTree],
-               scope: Mapping[str, CelType], node: Any) -> CelType:
-        element = _range_element(target, node)
-        inner = {**scope, str(ident_name(args[0])): element}
-        bodies = [self.check(a, inner) for a in args[1:]]
-        predicates = bodies if name != "map" else bodies[:-1]
-        for arg, kind in zip(args[1:], predicates, strict=False):
-            if kind not in (BOOL, DYN, ANY):
-                raise _fail(f"expected type 'bool' but found '{show(kind)}'", arg)
-        if name == "map":
-            return list_of(bodies[-1])
-        return list_of(element) if name == "filter" else BOOL
 
     def _optional_select(self, target: CelType, args: list[TranspilerTree],
                          scope: Mapping[str, CelType], node: Any) -> CelType:
@@ -290,79 +285,6 @@ class Checker:
         field = self.source[
             args[0].meta.start_pos + 1:args[0].meta.end_pos - 1]
         return optional_of(self._select(target, field, node))
-
-    def _two_variable(self, name: str, target: CelType, args: list[TranspilerTree],
-                      scope: Mapping[str, CelType], node: Any) -> CelType:
-        names = [str(ident_name(a)) for a in args[:2]]
-        if names[0] == names[1]:
-            raise _fail(f"duplicate variable name: {names[0]}", args[1])
-        if "__result__" in names:
-            raise _fail("iteration variable overwrites accumulator variable", node)
-        element = _range_element(target, node)
-        first = INT if isinstance(target, tuple) and target[0] == "list" else element
-        second = target[-1] if isinstance(target, tuple) else DYN
-        inner = {**scope, str(ident_name(args[0])): first, str(ident_name(args[1])): second}
-        kinds = [self.check(a, inner) for a in args[2:]]
-        predicates = kinds if name not in TRANSFORMS else kinds[:-1]
-        for arg, kind in zip(args[2:], predicates, strict=False):
-            if kind not in (BOOL, DYN, ANY):
-                raise _fail(f"expected type 'bool' but found '{show(kind)}'", arg)
-        if name == "transformList":
-            return list_of(kinds[-1])
-        if name == "transformMap":
-            return map_of(first, kinds[-1])
-        return kinds[-1] if name == "transformMapEntry" else BOOL
-
-    def _constant_arguments(self, name: str, args: list[TranspilerTree], node: Any) -> None:
-        template = _CONSTANT_CHECKS.get(name)
-        literal = _single(args[0]) if args else None
-        if template is None or literal is None or literal.data != "literal":
-            return
-        error = self.constant(template.format(self._text(literal)))
-        if error is not None:
-            raise _fail(f"invalid {name} argument", node)
-
-    def _constant_format(self, receiver: Any, args: list[TranspilerTree], node: Any) -> None:
-        """cel-go formats a literal template with literal arguments at compile time."""
-        template = _single(receiver)
-        values = _whole_list(args[0]) if len(args) == 1 else None
-        if values is None or getattr(template, "data", None) != "literal":
-            return
-        items = subtrees(subtrees(values)[0]) if subtrees(values) else []
-        if any(_single(i).data != "literal" for i in items):
-            return
-        error = self.constant(f"{self._text(template)}.format({self._text(values)})")
-        if error is not None:
-            raise _fail(f"error during formatting: {error}", node)
-
-    def _text(self, node: TranspilerTree) -> str:
-        return self.source[node.meta.start_pos:node.meta.end_pos]
-
-
-def _whole_list(node: Any) -> Any:
-    """The list literal that is the whole of `node`, if it is one, else None."""
-    while isinstance(node, lark.Tree) and node.data != "list_lit" and len(node.children) == 1:
-        node = node.children[0]
-    return node if isinstance(node, lark.Tree) and node.data == "list_lit" else None
-
-
-def _single(node: Any) -> Any:
-    """The one meaningful node under a chain of single-child wrappers."""
-    while isinstance(node, lark.Tree) and len(node.children) == 1 and isinstance(
-            node.children[0], lark.Tree):
-        node = node.children[0]
-    return node
-
-
-def _range_element(target: CelType, node: Any) -> CelType:
-    if isinstance(target, tuple) and target[0] in ("list", "map"):
-        return target[1]
-    if target in (DYN, ANY):
-        return DYN
-    raise _fail(
-        f"expression of type '{show(target)}' cannot be range of a comprehension "
-        "(must be list, map, or dynamic)", node)
-
 
 def check_types(tree: TranspilerTree, source: str, variables: frozenset[str],
                 constant: ConstantCheck, *, bind: bool) -> CelType:
@@ -382,22 +304,4 @@ def require_bool_type(kind: CelType, *, dyn_allowed: bool) -> None:
     if kind not in (BOOL, ANY) and not (dyn_allowed and kind == DYN):
         raise CelCompileError(f"must evaluate to bool or the unknown type, not {show(kind)}", 1)
 
-
-def _open_parameters(kind: CelType) -> int:
-    """How many type parameters are dyn (an empty literal's `[]` is `list(dyn)`)."""
-    if not isinstance(kind, tuple):
-        return 0
-    return sum(1 if p == DYN else _open_parameters(p) for p in kind[1:])
-
-
-def _fits(kind: CelType, reference: CelType) -> bool:
-    """Same type, or the same but for dyn parameters: `[[], [1]]` is a `list(list(int))`."""
-    if kind == reference:
-        return True
-    if not (isinstance(kind, tuple) and isinstance(reference, tuple)):
-        return False
-    same_shape = kind[0] == reference[0] and len(kind) == len(reference)
-    return same_shape and all(
-        DYN in (a, b) or _fits(a, b) for a, b in zip(kind[1:], reference[1:], strict=True)
-    )
 

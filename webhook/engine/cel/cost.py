@@ -5,6 +5,10 @@ exceeds cost limit"), before any device is seen. The estimate charges one unit p
 operator, selection and index, ten per list literal and thirty per map literal, and a
 comprehension its range's cost plus, per element, its body and two units. A range of
 unknown size (request data) counts as one element: only what is certain is refused.
+
+Relies on (checked with cel-python 0.5.0 and lark 1.3.1; canaries: tests/canary/test_celpy.py):
+- `celpy grammar rule names`: the node names the estimate charges.
+- `celpy member_dot_arg children`: method calls and macros, via `syntax.call_parts`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@
   (Quantity, Semver...) compared with a different type is a "no such overload" error.
 * List indexes are integers within bounds: `[1, 2][-1]` is an error, not Python's last item.
 * `string(true)` is "true" and `string(double)` is Go's shortest 'g' format.
+
+Relies on (checked with cel-python 0.5.0 and lark 1.3.1; canaries: tests/canary/test_celpy.py):
+- `celpy.evaluation bool_*, operator_in, function_*`: the names transpiled code calls for
+  comparisons, `in` and string tests, replaced in `EVALUATION_OVERRIDES`.
 """
 
 from __future__ import annotations

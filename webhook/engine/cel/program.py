@@ -4,6 +4,13 @@
 `compile`). `Program.evaluate` builds one light `Scope` over the caller's values and calls the
 compiled function. Errors never escape: a CEL error, a library refusal, a runaway expression
 or an unexpected Python exception all come back as `EvalResult(error=...)`.
+
+Relies on (checked with cel-python 0.5.0 and lark 1.3.1; canaries: tests/canary/test_celpy.py):
+- `celpy transpiled code names`: the `celpy.evaluation.*`, `celpy.celtypes.*` and `activation.*()`
+  names generated code uses, all provided by `_GLOBALS` and `Scope`.
+- `celpy.evaluation.result(activation, cel_expr)`: replaced in the code's namespace.
+- `celpy.evaluation.macro_*`: celpy's macros, run on a `Scope` (only `nested_activation`).
+- `celpy.evaluation.base_functions`: type names a `Scope` resolves.
 """
 
 from __future__ import annotations

@@ -5,6 +5,14 @@ nodes. celpy's `CELParser` keeps one class-level parser whose tree class is fixe
 Environment is created first in the process, so a stray `celpy.Environment()` (interpreted
 runner) elsewhere would make every later compiled-runner parse produce the wrong node type.
 Owning the parser removes that order dependence.
+
+Relies on (checked with cel-python 0.5.0 and lark 1.3.1; canaries: tests/canary/test_celpy.py):
+- `celpy grammar file cel.lark`: read from the installed package, in the celpy package directory.
+- `celpy.celparser.CELParser.ambiguous_literals`: the IDENT lexer callback.
+- `celpy grammar rule names`: the node names the walkers dispatch on.
+- `celpy member_dot_arg children`: (receiver, method name, exprlist), see `call_parts`.
+- `celpy.evaluation.TranspilerTree`: the tree class; its transpiler decorations.
+- `celpy.evaluation.base_functions`: the names of CEL's standard functions.
 """
 
 from __future__ import annotations
@@ -86,6 +94,26 @@ def subtrees(node: Any) -> list[TranspilerTree]:
 
 def column(node: Any) -> int | None:
     return getattr(node.meta, "column", None) if isinstance(node, lark.Tree) else None
+
+
+def compile_error(message: str, node: Any) -> CelCompileError:
+    """The error for a refused expression, at the column of the node it is about."""
+    return CelCompileError(message, column(node))
+
+
+def single(node: Any) -> Any:
+    """The one meaningful node under a chain of single-child wrappers."""
+    while isinstance(node, lark.Tree) and len(node.children) == 1 and isinstance(
+            node.children[0], lark.Tree):
+        node = node.children[0]
+    return node
+
+
+def whole_list(node: Any) -> Any:
+    """The list literal that is the whole of `node`, if it is one, else None."""
+    while isinstance(node, lark.Tree) and node.data != "list_lit" and len(node.children) == 1:
+        node = node.children[0]
+    return node if isinstance(node, lark.Tree) and node.data == "list_lit" else None
 
 
 def ident_name(node: Any) -> str | None:

@@ -13,6 +13,17 @@
 The statements are wrapped in one function, `_dg_main(base_activation)`, so evaluation is a
 plain call with no shared module globals (celpy's own runner writes the activation into its
 module globals, which is not safe with several threads).
+
+Relies on (checked with cel-python 0.5.0 and lark 1.3.1; canaries: tests/canary/test_celpy.py):
+- `celpy.evaluation.Phase1Transpiler(facade)`: subclassed; reads `facade.base_activation`.
+- `celpy.evaluation.Phase1Transpiler.func_name(label)`: overridden, library names.
+- `celpy.evaluation.Phase1Transpiler.literal(tree)`: overridden, multi-line strings.
+- `celpy.evaluation.Phase1Transpiler.ident_arg(tree)`: extended, `has()`.
+- `celpy.evaluation.Phase1Transpiler.member_dot_arg(tree)`: overridden, calls and macros.
+- `celpy.evaluation.Phase2Transpiler.statements(tree)`: expands each node's `checked_exception`
+  (Template, {name: fn(tree)}) and ends with `CEL = ...`.
+- `celpy.evaluation.TranspilerTree`: `transpiled`, `expr_number`, `checked_exception`.
+- `celpy.evaluation.Activation()`: the facade's base activation, built empty.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Overload resolution: which declared signature a call's argument types select.
+"""Overload resolution: which declared signature a call's argument types select; and the
+element type the items of a list or map literal agree on (`fits`, `open_parameters`).
 
 `dyn` matches every parameter (the value's type is only known when it runs), type
 parameters bind on first use and must agree afterwards, as in cel-go's checker.
@@ -62,3 +63,22 @@ def resolve(
     if not results:
         return None
     return results[0] if all(r == results[0] for r in results) else DYN
+
+
+def open_parameters(kind: CelType) -> int:
+    """How many type parameters are dyn (an empty literal's `[]` is `list(dyn)`)."""
+    if not isinstance(kind, tuple):
+        return 0
+    return sum(1 if p == DYN else open_parameters(p) for p in kind[1:])
+
+
+def fits(kind: CelType, reference: CelType) -> bool:
+    """Same type, or the same but for dyn parameters: `[[], [1]]` is a `list(list(int))`."""
+    if kind == reference:
+        return True
+    if not (isinstance(kind, tuple) and isinstance(reference, tuple)):
+        return False
+    same_shape = kind[0] == reference[0] and len(kind) == len(reference)
+    return same_shape and all(
+        DYN in (a, b) or fits(a, b) for a, b in zip(kind[1:], reference[1:], strict=True)
+    )

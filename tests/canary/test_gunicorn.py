@@ -1,0 +1,167 @@
+"""gunicorn's gthread internals that `GuardedThreadWorker` subclasses and calls."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import socket
+
+import pytest
+from canary.canary_support import Internal, rows, subclasses, takes, verify
+
+
+def _worker_attributes() -> None:
+    """The attributes the guarded worker reads and updates, as ThreadWorker() sets them."""
+    from gunicorn.config import Config
+    from gunicorn.workers import gthread
+
+    worker = gthread.ThreadWorker(0, os.getppid(), [], None, 30, Config(), logging.getLogger())
+    try:
+        missing = [a for a in ("nr_conns", "keepalived_conns", "poller", "alive", "cfg", "log",
+                               "app") if not hasattr(worker, a)]  # fmt: skip
+        assert not missing, f"ThreadWorker() sets no {missing}"
+    finally:
+        worker.tmp.close()
+
+
+def _connection_shape() -> None:
+    """TConn(cfg, sock, client, server) with the fields the event loop fills in."""
+    from gunicorn.config import Config
+    from gunicorn.workers import gthread
+
+    left, right = socket.socketpair()
+    with left, right:
+        conn = gthread.TConn(Config(), left, ("192.0.2.1", 1), ("0.0.0.0", 8443))
+        fields = {
+            f: getattr(conn, f, "missing")
+            for f in ("sock", "client", "parser", "initialized", "data_ready")
+        }
+        assert fields == {"sock": left, "client": ("192.0.2.1", 1), "parser": None,
+                          "initialized": False, "data_ready": False}, fields  # fmt: skip
+        assert callable(conn.close)
+
+
+def _initialized_connection_kept() -> None:
+    """TConn.init() leaves a connection the loop set up (parser built, initialized) alone."""
+    from gunicorn.config import Config
+    from gunicorn.workers import gthread
+
+    left, right = socket.socketpair()
+    with left, right:
+        conn = gthread.TConn(Config(), left, ("192.0.2.1", 1), ("0.0.0.0", 8443))
+        parser = object()
+        conn.parser, conn.initialized = parser, True
+        conn.init()
+        assert conn.parser is parser, "init() replaced the parser of an initialized connection"
+
+
+def _parser_unreads() -> None:
+    """get_parser(cfg, sock, client).unreader.unread(bytes): the buffered request goes back."""
+    from gunicorn import http
+    from gunicorn.config import Config
+
+    left, right = socket.socketpair()
+    with left, right:
+        parser = http.get_parser(Config(), left, ("192.0.2.1", 1))
+        parser.unreader.unread(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        request = next(parser)
+        assert request.method == "GET" and request.path == "/", (request.method, request.path)
+
+
+def _thread_blocks_socket() -> None:
+    """A pool thread switches the socket to blocking (where DeadlineSocket starts its clock)."""
+    from gunicorn.workers import gthread
+
+    assert "conn.sock.setblocking(True)" in inspect.getsource(gthread.ThreadWorker.handle)
+
+
+def _socket_in_environ() -> None:
+    from gunicorn.http import wsgi
+
+    assert '"gunicorn.socket"' in inspect.getsource(wsgi), "no gunicorn.socket in the environ"
+
+
+def _parse_errors() -> None:
+    from gunicorn.http import errors
+
+    names = (
+        "UnsupportedTransferCoding",
+        "LimitRequestLine",
+        "LimitRequestHeaders",
+        "ExpectationFailed",
+        "ForbiddenProxyRequest",
+        "ConfigurationProblem",
+        "ParseException",
+        "InvalidResponseHeader",
+        "InvalidResponseHeaderName",
+    )
+    missing = [n for n in names if not isinstance(getattr(errors, n, None), type)]
+    assert not missing, f"gunicorn.http.errors has no {missing}"
+
+
+def _config_properties() -> None:
+    from gunicorn.config import Config
+
+    config = Config()
+    assert not config.is_ssl and config.suppress_ragged_eofs in (True, False)
+
+
+GTHREAD = "gunicorn.workers.gthread"
+INTERNALS = [
+    Internal(
+        "gunicorn",
+        f"{GTHREAD}.ThreadWorker",
+        subclasses(f"{GTHREAD}.ThreadWorker", "gunicorn.workers.base.Worker"),
+    ),
+    Internal(
+        "gunicorn",
+        f"{GTHREAD}.ThreadWorker.nr_conns, keepalived_conns, poller, alive",
+        _worker_attributes,
+    ),
+    Internal(
+        "gunicorn",
+        f"{GTHREAD}.ThreadWorker.accept(listener)",
+        takes(f"{GTHREAD}.ThreadWorker.accept", "self", "listener"),
+    ),
+    Internal(
+        "gunicorn",
+        f"{GTHREAD}.ThreadWorker.on_client_socket_readable(conn, client)",
+        takes(f"{GTHREAD}.ThreadWorker.on_client_socket_readable", "self", "conn", "client"),
+    ),
+    Internal(
+        "gunicorn",
+        f"{GTHREAD}.ThreadWorker.murder_pending()",
+        takes(f"{GTHREAD}.ThreadWorker.murder_pending", "self"),
+    ),
+    Internal(
+        "gunicorn",
+        f"{GTHREAD}.ThreadWorker.handle_error(req, client, addr, exc)",
+        takes(f"{GTHREAD}.ThreadWorker.handle_error", "self", "req", "client", "addr", "exc"),
+    ),
+    Internal(
+        "gunicorn",
+        f"{GTHREAD}.ThreadWorker.finish_request(conn, fs)",
+        takes(f"{GTHREAD}.ThreadWorker.finish_request", "self", "conn", "fs"),
+    ),
+    Internal(
+        "gunicorn",
+        f"{GTHREAD}.ThreadWorker.enqueue_req(conn)",
+        takes(f"{GTHREAD}.ThreadWorker.enqueue_req", "self", "conn"),
+    ),
+    Internal("gunicorn", f"{GTHREAD}.ThreadWorker.handle(conn)", _thread_blocks_socket),
+    Internal("gunicorn", f"{GTHREAD}.TConn(cfg, sock, client, server)", _connection_shape),
+    Internal("gunicorn", f"{GTHREAD}.TConn.init", _initialized_connection_kept),
+    Internal("gunicorn", "gunicorn.http.get_parser(cfg, sock, client)", _parser_unreads),
+    Internal(
+        "gunicorn", "gunicorn.sock.ssl_context(conf)", takes("gunicorn.sock.ssl_context", "conf")
+    ),
+    Internal("gunicorn", "gunicorn.http.errors", _parse_errors),
+    Internal("gunicorn", "gunicorn.config.Config.is_ssl, suppress_ragged_eofs", _config_properties),
+    Internal("gunicorn", "environ['gunicorn.socket']", _socket_in_environ),
+]
+
+
+@pytest.mark.parametrize("internal", rows(INTERNALS))
+def test_gunicorn_internal_still_there(internal: Internal) -> None:
+    verify(internal)
