@@ -41,13 +41,19 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))  # the e2e package (pyproject: pythonpath = ["tests"])
 
 from webhook.ledger import accounting  # noqa: E402
-from webhook.ledger.kube import COLLECTION, KubeLedger, object_name, tenant_usage  # noqa: E402
+from webhook.ledger.kube import (  # noqa: E402
+    COLLECTION,
+    KubeLedger,
+    object_name,
+    records_of,
+    tenant_usage,
+)
 from webhook.types import FactsUnavailable  # noqa: E402
 
 CRD = TESTS.parent / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
 CLASS = "gpu.nvidia.com"
 PROCESSES = 2
-HOLDER_COUNTS = (30, 130, 260, 520)
+HOLDER_COUNTS = (0, 50, 200, 1000)
 
 
 def toolchain() -> Path | None:
@@ -151,8 +157,7 @@ def race(kubeconfig: str, threads: int, per_thread: int, budget: float) -> dict[
     latencies = sorted(x for o in outcomes for x in o["latencies"])
     reader = KubeLedger.from_kubeconfig(kubeconfig, budget=30.0)
     stored = reader.api.request("GET", f"{COLLECTION}/{object_name(tenant)}")
-    holders = stored["spec"]["holders"]
-    held = sum(h["devices"].get(CLASS, 0) for h in holders.values())
+    held = sum(r.devices.get(CLASS, 0) for r in records_of(stored).values())
     decided = granted + refused
     return {
         "processes": PROCESSES, "threads_per_process": threads, "attempts": attempts,
@@ -174,7 +179,8 @@ def race(kubeconfig: str, threads: int, per_thread: int, budget: float) -> dict[
 
 def by_holders(kubeconfig: str, counts: tuple[int, ...] = HOLDER_COUNTS,
                samples: int = 15) -> list[dict[str, Any]]:
-    """Median time of one uncontended reserve (a new holder) with `count` holders stored.
+    """Median time of one uncontended reserve (a new holder) with `count` holders stored, and
+    of its parts: a GET of the TenantUsage, and a PUT of it unchanged (the compare-and-swap).
 
     Samples are spaced by a pause, so each reserve is alone: nothing in flight, nothing
     written just before it (a ledger may treat back-to-back writes as contention).
@@ -192,13 +198,32 @@ def by_holders(kubeconfig: str, counts: tuple[int, ...] = HOLDER_COUNTS,
             began = time.perf_counter()
             ledger.reserve(tenant, {f"claim:ns/new-{n}": {CLASS: 1}}, {})
             times.append(time.perf_counter() - began)
-        stored = ledger.api.request("GET", f"{COLLECTION}/{object_name(tenant)}")
+        path = f"{COLLECTION}/{object_name(tenant)}"
+        gets, puts = _get_and_put(ledger, path, samples)
+        stored = ledger.api.request("GET", path)
         managed = stored["metadata"].get("managedFields") or []
-        rows.append({"holders": count + samples,
-                     "reserve_ms": round(statistics.median(times) * 1000, 2),
+        rows.append({"holders": count, "reserve_ms": _median_ms(times),
+                     "get_ms": _median_ms(gets), "put_ms": _median_ms(puts),
                      "object_kib": round(len(json.dumps(stored)) / 1024, 1),
                      "managed_fields_kib": round(len(json.dumps(managed)) / 1024, 1)})
     return rows
+
+
+def _get_and_put(ledger: KubeLedger, path: str, samples: int) -> tuple[list[float], list[float]]:
+    gets, puts = [], []
+    obj = ledger.api.request("GET", path)
+    for _ in range(samples):
+        began = time.perf_counter()
+        obj = ledger.api.request("GET", path)
+        gets.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        ledger.api.request("PUT", path, body=obj)
+        puts.append(time.perf_counter() - began)
+    return gets, puts
+
+
+def _median_ms(seconds: list[float]) -> float:
+    return round(statistics.median(seconds) * 1000, 2)
 
 
 def _quantile(ordered: list[float], q: float) -> float:

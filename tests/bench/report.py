@@ -132,6 +132,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"Python {machine['python']}, gunicorn {machine['gunicorn']}, {machine['wrk']}, "
         f"{machine['openssl']}; load average {machine.get('loadavg_start')} at start, "
         f"{machine.get('loadavg_end')} at end. Mode: {results['mode']}.\n",
+        *(_runs(results["runs"]) if results.get("merged") else []),
         "## Targets\n",
         _table([{**t, "met": {True: "met", False: "**missed**", None: "n/a"}[t["met"]]}
                 for t in results["targets"]], ["name", "measured", "target", "met"]),
@@ -167,6 +168,13 @@ def markdown(results: dict[str, Any]) -> str:
                   _table(rows, list(rows[0]))]
     return "\n".join(parts + _kube_ledger_tables(results.get("kube-ledger") or {})
                      + _apiserver_tables(results.get("apiserver") or {}))
+
+
+def _runs(runs: dict[str, Any]) -> list[str]:
+    """When each section was measured and the load around it (sections merged from runs)."""
+    rows = [{"section": name, **run} for name, run in runs.items()]
+    return ["Sections re-run since (`run.py --merge`); the others are from the run above:\n",
+            _table(rows, ["section", "at", "loadavg_start", "loadavg_end"])]
 
 
 def _apiserver_tables(api: dict[str, Any]) -> list[str]:
@@ -208,8 +216,8 @@ def _kube_ledger_tables(kube: dict[str, Any]) -> list[str]:
                                          "orphaned", "admissions_per_s", "p50_ms", "p99_ms"])]
     if kube.get("by_holders"):
         parts += ["\n## Cluster ledger: one uncontended reserve against holders stored\n",
-                  _table(kube["by_holders"], ["holders", "reserve_ms", "object_kib",
-                                              "managed_fields_kib"])]
+                  _table(kube["by_holders"], ["holders", "reserve_ms", "get_ms", "put_ms",
+                                              "object_kib", "managed_fields_kib"])]
     return parts
 
 

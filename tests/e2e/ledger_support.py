@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from webhook.ledger.kube import object_name
+from webhook.ledger.kube import object_name, records_of
 from webhook.sources.informer import ApiError
 
 from .cluster import Cluster
@@ -56,10 +56,10 @@ def race(cluster: Cluster, tenant: str, quota: int, processes: int, threads: int
 
 
 def stored(cluster: Cluster, tenant: str) -> dict[str, Any]:
-    """The TenantUsage's holders as the real kubectl reads them."""
+    """The TenantUsage's holders as the real kubectl reads them: key -> {"devices": ...,
+    "expiresAt": ... while pending}, decoded from `spec.records`."""
     result = cluster.kubectl("get", "tenantusage", object_name(tenant), "-o", "json")
-    holders: dict[str, Any] = json.loads(result.stdout)["spec"]["holders"]
-    return holders
+    return {key: r.as_json() for key, r in records_of(json.loads(result.stdout)).items()}
 
 
 class WatchedApi:

@@ -17,7 +17,7 @@ import pytest
 from ledger_contract import CONTRACT, EXPIRY_CONTRACT, GPU, MakeTimedLedger
 
 from webhook.ledger.accounting import PENDING_SECONDS
-from webhook.ledger.kube import COLLECTION, KubeLedger
+from webhook.ledger.kube import COLLECTION, TOTALS_KEY, KubeLedger, object_name, records_of
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.reconciler import Reconcilable, Reconciler, claims_truth
 from webhook.sources.cluster import KubeState
@@ -201,3 +201,47 @@ def _has_claim(state: KubeState, name: str) -> bool:
 def _holders(ledger: Reconcilable) -> dict[str, int]:
     usage = ledger.usage("recon")  # type: ignore[attr-defined]
     return {h.key: h.devices for cls in usage.values() for h in cls.holders}
+
+
+def test_an_object_in_the_format_before_is_read_and_migrated_by_the_next_write(
+    crd: Cluster, fresh: Any
+) -> None:
+    """A TenantUsage written before `spec.records` (holders as a map) still counts."""
+    ledger = fresh()
+    old = {"claim:old/x": {"devices": {GPU: 2}, "expiresAt": time.time() + 60}}
+    ledger.api.request("POST", COLLECTION, body=_old_replica_object("mig", old))
+    assert ledger.reserve("mig", {"claim:new/y": {GPU: 1}}, {GPU: 3}).granted
+    assert not ledger.reserve("mig", {"claim:new/z": {GPU: 1}}, {GPU: 3}).granted
+    obj = ledger.api.request("GET", f"{COLLECTION}/{object_name('mig')}")
+    assert obj["spec"]["holders"] == {TOTALS_KEY: {"devices": {GPU: 3}}}
+    assert sorted(records_of(obj)) == ["claim:new/y", "claim:old/x"]
+
+
+def test_an_older_replica_writing_over_the_records_keeps_within_the_quota(
+    crd: Cluster, fresh: Any
+) -> None:
+    """During a rolling upgrade an older replica reads only `spec.holders`: the totals there
+    keep it within the quota, and what it writes (dropping `records`) still counts after."""
+    ledger = fresh()
+    assert ledger.reserve("mixed", {"claim:new/a": {GPU: 2}}, {GPU: 4}).granted
+    path = f"{COLLECTION}/{object_name('mixed')}"
+    seen = ledger.api.request("GET", path)
+    holders = dict(seen["spec"]["holders"])  # all an older replica sees: the totals
+    assert sum(h["devices"][GPU] for h in holders.values()) == 2
+    holders["claim:old/b"] = {"devices": {GPU: 1}, "expiresAt": time.time() + 60}
+    body = _old_replica_object("mixed", holders, seen["metadata"]["resourceVersion"])
+    ledger.api.request("PUT", path, body=body)
+    assert ledger.reserve("mixed", {"claim:new/c": {GPU: 1}}, {GPU: 4}).granted
+    assert not ledger.reserve("mixed", {"claim:new/d": {GPU: 1}}, {GPU: 4}).granted
+    assert ledger.usage("mixed")[GPU].used == 4
+
+
+def _old_replica_object(
+    tenant: str, holders: dict[str, Any], resource_version: str | None = None
+) -> dict[str, Any]:
+    """A TenantUsage as a replica before `spec.records` wrote it: the holders map only."""
+    metadata: dict[str, Any] = {"name": object_name(tenant)}
+    if resource_version:
+        metadata["resourceVersion"] = resource_version
+    return {"apiVersion": "dragate.io/v1alpha1", "kind": "TenantUsage", "metadata": metadata,
+            "spec": {"tenant": tenant, "holders": holders}}  # fmt: skip

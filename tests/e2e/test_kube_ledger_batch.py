@@ -272,11 +272,12 @@ def test_a_write_from_the_remembered_object_is_checked_by_the_api_server(
 
 
 def test_managed_fields_do_not_list_every_holder(crd: Cluster, fresh: Any) -> None:
-    """The CRD declares holders an atomic map: server-side field tracking keeps one entry."""
+    """Holders live in one string (`spec.records`): field tracking has one entry for it."""
     ledger = fresh()
     for number in range(5):
         ledger.reserve("fields", {f"claim:t/h{number}": {GPU: 1}}, {})
     obj = ledger.api.request("GET", f"{COLLECTION}/{object_name('fields')}")
     managed = json.dumps(obj["metadata"]["managedFields"])
-    assert "f:holders" in managed
+    assert "f:records" in managed
     assert "claim:t/" not in managed
+    assert sorted(stored(crd, "fields")) == [f"claim:t/h{number}" for number in range(5)]

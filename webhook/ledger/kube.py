@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from webhook.ledger import accounting
+from webhook.ledger import accounting, recordtext
 from webhook.ledger.accounting import Holds, Records
 from webhook.ledger.batch import Change, GroupCommit, Job, OutOfTime, apply_in_order, settle
 from webhook.sources.informer import ApiError, KubeApi, Unreachable
@@ -36,6 +36,8 @@ from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation
 
 GROUP, VERSION, PLURAL = "dragate.io", "v1alpha1", "tenantusages"
 COLLECTION = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+TOTALS_KEY = "totals:spec.records"
+"""The one holder in `spec.holders`: the totals of `spec.records`, for older readers."""
 _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 T = TypeVar("T")
@@ -274,11 +276,26 @@ def stored_of(obj: Mapping[str, Any]) -> Stored:
 
 
 def records_of(obj: Mapping[str, Any]) -> Records:
-    holders = (obj.get("spec") or {}).get("holders") or {}
+    """The records of a TenantUsage: `spec.records` (one string, `recordtext`), or for an
+    object no replica of this version has written yet, the `spec.holders` map (the format
+    before: migrated by the next write)."""
+    spec = obj.get("spec") or {}
+    if isinstance(spec.get("records"), str):
+        return recordtext.decode(spec["records"], f"TenantUsage {spec.get('tenant')!r}")
+    holders = spec.get("holders") or {}
     return {str(k): accounting.Record.from_json(v) for k, v in holders.items()}
 
 
 def tenant_usage(tenant: str, records: Records, resource_version: str | None) -> dict[str, Any]:
+    """The object to write; raises recordtext.Unstorable when the records do not fit in it.
+
+    Besides `spec.records`, `spec.holders` carries one holder, TOTALS_KEY, holding the totals
+    per class: a replica of the version before (which reads only `holders`) sees the tenant's
+    usage and keeps within its quota during a rolling upgrade. Its write drops `records`
+    and the holders behind the totals; the totals stay a holder of their own (read back as
+    one, counted in the next totals) until the reconciler rebuilds the holders from the
+    claims: an over-count for a while, never an overcommit.
+    """
     metadata: dict[str, Any] = {"name": object_name(tenant)}
     if resource_version is not None:
         metadata["resourceVersion"] = resource_version
@@ -288,6 +305,7 @@ def tenant_usage(tenant: str, records: Records, resource_version: str | None) ->
         "metadata": metadata,
         "spec": {
             "tenant": tenant,
-            "holders": {key: record.as_json() for key, record in sorted(records.items())},
+            "records": recordtext.encode(records, tenant),
+            "holders": {TOTALS_KEY: {"devices": accounting.totals(records)}},
         },
     }
