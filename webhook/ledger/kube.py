@@ -25,7 +25,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from webhook.ledger import accounting, recordtext
@@ -56,6 +56,7 @@ class Stored:
 
     records: Records
     resource_version: str | None  # None: the object does not exist yet
+    lines: recordtext.Lines = field(default_factory=dict, compare=False)  # as stored
 
 
 class KubeLedger:
@@ -106,15 +107,19 @@ class KubeLedger:
         deadline: Deadline | None = None,
     ) -> Reservation:
         """One change in the tenant's next batch; withdrawn unwritten if `deadline` passes
-        while it waits (a write already sent may land: it is pending and expires)."""
+        while it waits (a write already sent may land: it is pending and expires).
+
+        The usage comes with a refusal only (what the denial names): listing every holder
+        costs 1.7 ms at 1,000 holders, on every admission if done for grants too.
+        """
 
         def change(records: Records) -> tuple[Records, Reservation]:
             outcome = accounting.reserve(
                 records, holds, limits, now=self.clock(), pending_seconds=self.pending_seconds
             )
-            return outcome.records, Reservation(
-                outcome.granted, accounting.usage_of(outcome.records)
-            )
+            if outcome.granted:
+                return outcome.records, Reservation(True)
+            return outcome.records, Reservation(False, accounting.usage_of(outcome.records))
 
         return self.update(tenant, change, self._budget(deadline))
 
@@ -233,7 +238,8 @@ class KubeLedger:
         or dropped, so no later write starts from a version known to be stale.
         """
         self._known.pop(tenant, None)
-        body = tenant_usage(tenant, records, base.resource_version)
+        lines = dict(base.lines)
+        body = tenant_usage(tenant, records, base.resource_version, lines)
         began = time.monotonic()
         try:
             if base.resource_version is None:
@@ -250,7 +256,8 @@ class KubeLedger:
         except Unreachable as error:
             # The write may have landed; if so, the pending bound releases it.
             raise FactsUnavailable(f"ledger write for {tenant!r}: {error}") from error
-        self._known[tenant] = stored_of(written)
+        # what was sent is what is stored (one string): no need to decode it back
+        self._known[tenant] = Stored(records, str(written["metadata"]["resourceVersion"]), lines)
         ended = time.monotonic()
         self._last_write[tenant] = (ended, ended - began)
         return True
@@ -272,22 +279,30 @@ def _left(deadline: float, tenant: str) -> float:
 
 
 def stored_of(obj: Mapping[str, Any]) -> Stored:
-    return Stored(records_of(obj), str(obj["metadata"]["resourceVersion"]))
+    lines: recordtext.Lines = {}
+    return Stored(records_of(obj, lines), str(obj["metadata"]["resourceVersion"]), lines)
 
 
-def records_of(obj: Mapping[str, Any]) -> Records:
-    """The records of a TenantUsage: `spec.records` (one string, `recordtext`), or for an
-    object no replica of this version has written yet, the `spec.holders` map (the format
-    before: migrated by the next write)."""
+def records_of(obj: Mapping[str, Any], lines: recordtext.Lines | None = None) -> Records:
+    """The records of a TenantUsage: `spec.records` (one string, `recordtext`; its lines
+    remembered in `lines`), or for an object no replica of this version has written yet, the
+    `spec.holders` map (the format before: migrated by the next write)."""
     spec = obj.get("spec") or {}
     if isinstance(spec.get("records"), str):
-        return recordtext.decode(spec["records"], f"TenantUsage {spec.get('tenant')!r}")
+        where = f"TenantUsage {spec.get('tenant')!r}"
+        return recordtext.decode(spec["records"], where, lines)
     holders = spec.get("holders") or {}
     return {str(k): accounting.Record.from_json(v) for k, v in holders.items()}
 
 
-def tenant_usage(tenant: str, records: Records, resource_version: str | None) -> dict[str, Any]:
+def tenant_usage(
+    tenant: str,
+    records: Records,
+    resource_version: str | None,
+    lines: recordtext.Lines | None = None,
+) -> dict[str, Any]:
     """The object to write; raises recordtext.Unstorable when the records do not fit in it.
+    `lines` (as `recordtext.encode`) spares formatting the records that did not change.
 
     Besides `spec.records`, `spec.holders` carries one holder, TOTALS_KEY, holding the totals
     per class: a replica of the version before (which reads only `holders`) sees the tenant's
@@ -305,7 +320,7 @@ def tenant_usage(tenant: str, records: Records, resource_version: str | None) ->
         "metadata": metadata,
         "spec": {
             "tenant": tenant,
-            "records": recordtext.encode(records, tenant),
+            "records": recordtext.encode(records, tenant, lines),
             "holders": {TOTALS_KEY: {"devices": accounting.totals(records)}},
         },
     }
