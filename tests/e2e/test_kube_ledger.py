@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from ledger_contract import CONTRACT, EXPIRY_CONTRACT, GPU, MakeTimedLedger
 
+from webhook.ledger import recordtext
 from webhook.ledger.accounting import PENDING_SECONDS
 from webhook.ledger.kube import COLLECTION, TOTALS_KEY, KubeLedger, object_name, records_of
 from webhook.ledger.memory import MemoryLedger
@@ -245,3 +246,21 @@ def _old_replica_object(
         metadata["resourceVersion"] = resource_version
     return {"apiVersion": "dragate.io/v1alpha1", "kind": "TenantUsage", "metadata": metadata,
             "spec": {"tenant": tenant, "holders": holders}}  # fmt: skip
+
+
+def test_records_past_the_object_limit_are_refused_and_other_tenants_still_reconciled(
+    crd: Cluster, fresh: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tenant whose holders no longer fit in one TenantUsage fails closed with a clear
+    message, writes nothing, and does not stop the reconciler for the other tenants."""
+    ledger = fresh()
+    assert ledger.reserve("big", {"claim:big/a": {GPU: 1}}, {}).granted
+    monkeypatch.setattr(recordtext, "MAX_BYTES", len(f"claim:big/a {GPU}=1 1.0\n") + 4)
+    with pytest.raises(recordtext.Unstorable, match=r"'big': 2 holders need .* split the tenant"):
+        ledger.reserve("big", {"claim:big/b": {GPU: 1}}, {})
+    assert sorted(stored(crd, "big")) == ["claim:big/a"]
+    truth = {"big": {"claim:big/a": {GPU: 1}, "claim:big/c": {GPU: 1}},
+             "small": {"claim:small/x": {GPU: 2}}}  # fmt: skip
+    with pytest.raises(recordtext.Unstorable):
+        ledger.reconcile(truth)
+    assert {h.key for h in ledger.usage("small")[GPU].holders} == {"claim:small/x"}

@@ -137,11 +137,20 @@ class KubeLedger:
 
         A confirmed holder missing from `truth` becomes pending for `drop_grace` seconds
         before it is dropped: another replica's cache may lag this one's, and a claim it
-        has not seen yet must not be forgotten on its word alone.
+        has not seen yet must not be forgotten on its word alone. A tenant whose records no
+        longer fit in one object (`recordtext.Unstorable`) is skipped, not the tenants after
+        it; the first such error is raised once the others are done.
         """
         tenants = set(self._stored_tenants()) | set(truth)
+        unstorable: list[recordtext.Unstorable] = []
         for tenant in sorted(tenants):
-            self.update(tenant, self._reconcile_with(truth.get(tenant, {})), self.reconcile_budget)
+            change = self._reconcile_with(truth.get(tenant, {}))
+            try:
+                self.update(tenant, change, self.reconcile_budget)
+            except recordtext.Unstorable as error:
+                unstorable.append(error)
+        if unstorable:
+            raise unstorable[0]
 
     def _reconcile_with(self, truth: Holds) -> Change[None]:
         def change(records: Records) -> tuple[Records, None]:
