@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from ledger_contract import GPU
 from webhook.ledger.accounting import PENDING_SECONDS
 from webhook.ledger.kube import COLLECTION, KubeLedger, object_name
 from webhook.ledger.memory import MemoryLedger
+from webhook.ledger.share import Share
 from webhook.types import FactsUnavailable, Reservation
 
 from .cluster import Cluster
@@ -289,3 +291,26 @@ def test_managed_fields_do_not_list_every_holder(crd: Cluster, fresh: Any) -> No
     assert "f:records" in managed
     assert "claim:t/" not in managed
     assert sorted(stored(crd, "fields")) == [f"claim:t/h{number}" for number in range(5)]
+
+
+def test_workers_of_one_replica_start_from_the_copy_the_other_left(
+    crd: Cluster, fresh: Any, tmp_path: Path
+) -> None:
+    """Two workers (two KubeLedgers) sharing a copy write one after another with one PUT
+    each: no 409 between them, no read; a copy from before another writer is refused."""
+    share = Share(tmp_path)
+    first, second = watched(fresh, share=share), watched(fresh, share=share)
+    steps = [(first, "a"), (second, "b"), (first, "c"), (second, "d")]
+    for ledger, holder in steps:
+        for other in (first, second):  # not back to back: a write would read first
+            wait_for(lambda o=other: not o._busy("t"), timeout=10, what="the last write long ago")
+        seen = len(ledger.api.log)
+        assert apply_step(ledger, "t", ("reserve", holder, 1, 8)) == Reservation(True)
+        assert ledger.api.log[seen:] == (["GET 404", "POST"] if holder == "a" else ["PUT"])
+    assert sorted(stored(crd, "t")) == ["claim:t/a", "claim:t/b", "claim:t/c", "claim:t/d"]
+    outsider = KubeLedger.from_kubeconfig(str(crd.kubeconfig))
+    outsider.reserve("t", {"claim:t/e": {GPU: 1}}, {})  # another replica: no share
+    seen = len(first.api.log)
+    assert apply_step(first, "t", ("reserve", "f", 1, 8)) == Reservation(True)
+    assert first.api.log[seen:] == ["PUT 409", "GET", "PUT"]
+    assert len(stored(crd, "t")) == 6

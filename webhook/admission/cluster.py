@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from webhook.admission.config import ClusterTarget
 from webhook.ledger.kube import KubeLedger
 from webhook.ledger.reconciler import Reconciler, claims_truth
+from webhook.ledger.share import Share
 from webhook.pipeline import Context
 from webhook.sources.cluster import KubeState
 from webhook.sources.informer import KubeApi
@@ -54,7 +55,7 @@ def connect(target: ClusterTarget, policies: Callable[[], PolicySet]) -> Cluster
 
     state = KubeState(api, claim_listener=claim_event, template_listener=template_event)
     keeper = TemplateKeeper(state, policies)
-    ledger = KubeLedger(api)
+    ledger = KubeLedger(api, share=Share.for_server(api.server_identity()))
     reconciler = Reconciler(ledger, claims_truth(policies, state))
     context = Context(
         policies=policies,

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from webhook.ledger import accounting, recordtext
 from webhook.ledger.accounting import Holds, Records
 from webhook.ledger.batch import Change, GroupCommit, Job, OutOfTime, apply_in_order, settle
+from webhook.ledger.share import Copy, Share, Turn
 from webhook.sources.informer import ApiError, KubeApi, Unreachable
 from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation
 
@@ -57,6 +58,7 @@ class Stored:
     records: Records
     resource_version: str | None  # None: the object does not exist yet
     lines: recordtext.Lines = field(default_factory=dict, compare=False)  # as stored
+    uid: str = ""  # metadata.uid: a write based on this copy is refused for another object
 
 
 class KubeLedger:
@@ -71,8 +73,10 @@ class KubeLedger:
         pending_seconds: float = accounting.PENDING_SECONDS,
         drop_grace: float = 5.0,
         clock: Callable[[], float] = time.time,
+        share: Share | None = None,
     ) -> None:
         self.api = api
+        self.share = share  # the turns and last copy shared with this replica's workers
         self.budget = budget
         self.reconcile_budget = reconcile_budget
         self.pending_seconds = pending_seconds
@@ -178,6 +182,41 @@ class KubeLedger:
         return self._turns.run(tenant, change, time.monotonic() + budget)
 
     def _commit(self, tenant: str, jobs: Sequence[Job[Any]], deadline: float) -> None:
+        """`_commit_batch` in this replica's turn for the tenant, from the copy the worker
+        before left (`share`), leaving its own for the next."""
+        if self.share is None:
+            self._commit_batch(tenant, jobs, deadline)
+            return
+        with self.share.turn(tenant, deadline) as turn:
+            self._adopt(tenant, turn.read())
+            try:
+                self._commit_batch(tenant, jobs, deadline)
+            finally:
+                self._pass_on(tenant, turn)
+
+    def _adopt(self, tenant: str, copy: Copy | None) -> None:
+        """Take the copy another worker left as this process's own, unless it is its own."""
+        known = self._known.get(tenant)
+        if copy is None or (known is not None and known.resource_version == copy.resource_version):
+            return
+        lines: recordtext.Lines = {}
+        records = recordtext.decode(copy.text, f"shared copy of {tenant!r}", lines)
+        self._known[tenant] = Stored(records, copy.resource_version, lines, copy.uid)
+        if copy.written_at > self._last_write.get(tenant, (0.0, 0.0))[0]:
+            self._last_write[tenant] = (copy.written_at, copy.write_seconds)
+
+    def _pass_on(self, tenant: str, turn: Turn) -> None:
+        known = self._known.get(tenant)
+        if known is None or known.resource_version is None:
+            return  # nothing known for sure: the next worker reads
+        try:  # the records as text again: a copy read in the format before has no lines
+            text = recordtext.encode(known.records, tenant, dict(known.lines))
+        except recordtext.Unstorable:
+            return  # the older copy left stays a base the API server refuses
+        ended, seconds = self._last_write.get(tenant, (0.0, 0.0))
+        turn.write(Copy(known.uid, known.resource_version, text, ended, seconds))
+
+    def _commit_batch(self, tenant: str, jobs: Sequence[Job[Any]], deadline: float) -> None:
         """Apply `jobs` in order to the tenant's records and store the outcome in one write.
 
         Starts from the records this process last knew (no GET) unless it is `_busy`; on a
@@ -252,6 +291,8 @@ class KubeLedger:
         self._known.pop(tenant, None)
         lines = dict(base.lines)
         body = tenant_usage(tenant, records, base.resource_version, lines)
+        if base.uid:
+            body["metadata"]["uid"] = base.uid
         began = time.monotonic()
         try:
             if base.resource_version is None:
@@ -262,14 +303,17 @@ class KubeLedger:
                 path = f"{COLLECTION}/{object_name(tenant)}"
                 written = self.api.request("PUT", path, body=body, timeout=_left(deadline, tenant))
         except ApiError as error:
-            if error.status in (404, 409):  # Conflict, AlreadyExists on create, or deleted
-                return False
+            if error.status in (404, 409) or _other_uid(error):  # Conflict, AlreadyExists on
+                return False  # create, deleted, or deleted and created again
             raise FactsUnavailable(f"ledger write for {tenant!r}: {error}") from error
         except Unreachable as error:
             # The write may have landed; if so, the pending bound releases it.
             raise FactsUnavailable(f"ledger write for {tenant!r}: {error}") from error
         # what was sent is what is stored (one string): no need to decode it back
-        self._known[tenant] = Stored(records, str(written["metadata"]["resourceVersion"]), lines)
+        metadata = written["metadata"]
+        self._known[tenant] = Stored(
+            records, str(metadata["resourceVersion"]), lines, str(metadata.get("uid", ""))
+        )
         ended = time.monotonic()
         self._last_write[tenant] = (ended, ended - began)
         return True
@@ -283,6 +327,11 @@ class KubeLedger:
         return [str((o.get("spec") or {}).get("tenant", "")) for o in listed.get("items") or []]
 
 
+def _other_uid(error: ApiError) -> bool:
+    """A 422 for metadata.uid: the object was deleted and created again since the copy."""
+    return error.status == 422 and "metadata.uid" in str(error)
+
+
 def _left(deadline: float, tenant: str) -> float:
     remaining = deadline - time.monotonic()
     if remaining <= 0.01:
@@ -292,7 +341,9 @@ def _left(deadline: float, tenant: str) -> float:
 
 def stored_of(obj: Mapping[str, Any]) -> Stored:
     lines: recordtext.Lines = {}
-    return Stored(records_of(obj, lines), str(obj["metadata"]["resourceVersion"]), lines)
+    metadata = obj["metadata"]
+    records = records_of(obj, lines)
+    return Stored(records, str(metadata["resourceVersion"]), lines, str(metadata.get("uid", "")))
 
 
 def records_of(obj: Mapping[str, Any], lines: recordtext.Lines | None = None) -> Records:

@@ -11,6 +11,7 @@ and back off on errors, so a busy or restarting API server is never hammered.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import random
@@ -73,6 +74,16 @@ class KubeApi:
         configuration.retries = 0
         configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, 16)
         return cls(k8s.ApiClient(configuration))
+
+    def server_identity(self) -> str:
+        """The API server's URL and a digest of the CA that vouches for it: which cluster
+        this is, also when a new cluster comes up at the same address."""
+        configuration = self._client.configuration
+        ca = b""
+        if configuration.ssl_ca_cert:
+            with contextlib.suppress(OSError), open(configuration.ssl_ca_cert, "rb") as file:
+                ca = file.read()
+        return f"{configuration.host} {hashlib.sha256(ca).hexdigest()}"
 
     def request(
         self,
