@@ -29,6 +29,7 @@ import multiprocessing
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -48,6 +49,7 @@ from webhook.ledger.kube import (  # noqa: E402
     records_of,
     tenant_usage,
 )
+from webhook.ledger.share import Share  # noqa: E402
 from webhook.types import FactsUnavailable  # noqa: E402
 
 CRD = TESTS.parent / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
@@ -93,8 +95,10 @@ class CountingLedger(KubeLedger):
 
 
 def _worker(kubeconfig: str, tenant: str, proc: int, *, threads: int, per_thread: int,
-            quota: int, budget: float, ready: Any, start: Any, out: Any) -> None:
-    ledger = CountingLedger.from_kubeconfig(kubeconfig, budget=budget)
+            quota: int, budget: float, share: str, ready: Any, start: Any,
+            out: Any) -> None:
+    ledger = CountingLedger.from_kubeconfig(
+        kubeconfig, budget=budget, share=Share(Path(share)) if share else None)
     assert isinstance(ledger, CountingLedger)
     ledger.usage(tenant)  # one TLS connection up before the clock starts
     latencies: list[list[float]] = [[] for _ in range(threads)]
@@ -125,17 +129,19 @@ def _worker(kubeconfig: str, tenant: str, proc: int, *, threads: int, per_thread
              "latencies": [x for thread in latencies for x in thread]})
 
 
-def race(kubeconfig: str, threads: int, per_thread: int, budget: float) -> dict[str, Any]:
-    """2 processes x `threads` threads x `per_thread` reservations against one fresh tenant."""
+def race(kubeconfig: str, threads: int, per_thread: int, budget: float,
+         share: str = "") -> dict[str, Any]:
+    """2 processes x `threads` threads x `per_thread` reservations against one fresh tenant;
+    with `share` (a directory) the processes are two workers of one replica, else replicas."""
     attempts = PROCESSES * threads * per_thread
     quota = attempts * 3 // 4
-    tenant = f"bench-t{threads}"
+    tenant = f"bench-t{threads}" + ("-shared" if share else "")
     context = multiprocessing.get_context("spawn")
     ready, start, out = context.Queue(), context.Event(), context.Queue()
     procs = [context.Process(target=_worker,
                              args=(kubeconfig, tenant, p),
                              kwargs={"threads": threads, "per_thread": per_thread,
-                                     "quota": quota, "budget": budget,
+                                     "quota": quota, "budget": budget, "share": share,
                                      "ready": ready, "start": start, "out": out})
              for p in range(PROCESSES)]
     for proc in procs:
@@ -161,6 +167,7 @@ def race(kubeconfig: str, threads: int, per_thread: int, budget: float) -> dict[
     decided = granted + refused
     return {
         "processes": PROCESSES, "threads_per_process": threads, "attempts": attempts,
+        "as": "workers of one replica" if share else "replicas",
         "quota": quota, "granted": granted, "refused": refused, "unavailable": unavailable,
         "conflicts": conflicts, "conflicts_per_grant": round(conflicts / max(granted, 1), 2),
         "held": held, "overcommit": max(0, held - quota), "lost": max(0, granted - held),
@@ -244,6 +251,10 @@ def curve(per_thread_total: int = 300, thread_counts: tuple[int, ...] = (1, 2, 4
         startup = time.monotonic() - started
         rows = [race(str(cluster.kubeconfig), t, max(1, per_thread_total // t), budget)
                 for t in thread_counts]
+        with tempfile.TemporaryDirectory(prefix="dragate-share-") as share:
+            busiest = max(thread_counts)
+            rows.append(race(str(cluster.kubeconfig), busiest,
+                             max(1, per_thread_total // busiest), budget, share))
         growth = by_holders(str(cluster.kubeconfig))
     return {"budget_s": budget, "control_plane_start_s": round(startup, 1), "races": rows,
             "by_holders": growth}
