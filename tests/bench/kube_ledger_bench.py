@@ -187,7 +187,8 @@ def race(kubeconfig: str, threads: int, per_thread: int, budget: float,
 def by_holders(kubeconfig: str, counts: tuple[int, ...] = HOLDER_COUNTS,
                samples: int = 15) -> list[dict[str, Any]]:
     """Median time of one uncontended reserve (a new holder) with `count` holders stored, and
-    of its parts: a GET of the TenantUsage, and a PUT of it unchanged (the compare-and-swap).
+    of its parts: a GET of the TenantUsage, and a PUT of it (the compare-and-swap) changing
+    only an annotation (an unchanged object is not written at all).
 
     Samples are spaced by a pause, so each reserve is alone: nothing in flight, nothing
     written just before it (a ledger may treat back-to-back writes as contention).
@@ -219,10 +220,11 @@ def by_holders(kubeconfig: str, counts: tuple[int, ...] = HOLDER_COUNTS,
 def _get_and_put(ledger: KubeLedger, path: str, samples: int) -> tuple[list[float], list[float]]:
     gets, puts = [], []
     obj = ledger.api.request("GET", path)
-    for _ in range(samples):
+    for sample in range(samples):
         began = time.perf_counter()
         obj = ledger.api.request("GET", path)
         gets.append(time.perf_counter() - began)
+        obj["metadata"]["annotations"] = {"dragate.io/bench": str(sample)}
         began = time.perf_counter()
         ledger.api.request("PUT", path, body=obj)
         puts.append(time.perf_counter() - began)
