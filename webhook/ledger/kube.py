@@ -12,7 +12,11 @@ works from the records this process last wrote or read, without a GET (unless it
 tenant back to back: `_busy`), and re-reads only after a 409 or 404; an answer is given only
 once it is known to rest on the stored records, either because the compare-and-swap that
 stored it succeeded, or, when nothing is written (a denial), because it was re-checked on a
-fresh read. `usage()` and `records()` always read.
+fresh read. `usage()` and `records()` always read. The workers of one replica can also take
+turns per tenant and pass on their last copy (`share`), so they do not race each other.
+
+The records are stored as one string (`recordtext`, `spec.records`): the API server's cost
+per write then stays flat as holders accumulate (one field, not several per holder).
 
 Admission must not hang on the API: each operation has a total time budget, and running out
 raises FactsUnavailable, which the pipeline turns into a refusal (fail closed).
