@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -314,3 +314,17 @@ def test_workers_of_one_replica_start_from_the_copy_the_other_left(
     assert apply_step(first, "t", ("reserve", "f", 1, 8)) == Reservation(True)
     assert first.api.log[seen:] == ["PUT 409", "GET", "PUT"]
     assert len(stored(crd, "t")) == 6
+
+
+def test_a_copy_of_another_object_with_the_same_name_is_refused(crd: Cluster, fresh: Any) -> None:
+    """A copy whose resourceVersion matches but whose uid does not (another cluster behind
+    the same address) is refused by the API server (409) and re-read, never written over."""
+    ledger = watched(fresh)
+    assert apply_step(ledger, "t", ("reserve", "a", 1, 8)) == Reservation(True)
+    wait_for(lambda: not ledger._busy("t"), timeout=10, what="the last write long ago")
+    current = ledger._known["t"]
+    ledger._known["t"] = replace(current, records={}, lines={}, uid="0000-another-object")
+    seen = len(ledger.api.log)
+    assert apply_step(ledger, "t", ("reserve", "b", 1, 8)) == Reservation(True)
+    assert ledger.api.log[seen:] == ["PUT 409", "GET", "PUT"]
+    assert sorted(stored(crd, "t")) == ["claim:t/a", "claim:t/b"]

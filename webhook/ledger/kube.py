@@ -307,8 +307,9 @@ class KubeLedger:
                 path = f"{COLLECTION}/{object_name(tenant)}"
                 written = self.api.request("PUT", path, body=body, timeout=_left(deadline, tenant))
         except ApiError as error:
-            if error.status in (404, 409) or _other_uid(error):  # Conflict, AlreadyExists on
-                return False  # create, deleted, or deleted and created again
+            # Conflict (also for another uid: deleted and created again), AlreadyExists on
+            if error.status in (404, 409):  # create, or deleted
+                return False
             raise FactsUnavailable(f"ledger write for {tenant!r}: {error}") from error
         except Unreachable as error:
             # The write may have landed; if so, the pending bound releases it.
@@ -329,11 +330,6 @@ class KubeLedger:
         except (ApiError, Unreachable) as error:
             raise FactsUnavailable(f"cannot list TenantUsages: {error}") from error
         return [str((o.get("spec") or {}).get("tenant", "")) for o in listed.get("items") or []]
-
-
-def _other_uid(error: ApiError) -> bool:
-    """A 422 for metadata.uid: the object was deleted and created again since the copy."""
-    return error.status == 422 and "metadata.uid" in str(error)
 
 
 def _left(deadline: float, tenant: str) -> float:
