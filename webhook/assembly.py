@@ -23,6 +23,7 @@ from webhook.kube.templates import TemplateKeeper
 from webhook.ledger.kube import KubeLedger
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.reconciler import Reconciler, claims_truth
+from webhook.ledger.share import Share
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.ledger.usage import existing_holds
 from webhook.pipeline import Context
@@ -105,7 +106,7 @@ def cluster_mode(target: ClusterTarget, policies: PolicySource) -> ClusterMode:
 
     state = KubeState(api, claim_listener=claim_event, template_listener=template_event)
     keeper = TemplateKeeper(state, policies)
-    ledger = KubeLedger(api)
+    ledger = KubeLedger(api, share=Share.for_server(api.server_identity()))
     reconciler = Reconciler(ledger, claims_truth(policies, state))
     context = Context(
         policies=policies,

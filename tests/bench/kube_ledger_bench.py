@@ -29,6 +29,7 @@ import multiprocessing
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -41,13 +42,20 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))  # the e2e package (pyproject: pythonpath = ["tests"])
 
 from webhook.ledger import accounting  # noqa: E402
-from webhook.ledger.kube import COLLECTION, KubeLedger, object_name, tenant_usage  # noqa: E402
+from webhook.ledger.kube import (  # noqa: E402
+    COLLECTION,
+    KubeLedger,
+    object_name,
+    records_of,
+    tenant_usage,
+)
+from webhook.ledger.share import Share  # noqa: E402
 from webhook.types import FactsUnavailable  # noqa: E402
 
 CRD = TESTS.parent / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
 CLASS = "gpu.nvidia.com"
 PROCESSES = 2
-HOLDER_COUNTS = (30, 130, 260, 520)
+HOLDER_COUNTS = (0, 50, 200, 1000)
 
 
 def toolchain() -> Path | None:
@@ -87,8 +95,10 @@ class CountingLedger(KubeLedger):
 
 
 def _worker(kubeconfig: str, tenant: str, proc: int, *, threads: int, per_thread: int,
-            quota: int, budget: float, ready: Any, start: Any, out: Any) -> None:
-    ledger = CountingLedger.from_kubeconfig(kubeconfig, budget=budget)
+            quota: int, budget: float, share: str, ready: Any, start: Any,
+            out: Any) -> None:
+    ledger = CountingLedger.from_kubeconfig(
+        kubeconfig, budget=budget, share=Share(Path(share)) if share else None)
     assert isinstance(ledger, CountingLedger)
     ledger.usage(tenant)  # one TLS connection up before the clock starts
     latencies: list[list[float]] = [[] for _ in range(threads)]
@@ -119,17 +129,19 @@ def _worker(kubeconfig: str, tenant: str, proc: int, *, threads: int, per_thread
              "latencies": [x for thread in latencies for x in thread]})
 
 
-def race(kubeconfig: str, threads: int, per_thread: int, budget: float) -> dict[str, Any]:
-    """2 processes x `threads` threads x `per_thread` reservations against one fresh tenant."""
+def race(kubeconfig: str, threads: int, per_thread: int, budget: float,
+         share: str = "") -> dict[str, Any]:
+    """2 processes x `threads` threads x `per_thread` reservations against one fresh tenant;
+    with `share` (a directory) the processes are two workers of one replica, else replicas."""
     attempts = PROCESSES * threads * per_thread
     quota = attempts * 3 // 4
-    tenant = f"bench-t{threads}"
+    tenant = f"bench-t{threads}" + ("-shared" if share else "")
     context = multiprocessing.get_context("spawn")
     ready, start, out = context.Queue(), context.Event(), context.Queue()
     procs = [context.Process(target=_worker,
                              args=(kubeconfig, tenant, p),
                              kwargs={"threads": threads, "per_thread": per_thread,
-                                     "quota": quota, "budget": budget,
+                                     "quota": quota, "budget": budget, "share": share,
                                      "ready": ready, "start": start, "out": out})
              for p in range(PROCESSES)]
     for proc in procs:
@@ -151,11 +163,11 @@ def race(kubeconfig: str, threads: int, per_thread: int, budget: float) -> dict[
     latencies = sorted(x for o in outcomes for x in o["latencies"])
     reader = KubeLedger.from_kubeconfig(kubeconfig, budget=30.0)
     stored = reader.api.request("GET", f"{COLLECTION}/{object_name(tenant)}")
-    holders = stored["spec"]["holders"]
-    held = sum(h["devices"].get(CLASS, 0) for h in holders.values())
+    held = sum(r.devices.get(CLASS, 0) for r in records_of(stored).values())
     decided = granted + refused
     return {
         "processes": PROCESSES, "threads_per_process": threads, "attempts": attempts,
+        "as": "workers of one replica" if share else "replicas",
         "quota": quota, "granted": granted, "refused": refused, "unavailable": unavailable,
         "conflicts": conflicts, "conflicts_per_grant": round(conflicts / max(granted, 1), 2),
         "held": held, "overcommit": max(0, held - quota), "lost": max(0, granted - held),
@@ -174,7 +186,9 @@ def race(kubeconfig: str, threads: int, per_thread: int, budget: float) -> dict[
 
 def by_holders(kubeconfig: str, counts: tuple[int, ...] = HOLDER_COUNTS,
                samples: int = 15) -> list[dict[str, Any]]:
-    """Median time of one uncontended reserve (a new holder) with `count` holders stored.
+    """Median time of one uncontended reserve (a new holder) with `count` holders stored, and
+    of its parts: a GET of the TenantUsage, and a PUT of it (the compare-and-swap) changing
+    only an annotation (an unchanged object is not written at all).
 
     Samples are spaced by a pause, so each reserve is alone: nothing in flight, nothing
     written just before it (a ledger may treat back-to-back writes as contention).
@@ -192,13 +206,33 @@ def by_holders(kubeconfig: str, counts: tuple[int, ...] = HOLDER_COUNTS,
             began = time.perf_counter()
             ledger.reserve(tenant, {f"claim:ns/new-{n}": {CLASS: 1}}, {})
             times.append(time.perf_counter() - began)
-        stored = ledger.api.request("GET", f"{COLLECTION}/{object_name(tenant)}")
+        path = f"{COLLECTION}/{object_name(tenant)}"
+        gets, puts = _get_and_put(ledger, path, samples)
+        stored = ledger.api.request("GET", path)
         managed = stored["metadata"].get("managedFields") or []
-        rows.append({"holders": count + samples,
-                     "reserve_ms": round(statistics.median(times) * 1000, 2),
+        rows.append({"holders": count, "reserve_ms": _median_ms(times),
+                     "get_ms": _median_ms(gets), "put_ms": _median_ms(puts),
                      "object_kib": round(len(json.dumps(stored)) / 1024, 1),
                      "managed_fields_kib": round(len(json.dumps(managed)) / 1024, 1)})
     return rows
+
+
+def _get_and_put(ledger: KubeLedger, path: str, samples: int) -> tuple[list[float], list[float]]:
+    gets, puts = [], []
+    obj = ledger.api.request("GET", path)
+    for sample in range(samples):
+        began = time.perf_counter()
+        obj = ledger.api.request("GET", path)
+        gets.append(time.perf_counter() - began)
+        obj["metadata"]["annotations"] = {"dragate.io/bench": str(sample)}
+        began = time.perf_counter()
+        ledger.api.request("PUT", path, body=obj)
+        puts.append(time.perf_counter() - began)
+    return gets, puts
+
+
+def _median_ms(seconds: list[float]) -> float:
+    return round(statistics.median(seconds) * 1000, 2)
 
 
 def _quantile(ordered: list[float], q: float) -> float:
@@ -219,6 +253,10 @@ def curve(per_thread_total: int = 300, thread_counts: tuple[int, ...] = (1, 2, 4
         startup = time.monotonic() - started
         rows = [race(str(cluster.kubeconfig), t, max(1, per_thread_total // t), budget)
                 for t in thread_counts]
+        with tempfile.TemporaryDirectory(prefix="dragate-share-") as share:
+            busiest = max(thread_counts)
+            rows.append(race(str(cluster.kubeconfig), busiest,
+                             max(1, per_thread_total // busiest), budget, share))
         growth = by_holders(str(cluster.kubeconfig))
     return {"budget_s": budget, "control_plane_start_s": round(startup, 1), "races": rows,
             "by_holders": growth}

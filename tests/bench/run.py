@@ -1,6 +1,7 @@
 """dragate's benchmark harness: one command, a JSON and a Markdown report and a PNG plot.
 
-    python tests/bench/run.py [--quick] [--out DIR] [--only SECTION ...] [--client auto|wrk|python]
+    python tests/bench/run.py [--quick] [--out DIR] [--only SECTION ...] [--merge]
+                              [--client auto|wrk|python]
 
 Sections: http (dragate serve vs a no-op app under the same gunicorn and TLS, keep-alive
 connections 1..16), engine, inventory, migrate, ledger, growth, and two that need a real
@@ -11,12 +12,16 @@ validating + mutating); in a full run only when the e2e toolchain is built, neve
 test runs); the full run takes several minutes. Writes
 report.json, report.md and latency.png (with matplotlib: `pip install -e '.[bench]'`) to
 --out (default tests/bench/results). Needs wrk for the HTTP figures (Debian: `apt-get
-install wrk`), else falls back to a Python client.
+install wrk`), else falls back to a Python client. `--merge` keeps the sections of the
+report.json already in --out that this run does not make (re-running a few sections, e.g.
+late when the machine is quiet); `runs` in the JSON says when and under what load each
+section was measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -90,12 +95,27 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+def merged(previous: Path, results: dict[str, Any]) -> dict[str, Any]:
+    """The report in `previous` with this run's sections (and their `runs`) put in."""
+    if not previous.exists():
+        return results
+    old: dict[str, Any] = json.loads(previous.read_text())
+    old.pop("targets", None)  # recomputed from the merged sections
+    runs = {**old.get("runs", {}), **results.get("runs", {})}
+    seconds = {**old.get("seconds", {}), **results.get("seconds", {})}
+    return {**old, **results, "machine": old.get("machine", results["machine"]),
+            "mode": old.get("mode", results["mode"]), "runs": runs, "seconds": seconds,
+            "merged": True}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny counts: seconds, not minutes")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--only", nargs="+", choices=SECTIONS + OPTIONAL)
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other sections of the report.json in --out")
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     if args.only is None:
@@ -108,9 +128,15 @@ def main() -> None:
             if name in args.only:
                 started = time.perf_counter()
                 print(f"bench: {name} ...", file=sys.stderr, flush=True)
+                load = _load()
                 results[name] = section()
                 results.setdefault("seconds", {})[name] = round(time.perf_counter() - started, 1)
+                results.setdefault("runs", {})[name] = {
+                    "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "loadavg_start": load, "loadavg_end": _load()}
     results["machine"]["loadavg_end"] = _load()
+    if args.merge:
+        results = merged(args.out / "report.json", results)
     for kind, path in report.write(results, args.out).items():
         print(f"bench: {kind} report {path}", file=sys.stderr)
 

@@ -14,17 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from webhook.kube.api import ApiError
-from webhook.ledger.kube import object_name
+from webhook.ledger.kube import object_name, records_of
 
 from .cluster import Cluster
 
 CRD = Path(__file__).parents[2] / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
 RACER = textwrap.dedent(
     """
-    import json, sys, threading, time
+    import json, pathlib, sys, threading, time
     from webhook.ledger.kube import KubeLedger
-    kubeconfig, tenant, quota, threads, proc, start = sys.argv[1:7]
-    ledger = KubeLedger.from_kubeconfig(kubeconfig, budget=20.0)
+    from webhook.ledger.share import Share
+    kubeconfig, tenant, quota, threads, proc, start, shared = sys.argv[1:8]
+    share = Share(pathlib.Path(shared)) if shared else None
+    ledger = KubeLedger.from_kubeconfig(kubeconfig, budget=20.0, share=share)
     granted, answered = [], []
     def race(number):
         time.sleep(max(0.0, float(start) - time.time()))
@@ -40,13 +42,23 @@ RACER = textwrap.dedent(
 )
 
 
-def race(cluster: Cluster, tenant: str, quota: int, processes: int, threads: int) -> list[Any]:
-    """`processes` x `threads` one-GPU reservations, started together; each process's answer."""
+def race(
+    cluster: Cluster,
+    tenant: str,
+    quota: int,
+    processes: int,
+    threads: int,
+    *,
+    share: Path | None = None,
+) -> list[Any]:
+    """`processes` x `threads` one-GPU reservations, started together; each process's answer.
+    With `share`, the processes are the workers of one replica (`webhook.ledger.share`)."""
     start = time.time() + 2.0
     arguments = [str(cluster.kubeconfig), tenant, str(quota), str(threads)]
+    shared = str(share or "")
     racers = [
         subprocess.Popen(
-            [sys.executable, "-c", RACER, *arguments, str(proc), str(start)],
+            [sys.executable, "-c", RACER, *arguments, str(proc), str(start), shared],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -56,10 +68,10 @@ def race(cluster: Cluster, tenant: str, quota: int, processes: int, threads: int
 
 
 def stored(cluster: Cluster, tenant: str) -> dict[str, Any]:
-    """The TenantUsage's holders as the real kubectl reads them."""
+    """The TenantUsage's holders as the real kubectl reads them: key -> {"devices": ...,
+    "expiresAt": ... while pending}, decoded from `spec.records`."""
     result = cluster.kubectl("get", "tenantusage", object_name(tenant), "-o", "json")
-    holders: dict[str, Any] = json.loads(result.stdout)["spec"]["holders"]
-    return holders
+    return {key: r.as_json() for key, r in records_of(json.loads(result.stdout)).items()}
 
 
 class WatchedApi:

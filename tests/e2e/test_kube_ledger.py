@@ -11,6 +11,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +19,9 @@ from ledger_contract import CONTRACT, EXPIRY_CONTRACT, GPU, MakeTimedLedger
 
 from webhook.kube.caches import KubeState
 from webhook.kube.informer import Informer, Resource
+from webhook.ledger import recordtext
 from webhook.ledger.accounting import PENDING_SECONDS
-from webhook.ledger.kube import COLLECTION, KubeLedger
+from webhook.ledger.kube import COLLECTION, TOTALS_KEY, KubeLedger, object_name, records_of
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.reconciler import Reconcilable, Reconciler, claims_truth
 from webhook.policy.loading import parse_policies
@@ -52,11 +54,16 @@ def test_expiry_contract(case: Callable[[MakeTimedLedger], None], fresh: Any) ->
     case(lambda clock: fresh(clock=clock))
 
 
-def test_racing_processes_never_overcommit(crd: Cluster, fresh: Any) -> None:
-    """2 processes x 8 threads race for one tenant's 5 GPUs: exactly 5 are granted."""
+@pytest.mark.parametrize("shared", [False, True], ids=["replicas", "workers-sharing-a-copy"])
+def test_racing_processes_never_overcommit(
+    crd: Cluster, fresh: Any, tmp_path: Path, shared: bool
+) -> None:
+    """2 processes x 8 threads race for one tenant's 5 GPUs: exactly 5 are granted, whether
+    they meet only at the API server (replicas) or also take turns (one replica's workers)."""
     fresh()
     quota, threads = 5, 8
-    answers = race(crd, "racers", quota, processes=2, threads=threads)
+    answers = race(crd, "racers", quota, processes=2, threads=threads,
+                   share=tmp_path if shared else None)  # fmt: skip
     assert sum(a["answered"] for a in answers) == 2 * threads
     assert sum(len(a["granted"]) for a in answers) == quota
     holders = stored(crd, "racers")
@@ -204,3 +211,65 @@ def _has_claim(state: KubeState, name: str) -> bool:
 def _holders(ledger: Reconcilable) -> dict[str, int]:
     usage = ledger.usage("recon")  # type: ignore[attr-defined]
     return {h.key: h.devices for cls in usage.values() for h in cls.holders}
+
+
+def test_an_object_in_the_format_before_is_read_and_migrated_by_the_next_write(
+    crd: Cluster, fresh: Any
+) -> None:
+    """A TenantUsage written before `spec.records` (holders as a map) still counts."""
+    ledger = fresh()
+    old = {"claim:old/x": {"devices": {GPU: 2}, "expiresAt": time.time() + 60}}
+    ledger.api.request("POST", COLLECTION, body=_old_replica_object("mig", old))
+    assert ledger.reserve("mig", {"claim:new/y": {GPU: 1}}, {GPU: 3}).granted
+    assert not ledger.reserve("mig", {"claim:new/z": {GPU: 1}}, {GPU: 3}).granted
+    obj = ledger.api.request("GET", f"{COLLECTION}/{object_name('mig')}")
+    assert obj["spec"]["holders"] == {TOTALS_KEY: {"devices": {GPU: 3}}}
+    assert sorted(records_of(obj)) == ["claim:new/y", "claim:old/x"]
+
+
+def test_an_older_replica_writing_over_the_records_keeps_within_the_quota(
+    crd: Cluster, fresh: Any
+) -> None:
+    """During a rolling upgrade an older replica reads only `spec.holders`: the totals there
+    keep it within the quota, and what it writes (dropping `records`) still counts after."""
+    ledger = fresh()
+    assert ledger.reserve("mixed", {"claim:new/a": {GPU: 2}}, {GPU: 4}).granted
+    path = f"{COLLECTION}/{object_name('mixed')}"
+    seen = ledger.api.request("GET", path)
+    holders = dict(seen["spec"]["holders"])  # all an older replica sees: the totals
+    assert sum(h["devices"][GPU] for h in holders.values()) == 2
+    holders["claim:old/b"] = {"devices": {GPU: 1}, "expiresAt": time.time() + 60}
+    body = _old_replica_object("mixed", holders, seen["metadata"]["resourceVersion"])
+    ledger.api.request("PUT", path, body=body)
+    assert ledger.reserve("mixed", {"claim:new/c": {GPU: 1}}, {GPU: 4}).granted
+    assert not ledger.reserve("mixed", {"claim:new/d": {GPU: 1}}, {GPU: 4}).granted
+    assert ledger.usage("mixed")[GPU].used == 4
+
+
+def _old_replica_object(
+    tenant: str, holders: dict[str, Any], resource_version: str | None = None
+) -> dict[str, Any]:
+    """A TenantUsage as a replica before `spec.records` wrote it: the holders map only."""
+    metadata: dict[str, Any] = {"name": object_name(tenant)}
+    if resource_version:
+        metadata["resourceVersion"] = resource_version
+    return {"apiVersion": "dragate.io/v1alpha1", "kind": "TenantUsage", "metadata": metadata,
+            "spec": {"tenant": tenant, "holders": holders}}  # fmt: skip
+
+
+def test_records_past_the_object_limit_are_refused_and_other_tenants_still_reconciled(
+    crd: Cluster, fresh: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tenant whose holders no longer fit in one TenantUsage fails closed with a clear
+    message, writes nothing, and does not stop the reconciler for the other tenants."""
+    ledger = fresh()
+    assert ledger.reserve("big", {"claim:big/a": {GPU: 1}}, {}).granted
+    monkeypatch.setattr(recordtext, "MAX_BYTES", len(f"claim:big/a {GPU}=1 1.0\n") + 4)
+    with pytest.raises(recordtext.Unstorable, match=r"'big': 2 holders need .* split the tenant"):
+        ledger.reserve("big", {"claim:big/b": {GPU: 1}}, {})
+    assert sorted(stored(crd, "big")) == ["claim:big/a"]
+    truth = {"big": {"claim:big/a": {GPU: 1}, "claim:big/c": {GPU: 1}},
+             "small": {"claim:small/x": {GPU: 2}}}  # fmt: skip
+    with pytest.raises(recordtext.Unstorable):
+        ledger.reconcile(truth)
+    assert {h.key for h in ledger.usage("small")[GPU].holders} == {"claim:small/x"}

@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 import yaml
 
+from webhook.ledger.kube import records_of
+
 from .cluster import Cluster
 from .dragate_server import (
     CRD,
@@ -122,14 +124,14 @@ def holders(cluster: Cluster, tenant: str) -> dict[str, dict[str, int]]:
     found = cluster.kubectl("get", "tenantusage", tenant, "-o", "json", "--ignore-not-found")
     if not found.stdout.strip():
         return {}
-    records = json.loads(found.stdout)["spec"].get("holders") or {}
-    return {key: dict(record["devices"]) for key, record in records.items()}
+    records = records_of(json.loads(found.stdout))
+    return {key: dict(record.devices) for key, record in records.items()}
 
 
 def pending(cluster: Cluster, tenant: str) -> set[str]:
     """Holders not confirmed by the reconciler yet (they carry expiresAt)."""
-    found = cluster.get_json("tenantusage", tenant)["spec"].get("holders") or {}
-    return {key for key, record in found.items() if "expiresAt" in record}
+    found = records_of(cluster.get_json("tenantusage", tenant))
+    return {key for key, record in found.items() if record.expires_at is not None}
 
 
 def claim_names(cluster: Cluster, namespace: str) -> set[str]:

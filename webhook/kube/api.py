@@ -15,6 +15,7 @@ Relies on (checked with kubernetes 37.0.2; canaries: tests/canary/test_kubernete
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import random
 from collections.abc import Iterator, Mapping
@@ -68,6 +69,16 @@ class KubeApi:
         configuration.retries = 0
         configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, 16)
         return cls(k8s.ApiClient(configuration))
+
+    def server_identity(self) -> str:
+        """The API server's URL and a digest of the CA that vouches for it: which cluster
+        this is, also when a new cluster comes up at the same address."""
+        configuration = self._client.configuration
+        ca = b""
+        if configuration.ssl_ca_cert:
+            with contextlib.suppress(OSError), open(configuration.ssl_ca_cert, "rb") as file:
+                ca = file.read()
+        return f"{configuration.host} {hashlib.sha256(ca).hexdigest()}"
 
     def request(
         self,

@@ -1,0 +1,129 @@
+"""A tenant's records as one string: how a TenantUsage stores them (`spec.records`).
+
+The API server pays for every field of a custom resource on every write: it decodes the
+object into nested maps, prunes and validates each field against the CRD schema and computes
+the managed fields, all in proportion to the number of fields. With one map entry per holder
+a write cost grew with the holders (measured on the e2e apiserver: a PUT took 11 ms at 50
+holders, 57 ms at 200 and 96-165 ms at 1,000, against 3 ms for a ConfigMap of the same
+size). One string is one field whatever the holders: 3-4 ms at 1,000 holders.
+
+One line per holder, sorted by key, fields separated by one space:
+
+    <holder key> <class>=<devices>[,<class>=<devices>...] [<expiresAt>]
+
+`-` stands for no devices; `expiresAt` (unix seconds, Python's shortest round-trip float
+text) is present while the holder is pending. Holder keys (claim:<namespace>/<name>,
+pod:<uid>/<podClaimName>) and DeviceClass names never hold spaces, `=` or `,`, so nothing
+needs quoting; a key or class that would is refused rather than written ambiguously.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from webhook.ledger.accounting import Record, Records
+from webhook.types import FactsUnavailable
+
+MAX_BYTES = 1_000_000
+"""The longest `spec.records` written: etcd refuses requests over 1.5 MiB, and the object
+carries metadata besides. About 16,000 holders with typical names (60 bytes a line); at
+least 2,700 with the longest names Kubernetes allows (a 63-character namespace and a
+253-character claim name, pending: ~360 bytes a line)."""
+
+_SEPARATORS = (" ", "\n")
+_CLASS_SEPARATORS = (" ", "\n", "=", ",")
+
+
+class Unstorable(FactsUnavailable):
+    """The records cannot be written: too many holders for one object, or a bad name."""
+
+
+Lines = dict[str, tuple[Record, str]]
+"""Holder key -> (record, its line): what `decode` read or `encode` wrote last, so the next
+`encode` formats only the records that changed (the same Record object reuses its line)."""
+
+
+def encode(records: Mapping[str, Record], tenant: str = "", lines: Lines | None = None) -> str:
+    """The records as lines; raises Unstorable past MAX_BYTES or for an unquotable name.
+
+    On the hot path of every admission: with `lines` (refreshed in place) only new or changed
+    records are formatted, classes are checked once each, and keys by counting separators in
+    the whole text (1,000 holders: 6 ms checking and formatting each line, 0.3 ms so).
+    """
+    known = lines if lines is not None else {}
+    fresh: Lines = {}
+    classes: set[str] = set()
+    spaces = 0
+    for key in sorted(records):
+        record = records[key]
+        cached = known.get(key)
+        line = cached[1] if cached is not None and cached[0] is record else None
+        if line is None:
+            classes.update(record.devices)
+            line = _line(key, record)
+        fresh[key] = (record, line)
+        spaces += 1 if record.expires_at is None else 2
+    text = "".join(line for _, line in fresh.values())
+    _check_names(text, records, classes, spaces)
+    if len(text) > MAX_BYTES:
+        raise Unstorable(
+            f"tenant {tenant!r}: {len(records)} holders need {len(text)} bytes, over the "
+            f"TenantUsage limit of {MAX_BYTES} bytes; delete unused claims or split the tenant"
+        )
+    if lines is not None:
+        lines.clear()
+        lines.update(fresh)
+    return text
+
+
+def _line(key: str, record: Record) -> str:
+    devices = record.devices
+    if len(devices) == 1:
+        ((name, count),) = devices.items()
+        held = f"{name}={int(count)}"
+    else:
+        held = ",".join(f"{c}={int(n)}" for c, n in sorted(devices.items())) or "-"
+    if record.expires_at is None:
+        return f"{key} {held}\n"
+    return f"{key} {held} {record.expires_at!r}\n"
+
+
+def _check_names(text: str, records: Mapping[str, Record], classes: set[str], spaces: int) -> None:
+    """Raise Unstorable unless every line splits back into the fields it was made of."""
+    for name in classes:
+        if not name or any(c in name for c in _CLASS_SEPARATORS):
+            raise Unstorable(f"device class {name!r} cannot be stored (space, '=', ',')")
+    if text.count(" ") != spaces or text.count("\n") != len(records):
+        bad = next(k for k in records if any(c in k for c in _SEPARATORS))
+        raise Unstorable(f"holder key {bad!r} cannot be stored (space or line break)")
+
+
+def decode(text: str, where: str = "spec.records", lines: Lines | None = None) -> Records:
+    """The records of `encode`'s text (each line remembered in `lines` when given); raises
+    Unstorable for a line it did not write."""
+    records: Records = {}
+    for number, line in enumerate(text.split("\n"), 1):
+        if line:
+            try:
+                key, record = _parse(line)
+            except ValueError as error:
+                raise Unstorable(f"{where} line {number} {line!r}: {error}") from error
+            records[key] = record
+            if lines is not None:
+                lines[key] = (record, line + "\n")
+    return records
+
+
+def _parse(line: str) -> tuple[str, Record]:
+    fields = line.split(" ")
+    if len(fields) not in (2, 3):
+        raise ValueError("expected '<key> <class>=<devices>[,...] [<expiresAt>]'")
+    devices: dict[str, int] = {}
+    if fields[1] != "-":
+        for item in fields[1].split(","):
+            name, _, count = item.partition("=")
+            devices[name] = int(count)
+            if not name or devices[name] < 0:
+                raise ValueError(f"bad device count {item!r}")
+    expires = float(fields[2]) if len(fields) == 3 else None
+    return fields[0], Record(devices, expires)
