@@ -168,8 +168,16 @@ def render_response(
     return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
 
 
+_REPLY_ENCODER = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", ":"))
+
+
+def encode_review(reply: Mapping[str, Any]) -> bytes:
+    """The reply's bytes: compact JSON, sorted keys, ASCII, newline-terminated."""
+    return (_REPLY_ENCODER.encode(reply) + "\n").encode("ascii")
+
+
 def decision_audit(verdict: Verdict) -> dict[str, str]:
-    """What every answer records in the audit log: the decision, the tenant, denying policies.
+    """What every answer records in the audit log: decision, tenant, exemption, denying policies.
 
     The apiserver stores each key as `<webhook-name>/<key>`, e.g. `validate.dragate.io/decision`.
     """
@@ -177,6 +185,8 @@ def decision_audit(verdict: Verdict) -> dict[str, str]:
     audit = {"decision": "allowed" if decision.allowed else "denied"}
     if decision.tenant:
         audit["tenant"] = decision.tenant
+    if verdict.exempt:
+        audit["exempt"] = verdict.exempt
     if not decision.allowed:
         audit["policies"] = ",".join(dict.fromkeys(r.policy for r in decision.reasons))
     return audit

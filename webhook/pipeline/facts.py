@@ -1,0 +1,69 @@
+"""Every fact a review may need, read once; and what a store that cannot answer means."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from webhook.engine import namespace_labels, resolve_tenant
+from webhook.engine.feasibility import check_claim
+from webhook.engine.inventory import ClassCapacity, Inventory
+from webhook.engine.normalize import ObjectError, pod_claims
+from webhook.pipeline.context import Context
+from webhook.types import (
+    AdmissionRequest,
+    ClaimSpec,
+    ClusterState,
+    Deadline,
+    DeadlineExceeded,
+    Facts,
+    FactsUnavailable,
+    Object,
+    PolicySet,
+)
+
+DEADLINE_SLACK = 0.01
+"""A store's wait cut short by the deadline ends this close to it (timers are coarse)."""
+
+
+def gather(request: AdmissionRequest, policies: PolicySet, context: Context) -> Facts:
+    """Every fact the engine may need for `request`, read once."""
+    state = context.state
+    namespace = state.namespace(request.namespace) if request.namespace else None
+    labels = namespace_labels(namespace, request.namespace)
+    tenant = resolve_tenant(policies, request.namespace, labels) if request.namespace else None
+    facts = Facts(
+        namespace=namespace,
+        tenant=tenant,
+        templates=_templates(request, state),
+        device_classes=state.device_classes(),
+    )
+    inventory = context.inventory() if context.inventory is not None else None
+    return _with_inventory(facts, inventory) if inventory is not None else facts
+
+
+def out_of_time(deadline: Deadline, err: FactsUnavailable) -> None:
+    """A store that gave up because the review's own time ran out is a timeout, not an outage."""
+    if deadline.remaining() <= DEADLINE_SLACK:
+        raise DeadlineExceeded(f"deadline passed while waiting: {err}") from err
+
+
+def _with_inventory(facts: Facts, inventory: Inventory) -> Facts:
+    """What the published devices add: `All` counted exactly, and unsatisfiable requests."""
+    classes = facts.device_classes
+
+    def problems(spec: ClaimSpec) -> list[str]:
+        return [r.message for r in check_claim(inventory, spec, classes) if not r.ok]
+
+    capacity = ClassCapacity(inventory, classes)
+    return replace(facts, class_capacity=capacity, feasibility=problems)
+
+
+def _templates(request: AdmissionRequest, state: ClusterState) -> dict[str, Object]:
+    if request.kind != "Pod" or request.object is None:
+        return {}
+    try:
+        names = {c.template_name for c in pod_claims(request.object) if c.template_name}
+    except ObjectError:
+        return {}  # the engine reports the shape problem
+    found = {name: state.template(request.namespace, name) for name in names}
+    return {name: template for name, template in found.items() if template is not None}
