@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import orjson
+
 from webhook.types import AdmissionRequest, Operation, Reason, Verdict
 
 API_VERSION = "admission.k8s.io/v1"
@@ -71,15 +73,35 @@ def _require_json_content_type(content_type: str | None) -> None:
         raise BadReview(f"Content-Type must be application/json, got {content_type or 'none'!r}")
 
 
+_LONG_NUMBER = re.compile(rb"\d{19,}")
+"""A run of digits that may be an integer outside 64 bits, which orjson reads as a float."""
+
+
 def _decode(body: bytes) -> dict[str, Any]:
-    """JSON of any shape to a dict; deep nesting and giant numbers are user errors too."""
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError) as err:  # JSONDecodeError and UnicodeDecodeError too
-        raise BadReview(f"body is not valid JSON: {_short(str(err), 200)}") from None
+    """JSON of any shape to a dict; deep nesting and giant numbers are user errors too.
+
+    orjson reads a review in half the time of `json`, and whatever it reads, it reads as
+    `json` does, except integers outside 64 bits (a body with a long digit run goes to `json`).
+    What orjson refuses goes to `json` too, so NaN, lone surrogates, a BOM and every error
+    message are exactly `json`'s.
+    """
+    if _LONG_NUMBER.search(body) is None:
+        try:
+            document = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            document = _decode_slowly(body)
+    else:
+        document = _decode_slowly(body)
     if not isinstance(document, dict):
         raise BadReview("body must be a JSON object")
     return document
+
+
+def _decode_slowly(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as err:  # JSONDecodeError and UnicodeDecodeError too
+        raise BadReview(f"body is not valid JSON: {_short(str(err), 200)}") from None
 
 
 def _request(uid: str, raw: Mapping[str, Any]) -> AdmissionRequest:
@@ -168,12 +190,12 @@ def render_response(
     return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
 
 
-_REPLY_ENCODER = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", ":"))
+_REPLY_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 
 
 def encode_review(reply: Mapping[str, Any]) -> bytes:
-    """The reply's bytes: compact JSON, sorted keys, ASCII, newline-terminated."""
-    return (_REPLY_ENCODER.encode(reply) + "\n").encode("ascii")
+    """The reply's bytes: compact UTF-8 JSON, sorted keys, newline-terminated."""
+    return orjson.dumps(reply, option=_REPLY_OPTIONS)
 
 
 def decision_audit(verdict: Verdict) -> dict[str, str]:
@@ -194,7 +216,11 @@ def decision_audit(verdict: Verdict) -> dict[str, str]:
 
 def encode_patch(patch: Iterable[Mapping[str, Any]]) -> str:
     """RFC 6902 operations as the base64 JSON the apiserver expects."""
-    data = json.dumps(list(patch), separators=(",", ":")).encode()
+    operations = list(patch)
+    try:
+        data = orjson.dumps(operations)
+    except orjson.JSONEncodeError:  # nested deeper than orjson's 255 levels
+        data = json.dumps(operations, separators=(",", ":")).encode()
     return base64.b64encode(data).decode("ascii")
 
 

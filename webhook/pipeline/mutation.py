@@ -14,6 +14,7 @@ from webhook.pipeline.context import Context
 from webhook.pipeline.facts import gather, out_of_time
 from webhook.rewrite import rewrite_object
 from webhook.rewrite.patch import make_patch
+from webhook.rewrite.podspec import asks_legacy
 from webhook.types import (
     AdmissionRequest,
     Deadline,
@@ -67,8 +68,11 @@ def legacy_pod_denial(
 ) -> Decision | None:
     """A legacy Pod that reached validation unchanged (the mutating webhook was skipped, or
     failed open) is judged as its rewrite: it may not bypass the policy by keeping the
-    device plugin's resources. Nothing is reserved for it: it holds no DRA claim."""
-    if request.kind != "Pod":
+    device plugin's resources. Nothing is reserved for it: it holds no DRA claim. A Pod that
+    asks for no legacy resource has nothing to rewrite, and is not copied to find that out."""
+    if request.kind != "Pod" or not asks_legacy(
+        (request.object or {}).get("spec"), policies.mappings
+    ):
         return None
     return _rewrite_denial(request, policies, facts, _rewritten(request, policies, facts))
 
