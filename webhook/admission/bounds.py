@@ -38,7 +38,7 @@ def problems(kind: str, obj: Mapping[str, Any]) -> Iterator[str]:
     """Every broken limit: claim list sizes, and container names repeated in a pod spec."""
     if kind in CLAIM_SPECS:
         yield from _claim_problems(obj, CLAIM_SPECS[kind])
-    yield from _duplicate_containers(obj)
+    yield from _duplicate_containers(obj, kind)
 
 
 def _claim_problems(obj: Mapping[str, Any], spec_path: tuple[str, ...]) -> Iterator[str]:
@@ -66,9 +66,13 @@ def _too_many(value: Any, limit: int, path: str) -> Iterator[str]:
         yield f"{path} has {len(value)} items, at most {limit} are allowed"
 
 
-def _duplicate_containers(obj: Mapping[str, Any]) -> Iterator[str]:
-    """Every mapping holding a `containers` list is a pod spec (of any workload kind)."""
-    for spec in _mappings(obj):
+def _duplicate_containers(obj: Mapping[str, Any], kind: str) -> Iterator[str]:
+    """A Pod's pod spec is its `spec`; in any other kind (workloads, custom resources) every
+    mapping holding a `containers` list is one."""
+    specs = [obj.get("spec")] if kind == "Pod" else _mappings(obj)
+    for spec in specs:
+        if not isinstance(spec, dict):
+            continue
         if isinstance(spec.get("containers"), list):
             seen: set[str] = set()
             for field in CONTAINER_LISTS:

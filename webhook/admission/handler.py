@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from webhook.admission import metrics
+from webhook.admission import jsonlog, metrics
 from webhook.admission.config import AdmissionOptions, TimeoutOutcome
 from webhook.admission.review import render_response
 from webhook.pipeline import Context
@@ -104,9 +104,10 @@ def _count(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: 
 
 def _log(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: float) -> None:
     decision = outcome.verdict.decision
-    log.info(
+    jsonlog.info_line(
+        log,
         "review",
-        extra={"fields": {
+        {
             "uid": request.uid,
             "endpoint": endpoint,
             "kind": request.kind,
@@ -118,5 +119,5 @@ def _log(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: fl
             "allowed": decision.allowed,
             "result": outcome.result,
             "duration_ms": round(elapsed * 1000, 3),
-        }},
-    )  # fmt: skip
+        },
+    )

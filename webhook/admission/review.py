@@ -10,6 +10,7 @@ carries `status.code` 403 with a message naming policy, tenant, class and number
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -73,8 +74,10 @@ def _require_json_content_type(content_type: str | None) -> None:
         raise BadReview(f"Content-Type must be application/json, got {content_type or 'none'!r}")
 
 
-_LONG_NUMBER = re.compile(rb"\d{19,}")
-"""A run of digits that may be an integer outside 64 bits, which orjson reads as a float."""
+_DIGITS_AS_ZEROS = bytes.maketrans(b"0123456789", b"0000000000")
+_LONG_NUMBER = b"0" * 19
+"""19 digits in a row (after every digit became 0) may be an integer outside 64 bits, which
+orjson reads as a float. (A translate and a find cost a tenth of a regular expression.)"""
 
 
 def _decode(body: bytes) -> dict[str, Any]:
@@ -85,7 +88,7 @@ def _decode(body: bytes) -> dict[str, Any]:
     What orjson refuses goes to `json` too, so NaN, lone surrogates, a BOM and every error
     message are exactly `json`'s.
     """
-    if _LONG_NUMBER.search(body) is None:
+    if _LONG_NUMBER not in body.translate(_DIGITS_AS_ZEROS):
         try:
             document = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -248,8 +251,12 @@ def audit_annotations(audit: Mapping[str, str]) -> dict[str, str]:
     return annotations
 
 
+@functools.lru_cache(maxsize=256)
 def audit_key(key: str) -> str:
-    """`dragate.io/tenant` -> `dragate.io-tenant`; "" when nothing valid is left."""
+    """`dragate.io/tenant` -> `dragate.io-tenant`; "" when nothing valid is left.
+
+    Keys come from the code (`decision`, `tenant`, `audit-0`, ...), so the few seen are
+    remembered rather than cleaned by two regular expressions on every reply."""
     candidate = _AUDIT_BAD_CHARS.sub("-", key)[:MAX_AUDIT_KEY_CHARS].strip("-_.")
     return candidate if _AUDIT_KEY.match(candidate) else ""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
 
 from webhook.engine import namespace_labels, resolve_tenant
 from webhook.engine.feasibility import check_claim
@@ -31,14 +31,17 @@ def gather(request: AdmissionRequest, policies: PolicySet, context: Context) -> 
     namespace = state.namespace(request.namespace) if request.namespace else None
     labels = namespace_labels(namespace, request.namespace)
     tenant = resolve_tenant(policies, request.namespace, labels) if request.namespace else None
-    facts = Facts(
+    classes = state.device_classes()
+    inventory = context.inventory() if context.inventory is not None else None
+    capacity, feasibility = _published(inventory, classes) if inventory is not None else ({}, None)
+    return Facts(
         namespace=namespace,
         tenant=tenant,
         templates=_templates(request, state),
-        device_classes=state.device_classes(),
+        device_classes=classes,
+        class_capacity=capacity,
+        feasibility=feasibility,
     )
-    inventory = context.inventory() if context.inventory is not None else None
-    return _with_inventory(facts, inventory) if inventory is not None else facts
 
 
 def out_of_time(deadline: Deadline, err: FactsUnavailable) -> None:
@@ -47,15 +50,16 @@ def out_of_time(deadline: Deadline, err: FactsUnavailable) -> None:
         raise DeadlineExceeded(f"deadline passed while waiting: {err}") from err
 
 
-def _with_inventory(facts: Facts, inventory: Inventory) -> Facts:
+Published = tuple[Mapping[str, int], Callable[[ClaimSpec], Sequence[str]] | None]
+
+
+def _published(inventory: Inventory, classes: Mapping[str, Object]) -> Published:
     """What the published devices add: `All` counted exactly, and unsatisfiable requests."""
-    classes = facts.device_classes
 
     def problems(spec: ClaimSpec) -> list[str]:
         return [r.message for r in check_claim(inventory, spec, classes) if not r.ok]
 
-    capacity = ClassCapacity(inventory, classes)
-    return replace(facts, class_capacity=capacity, feasibility=problems)
+    return ClassCapacity(inventory, classes), problems
 
 
 def _templates(request: AdmissionRequest, state: ClusterState) -> dict[str, Object]:
