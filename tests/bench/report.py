@@ -124,6 +124,16 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
                           for r in rows)
 
 
+def _kept_note(kept: dict[str, Any] | None) -> list[str]:
+    """Which sections come from an earlier run (`run.py --merge`), and that run's machine."""
+    if not kept:
+        return []
+    machine = kept.get("machine", {})
+    return [f"Sections {', '.join(kept['sections'])} are from an earlier run (mode "
+            f"{kept.get('mode')}, load average {machine.get('loadavg_start')} at start, "
+            f"{machine.get('loadavg_end')} at end); the rest are from this one.\n"]
+
+
 def markdown(results: dict[str, Any]) -> str:
     machine = results["machine"]
     parts = [
@@ -132,6 +142,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"Python {machine['python']}, gunicorn {machine['gunicorn']}, {machine['wrk']}, "
         f"{machine['openssl']}; load average {machine.get('loadavg_start')} at start, "
         f"{machine.get('loadavg_end')} at end. Mode: {results['mode']}.\n",
+        *_kept_note(results.get("kept")),
         "## Targets\n",
         _table([{**t, "met": {True: "met", False: "**missed**", None: "n/a"}[t["met"]]}
                 for t in results["targets"]], ["name", "measured", "target", "met"]),

@@ -1,6 +1,7 @@
 """dragate's benchmark harness: one command, a JSON and a Markdown report and a PNG plot.
 
     python tests/bench/run.py [--quick] [--out DIR] [--only SECTION ...] [--client auto|wrk|python]
+                              [--merge]
 
 Sections: http (dragate serve vs a no-op app under the same gunicorn and TLS, keep-alive
 connections 1..16), engine, inventory, migrate, ledger, growth, and two that need a real
@@ -10,13 +11,15 @@ validating + mutating); in a full run only when the e2e toolchain is built, neve
 `--quick` unless named with --only. `--quick` uses tiny counts (seconds; what CI's smoke
 test runs); the full run takes several minutes. Writes
 report.json, report.md and latency.png (with matplotlib: `pip install -e '.[bench]'`) to
---out (default tests/bench/results). Needs wrk for the HTTP figures (Debian: `apt-get
-install wrk`), else falls back to a Python client.
+--out (default tests/bench/results); with `--merge`, sections not run now are kept from the
+report.json already there (the report names them and their run). Needs wrk for the HTTP
+figures (Debian: `apt-get install wrk`), else falls back to a Python client.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -90,12 +93,29 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+def _merged(results: dict[str, Any], earlier_file: Path) -> dict[str, Any]:
+    """This run's sections over an earlier report's: one report after re-running a few.
+
+    The machine line is this run's; `kept` names the sections (and their own machine line)
+    that come from the earlier run, and the Markdown says so."""
+    earlier = json.loads(earlier_file.read_text()) if earlier_file.exists() else {}
+    kept = [name for name in SECTIONS + OPTIONAL if name in earlier and name not in results]
+    merged = {**{name: earlier[name] for name in kept}, **results}
+    if kept:
+        merged["kept"] = {"sections": kept, "machine": earlier.get("machine", {}),
+                          "mode": earlier.get("mode")}
+        merged["seconds"] = {**earlier.get("seconds", {}), **results.get("seconds", {})}
+    return merged
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny counts: seconds, not minutes")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--only", nargs="+", choices=SECTIONS + OPTIONAL)
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the sections not run now from --out's report.json")
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     if args.only is None:
@@ -111,6 +131,8 @@ def main() -> None:
                 results[name] = section()
                 results.setdefault("seconds", {})[name] = round(time.perf_counter() - started, 1)
     results["machine"]["loadavg_end"] = _load()
+    if args.merge:
+        results = _merged(results, args.out / "report.json")
     for kind, path in report.write(results, args.out).items():
         print(f"bench: {kind} report {path}", file=sys.stderr)
 
