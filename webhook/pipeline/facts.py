@@ -7,7 +7,6 @@ from collections.abc import Callable, Mapping, Sequence
 from webhook.engine import namespace_labels, resolve_tenant
 from webhook.engine.feasibility import check_claim
 from webhook.engine.inventory import ClassCapacity, Inventory
-from webhook.engine.normalize import ObjectError, pod_claims
 from webhook.pipeline.context import Context
 from webhook.types import (
     AdmissionRequest,
@@ -63,11 +62,24 @@ def _published(inventory: Inventory, classes: Mapping[str, Object]) -> Published
 
 
 def _templates(request: AdmissionRequest, state: ClusterState) -> dict[str, Object]:
+    """The ResourceClaimTemplates a Pod names, as the cluster has them."""
     if request.kind != "Pod" or request.object is None:
         return {}
-    try:
-        names = {c.template_name for c in pod_claims(request.object) if c.template_name}
-    except ObjectError:
-        return {}  # the engine reports the shape problem
-    found = {name: state.template(request.namespace, name) for name in names}
+    found = {
+        name: state.template(request.namespace, name) for name in _template_names(request.object)
+    }
     return {name: template for name, template in found.items() if template is not None}
+
+
+def _template_names(pod: Object) -> set[str]:
+    """`spec.resourceClaims[].resourceClaimTemplateName`, skipping whatever is malformed: the
+    engine reads the claims itself (`normalize.pod_claims`) and denies a malformed Pod."""
+    spec = pod.get("spec")
+    claims = spec.get("resourceClaims") if isinstance(spec, dict) else None
+    return {
+        name
+        for claim in (claims if isinstance(claims, list) else ())
+        if isinstance(claim, dict)
+        and isinstance(name := claim.get("resourceClaimTemplateName"), str)
+        and name
+    }
