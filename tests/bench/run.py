@@ -99,7 +99,8 @@ def _merged(results: dict[str, Any], earlier_file: Path) -> dict[str, Any]:
     The machine line is this run's; `kept` names the sections (and their own machine line)
     that come from the earlier run, and the Markdown says so."""
     earlier = json.loads(earlier_file.read_text()) if earlier_file.exists() else {}
-    kept = [name for name in SECTIONS + OPTIONAL if name in earlier and name not in results]
+    kept = [name for name in (*SECTIONS, *OPTIONAL, "profile")
+            if name in earlier and name not in results]
     merged = {**{name: earlier[name] for name in kept}, **results}
     if kept:
         merged["kept"] = {"sections": kept, "machine": earlier.get("machine", {}),
@@ -116,6 +117,9 @@ def main() -> None:
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument("--merge", action="store_true",
                         help="keep the sections not run now from --out's report.json")
+    parser.add_argument("--profile", type=Path, metavar="FILE",
+                        help="JSON: instructions per review (instructions.py --summarize "
+                             "--json), `before` counts and `notes` for the report")
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     if args.only is None:
@@ -131,6 +135,8 @@ def main() -> None:
                 results[name] = section()
                 results.setdefault("seconds", {})[name] = round(time.perf_counter() - started, 1)
     results["machine"]["loadavg_end"] = _load()
+    if args.profile is not None:
+        results["profile"] = json.loads(args.profile.read_text())
     if args.merge:
         results = _merged(results, args.out / "report.json")
     for kind, path in report.write(results, args.out).items():

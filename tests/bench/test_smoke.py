@@ -67,9 +67,14 @@ def test_merge_keeps_the_sections_not_run(
 ) -> None:
     out, earlier = report
     (tmp_path / "report.json").write_text((out / "report.json").read_text())
+    profile = {"instructions": {"route/validate": 3, "pipeline/validate": 2}, "notes": ["next"]}
+    (tmp_path / "profile.json").write_text(json.dumps(profile))
     subprocess.run([sys.executable, str(RUN), "--quick", "--only", "ledger", "--merge",
-                    "--out", str(tmp_path)], check=True, timeout=240)
+                    "--profile", str(tmp_path / "profile.json"), "--out", str(tmp_path)],
+                   check=True, timeout=240)
     merged = json.loads((tmp_path / "report.json").read_text())
     assert merged["http"] == earlier["http"] and merged["engine"] == earlier["engine"]
     assert "ledger" not in merged["kept"]["sections"] and "http" in merged["kept"]["sections"]
-    assert "are from an earlier run" in (tmp_path / "report.md").read_text()
+    text = (tmp_path / "report.md").read_text()
+    assert "are from an earlier run" in text
+    assert "| route/validate | 3 |  | 1 |" in text and "- next" in text
