@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from admission.admission_support import encode, pod, review_body
 
+from webhook import pipeline
 from webhook.admission.config import TimeoutOutcome
 from webhook.types import Decision, Verdict
 
@@ -176,31 +177,49 @@ def test_dry_run_reaches_the_pipeline(client: Any) -> None:
     assert response["warnings"] == ["dry run: nothing reserved"]
 
 
+UNREADABLE_CLAIM = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaim",
+    "metadata": {"name": "c", "namespace": "team-a"},
+    "spec": {"devices": {"requests": "not a list"}},
+}
+CLAIM_KIND = {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"}
+
+
 @pytest.mark.parametrize(
     ("request_fields", "options"),
     [
+        ({}, {}),
         ({"operation": "DELETE", "object": None}, {}),
         ({"operation": "CONNECT"}, {}),
         ({"subResource": "status", "operation": "UPDATE"}, {}),
         ({"subResource": "ephemeralcontainers", "operation": "UPDATE"}, {}),
         ({"subResource": "resize", "operation": "UPDATE"}, {}),
-        ({"namespace": "dragate-system"}, {"own_namespace": "dragate-system"}),
+        ({"namespace": "team-a"}, {"own_namespace": "team-a"}),
         (
             {"userInfo": {"username": "system:serviceaccount:dragate-system:dragate"}},
             {"own_namespace": "dragate-system", "own_service_account": "dragate"},
         ),
     ],
-    ids=["delete", "connect", "status", "ephemeral", "resize", "own-namespace", "own-sa"],
+    ids=["reviewed", "delete", "connect", "status", "ephemeral", "resize", "own-namespace",
+         "own-sa"],
 )
 def test_exempt_requests_pass_unevaluated(
     make_app: Any, request_fields: dict[str, Any], options: dict[str, Any]
 ) -> None:
-    client = make_app(**options).test_client()
-    obj = pod("nowhere", crash="yes")  # would be denied (no tenant) or crash if evaluated
-    for endpoint in ("/validate", "/mutate"):
-        response = client.post(endpoint, json=review_body(obj, **request_fields))
-        body = response.get_json()["response"]
-        assert body["allowed"] is True and "patch" not in body
+    """Through the real pipeline: reviewed, the claim is denied and the Pod's tenant read."""
+    client = make_app(reviewer=pipeline.review, **options).test_client()
+    claim_fields = {"kind": CLAIM_KIND, "resource": {**CLAIM_KIND, "resource": "resourceclaims"}}
+    validated = client.post("/validate", json=review_body(
+        UNREADABLE_CLAIM, **{**claim_fields, **request_fields}
+    )).get_json()["response"]  # fmt: skip
+    mutated = client.post("/mutate", json=review_body(pod(), **request_fields))
+    mutation = mutated.get_json()["response"]
+    exempt = bool(request_fields or options)
+    assert validated["allowed"] is exempt and "patch" not in mutation
+    for response in (validated, mutation):
+        assert ("exempt" in response["auditAnnotations"]) is exempt
+        assert ("tenant" in response["auditAnnotations"]) is not exempt  # no facts read
 
 
 @pytest.mark.parametrize(

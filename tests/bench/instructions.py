@@ -10,7 +10,7 @@ warm-up of 200 calls per target are not counted:
     valgrind --tool=callgrind --collect-atstart=no --toggle-collect=starmap_next \\
         --dump-after=starmap_next --callgrind-out-file=/tmp/ir.out \\
         "$(python -c 'import sys; print(sys.executable)')" tests/bench/instructions.py 20
-    python tests/bench/instructions.py --summarize /tmp/ir.out 20
+    python tests/bench/instructions.py --summarize /tmp/ir.out 20 [--json]
 
 (Call the interpreter itself, not a pyenv shim: valgrind would count the shell.) Under
 callgrind the start-up takes minutes; the counts do not depend on the machine's load.
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import logging
 import os
 import re
@@ -115,7 +116,11 @@ def summarize(prefix: str, count: int) -> dict[str, int]:
 
 def main() -> None:
     if sys.argv[1:2] == ["--summarize"]:
-        for name, median in summarize(sys.argv[2], int(sys.argv[3])).items():
+        medians = summarize(sys.argv[2], int(sys.argv[3]))
+        if sys.argv[4:5] == ["--json"]:  # for `run.py --profile`
+            print(json.dumps({"instructions": medians}, indent=2))
+            return
+        for name, median in medians.items():
             print(f"{name:20s} {median:>12,d} instructions per review")
         return
     measure(int(sys.argv[1]) if len(sys.argv) > 1 else 20)

@@ -147,6 +147,7 @@ def markdown(results: dict[str, Any]) -> str:
         parts.append(_table(rows, ["target", "connections", "rps", "min_us", "p50_us", "p90_us",
                                    "p99_us", "max_us", "non_2xx", "client"]))
         parts.append(f"\nWorker memory (MiB): {json.dumps(http['worker_memory'])}\n")
+    parts += _profile(results.get("profile") or {})
     sections = {
         "engine": ("Engine alone per Pod review (µs) against CEL rules",
                    ["cel_rules", "samples", "min_us", "p50_us", "p99_us", "max_us"]),
@@ -178,6 +179,27 @@ def _runs(runs: dict[str, Any]) -> list[str]:
     rows = [{"section": name, **run} for name, run in runs.items()]
     return ["Sections re-run since (`run.py --merge`); the others are from the run above:\n",
             _table(rows, ["section", "at", "loadavg_start", "loadavg_end"])]
+
+
+def _profile(profile: dict[str, Any]) -> list[str]:
+    """Instructions per review (tests/bench/instructions.py, callgrind) and what comes next:
+    the profile behind the HTTP figures, given to run.py with `--profile FILE`."""
+    counts = profile.get("instructions") or {}
+    if not counts:
+        return []
+    before = profile.get("before") or {}
+    rows = [{"target": name, "instructions": f"{count:,}",
+             "before": f"{before[name]:,}" if name in before else "",
+             "outside the pipeline": f"{count - counts[name.replace('route', 'pipeline')]:,}"
+             if name.startswith("route") else ""}
+            for name, count in counts.items()]
+    parts = ["\n### CPU per review in instructions (callgrind, the WSGI app in-process, no TLS; "
+             "median of 20; `tests/bench/instructions.py`)\n",
+             _table(rows, ["target", "instructions", "before", "outside the pipeline"])]
+    if profile.get("notes"):
+        parts += ["\n### Misses and next steps\n", "\n".join(f"- {n}" for n in profile["notes"])
+                  + "\n"]
+    return parts
 
 
 def _apiserver_tables(api: dict[str, Any]) -> list[str]:

@@ -116,6 +116,9 @@ def main() -> None:
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument("--merge", action="store_true",
                         help="keep the other sections of the report.json in --out")
+    parser.add_argument("--profile", type=Path, metavar="FILE",
+                        help="JSON: instructions per review (instructions.py --summarize "
+                             "--json), `before` counts and `notes` for the report")
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     if args.only is None:
@@ -135,6 +138,8 @@ def main() -> None:
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "loadavg_start": load, "loadavg_end": _load()}
     results["machine"]["loadavg_end"] = _load()
+    if args.profile is not None:
+        results["profile"] = json.loads(args.profile.read_text())
     if args.merge:
         results = merged(args.out / "report.json", results)
     for kind, path in report.write(results, args.out).items():

@@ -60,3 +60,21 @@ def test_curves_and_targets(report: tuple[Path, dict]) -> None:  # type: ignore[
     assert all(row["overcommit"] == 0 for row in data["ledger"])
     assert {"validate", "mutate", "rss_mib"} <= data["growth"][0].keys()
     assert all({"name", "measured", "target", "met"} <= t.keys() for t in data["targets"])
+
+
+def test_merge_keeps_the_sections_not_run(
+    report: tuple[Path, dict], tmp_path: Path  # type: ignore[type-arg]
+) -> None:
+    out, earlier = report
+    (tmp_path / "report.json").write_text((out / "report.json").read_text())
+    profile = {"instructions": {"route/validate": 3, "pipeline/validate": 2}, "notes": ["next"]}
+    (tmp_path / "profile.json").write_text(json.dumps(profile))
+    subprocess.run([sys.executable, str(RUN), "--quick", "--only", "ledger", "--merge",
+                    "--profile", str(tmp_path / "profile.json"), "--out", str(tmp_path)],
+                   check=True, timeout=240)
+    merged = json.loads((tmp_path / "report.json").read_text())
+    assert merged["http"] == earlier["http"] and merged["engine"] == earlier["engine"]
+    assert merged["merged"] and merged["runs"]["http"] == earlier["runs"]["http"]
+    text = (tmp_path / "report.md").read_text()
+    assert "Sections re-run since" in text
+    assert "| route/validate | 3 |  | 1 |" in text and "- next" in text

@@ -199,19 +199,6 @@ def test_pod_with_unknown_template_is_allowed_with_a_warning() -> None:
     assert "'missing' not found" in decision.warnings[0]
 
 
-@pytest.mark.parametrize(
-    ("operation", "sub_resource"),
-    [(Operation.UPDATE, ""), (Operation.DELETE, ""), (Operation.CREATE, "status")],
-    ids=["update", "delete", "subresource"],
-)
-def test_only_creates_of_the_object_itself_are_judged(
-    operation: Operation, sub_resource: str
-) -> None:
-    req = admission(claim(request(exact(count=50))), operation)
-    req = AdmissionRequest(**{**req.__dict__, "sub_resource": sub_resource})
-    assert evaluate(req, POLICIES, facts()).allowed
-
-
 def test_unknown_namespace_denied_only_when_settings_say_so() -> None:
     strict = PolicySet(tenants=POLICIES.tenants, settings=Settings(deny_unknown_namespaces=True))
     obj = claim(request(exact()), namespace="nobody")

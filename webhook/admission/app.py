@@ -1,20 +1,19 @@
-"""The Flask app: /validate, /mutate, /healthz, /readyz, /metrics.
+"""The WSGI app: /validate and /mutate in front, Flask behind for /healthz, /readyz, /metrics.
 
 `create_app` takes everything it needs as arguments (tests pass a fake context and reviewer);
 `make_app` is what each gunicorn worker calls after fork: it loads policies, gets its context
 from `webhook.assembly` (the one place offline and cluster pieces are chosen) and starts the
-policy watcher in that worker. `POST /validate` and `POST /mutate` are answered by
-`routes.ReviewRoutes` in front of Flask (the hot path skips Flask's request machinery); the
-Flask views of those routes call the same code, so both answer alike.
+policy watcher in that worker. Every request for `/validate` and `/mutate` is answered by
+`routes.ReviewRoutes`, the one path a review takes; Flask never sees one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
+from dataclasses import replace
 from pathlib import Path
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
 from webhook import pipeline
@@ -23,7 +22,7 @@ from webhook.admission.config import AdmissionOptions, ServeConfig
 from webhook.admission.handler import Admitter, Reviewer
 from webhook.admission.reload import PolicyHolder, PolicyWatcher
 from webhook.assembly import ReadinessCheck, serving_context
-from webhook.pipeline import Context
+from webhook.pipeline import Context, Identity
 from webhook.policy.loading import load_policies
 from webhook.types import PolicySet
 
@@ -60,22 +59,15 @@ def create_app(
 ) -> Flask:
     """The WSGI app; everything it touches comes in through the arguments."""
     app = Flask("dragate")
-    admitter = Admitter(context, options, reviewer)
-    for path, mutate in routes.ROUTES.items():  # POST only: OPTIONS is a JSON 405 too
-        app.add_url_rule(path, path.strip("/"), partial(_review, admitter, mutate=mutate),
-                         methods=["POST"], provide_automatic_options=False)  # fmt: skip
+    own = Identity(options.own_namespace, options.own_service_account)
+    admitter = Admitter(replace(context, own=own), options, reviewer)
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(status="ok"))
     app.add_url_rule("/readyz", "readyz", lambda: _readyz(holder, readiness))
     app.add_url_rule("/metrics", "metrics", lambda: _metrics(cert))
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _internal_error)
-    app.wsgi_app = routes.ReviewRoutes(app.wsgi_app, admitter, app.request_class)  # type: ignore[method-assign]
+    app.wsgi_app = routes.ReviewRoutes(app.wsgi_app, admitter)  # type: ignore[method-assign]
     return app
-
-
-def _review(admitter: Admitter, *, mutate: bool) -> Response:
-    """The Flask view of a review route; `ReviewRoutes` answers POSTs before Flask sees them."""
-    return _response(routes.answer(admitter, request, mutate=mutate))
 
 
 def _response(reply: routes.Reply) -> Response:

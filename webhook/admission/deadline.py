@@ -8,6 +8,7 @@ ran out of time stops instead of reserving quota after its answer was sent.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -15,8 +16,11 @@ _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 MIN_BUDGET = 0.05
 
 
+@functools.lru_cache(maxsize=64)
 def parse_go_duration(text: str) -> float | None:
-    """Seconds in a Go duration such as `10s`, `1m30s` or `500ms`; None when malformed."""
+    """Seconds in a Go duration such as `10s`, `1m30s` or `500ms`; None when malformed.
+
+    The API server sends the same `?timeout=` with every review: it is parsed once."""
     text = text.strip()
     if not text or _PART.sub("", text):
         return None

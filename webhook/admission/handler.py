@@ -1,9 +1,11 @@
-"""From a parsed request to an AdmissionReview reply: exemptions, deadline, metrics, one log line.
+"""From a parsed request to an AdmissionReview reply: deadline, metrics, one log line.
 
 Kept apart from Flask so the decision of what to answer (and what to count and log) reads
 top to bottom in one place: `Admitter.admit`. The review runs here, in the request's thread,
 with its deadline passed down (`webhook.types.Deadline`); a review that runs out of time
 raises DeadlineExceeded before any step that would change state, and is answered as a timeout.
+Whether a request is reviewed at all is the pipeline's decision (`webhook.pipeline.handles`);
+an exempt verdict is counted as such.
 """
 
 from __future__ import annotations
@@ -14,9 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from webhook.admission import metrics
+from webhook.admission import jsonlog, metrics
 from webhook.admission.config import AdmissionOptions, TimeoutOutcome
-from webhook.admission.exempt import exemption
 from webhook.admission.review import render_response
 from webhook.pipeline import Context
 from webhook.types import AdmissionRequest, Deadline, DeadlineExceeded, Decision, Reason, Verdict
@@ -64,10 +65,6 @@ class Admitter:
         )
 
     def _outcome(self, request: AdmissionRequest, *, mutate: bool, budget: float) -> Outcome:
-        reason = exemption(request, self.options)
-        if reason is not None:
-            log.debug("exempt", extra={"uid": request.uid, "reason": reason})
-            return Outcome(Verdict(Decision(allowed=True, audit={"exempt": reason})), "exempt")
         deadline = Deadline.after(budget, self._clock)
         try:
             verdict = self._reviewer(request, self.context, mutate=mutate, deadline=deadline)
@@ -76,6 +73,8 @@ class Admitter:
             audit = {"timeout": f"review exceeded {budget:.1f}s"}
             decision = replace(verdict.decision, audit=audit)
             return Outcome(replace(verdict, decision=decision), "timeout")
+        if verdict.exempt:
+            return Outcome(verdict, "exempt")
         return Outcome(verdict, "allowed" if verdict.allowed else "denied")
 
     def _timeout_verdict(self, mutate: bool, budget: float) -> Verdict:
@@ -105,9 +104,10 @@ def _count(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: 
 
 def _log(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: float) -> None:
     decision = outcome.verdict.decision
-    log.info(
+    jsonlog.info_line(
+        log,
         "review",
-        extra={"fields": {
+        {
             "uid": request.uid,
             "endpoint": endpoint,
             "kind": request.kind,
@@ -119,5 +119,5 @@ def _log(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: fl
             "allowed": decision.allowed,
             "result": outcome.result,
             "duration_ms": round(elapsed * 1000, 3),
-        }},
-    )  # fmt: skip
+        },
+    )

@@ -1,12 +1,10 @@
-"""`POST /validate` and `POST /mutate`: from a WSGI request to a JSON reply, without Flask.
+"""`/validate` and `/mutate`: the one way a review is answered, from WSGI environ to JSON reply.
 
-A review is the webhook's only hot path, and Flask's per-request machinery (contexts, URL
-adapter, response object, signals) was a third of the CPU a review spent outside the
-pipeline. So `ReviewRoutes` sits in front of the Flask app and answers exactly these two
-method and path pairs itself; every other request (GET /validate's 405 included) goes to
-Flask unchanged.
-The Flask views of the two routes call the same `answer`, so both ways give byte-identical
-replies: same status line, same headers, same JSON (Flask's `jsonify` settings).
+`ReviewRoutes` sits in front of the Flask app (which keeps /healthz, /readyz and /metrics) and
+answers every request for the two review paths itself: a POST is reviewed, any other method
+gets a JSON 405. A review is the webhook's only hot path, so it reads the WSGI environ
+directly: no Flask or Werkzeug request, context, URL adapter or response object per review.
+Every reply is JSON: an AdmissionReview (200) or `{code, message[, uid]}`.
 
 Relies on (checked with gunicorn 27.0.1; canaries: tests/canary/test_gunicorn.py):
 - `environ['gunicorn.socket']`: the connection's socket, for the peer certificate.
@@ -19,24 +17,27 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs
 
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
-from werkzeug.wrappers import Request
 
 from webhook.admission import bounds, metrics
 from webhook.admission.deadline import budget
 from webhook.admission.handler import Admitter
-from webhook.admission.review import BadReview, parse_review, render_response
+from webhook.admission.review import BadReview, encode_review, parse_review, render_response
 
 log = logging.getLogger("dragate.http")
+Environ = dict[str, Any]
 StartResponse = Callable[..., Any]
-WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+WsgiApp = Callable[[Environ, StartResponse], Iterable[bytes]]
 ROUTES = {"/validate": False, "/mutate": True}
-"""Path -> `mutate`: the routes `ReviewRoutes` answers itself (POST only)."""
+"""Path -> `mutate`: the routes `ReviewRoutes` answers (a review for POST, 405 otherwise)."""
 
 _ENCODER = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", ":"))
 """What Flask's `jsonify` does outside debug mode, built once rather than per reply."""
+NOT_ALLOWED = "The method is not allowed for the requested URL."
+UNCERTIFIED = "reviews need a client certificate signed by --client-ca"
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class Reply:
 
     @property
     def status(self) -> str:
-        """Werkzeug's status line (`400 BAD REQUEST`), so both routes send the same bytes."""
+        """Werkzeug's status line (`400 BAD REQUEST`), as the Flask routes send it."""
         return f"{self.code} {HTTP_STATUS_CODES.get(self.code, 'UNKNOWN').upper()}"
 
     def headers(self) -> list[tuple[str, str]]:
@@ -68,26 +69,29 @@ def json_error(code: int, message: str, uid: str = "") -> Reply:
 
 
 class ReviewRoutes:
-    """WSGI middleware: answers the two review routes, hands everything else to `app`."""
+    """WSGI middleware: answers the two review paths, hands every other path to `app`."""
 
-    def __init__(self, app: WsgiApp, admitter: Admitter, request_class: type[Request]) -> None:
+    def __init__(self, app: WsgiApp, admitter: Admitter) -> None:
         self.app = app
         self._admitter = admitter
-        self._request_class = request_class
 
-    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+    def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         mutate = ROUTES.get(environ.get("PATH_INFO", ""))
-        if mutate is None or environ.get("REQUEST_METHOD") != "POST":
+        if mutate is None:
             return self.app(environ, start_response)
-        if self._admitter.options.require_client_cert and not peer_certified(environ):
-            reply = json_error(403, "reviews need a client certificate signed by --client-ca")
-        else:
-            reply = guarded(self._admitter, self._request_class(environ), mutate=mutate)
+        reply = self._reply(environ, mutate)
         start_response(reply.status, reply.headers())
         return [reply.body]
 
+    def _reply(self, environ: Environ, mutate: bool) -> Reply:
+        if environ.get("REQUEST_METHOD") != "POST":
+            return json_error(405, NOT_ALLOWED)
+        if self._admitter.options.require_client_cert and not peer_certified(environ):
+            return json_error(403, UNCERTIFIED)
+        return guarded(self._admitter, environ, mutate=mutate)
 
-def peer_certified(environ: dict[str, Any]) -> bool:
+
+def peer_certified(environ: Environ) -> bool:
     """True when the TLS peer presented a certificate the client CA verified (mTLS)."""
     sock = environ.get("gunicorn.socket")
     getpeercert = getattr(sock, "getpeercert", None)
@@ -97,59 +101,81 @@ def peer_certified(environ: dict[str, Any]) -> bool:
         return False
 
 
-def guarded(admitter: Admitter, request: Request, *, mutate: bool) -> Reply:
-    """`answer`, with the app's error handlers' replies for what escapes it."""
+def guarded(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
+    """`answer`, with a JSON 500 for what escapes it (a bug must not become an HTML page)."""
     try:
-        return answer(admitter, request, mutate=mutate)
-    except HTTPException as err:  # e.g. the client closed before sending the whole body
-        return http_error(err)
+        return answer(admitter, environ, mutate=mutate)
     except Exception as err:
         return internal_error(err)
 
 
-def answer(admitter: Admitter, request: Request, *, mutate: bool) -> Reply:
+def answer(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
     """400 for anything that is not an AdmissionReview, else the admitter's reply."""
     try:
-        body = read_body(request, admitter.options.max_body_bytes)
-        parsed = parse_review(body, request.content_type)
+        body = read_body(environ, admitter.options.max_body_bytes)
+        parsed = parse_review(body, environ.get("CONTENT_TYPE"))
     except BadReview as err:
         return _bad_request(err, mutate)
     except TimeoutError:  # DeadlineSocket's bound on reading a request ran out mid-body
-        log.warning("request body not received in time", extra={"endpoint": request.path})
+        log.warning("request body not received in time", extra={"endpoint": _endpoint(mutate)})
         return json_error(408, "request body not received in time")
     refused = bounds.refusal(parsed)
     if refused is not None:  # no review: the object is over a limit Kubernetes enforces
         log.warning("object over Kubernetes limits", extra={"uid": parsed.uid})
-        return json_reply(200, render_response(parsed.uid, refused, mutate=mutate))
-    seconds = budget(
-        request.args.get("timeout"),
-        admitter.options.default_timeout,
-        admitter.options.timeout_margin,
-    )
+        return Reply(200, encode_review(render_response(parsed.uid, refused, mutate=mutate)))
+    options = admitter.options
+    seconds = budget(_timeout(environ), options.default_timeout, options.timeout_margin)
     try:
-        return json_reply(200, admitter.admit(parsed, mutate=mutate, budget=seconds))
+        return Reply(200, encode_review(admitter.admit(parsed, mutate=mutate, budget=seconds)))
     except Exception:
         log.exception("internal error during review", extra={"uid": parsed.uid})
         return json_error(500, "internal error; see the webhook log for this uid", parsed.uid)
 
 
-def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused above `limit` even when Content-Length is absent (chunked)."""
-    length = request.content_length
+def _timeout(environ: Environ) -> str | None:
+    """The apiserver's `?timeout=` (first value, as Werkzeug's `request.args` gives it)."""
+    query = environ.get("QUERY_STRING")
+    if not query:
+        return None
+    values = parse_qs(query).get("timeout")
+    return values[0] if values else None
+
+
+def read_body(environ: Environ, limit: int) -> bytes:
+    """The request body, refused above `limit` even when Content-Length is absent (chunked).
+
+    Without a Content-Length the body is read to its end only when the server marks the input
+    as terminated (gunicorn does, for chunked bodies); otherwise it is empty, as in Werkzeug.
+    """
+    stream, length = environ["wsgi.input"], _content_length(environ)
     if length is not None and length > limit:
-        _discard(request, DRAIN_FACTOR * limit)
+        _discard(stream, min(length, DRAIN_FACTOR * limit))
         raise BadReview(f"body of {length} bytes exceeds the {limit}-byte limit")
+    if length is None and not environ.get("wsgi.input_terminated"):
+        return b""
+    wanted = limit + 1 if length is None else length
     chunks, size = [], 0
-    while size <= limit:
-        chunk = request.stream.read(min(65536, limit + 1 - size))
+    while size < wanted:
+        chunk = stream.read(min(65536, wanted - size))
         if not chunk:
             break
         chunks.append(chunk)
         size += len(chunk)
     if size > limit:
-        _discard(request, DRAIN_FACTOR * limit)
+        _discard(stream, DRAIN_FACTOR * limit)
         raise BadReview(f"body exceeds the {limit}-byte limit")
-    return b"".join(chunks)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _content_length(environ: Environ) -> int | None:
+    """The declared length; none for a chunked body, whatever else was sent (as Werkzeug)."""
+    if "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+        return None
+    value = environ.get("CONTENT_LENGTH")
+    try:
+        return max(0, int(value)) if value else None
+    except ValueError:
+        return None
 
 
 DRAIN_FACTOR = 4
@@ -161,17 +187,21 @@ closed regardless, so a huge body cannot hold a worker thread.
 """
 
 
-def _discard(request: Request, remaining: int) -> None:
+def _discard(stream: Any, remaining: int) -> None:
     while remaining > 0:
-        chunk = request.stream.read(min(65536, remaining))
+        chunk = stream.read(min(65536, remaining))
         if not chunk:
             return
         remaining -= len(chunk)
 
 
+def _endpoint(mutate: bool) -> str:
+    return "mutate" if mutate else "validate"
+
+
 def _bad_request(err: BadReview, mutate: bool) -> Reply:
-    endpoint = "mutate" if mutate else "validate"
-    metrics.REQUESTS.labels("unknown", "unknown", endpoint, "bad_request").inc()
+    endpoint = _endpoint(mutate)
+    metrics.request_counter("unknown", "unknown", endpoint, "bad_request").inc()
     log.warning("bad review", extra={"uid": err.uid, "error": err.message, "endpoint": endpoint})
     return json_error(400, err.message, err.uid)
 

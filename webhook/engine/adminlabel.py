@@ -12,16 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.types import ADMIN_ACCESS_LABEL, AdmissionRequest, Operation, Reason, Settings
+from webhook.types import ADMIN_ACCESS_LABEL, AdmissionRequest, Reason, Settings
 
 OLD_ADMIN_ACCESS_LABEL = "resource.k8s.io/admin-access"
 GUARDED_LABELS = (ADMIN_ACCESS_LABEL, OLD_ADMIN_ACCESS_LABEL)
 
 
 def admin_label_reasons(request: AdmissionRequest, settings: Settings) -> list[Reason]:
-    """A denial when the request changes an admin-access label and its author may not."""
-    if request.kind != "Namespace" or request.operation not in (Operation.CREATE, Operation.UPDATE):
-        return []
+    """A denial when the Namespace CREATE or UPDATE changes an admin-access label and its
+    author may not."""
     old, new = request.old_object, request.object
     changed = [k for k in GUARDED_LABELS if _label(new, k) != _label(old, k)]
     if not changed or may_edit(request.user_info, settings):

@@ -25,12 +25,13 @@ from webhook.types import (
     Deadline,
     Decision,
     Facts,
-    Operation,
     PolicySet,
     Reason,
 )
 
 CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod"})
+"""Kinds whose creation is judged here (besides Namespaces' labels); `pipeline.scope.handles`
+decides which requests reach `evaluate` at all."""
 
 
 @dataclass(frozen=True)
@@ -54,29 +55,21 @@ def evaluate(
 ) -> Decision:
     """Judge one admission request against the policies, given the facts.
 
+    The request is one the pipeline reviews (`pipeline.scope.handles`): a Namespace, or the
+    creation of a claim, claim template or Pod.
+
     Past `deadline` (checked before each policy rule) it raises DeadlineExceeded: a review
     whose caller has given up stops here rather than spend its CPU on an unwanted answer.
     """
     if request.kind == "Namespace":
         reasons = tuple(admin_label_reasons(request, policies.settings))
         return Decision(allowed=not reasons, reasons=reasons, tenant=_tenant_name(facts))
-    if not _judged(request):
-        return Decision(allowed=True, tenant=_tenant_name(facts))
     try:
         claims, notes = _claims(request, facts)
     except normalize.ObjectError as err:
         return _invalid(err, facts)
     findings = list(_findings(request, policies, facts, claims, deadline))
     return _decide(findings, notes, facts, claims)
-
-
-def _judged(request: AdmissionRequest) -> bool:
-    return (
-        request.kind in CLAIM_KINDS
-        and request.operation == Operation.CREATE
-        and not request.sub_resource
-        and request.object is not None
-    )
 
 
 def _tenant_name(facts: Facts) -> str:
@@ -94,7 +87,7 @@ def _claims(request: AdmissionRequest, facts: Facts) -> tuple[list[JudgedClaim],
         return [JudgedClaim(normalize.claim_spec(obj, "the claim"), holder_key(obj))], []
     if request.kind == "ResourceClaimTemplate":
         return [JudgedClaim(normalize.template_claim_spec(obj, "the template"), None)], []
-    return _pod_claims(request, facts)
+    return _pod_claims(request, facts) if request.kind == "Pod" else ([], [])
 
 
 def _pod_claims(request: AdmissionRequest, facts: Facts) -> tuple[list[JudgedClaim], list[str]]:

@@ -2,7 +2,8 @@
 
 A general list diff (jsonpatch's) looks for moved items and costs quadratic time: a Pod with
 4,000 containers took seconds. The rewrite never reorders anything, so lists of equal length are
-compared item by item and a list whose length changed is replaced whole.
+compared item by item and a list whose length changed is replaced whole. A member equal on
+both sides (one comparison in C) is not descended into: most of a rewritten Pod is unchanged.
 """
 
 from __future__ import annotations
@@ -38,11 +39,10 @@ def _diff_dicts(old: dict[str, Any], new: dict[str, Any], path: str) -> Iterator
         if key not in new:
             yield {"op": "remove", "path": f"{path}/{_escape(key)}"}
     for key, value in new.items():
-        where = f"{path}/{_escape(key)}"
         if key not in old:
-            yield {"op": "add", "path": where, "value": value}
-        else:
-            yield from _diff(old[key], value, where)
+            yield {"op": "add", "path": f"{path}/{_escape(key)}", "value": value}
+        elif old[key] != value or type(old[key]) is not type(value):
+            yield from _diff(old[key], value, f"{path}/{_escape(key)}")
 
 
 def _escape(key: Any) -> str:

@@ -125,6 +125,19 @@ def rewrite_in_place(spec: dict[str, Any], opts: Options, out: Outcome) -> set[s
     return {r for p in plans for r in p.remove}
 
 
+def asks_legacy(spec: Any, mappings: Sequence[LegacyResourceMapping]) -> bool:
+    """Whether a container of the pod spec asks for a mapped (legacy) resource. Without one,
+    a rewrite plans nothing: it makes no claim template and denies nothing."""
+    if not isinstance(spec, dict):
+        return False
+    return any(
+        find_match(name, mappings)
+        for container, _ in _with_roles(spec)
+        if isinstance(resources := container.get("resources"), dict)
+        for name in _legacy_names(resources)
+    )
+
+
 def containers_of(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """Init containers (restartable sidecars included) then app containers; never ephemeral."""
     return [c for c, _ in _with_roles(spec)]

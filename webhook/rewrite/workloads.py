@@ -113,7 +113,7 @@ def rewrite_object(
     `namespace` overrides `metadata.namespace` for the templates (admission knows it even
     when the object does not say it).
     """
-    new = copy.deepcopy(dict(obj))
+    new = copy_tree(dict(obj))
     out = Outcome()
     for item in _objects(new):
         ns = namespace or _namespace_of(item)
@@ -125,6 +125,21 @@ def rewrite_object(
         templates=tuple(out.templates.values()),
         denied=tuple(dict.fromkeys(out.denied)),
     )
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def copy_tree(node: Any) -> Any:
+    """A deep copy of a JSON-shaped tree, a few times faster than `copy.deepcopy` (each review
+    of a Pod copies it). Plain dicts, lists and scalars are copied here; anything else goes
+    to `copy.deepcopy`. Nesting is bounded by Python's recursion limit, as with deepcopy."""
+    kind = type(node)
+    if kind is dict:
+        return {key: copy_tree(value) for key, value in node.items()}
+    if kind is list:
+        return [copy_tree(value) for value in node]
+    return node if kind in _ATOMS else copy.deepcopy(node)
 
 
 def _objects(obj: dict[str, Any]) -> list[dict[str, Any]]:

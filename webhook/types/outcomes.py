@@ -93,6 +93,7 @@ class Verdict:
     decision: Decision
     patch: Sequence[Mapping[str, Any]] = ()
     patched: Object | None = None
+    exempt: str = ""  # why the request was answered unreviewed; "" once reviewed
 
     @property
     def allowed(self) -> bool:

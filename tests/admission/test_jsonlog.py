@@ -1,0 +1,72 @@
+"""The review line: written without a LogRecord, byte for byte what the formatter writes."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from webhook.admission.jsonlog import JsonFormatter, info_line
+
+FIELDS = {"uid": "u-1", "name": "p", "allowed": True, "duration_ms": 0.25, "tenant": "名前"}
+
+
+@pytest.fixture
+def stream() -> Iterator[tuple[logging.Logger, io.StringIO]]:
+    parent = logging.getLogger("jsonlog-test")
+    text = io.StringIO()
+    handler = logging.StreamHandler(text)
+    handler.setFormatter(JsonFormatter())
+    parent.addHandler(handler)
+    parent.setLevel(logging.INFO)
+    parent.propagate = False
+    yield logging.getLogger("jsonlog-test.review"), text
+    parent.removeHandler(handler)
+
+
+def _lines(text: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in text.getvalue().splitlines()]
+
+
+def test_same_line_as_the_formatter(stream: tuple[logging.Logger, io.StringIO]) -> None:
+    logger, text = stream
+    info_line(logger, "review", FIELDS)
+    logger.info("review", extra={"fields": FIELDS})
+    fast, slow = _lines(text)
+    assert fast.pop("ts") and slow.pop("ts")
+    assert list(fast.items()) == list(slow.items())
+    assert text.getvalue().count("\n") == 2
+
+
+@pytest.mark.parametrize(
+    ("setup", "written"),
+    [
+        ("filtered", 0),
+        ("other-handler", 1),
+        ("warning-level", 0),
+    ],
+    ids=["filter", "other-handler", "level"],
+)
+def test_anything_else_takes_the_ordinary_way(
+    stream: tuple[logging.Logger, io.StringIO], setup: str, written: int
+) -> None:
+    logger, text = stream
+    seen: list[logging.LogRecord] = []
+    other = logging.Handler()
+    other.emit = seen.append  # type: ignore[method-assign]
+    if setup == "filtered":
+        logger.addFilter(lambda record: False)
+    elif setup == "other-handler":
+        logger.addHandler(other)
+    else:
+        logger.setLevel(logging.WARNING)
+    try:
+        info_line(logger, "review", FIELDS)
+    finally:
+        logger.filters.clear()
+        logger.removeHandler(other)
+        logger.setLevel(logging.NOTSET)
+    assert len(seen) == written == len(_lines(text))

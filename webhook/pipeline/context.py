@@ -1,0 +1,29 @@
+"""What a review needs besides the request: policies, cluster state, ledger, template sink."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from webhook.engine.inventory import Inventory
+from webhook.pipeline.scope import Identity
+from webhook.types import ClusterState, Ledger, Object, PolicySet
+
+TemplateSink = Callable[[str, Sequence[Object], bool], None]
+"""Makes sure managed ResourceClaimTemplates exist: (namespace, templates, dry_run)."""
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a review needs besides the request; built once per process by the caller.
+
+    `own` is the webhook's own namespace and service account, which always pass
+    (`scope.handles`); the CLI has none.
+    """
+
+    policies: Callable[[], PolicySet]
+    state: ClusterState
+    ledger: Ledger
+    templates: TemplateSink | None = None
+    inventory: Callable[[], Inventory | None] | None = None
+    own: Identity = field(default_factory=Identity)

@@ -1,0 +1,85 @@
+"""Every fact a review may need, read once; and what a store that cannot answer means."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from webhook.engine import namespace_labels, resolve_tenant
+from webhook.engine.feasibility import check_claim
+from webhook.engine.inventory import ClassCapacity, Inventory
+from webhook.pipeline.context import Context
+from webhook.types import (
+    AdmissionRequest,
+    ClaimSpec,
+    ClusterState,
+    Deadline,
+    DeadlineExceeded,
+    Facts,
+    FactsUnavailable,
+    Object,
+    PolicySet,
+)
+
+DEADLINE_SLACK = 0.01
+"""A store's wait cut short by the deadline ends this close to it (timers are coarse)."""
+
+
+def gather(request: AdmissionRequest, policies: PolicySet, context: Context) -> Facts:
+    """Every fact the engine may need for `request`, read once."""
+    state = context.state
+    namespace = state.namespace(request.namespace) if request.namespace else None
+    labels = namespace_labels(namespace, request.namespace)
+    tenant = resolve_tenant(policies, request.namespace, labels) if request.namespace else None
+    classes = state.device_classes()
+    inventory = context.inventory() if context.inventory is not None else None
+    capacity, feasibility = _published(inventory, classes) if inventory is not None else ({}, None)
+    return Facts(
+        namespace=namespace,
+        tenant=tenant,
+        templates=_templates(request, state),
+        device_classes=classes,
+        class_capacity=capacity,
+        feasibility=feasibility,
+    )
+
+
+def out_of_time(deadline: Deadline, err: FactsUnavailable) -> None:
+    """A store that gave up because the review's own time ran out is a timeout, not an outage."""
+    if deadline.remaining() <= DEADLINE_SLACK:
+        raise DeadlineExceeded(f"deadline passed while waiting: {err}") from err
+
+
+Published = tuple[Mapping[str, int], Callable[[ClaimSpec], Sequence[str]] | None]
+
+
+def _published(inventory: Inventory, classes: Mapping[str, Object]) -> Published:
+    """What the published devices add: `All` counted exactly, and unsatisfiable requests."""
+
+    def problems(spec: ClaimSpec) -> list[str]:
+        return [r.message for r in check_claim(inventory, spec, classes) if not r.ok]
+
+    return ClassCapacity(inventory, classes), problems
+
+
+def _templates(request: AdmissionRequest, state: ClusterState) -> dict[str, Object]:
+    """The ResourceClaimTemplates a Pod names, as the cluster has them."""
+    if request.kind != "Pod" or request.object is None:
+        return {}
+    found = {
+        name: state.template(request.namespace, name) for name in _template_names(request.object)
+    }
+    return {name: template for name, template in found.items() if template is not None}
+
+
+def _template_names(pod: Object) -> set[str]:
+    """`spec.resourceClaims[].resourceClaimTemplateName`, skipping whatever is malformed: the
+    engine reads the claims itself (`normalize.pod_claims`) and denies a malformed Pod."""
+    spec = pod.get("spec")
+    claims = spec.get("resourceClaims") if isinstance(spec, dict) else None
+    return {
+        name
+        for claim in (claims if isinstance(claims, list) else ())
+        if isinstance(claim, dict)
+        and isinstance(name := claim.get("resourceClaimTemplateName"), str)
+        and name
+    }

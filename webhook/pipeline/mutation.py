@@ -1,0 +1,128 @@
+"""/mutate: a legacy Pod rewritten into DRA claims, refused when its rewrite breaks policy.
+
+Validation uses the same judgement (`legacy_pod_denial`): a legacy Pod that reaches it
+unchanged is judged as its rewrite would be.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from webhook.engine import evaluate
+from webhook.pipeline.context import Context
+from webhook.pipeline.facts import gather, out_of_time
+from webhook.rewrite import rewrite_object
+from webhook.rewrite.patch import make_patch
+from webhook.rewrite.podspec import asks_legacy
+from webhook.types import (
+    AdmissionRequest,
+    Deadline,
+    Decision,
+    Facts,
+    FactsUnavailable,
+    Object,
+    PolicySet,
+    Reason,
+    RewriteResult,
+    Verdict,
+)
+
+
+def mutate(
+    request: AdmissionRequest, policies: PolicySet, context: Context, deadline: Deadline
+) -> Verdict:
+    """Rewrite a Pod CREATE (`scope.handles` let only those through); fails open, saying why."""
+    try:
+        return _rewrite(request, policies, context, request.object or {}, deadline)
+    except FactsUnavailable as err:
+        out_of_time(deadline, err)
+        warning = f"dragate: legacy GPU resources not rewritten, cluster state unavailable: {err}"
+        return Verdict(Decision(warnings=(warning,)))
+
+
+def _rewrite(
+    request: AdmissionRequest,
+    policies: PolicySet,
+    context: Context,
+    obj: Object,
+    deadline: Deadline,
+) -> Verdict:
+    facts = gather(request, policies, context)
+    result = _rewritten(request, policies, facts)
+    denial = _rewrite_denial(request, policies, facts, result)
+    if denial is not None:
+        return Verdict(denial)
+    if result.templates and context.templates is not None:
+        deadline.check("creating ResourceClaimTemplates")
+        context.templates(request.namespace, result.templates, request.dry_run)
+    return Verdict(
+        Decision(warnings=result.notes, tenant=facts.tenant.name if facts.tenant else ""),
+        patch=_patch(obj, result.object) if result.changed else (),
+        patched=result.object if result.changed else None,
+    )
+
+
+def legacy_pod_denial(
+    request: AdmissionRequest, policies: PolicySet, facts: Facts
+) -> Decision | None:
+    """A legacy Pod that reached validation unchanged (the mutating webhook was skipped, or
+    failed open) is judged as its rewrite: it may not bypass the policy by keeping the
+    device plugin's resources. Nothing is reserved for it: it holds no DRA claim. A Pod that
+    asks for no legacy resource has nothing to rewrite, and is not copied to find that out."""
+    if request.kind != "Pod" or not asks_legacy(
+        (request.object or {}).get("spec"), policies.mappings
+    ):
+        return None
+    return _rewrite_denial(request, policies, facts, _rewritten(request, policies, facts))
+
+
+def _rewritten(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> RewriteResult:
+    return rewrite_object(
+        request.object or {},
+        policies.mappings,
+        native_resources=_native_resources(facts),
+        action_override=facts.tenant.mapping_action if facts.tenant else None,
+        namespace=request.namespace,
+    )
+
+
+def _rewrite_denial(
+    request: AdmissionRequest, policies: PolicySet, facts: Facts, result: RewriteResult
+) -> Decision | None:
+    """Why the rewritten Pod must be refused, judged exactly as validation will judge it.
+
+    Checked before any managed template is created: a rewrite that breaks policy is denied
+    here, with validation's own reasons, instead of failing at the template's creation and
+    letting the Pod through unchanged on the device plugin. `check` meets the same denial.
+    """
+    tenant = facts.tenant.name if facts.tenant else ""
+    if result.denied:
+        reasons = tuple(
+            Reason(policy="LegacyResourceMapping", message=m, tenant=tenant) for m in result.denied
+        )
+        return Decision(allowed=False, reasons=reasons, tenant=tenant)
+    if not result.templates:
+        return None
+    made = {str(t["metadata"]["name"]): t for t in result.templates}
+    judged = evaluate(
+        replace(request, object=result.object),
+        policies,
+        replace(facts, templates={**facts.templates, **made}),
+    )
+    if judged.allowed:
+        return None
+    return replace(judged, warnings=(*result.notes, *judged.warnings), holds={})
+
+
+def _native_resources(facts: Facts) -> frozenset[str]:
+    """Extended resources a DeviceClass already serves natively (KEP-5004)."""
+    names = (
+        (c.get("spec") or {}).get("extendedResourceName") for c in facts.device_classes.values()
+    )
+    return frozenset(str(n) for n in names if n)
+
+
+def _patch(old: Object, new: Object) -> list[dict[str, Any]]:
+    """Linear in the object's size (jsonpatch's list diff is quadratic in containers)."""
+    return make_patch(dict(old), dict(new))
