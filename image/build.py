@@ -77,6 +77,7 @@ def tree_size(root: Path) -> int:
 
 def check_lock_covers_dependencies() -> None:
     """A dependency added to pyproject.toml but not locked would fail deep inside pip."""
+
     def norm(name: str) -> str:
         return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -103,8 +104,9 @@ def build(target: Path) -> None:
                   "org.opencontainers.image.version": version(),
                   "org.opencontainers.image.source": SOURCE,
                   "org.opencontainers.image.licenses": "Apache-2.0"}  # fmt: skip
-        digest = oci.pack(root, work / "out/oci", epoch, ref=version(), labels=labels,
-                          runtime=RUNTIME)
+        digest = oci.pack(
+            root, work / "out/oci", epoch, ref=version(), labels=labels, runtime=RUNTIME
+        )
         layer = max((work / "out/oci/blobs/sha256").iterdir(), key=lambda p: p.stat().st_size)
         facts = {"digest": digest, "ref": version(), "source_date_epoch": epoch,
                  "compressed_bytes": layer.stat().st_size, "rootfs_bytes": tree_size(root),

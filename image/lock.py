@@ -81,8 +81,11 @@ def resolve(requirements: list[str], constraints: list[str]) -> list[dict[str, s
 
 
 def write_python_lock(path: Path, title: str, pins: list[dict[str, str]]) -> None:
-    lines = [f"# {title}", "# One wheel per line, usable as `pip install --require-hashes -r`;",
-             "# the comment is where image/build.sh fetches it. `image/build.sh lock` rewrites it."]
+    lines = [
+        f"# {title}",
+        "# One wheel per line, usable as `pip install --require-hashes -r`;",
+        "# the comment is where image/build.sh fetches it. `image/build.sh lock` rewrites it.",
+    ]
     for pin in sorted(pins, key=lambda p: p["name"].lower()):
         pinned = f"{pin['name']}=={pin['version']} --hash=sha256:{pin['sha256']}"
         lines.append(f"{pinned}  # {pin['url']}")

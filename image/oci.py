@@ -87,9 +87,10 @@ def pack(root: Path, layout: Path, epoch: int, *, ref: str,
     (layout / "blobs/sha256").mkdir(parents=True)
     (layout / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
     compressed = layout / "layer.tmp"
-    with compressed.open("wb") as raw, gzip.GzipFile(
-        filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6
-    ) as gz:
+    with (
+        compressed.open("wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz,
+    ):
         hashing = _Hashing(gz)
         write_layer_tar(root, hashing, epoch)  # type: ignore[arg-type]
     layer = _blob(layout, compressed.read_bytes(), LAYER_TYPE)

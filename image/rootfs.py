@@ -22,8 +22,10 @@ UID = 65532
 # Only what a running server never reads: manuals, changelogs, lintian overrides.
 PRUNE = ("usr/share/man", "usr/share/info", "usr/share/lintian", "usr/share/locale")
 SHELLS = ("bin/sh", "bin/bash", "bin/dash", "usr/bin/sh", "usr/bin/bash", "usr/bin/dash")
-PASSWD = (f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
-          f"nonroot:x:{UID}:{UID}:nonroot:/home/nonroot:/usr/sbin/nologin\n")
+PASSWD = (
+    f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
+    f"nonroot:x:{UID}:{UID}:nonroot:/home/nonroot:/usr/sbin/nologin\n"
+)
 GROUP = f"root:x:0:\nnonroot:x:{UID}:\n"
 NSSWITCH = "passwd: files\ngroup: files\nhosts: files dns\nservices: files\nprotocols: files\n"
 
@@ -84,9 +86,16 @@ def write_etc(root: Path) -> None:
     (root / "etc/group").write_text(GROUP)
     (root / "etc/nsswitch.conf").write_text(NSSWITCH)
     # Mount points of the chart's volumes exist in the image: the root is read-only.
-    for directory, mode in (("tmp", 0o1777), ("home/nonroot", 0o755), ("dev/shm", 0o1777),
-                            ("proc", 0o555), ("sys", 0o555), ("etc/dragate/tls", 0o755),
-                            ("etc/dragate/policies", 0o755), ("etc/dragate/git", 0o755)):
+    for directory, mode in (
+        ("tmp", 0o1777),
+        ("home/nonroot", 0o755),
+        ("dev/shm", 0o1777),
+        ("proc", 0o555),
+        ("sys", 0o555),
+        ("etc/dragate/tls", 0o755),
+        ("etc/dragate/policies", 0o755),
+        ("etc/dragate/git", 0o755),
+    ):
         (root / directory).mkdir(parents=True, exist_ok=True)
         (root / directory).chmod(mode)
     os.chown(root / "home/nonroot", UID, UID)

@@ -17,8 +17,9 @@ def exact(name: str, selectors: int = 0) -> dict[str, Any]:
 def claim(requests: int = 1, selectors: int = 0, alternatives: int = 0) -> dict[str, Any]:
     items = [exact(f"r{i}", selectors) for i in range(requests)]
     if alternatives:
-        subs = [{"name": f"s{i}", "deviceClassName": "gpu.example.com"}
-                for i in range(alternatives)]
+        subs = [
+            {"name": f"s{i}", "deviceClassName": "gpu.example.com"} for i in range(alternatives)
+        ]
         items.append({"name": "alt", "firstAvailable": subs})
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": "c", "namespace": "default"},

@@ -22,8 +22,11 @@ from webhook.policy.loading import default_mappings
 from webhook.rewrite import rewrite_object
 
 TESTS = Path(__file__).parent
-RENAMES = (("nvidia.com/gpu", "example.com/gpu"), ("nvidia.com/mig-", "example.com/mig-"),
-           ("ResourceClaimTemplate", "ResourceClaimPattern"))
+RENAMES = (
+    ("nvidia.com/gpu", "example.com/gpu"),
+    ("nvidia.com/mig-", "example.com/mig-"),
+    ("ResourceClaimTemplate", "ResourceClaimPattern"),
+)
 NOISE = [*":[]{}\"'-#&*!|>%@`?,\t\n ", "\\", "---\n", "- ", ": ", "0b_", "\x07", "  "]
 BROKEN_PER_TEXT = 40
 
@@ -32,8 +35,9 @@ def base_texts() -> dict[str, str]:
     """Every YAML input the tests already trust, by name."""
     golden = sorted((TESTS / "rewrite" / "golden").glob("*.in.yaml"))
     texts = {p.name: p.read_text() for p in golden}
-    texts.update({p.name: p.read_text()
-                  for p in sorted((TESTS / "cli" / "data" / "migrate").glob("*.yaml"))})
+    texts.update(
+        {p.name: p.read_text() for p in sorted((TESTS / "cli" / "data" / "migrate").glob("*.yaml"))}
+    )
     texts["bench.yaml"] = bench_manifest()
     return texts
 
@@ -61,13 +65,13 @@ def broken(text: str, seed: int) -> str:
         at = rng.randrange(len(text) + 1)
         edit = rng.choice(("delete", "insert", "insert", "line"))
         if edit == "delete":
-            text = text[:at] + text[at + rng.randint(1, 3):]
+            text = text[:at] + text[at + rng.randint(1, 3) :]
         elif edit == "insert":
             text = text[:at] + rng.choice(NOISE) + text[at:]
         else:
             lines = text.splitlines(keepends=True) or [""]
             i = rng.randrange(len(lines))
-            text = "".join([*lines[: i + 1], lines[i], *lines[i + 1:]])
+            text = "".join([*lines[: i + 1], lines[i], *lines[i + 1 :]])
     return text
 
 

@@ -18,8 +18,11 @@ BUILTIN = {"v1", "apps/v1", "batch/v1", "resource.k8s.io/v1"}
 
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every corpus file's bytes by relative path (its README aside)."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.name != "README.md"}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "README.md"
+    }
 
 
 def masked(text: str) -> str:
@@ -34,7 +37,8 @@ def checkable(text: str, *, templated: bool = False) -> Iterator[dict[str, Any]]
         if not isinstance(doc, dict):
             continue
         if doc.get("apiVersion") in BUILTIN and (
-                not templated or doc.get("kind") == "ResourceClaimTemplate"):
+            not templated or doc.get("kind") == "ResourceClaimTemplate"
+        ):
             yield doc
             continue
         for spec in pod_specs(doc):

@@ -34,35 +34,55 @@ MIG_PROFILES = {"1g.10gb": (10240, 14), "2g.20gb": (20480, 28), "3g.40gb": (4096
 
 def device_classes() -> list[dict[str, Any]]:
     return [
-        {"apiVersion": API, "kind": "DeviceClass", "metadata": {"name": f"{kind}.nvidia.com"},
-         "spec": {"selectors": [{"cel": {"expression": (
-             f"device.driver == '{DRIVER}' && "
-             f"device.attributes['{DRIVER}'].type == '{kind}'")}}]}}
+        {
+            "apiVersion": API,
+            "kind": "DeviceClass",
+            "metadata": {"name": f"{kind}.nvidia.com"},
+            "spec": {
+                "selectors": [
+                    {
+                        "cel": {
+                            "expression": (
+                                f"device.driver == '{DRIVER}' && "
+                                f"device.attributes['{DRIVER}'].type == '{kind}'"
+                            )
+                        }
+                    }
+                ]
+            },
+        }
         for kind in ("gpu", "mig")
     ]
 
 
 def _attributes(gpu: Gpu, kind: str, uuid: str) -> dict[str, Any]:
     return {
-        "type": {"string": kind}, "uuid": {"string": uuid},
-        "productName": {"string": gpu.product}, "brand": {"string": "Nvidia"},
+        "type": {"string": kind},
+        "uuid": {"string": uuid},
+        "productName": {"string": gpu.product},
+        "brand": {"string": "Nvidia"},
         "architecture": {"string": gpu.architecture},
         "cudaComputeCapability": {"version": f"{gpu.compute}.0"},
-        "driverVersion": {"version": gpu.driver}, "cudaDriverVersion": {"version": f"{gpu.cuda}.0"},
+        "driverVersion": {"version": gpu.driver},
+        "cudaDriverVersion": {"version": f"{gpu.cuda}.0"},
         "pcieBusID": {"string": f"0000:{zlib.crc32(uuid.encode()) % 256:02x}:00.0"},
     }
 
 
 def gpu_devices(node: str, gpu: Gpu, count: int, first: int = 0) -> list[dict[str, Any]]:
     return [
-        {"name": f"gpu-{i}", "attributes": _attributes(gpu, "gpu", f"GPU-{node}-{i}"),
-         "capacity": {"memory": {"value": f"{gpu.memory_mib}Mi"}}}
+        {
+            "name": f"gpu-{i}",
+            "attributes": _attributes(gpu, "gpu", f"GPU-{node}-{i}"),
+            "capacity": {"memory": {"value": f"{gpu.memory_mib}Mi"}},
+        }
         for i in range(first, first + count)
     ]
 
 
-def mig_devices(node: str, gpu: Gpu, parent: int, profile: str, count: int, *,
-                start: int = 0) -> list[dict[str, Any]]:
+def mig_devices(
+    node: str, gpu: Gpu, parent: int, profile: str, count: int, *, start: int = 0
+) -> list[dict[str, Any]]:
     memory, processors = MIG_PROFILES[profile]
     size = int(profile[0])
     found = []
@@ -71,21 +91,32 @@ def mig_devices(node: str, gpu: Gpu, parent: int, profile: str, count: int, *,
         attributes = _attributes(gpu, "mig", f"MIG-{node}-{parent}-{profile}-{slot}")
         attributes["profile"] = {"string": profile}
         attributes["parentUUID"] = {"string": f"GPU-{node}-{parent}"}
-        capacity: dict[str, Any] = {"memory": {"value": f"{memory}Mi"},
-                                    "multiprocessors": {"value": str(processors)}}
+        capacity: dict[str, Any] = {
+            "memory": {"value": f"{memory}Mi"},
+            "multiprocessors": {"value": str(processors)},
+        }
         capacity.update({f"memorySlice{slot + k}": {"value": "1"} for k in range(size)})
-        found.append({"name": f"gpu-{parent}-mig-{profile.replace('.', '-')}-{slot}",
-                      "attributes": attributes, "capacity": capacity})
+        found.append(
+            {
+                "name": f"gpu-{parent}-mig-{profile.replace('.', '-')}-{slot}",
+                "attributes": attributes,
+                "capacity": capacity,
+            }
+        )
     return found
 
 
 def resource_slice(node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
     return {
-        "apiVersion": API, "kind": "ResourceSlice",
+        "apiVersion": API,
+        "kind": "ResourceSlice",
         "metadata": {"name": f"{node}-{DRIVER}", "resourceVersion": "1"},
-        "spec": {"driver": DRIVER, "nodeName": node,
-                 "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                 "devices": devices},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+        },
     }
 
 
@@ -99,10 +130,14 @@ def cluster_slices() -> list[dict[str, Any]]:
         resource_slice("a100-0", gpu_devices("a100-0", A100, 8)),
         resource_slice("a100-1", gpu_devices("a100-1", A100, 8)),
         resource_slice("h100-0", gpu_devices("h100-0", H100, 8)),
-        resource_slice("mixed-0", gpu_devices("mixed-0", A100_40, 4)
-                       + mig_devices("mixed-0", A100_40, 4, "1g.10gb", 7)),
-        resource_slice("mig-0", mig_node("mig-0", "1g.10gb", 2, 7)
-                       + mig_devices("mig-0", A100, 2, "3g.40gb", 2)),
+        resource_slice(
+            "mixed-0",
+            gpu_devices("mixed-0", A100_40, 4) + mig_devices("mixed-0", A100_40, 4, "1g.10gb", 7),
+        ),
+        resource_slice(
+            "mig-0",
+            mig_node("mig-0", "1g.10gb", 2, 7) + mig_devices("mig-0", A100, 2, "3g.40gb", 2),
+        ),
         resource_slice("mig-big", mig_node("mig-big", "1g.10gb", 8, 7)),
     ]
 

@@ -28,6 +28,7 @@ export DRAGATE_CELORACLE
 
 step "ruff"
 python3 -m ruff check webhook tests image
+python3 -m ruff format --check webhook tests image
 step "mypy --strict"
 python3 -m mypy
 step "layer contracts (import-linter)"

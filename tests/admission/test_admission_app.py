@@ -201,8 +201,16 @@ CLAIM_KIND = {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClai
             {"own_namespace": "dragate-system", "own_service_account": "dragate"},
         ),
     ],
-    ids=["reviewed", "delete", "connect", "status", "ephemeral", "resize", "own-namespace",
-         "own-sa"],
+    ids=[
+        "reviewed",
+        "delete",
+        "connect",
+        "status",
+        "ephemeral",
+        "resize",
+        "own-namespace",
+        "own-sa",
+    ],
 )
 def test_exempt_requests_pass_unevaluated(
     make_app: Any, request_fields: dict[str, Any], options: dict[str, Any]

@@ -32,57 +32,136 @@ def _without_uid() -> dict[str, Any]:
 
 CASES = [  # (request, options, status, what the body holds)
     pytest.param({"data": encode(review_body())}, {}, 200, '"allowed":true', id="allowed"),
-    pytest.param({"data": encode(review_body(pod(deny="yes")))}, {}, 200,
-                 '"allowed":false', id="denied"),
-    pytest.param({"path": "/mutate", "data": encode(review_body())}, {}, 200,
-                 '"patchType":"JSONPatch"', id="mutate-patch"),
-    pytest.param({"data": encode(review_body(dryRun=True))}, {}, 200,
-                 '"warnings":["dry run: nothing reserved"]', id="dry-run-warning"),
-    pytest.param({"data": encode(review_body(pod("nowhere")))}, {}, 200,
-                 "namespace nowhere has no tenant", id="no-tenant"),
-    pytest.param({"data": b"{not json"}, {}, 400, "body is not valid JSON: Expecting property",
-                 id="malformed-json"),
+    pytest.param(
+        {"data": encode(review_body(pod(deny="yes")))}, {}, 200, '"allowed":false', id="denied"
+    ),
+    pytest.param(
+        {"path": "/mutate", "data": encode(review_body())},
+        {},
+        200,
+        '"patchType":"JSONPatch"',
+        id="mutate-patch",
+    ),
+    pytest.param(
+        {"data": encode(review_body(dryRun=True))},
+        {},
+        200,
+        '"warnings":["dry run: nothing reserved"]',
+        id="dry-run-warning",
+    ),
+    pytest.param(
+        {"data": encode(review_body(pod("nowhere")))},
+        {},
+        200,
+        "namespace nowhere has no tenant",
+        id="no-tenant",
+    ),
+    pytest.param(
+        {"data": b"{not json"},
+        {},
+        400,
+        "body is not valid JSON: Expecting property",
+        id="malformed-json",
+    ),
     pytest.param({"data": b"\xff\xfe\x00"}, {}, 400, "body is not valid JSON", id="not-utf8"),
-    pytest.param({"data": encode(review_body()), "content_type": "text/plain"}, {}, 400,
-                 "Content-Type must be application/json, got 'text/plain'",
-                 id="wrong-content-type"),
-    pytest.param({"data": encode(review_body()), "content_type": None}, {}, 400,
-                 "Content-Type must be application/json, got 'none'", id="no-content-type"),
-    pytest.param({"data": encode(_without_uid())}, {}, 400, "missing request.uid",
-                 id="missing-uid"),
-    pytest.param({"data": encode(review_body(operation="PATCH"))}, {}, 400,
-                 '"uid":"705ab4f5-6393-11e8-b7cc-42010a800002"', id="bad-operation-uid"),
-    pytest.param({"data": encode(review_body(pod(filler="x" * 4096)))},
-                 {"max_body_bytes": 2048}, 400, "bytes exceeds the 2048-byte limit",
-                 id="oversized-declared"),
-    pytest.param({"data": encode(review_body(pod(filler="x" * 4096))), "chunked": True},
-                 {"max_body_bytes": 2048}, 400, "body exceeds the 2048-byte limit",
-                 id="oversized-chunked"),
-    pytest.param({"data": encode(review_body()), "chunked": True}, {}, 200, '"allowed":true',
-                 id="chunked"),
-    pytest.param({"data": encode(review_body()), "content_length": 100_000}, {}, 200,
-                 '"allowed":true', id="truncated-body"),
-    pytest.param({"data": encode(review_body(pod(crash="yes")))}, {}, 500,
-                 "internal error; see the webhook log for this uid", id="pipeline-crash"),
-    pytest.param({"path": "/validate?timeout=1s", "data": encode(review_body(pod(sleep="2")))},
-                 {"timeout_margin": 0.1}, 200, "could not finish the review within 0.9s",
-                 id="deadline-overrun-validate"),
-    pytest.param({"path": "/mutate?timeout=1s", "data": encode(review_body(pod(sleep="2")))},
-                 {"timeout_margin": 0.1}, 200, "mutation skipped, review exceeded 0.9s",
-                 id="deadline-overrun-mutate"),
+    pytest.param(
+        {"data": encode(review_body()), "content_type": "text/plain"},
+        {},
+        400,
+        "Content-Type must be application/json, got 'text/plain'",
+        id="wrong-content-type",
+    ),
+    pytest.param(
+        {"data": encode(review_body()), "content_type": None},
+        {},
+        400,
+        "Content-Type must be application/json, got 'none'",
+        id="no-content-type",
+    ),
+    pytest.param(
+        {"data": encode(_without_uid())}, {}, 400, "missing request.uid", id="missing-uid"
+    ),
+    pytest.param(
+        {"data": encode(review_body(operation="PATCH"))},
+        {},
+        400,
+        '"uid":"705ab4f5-6393-11e8-b7cc-42010a800002"',
+        id="bad-operation-uid",
+    ),
+    pytest.param(
+        {"data": encode(review_body(pod(filler="x" * 4096)))},
+        {"max_body_bytes": 2048},
+        400,
+        "bytes exceeds the 2048-byte limit",
+        id="oversized-declared",
+    ),
+    pytest.param(
+        {"data": encode(review_body(pod(filler="x" * 4096))), "chunked": True},
+        {"max_body_bytes": 2048},
+        400,
+        "body exceeds the 2048-byte limit",
+        id="oversized-chunked",
+    ),
+    pytest.param(
+        {"data": encode(review_body()), "chunked": True}, {}, 200, '"allowed":true', id="chunked"
+    ),
+    pytest.param(
+        {"data": encode(review_body()), "content_length": 100_000},
+        {},
+        200,
+        '"allowed":true',
+        id="truncated-body",
+    ),
+    pytest.param(
+        {"data": encode(review_body(pod(crash="yes")))},
+        {},
+        500,
+        "internal error; see the webhook log for this uid",
+        id="pipeline-crash",
+    ),
+    pytest.param(
+        {"path": "/validate?timeout=1s", "data": encode(review_body(pod(sleep="2")))},
+        {"timeout_margin": 0.1},
+        200,
+        "could not finish the review within 0.9s",
+        id="deadline-overrun-validate",
+    ),
+    pytest.param(
+        {"path": "/mutate?timeout=1s", "data": encode(review_body(pod(sleep="2")))},
+        {"timeout_margin": 0.1},
+        200,
+        "mutation skipped, review exceeded 0.9s",
+        id="deadline-overrun-mutate",
+    ),
     pytest.param({"method": "GET"}, {}, 405, "The method is not allowed", id="get-validate"),
-    pytest.param({"method": "PUT", "path": "/mutate"}, {}, 405, "The method is not allowed",
-                 id="put-mutate"),
-    pytest.param({"method": "OPTIONS"}, {}, 405, "The method is not allowed",
-                 id="options-validate"),
-    pytest.param({"path": "/validate/", "data": encode(review_body())}, {}, 404,
-                 "The requested URL was not found", id="trailing-slash"),
-    pytest.param({"path": "/nope", "data": encode(review_body())}, {}, 404,
-                 "The requested URL was not found", id="unknown-path"),
-    pytest.param({"method": "GET", "path": "/healthz"}, {}, 200, '{"status":"ok"}',
-                 id="healthz"),
-    pytest.param({"data": encode(review_body())}, {"require_client_cert": True}, 403,
-                 "reviews need a client certificate", id="no-client-cert"),
+    pytest.param(
+        {"method": "PUT", "path": "/mutate"}, {}, 405, "The method is not allowed", id="put-mutate"
+    ),
+    pytest.param(
+        {"method": "OPTIONS"}, {}, 405, "The method is not allowed", id="options-validate"
+    ),
+    pytest.param(
+        {"path": "/validate/", "data": encode(review_body())},
+        {},
+        404,
+        "The requested URL was not found",
+        id="trailing-slash",
+    ),
+    pytest.param(
+        {"path": "/nope", "data": encode(review_body())},
+        {},
+        404,
+        "The requested URL was not found",
+        id="unknown-path",
+    ),
+    pytest.param({"method": "GET", "path": "/healthz"}, {}, 200, '{"status":"ok"}', id="healthz"),
+    pytest.param(
+        {"data": encode(review_body())},
+        {"require_client_cert": True},
+        403,
+        "reviews need a client certificate",
+        id="no-client-cert",
+    ),
 ]
 
 
@@ -93,8 +172,10 @@ def _send(client: Client, case: Case) -> TestResponse:
     extra: dict[str, Any] = {}
     if case.get("chunked"):
         headers["Transfer-Encoding"] = "chunked"
-        extra = {"input_stream": io.BytesIO(data),
-                 "environ_overrides": {"wsgi.input_terminated": True}}
+        extra = {
+            "input_stream": io.BytesIO(data),
+            "environ_overrides": {"wsgi.input_terminated": True},
+        }
     elif "content_length" in case:
         extra = {"input_stream": io.BytesIO(data), "content_length": case["content_length"]}
     else:
@@ -103,20 +184,29 @@ def _send(client: Client, case: Case) -> TestResponse:
     return client.open(path, method=method, headers=headers, **extra)
 
 
-STATUS_LINES = {200: "200 OK", 400: "400 BAD REQUEST", 403: "403 FORBIDDEN",
-                404: "404 NOT FOUND", 405: "405 METHOD NOT ALLOWED",
-                500: "500 INTERNAL SERVER ERROR"}
+STATUS_LINES = {
+    200: "200 OK",
+    400: "400 BAD REQUEST",
+    403: "403 FORBIDDEN",
+    404: "404 NOT FOUND",
+    405: "405 METHOD NOT ALLOWED",
+    500: "500 INTERNAL SERVER ERROR",
+}
 
 
 @pytest.mark.parametrize(("case", "options", "code", "fragment"), CASES)
 def test_each_answer_is_json_with_its_status(
-    make_app: Callable[..., Flask], case: Case, options: dict[str, Any], code: int,
+    make_app: Callable[..., Flask],
+    case: Case,
+    options: dict[str, Any],
+    code: int,
     fragment: str,
 ) -> None:
     answer = _send(make_app(**options).test_client(), case)
     assert answer.status == STATUS_LINES[code]
     assert answer.headers.to_wsgi_list() == [
-        ("Content-Type", "application/json"), ("Content-Length", str(len(answer.data)))
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(answer.data))),
     ]
     assert fragment in answer.get_data(as_text=True) and answer.data.endswith(b"}\n")
     document = json.loads(answer.data)
@@ -147,8 +237,14 @@ def test_an_escaping_error_is_a_json_500(
         ("POST", "/validate/", True),
         ("GET", "/healthz", True),
     ],
-    ids=["post-validate", "post-mutate", "get-validate", "delete-mutate", "trailing-slash",
-         "healthz"],
+    ids=[
+        "post-validate",
+        "post-mutate",
+        "get-validate",
+        "delete-mutate",
+        "trailing-slash",
+        "healthz",
+    ],
 )
 def test_flask_never_sees_a_review_path(
     make_app: Callable[..., Flask], method: str, path: str, through_flask: bool

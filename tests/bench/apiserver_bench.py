@@ -65,15 +65,23 @@ def namespaces() -> list[str]:
 
 def claim(name: str, count: int = 1) -> dict[str, Any]:
     request = {"name": "gpu", "exactly": {"deviceClassName": CLASS, "count": count}}
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": name}, "spec": {"devices": {"requests": [request]}}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name},
+        "spec": {"devices": {"requests": [request]}},
+    }
 
 
 def legacy_pod(name: str, gpus: int = 1) -> dict[str, Any]:
     limits = {"nvidia.com/gpu": str(gpus)}
     container = {"name": "cuda", "image": "cuda:12", "resources": {"limits": limits}}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"containers": [container]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [container]},
+    }
 
 
 def path(kind: str, ns: str) -> str:
@@ -90,45 +98,89 @@ def policies(directory: Path) -> Path:
     """The example policies (CEL guardrails, legacy mapping) plus one tenant per namespace."""
     shutil.copytree(REPO / "policies", directory, ignore=shutil.ignore_patterns("tests"))
     tenants = [
-        {"apiVersion": "dragate.io/v1alpha1", "kind": "Tenant", "metadata": {"name": ns},
-         "spec": {"namespaces": [ns], "allowedDeviceClasses": [CLASS],
-                  "quota": [{"deviceClassName": CLASS, "maxDevices": 100_000,
-                             "maxDevicesPerClaim": MAX_PER_CLAIM}]}}
+        {
+            "apiVersion": "dragate.io/v1alpha1",
+            "kind": "Tenant",
+            "metadata": {"name": ns},
+            "spec": {
+                "namespaces": [ns],
+                "allowedDeviceClasses": [CLASS],
+                "quota": [
+                    {
+                        "deviceClassName": CLASS,
+                        "maxDevices": 100_000,
+                        "maxDevicesPerClaim": MAX_PER_CLAIM,
+                    }
+                ],
+            },
+        }
         for ns in namespaces()
     ]
     (directory / "bench-tenants.yaml").write_text(
-        "\n---\n".join(json.dumps(t) for t in tenants) + "\n")
+        "\n---\n".join(json.dumps(t) for t in tenants) + "\n"
+    )
     return directory
 
 
 def admission_policy() -> list[dict[str, Any]]:
     """The VAP variant: dragate's allow-list and per-claim cap, as CEL the API server runs."""
-    claims = (f"object.spec.devices.requests.all(r, has(r.exactly) && "
-              f"r.exactly.deviceClassName in ['{CLASS}'] && "
-              f"(!has(r.exactly.count) || r.exactly.count <= {MAX_PER_CLAIM}))")
-    pods = ("object.spec.containers.all(c, !has(c.resources) || !has(c.resources.limits) || "
-            "!('nvidia.com/gpu' in c.resources.limits) || "
-            "quantity(c.resources.limits['nvidia.com/gpu'])"
-            f".compareTo(quantity('{MAX_PER_CLAIM}')) <= 0)")
+    claims = (
+        f"object.spec.devices.requests.all(r, has(r.exactly) && "
+        f"r.exactly.deviceClassName in ['{CLASS}'] && "
+        f"(!has(r.exactly.count) || r.exactly.count <= {MAX_PER_CLAIM}))"
+    )
+    pods = (
+        "object.spec.containers.all(c, !has(c.resources) || !has(c.resources.limits) || "
+        "!('nvidia.com/gpu' in c.resources.limits) || "
+        "quantity(c.resources.limits['nvidia.com/gpu'])"
+        f".compareTo(quantity('{MAX_PER_CLAIM}')) <= 0)"
+    )
     objects: list[dict[str, Any]] = []
-    for name, group, resource, expression in (("claims", "resource.k8s.io", "resourceclaims",
-                                               claims), ("pods", "", "pods", pods)):
+    for name, group, resource, expression in (
+        ("claims", "resource.k8s.io", "resourceclaims", claims),
+        ("pods", "", "pods", pods),
+    ):
         policy = f"bench-gpu-{name}"
-        objects.append({
-            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-            "metadata": {"name": policy},
-            "spec": {"failurePolicy": "Fail",
-                     "matchConstraints": {"resourceRules": [{
-                         "apiGroups": [group], "apiVersions": ["*"], "resources": [resource],
-                         "operations": ["CREATE", "UPDATE"]}]},
-                     "validations": [{"expression": expression,
-                                      "message": "GPU class not allowed or over the cap"}]}})
-        objects.append({
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": policy},
-            "spec": {"policyName": policy, "validationActions": ["Deny"],
-                     "matchResources": {"namespaceSelector": {"matchLabels": {
-                         "dragate-bench/variant": "vap"}}}}})
+        objects.append(
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicy",
+                "metadata": {"name": policy},
+                "spec": {
+                    "failurePolicy": "Fail",
+                    "matchConstraints": {
+                        "resourceRules": [
+                            {
+                                "apiGroups": [group],
+                                "apiVersions": ["*"],
+                                "resources": [resource],
+                                "operations": ["CREATE", "UPDATE"],
+                            }
+                        ]
+                    },
+                    "validations": [
+                        {
+                            "expression": expression,
+                            "message": "GPU class not allowed or over the cap",
+                        }
+                    ],
+                },
+            }
+        )
+        objects.append(
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": policy},
+                "spec": {
+                    "policyName": policy,
+                    "validationActions": ["Deny"],
+                    "matchResources": {
+                        "namespaceSelector": {"matchLabels": {"dragate-bench/variant": "vap"}}
+                    },
+                },
+            }
+        )
     return objects
 
 
@@ -144,8 +196,7 @@ class Client:
     def create(self, url: str, obj: dict[str, Any], dry_run: bool = False) -> tuple[int, Any]:
         body = json.dumps(obj).encode()
         query = "?dryRun=All" if dry_run else ""
-        self._connection.request("POST", url + query, body,
-                                 {"Content-Type": "application/json"})
+        self._connection.request("POST", url + query, body, {"Content-Type": "application/json"})
         reply = self._connection.getresponse()
         return reply.status, json.loads(reply.read() or b"null")
 
@@ -213,8 +264,12 @@ def concurrent(cluster: Any, kind: str, ns: str, count: int) -> dict[str, Any]:
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - started
-    return {**summarize(samples), "failed": failures[0], "connections": CONNECTIONS,
-            "creates_per_s": round(len(samples) / wall, 1)}
+    return {
+        **summarize(samples),
+        "failed": failures[0],
+        "connections": CONNECTIONS,
+        "creates_per_s": round(len(samples) / wall, 1),
+    }
 
 
 # ------------------------------------------------------------------------- variants
@@ -251,8 +306,12 @@ def variant(cluster: Any, name: str, server: Any) -> Iterator[None]:
         yield
         return
     if name == "vap":
-        cluster.kubectl("apply", "-f", "-", input=json.dumps(
-            {"apiVersion": "v1", "kind": "List", "items": admission_policy()}))
+        cluster.kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=json.dumps({"apiVersion": "v1", "kind": "List", "items": admission_policy()}),
+        )
         _wait(lambda: _denied_by(cluster, probe_ns, "bench-gpu-claims"), "the VAP")
         try:
             yield
@@ -263,11 +322,17 @@ def variant(cluster: Any, name: str, server: Any) -> Iterator[None]:
             _wait(lambda: _denied_by(cluster, probe_ns, None), "removing the VAP")
         return
     mutate = server.server.url("/mutate") if name == "mutate" else None
-    settings = WebhookSettings(extra={"namespaceSelector": {"matchLabels": {
-        "dragate-bench/variant": name}}})
-    registration = register_webhooks(cluster, server.server.url("/validate"), mutate,
-                                      server.ca_bundle_pem, name="dragate-bench",
-                                      settings=settings)
+    settings = WebhookSettings(
+        extra={"namespaceSelector": {"matchLabels": {"dragate-bench/variant": name}}}
+    )
+    registration = register_webhooks(
+        cluster,
+        server.server.url("/validate"),
+        mutate,
+        server.ca_bundle_pem,
+        name="dragate-bench",
+        settings=settings,
+    )
     _wait(lambda: _denied_by(cluster, probe_ns, "dragate"), f"dragate ({name})")
     try:
         yield
@@ -281,14 +346,21 @@ def _prepare(cluster: Any, workdir: Path) -> Any:
     from e2e.dragate_server import DATA, DragateServer, serve_command
 
     cluster.kubectl("apply", "-f", str(CRD))
-    cluster.kubectl("wait", "--for=condition=Established", "crd/tenantusages.dragate.io",
-                    "--timeout=60s")
+    cluster.kubectl(
+        "wait", "--for=condition=Established", "crd/tenantusages.dragate.io", "--timeout=60s"
+    )
     cluster.kubectl("apply", "-f", str(DATA / "inventory.yaml"))
-    items = [{"apiVersion": "v1", "kind": "Namespace",
-              "metadata": {"name": ns, "labels": {"dragate-bench/variant": ns.split("-")[1]}}}
-             for ns in namespaces()]
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(
-        {"apiVersion": "v1", "kind": "List", "items": items}))
+    items = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": ns, "labels": {"dragate-bench/variant": ns.split("-")[1]}},
+        }
+        for ns in namespaces()
+    ]
+    cluster.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    )
     command = serve_command(cluster.kubeconfig, policies(workdir / "policies"))
     return DragateServer.launch(command, workdir, name="dragate-bench")
 
@@ -303,19 +375,32 @@ def run(bin_dir: Path, sequential_count: int, concurrent_count: int) -> dict[str
             for name in VARIANTS:
                 with variant(cluster, name, server):
                     for kind in KINDS:
-                        seq = sequential(cluster, kind, namespace(name, kind, "seq"),
-                                         sequential_count)
-                        conc = concurrent(cluster, kind, namespace(name, kind, "conc"),
-                                          concurrent_count)
-                        rows.append({"variant": name, "kind": kind, "sequential": seq,
-                                     "concurrent": conc})
-                        print(f"apiserver: {name} {kind} p50 {seq['p50_us']} µs, "
-                              f"{conc['creates_per_s']}/s", file=sys.stderr, flush=True)
+                        seq = sequential(
+                            cluster, kind, namespace(name, kind, "seq"), sequential_count
+                        )
+                        conc = concurrent(
+                            cluster, kind, namespace(name, kind, "conc"), concurrent_count
+                        )
+                        rows.append(
+                            {"variant": name, "kind": kind, "sequential": seq, "concurrent": conc}
+                        )
+                        print(
+                            f"apiserver: {name} {kind} p50 {seq['p50_us']} µs, "
+                            f"{conc['creates_per_s']}/s",
+                            file=sys.stderr,
+                            flush=True,
+                        )
             reviews = review_times(server.process.log_path)
         finally:
             server.stop()
-    return {"rows": rows, "added": added(rows), "reviews": reviews, "connections": CONNECTIONS,
-            "sequential_count": sequential_count, "concurrent_count": concurrent_count}
+    return {
+        "rows": rows,
+        "added": added(rows),
+        "reviews": reviews,
+        "connections": CONNECTIONS,
+        "sequential_count": sequential_count,
+        "concurrent_count": concurrent_count,
+    }
 
 
 def review_times(log: Path) -> list[dict[str, Any]]:
@@ -335,8 +420,10 @@ def review_times(log: Path) -> list[dict[str, Any]]:
         variant, kind = ns.split("-")[1:3]
         key = (variant, kind, str(entry.get("endpoint")))
         found.setdefault(key, []).append(float(entry["duration_ms"]) * 1000)
-    return [{"variant": v, "kind": k, "endpoint": e, **summarize(samples)}
-            for (v, k, e), samples in sorted(found.items())]
+    return [
+        {"variant": v, "kind": k, "endpoint": e, **summarize(samples)}
+        for (v, k, e), samples in sorted(found.items())
+    ]
 
 
 def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -348,13 +435,17 @@ def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if none is None or row["variant"] == "none":
             continue
         seq, conc = row["sequential"], row["concurrent"]
-        out.append({
-            "kind": row["kind"], "variant": row["variant"],
-            "added_p50_ms": round((seq["p50_us"] - none["sequential"]["p50_us"]) / 1000, 2),
-            "added_p99_ms": round((seq["p99_us"] - none["sequential"]["p99_us"]) / 1000, 2),
-            "creates_per_s_ratio": round(conc["creates_per_s"]
-                                         / none["concurrent"]["creates_per_s"], 3),
-        })
+        out.append(
+            {
+                "kind": row["kind"],
+                "variant": row["variant"],
+                "added_p50_ms": round((seq["p50_us"] - none["sequential"]["p50_us"]) / 1000, 2),
+                "added_p99_ms": round((seq["p99_us"] - none["sequential"]["p99_us"]) / 1000, 2),
+                "creates_per_s_ratio": round(
+                    conc["creates_per_s"] / none["concurrent"]["creates_per_s"], 3
+                ),
+            }
+        )
     return out
 
 

@@ -12,13 +12,22 @@ from webhook.engine.cel import compile_expression, device_to_cel, to_cel
 
 DEVICE = device_to_cel(
     "gpu.nvidia.com",
-    {"productName": {"string": "NVIDIA A100-SXM4-80GB"}, "driverVersion": {"version": "550.54.15"},
-     "type": {"string": "gpu"}},
+    {
+        "productName": {"string": "NVIDIA A100-SXM4-80GB"},
+        "driverVersion": {"version": "550.54.15"},
+        "type": {"string": "gpu"},
+    },
     {"memory": {"value": "80Gi"}},
 )
-REQUEST = to_cel({"name": "gpu", "deviceClassName": "gpu.nvidia.com", "count": 2,
-                  "adminAccess": False,
-                  "selectors": ["device.attributes['gpu.nvidia.com'].type == 'gpu'"] * 3})
+REQUEST = to_cel(
+    {
+        "name": "gpu",
+        "deviceClassName": "gpu.nvidia.com",
+        "count": 2,
+        "adminAccess": False,
+        "selectors": ["device.attributes['gpu.nvidia.com'].type == 'gpu'"] * 3,
+    }
+)
 ACTIVATION = {"device": DEVICE, "request": REQUEST, "tenant": to_cel("team-a")}
 EXPRESSIONS = [
     "request.count <= 4",

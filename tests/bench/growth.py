@@ -68,8 +68,7 @@ def measure(tenants: int, claims: int, iterations: int) -> dict[str, Any]:
         ledger = SqliteLedger(str(Path(tmp, "ledger.sqlite3")))
         seed_s = timed(lambda: ledger.seed(existing_holds(policies, state)))
         context = offline_context(lambda: policies, state, ledger)
-        result: dict[str, Any] = {"tenants": tenants, "claims": claims,
-                                  "seed_s": round(seed_s, 3)}
+        result: dict[str, Any] = {"tenants": tenants, "claims": claims, "seed_s": round(seed_s, 3)}
         for name, request in _requests().items():
             verdict = pipeline.review(request, context, mutate=name == "mutate")
             assert verdict.allowed, verdict.decision.reasons
@@ -84,8 +83,10 @@ def _requests() -> dict[str, Any]:
     from webhook.admission.review import parse_review
 
     bodies = workload.review_bodies()
-    return {"validate": parse_review(bodies["/validate"], "application/json"),
-            "mutate": parse_review(bodies["/mutate"], "application/json")}
+    return {
+        "validate": parse_review(bodies["/validate"], "application/json"),
+        "mutate": parse_review(bodies["/mutate"], "application/json"),
+    }
 
 
 def curve(sizes: tuple[tuple[int, int], ...], iterations: int) -> list[dict[str, Any]]:
@@ -93,9 +94,20 @@ def curve(sizes: tuple[tuple[int, int], ...], iterations: int) -> list[dict[str,
     rows = []
     for tenants, claims in sizes:
         done = subprocess.run(
-            [sys.executable, __file__, "--tenants", str(tenants), "--claims", str(claims),
-             "--iterations", str(iterations)],
-            capture_output=True, text=True, check=True)
+            [
+                sys.executable,
+                __file__,
+                "--tenants",
+                str(tenants),
+                "--claims",
+                str(claims),
+                "--iterations",
+                str(iterations),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         rows.append(json.loads(done.stdout.splitlines()[-1]))
     return rows
 

@@ -18,8 +18,11 @@ import loadgen
 import servers
 import workload
 
-TARGETS = {"noop": ("noop", "/validate"), "validate": ("dragate", "/validate"),
-           "mutate": ("dragate", "/mutate")}
+TARGETS = {
+    "noop": ("noop", "/validate"),
+    "validate": ("dragate", "/validate"),
+    "mutate": ("dragate", "/mutate"),
+}
 
 
 def _post(url: str, body: bytes) -> dict[str, Any]:
@@ -37,8 +40,11 @@ def verdicts(served: dict[str, servers.Served], bodies: dict[str, bytes]) -> dic
     for target, (server, path) in TARGETS.items():
         response = _post(served[server].url + path, bodies[path])
         assert response["allowed"], response
-        found[target] = {"allowed": response["allowed"], "patched": "patch" in response,
-                         "warnings": len(response.get("warnings") or [])}
+        found[target] = {
+            "allowed": response["allowed"],
+            "patched": "patch" in response,
+            "warnings": len(response.get("warnings") or []),
+        }
     assert found["mutate"]["patched"], "the legacy Pod was not rewritten"
     return found
 
@@ -54,13 +60,18 @@ def run(tmp: Path, levels: tuple[int, ...], seconds: float, client: str) -> dict
         curves: dict[str, list[dict[str, Any]]] = {t: [] for t in TARGETS}
         for connections in levels:
             for target, (server, path) in TARGETS.items():
-                row = loadgen.load(served[server].url + path, bodies[path], connections,
-                                   seconds, client)
+                row = loadgen.load(
+                    served[server].url + path, bodies[path], connections, seconds, client
+                )
                 curves[target].append({"connections": connections, **row})
         memory = {name: s.worker_memory() for name, s in served.items()}
-    return {"verdicts": found, "curves": curves, "worker_memory": memory,
-            "body_bytes": {path: len(body) for path, body in bodies.items()},
-            "seconds_per_point": seconds}
+    return {
+        "verdicts": found,
+        "curves": curves,
+        "worker_memory": memory,
+        "body_bytes": {path: len(body) for path, body in bodies.items()},
+        "seconds_per_point": seconds,
+    }
 
 
 def _at(curve: list[dict[str, Any]], connections: int) -> dict[str, Any] | None:

@@ -39,10 +39,18 @@ Call = Callable[[int], Any]
 
 def _wsgi(app: Callable[..., Iterable[bytes]], path: str, body: bytes) -> Call:
     def call(_: int) -> bytes:
-        environ = {"REQUEST_METHOD": "POST", "PATH_INFO": path, "QUERY_STRING": "timeout=10s",
-                   "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)),
-                   "wsgi.input": io.BytesIO(body), "SERVER_NAME": "bench", "SERVER_PORT": "443",
-                   "wsgi.url_scheme": "https", "SERVER_PROTOCOL": "HTTP/1.1"}
+        environ = {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": path,
+            "QUERY_STRING": "timeout=10s",
+            "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(len(body)),
+            "wsgi.input": io.BytesIO(body),
+            "SERVER_NAME": "bench",
+            "SERVER_PORT": "443",
+            "wsgi.url_scheme": "https",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+        }
         return b"".join(app(environ, lambda status, headers: None))
 
     return call
@@ -87,9 +95,11 @@ def targets() -> list[tuple[str, Call]]:
     for path, body in workload.review_bodies().items():
         parsed = parse_review(body, "application/json")
         mutate = path == "/mutate"
-        found += [(f"route{path}", _wsgi(app.wsgi_app, path, body)),
-                  (f"pipeline{path}", _reviewing(parsed, context, mutate)),
-                  (f"noop{path}", _wsgi(noop_server.noop_app, path, body))]
+        found += [
+            (f"route{path}", _wsgi(app.wsgi_app, path, body)),
+            (f"pipeline{path}", _reviewing(parsed, context, mutate)),
+            (f"noop{path}", _wsgi(noop_server.noop_app, path, body)),
+        ]
     return found
 
 
@@ -103,15 +113,21 @@ def measure(count: int) -> None:
 
 def summarize(prefix: str, count: int) -> dict[str, int]:
     """Median instructions per call of each target, from callgrind's numbered dumps."""
-    dumps = sorted(Path(prefix).parent.glob(Path(prefix).name + ".*"),
-                   key=lambda p: int(p.suffix[1:]))
-    totals = [int(m.group(1)) if (m := re.search(r"^(?:summary|totals): (\d+)",
-                                                   p.read_text(), re.M)) else 0
-              for p in dumps]
+    dumps = sorted(
+        Path(prefix).parent.glob(Path(prefix).name + ".*"), key=lambda p: int(p.suffix[1:])
+    )
+    totals = [
+        int(m.group(1))
+        if (m := re.search(r"^(?:summary|totals): (\d+)", p.read_text(), re.M))
+        else 0
+        for p in dumps
+    ]
     names = [f"{t}{p}" for p in PATHS for t in TARGETS]
     per_target = count + 1  # the call that ends each starmap is dumped too
-    return {name: sorted(totals[i * per_target:i * per_target + count])[count // 2]
-            for i, name in enumerate(names)}
+    return {
+        name: sorted(totals[i * per_target : i * per_target + count])[count // 2]
+        for i, name in enumerate(names)
+    }
 
 
 def main() -> None:

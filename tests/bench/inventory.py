@@ -47,8 +47,10 @@ def _gpu(node: int, index: int) -> dict[str, Any]:
     return {
         "name": f"gpu-{index}",
         "attributes": {
-            "type": {"string": "gpu"}, "uuid": {"string": f"GPU-{node:05d}-{index}"},
-            "productName": {"string": product}, "brand": {"string": "Nvidia"},
+            "type": {"string": "gpu"},
+            "uuid": {"string": f"GPU-{node:05d}-{index}"},
+            "productName": {"string": product},
+            "brand": {"string": "Nvidia"},
             "architecture": {"string": architecture},
             "cudaComputeCapability": {"version": compute},
             "driverVersion": {"version": driver_version_of(node)},
@@ -63,14 +65,17 @@ def _mig(node: int, placement: int) -> dict[str, Any]:
     return {
         "name": f"gpu-7-mig-1g5gb-19-{placement}",
         "attributes": {
-            "type": {"string": "mig"}, "uuid": {"string": f"MIG-{node:05d}-{placement}"},
-            "parentUUID": {"string": f"GPU-{node:05d}-7"}, "profile": {"string": "1g.5gb"},
+            "type": {"string": "mig"},
+            "uuid": {"string": f"MIG-{node:05d}-{placement}"},
+            "parentUUID": {"string": f"GPU-{node:05d}-7"},
+            "profile": {"string": "1g.5gb"},
             "productName": {"string": MODELS[0][0]},
             "driverVersion": {"version": driver_version_of(node)},
             "resource.kubernetes.io/pciBusID": {"string": "0000:17:00.0"},
         },
         "capacity": {
-            "memory": {"value": "4864Mi"}, "multiprocessors": {"value": "14"},
+            "memory": {"value": "4864Mi"},
+            "multiprocessors": {"value": "14"},
             f"memorySlice{placement}": {"value": "1"},
         },
     }
@@ -84,12 +89,23 @@ def cluster_slices(nodes: int, gpus_per_node: int = 8) -> list[dict[str, Any]]:
         if has_mig(node):
             devices += [_mig(node, p) for p in range(7)]
         name = f"node-{node:05d}"
-        slices.append({
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": f"{name}-{DRIVER}", "uid": f"uid-{node}", "resourceVersion": "1"},
-            "spec": {"driver": DRIVER, "nodeName": name, "devices": devices,
-                     "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}},
-        })
+        slices.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {
+                    "name": f"{name}-{DRIVER}",
+                    "uid": f"uid-{node}",
+                    "resourceVersion": "1",
+                },
+                "spec": {
+                    "driver": DRIVER,
+                    "nodeName": name,
+                    "devices": devices,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                },
+            }
+        )
     return slices
 
 
@@ -136,10 +152,14 @@ def measure(nodes: int) -> dict[str, Any]:
     pin = f"device.attributes['{DRIVER}'].uuid == 'GPU-00007-3'"
     _, pinned = _timed(lambda: inventory.count_matching([GPU_CLASS, pin]))
     return {
-        "devices": inventory.device_count, "groups": len(inventory.groups),
-        "build_ms": _rounded(built), "cold_ms": _rounded(cold_time),
-        "warm_ms": _rounded(warm_time), "rebuild_ms": _rounded(rebuilt),
-        "selectors_after_rebuild_ms": _rounded(again_time), "uuid_pin_ms": _rounded(pinned),
+        "devices": inventory.device_count,
+        "groups": len(inventory.groups),
+        "build_ms": _rounded(built),
+        "cold_ms": _rounded(cold_time),
+        "warm_ms": _rounded(warm_time),
+        "rebuild_ms": _rounded(rebuilt),
+        "selectors_after_rebuild_ms": _rounded(again_time),
+        "uuid_pin_ms": _rounded(pinned),
     }
 
 
@@ -157,11 +177,13 @@ def main() -> None:
     print(f"first CEL compile in this process (parser set-up, once): {first_compile_ms()} ms")
     for nodes in (125, 1250, 6250):
         row = measure(nodes)
-        print(f"{row['devices']:7d} devices {row['groups']:3d} groups | build "
-              f"{row['build_ms']} ms | 10 selectors cold {row['cold_ms']} ms warm "
-              f"{row['warm_ms']} ms | one slice changed: rebuild {row['rebuild_ms']} ms + "
-              f"selectors {row['selectors_after_rebuild_ms']} ms | uuid pin (per device) "
-              f"{row['uuid_pin_ms']} ms")
+        print(
+            f"{row['devices']:7d} devices {row['groups']:3d} groups | build "
+            f"{row['build_ms']} ms | 10 selectors cold {row['cold_ms']} ms warm "
+            f"{row['warm_ms']} ms | one slice changed: rebuild {row['rebuild_ms']} ms + "
+            f"selectors {row['selectors_after_rebuild_ms']} ms | uuid pin (per device) "
+            f"{row['uuid_pin_ms']} ms"
+        )
 
 
 if __name__ == "__main__":

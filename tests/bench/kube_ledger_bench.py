@@ -75,8 +75,9 @@ def control_plane(bin_dir: Path) -> Iterator[Any]:
 
     with running_cluster(bin_dir, controller_manager=False) as cluster:
         cluster.kubectl("apply", "-f", str(CRD))
-        cluster.kubectl("wait", "--for=condition=Established",
-                        "crd/tenantusages.dragate.io", "--timeout=60s")
+        cluster.kubectl(
+            "wait", "--for=condition=Established", "crd/tenantusages.dragate.io", "--timeout=60s"
+        )
         warm = KubeLedger.from_kubeconfig(str(cluster.kubeconfig), budget=30.0)
         warm.reserve("warm-up", {"claim:w/x": {CLASS: 1}}, {})  # first write sets up storage
         yield cluster
@@ -94,11 +95,23 @@ class CountingLedger(KubeLedger):
         super()._pause(attempt, deadline, tenant)
 
 
-def _worker(kubeconfig: str, tenant: str, proc: int, *, threads: int, per_thread: int,
-            quota: int, budget: float, share: str, ready: Any, start: Any,
-            out: Any) -> None:
+def _worker(
+    kubeconfig: str,
+    tenant: str,
+    proc: int,
+    *,
+    threads: int,
+    per_thread: int,
+    quota: int,
+    budget: float,
+    share: str,
+    ready: Any,
+    start: Any,
+    out: Any,
+) -> None:
     ledger = CountingLedger.from_kubeconfig(
-        kubeconfig, budget=budget, share=Share(Path(share)) if share else None)
+        kubeconfig, budget=budget, share=Share(Path(share)) if share else None
+    )
     assert isinstance(ledger, CountingLedger)
     ledger.usage(tenant)  # one TLS connection up before the clock starts
     latencies: list[list[float]] = [[] for _ in range(threads)]
@@ -124,13 +137,22 @@ def _worker(kubeconfig: str, tenant: str, proc: int, *, threads: int, per_thread
     for worker in workers:
         worker.join()
     granted, refused, unavailable = (sum(column) for column in zip(*counts, strict=True))
-    out.put({"proc": proc, "granted": granted, "refused": refused, "unavailable": unavailable,
-             "conflicts": ledger.conflicts, "finished": time.monotonic(),
-             "latencies": [x for thread in latencies for x in thread]})
+    out.put(
+        {
+            "proc": proc,
+            "granted": granted,
+            "refused": refused,
+            "unavailable": unavailable,
+            "conflicts": ledger.conflicts,
+            "finished": time.monotonic(),
+            "latencies": [x for thread in latencies for x in thread],
+        }
+    )
 
 
-def race(kubeconfig: str, threads: int, per_thread: int, budget: float,
-         share: str = "") -> dict[str, Any]:
+def race(
+    kubeconfig: str, threads: int, per_thread: int, budget: float, share: str = ""
+) -> dict[str, Any]:
     """2 processes x `threads` threads x `per_thread` reservations against one fresh tenant;
     with `share` (a directory) the processes are two workers of one replica, else replicas."""
     attempts = PROCESSES * threads * per_thread
@@ -138,12 +160,23 @@ def race(kubeconfig: str, threads: int, per_thread: int, budget: float,
     tenant = f"bench-t{threads}" + ("-shared" if share else "")
     context = multiprocessing.get_context("spawn")
     ready, start, out = context.Queue(), context.Event(), context.Queue()
-    procs = [context.Process(target=_worker,
-                             args=(kubeconfig, tenant, p),
-                             kwargs={"threads": threads, "per_thread": per_thread,
-                                     "quota": quota, "budget": budget, "share": share,
-                                     "ready": ready, "start": start, "out": out})
-             for p in range(PROCESSES)]
+    procs = [
+        context.Process(
+            target=_worker,
+            args=(kubeconfig, tenant, p),
+            kwargs={
+                "threads": threads,
+                "per_thread": per_thread,
+                "quota": quota,
+                "budget": budget,
+                "share": share,
+                "ready": ready,
+                "start": start,
+                "out": out,
+            },
+        )
+        for p in range(PROCESSES)
+    ]
     for proc in procs:
         proc.start()
     try:
@@ -159,18 +192,27 @@ def race(kubeconfig: str, threads: int, per_thread: int, budget: float,
                 proc.kill()
     elapsed = max(o["finished"] for o in outcomes) - started
     granted, refused, unavailable, conflicts = (
-        sum(o[key] for o in outcomes) for key in ("granted", "refused", "unavailable", "conflicts"))
+        sum(o[key] for o in outcomes) for key in ("granted", "refused", "unavailable", "conflicts")
+    )
     latencies = sorted(x for o in outcomes for x in o["latencies"])
     reader = KubeLedger.from_kubeconfig(kubeconfig, budget=30.0)
     stored = reader.api.request("GET", f"{COLLECTION}/{object_name(tenant)}")
     held = sum(r.devices.get(CLASS, 0) for r in records_of(stored).values())
     decided = granted + refused
     return {
-        "processes": PROCESSES, "threads_per_process": threads, "attempts": attempts,
+        "processes": PROCESSES,
+        "threads_per_process": threads,
+        "attempts": attempts,
         "as": "workers of one replica" if share else "replicas",
-        "quota": quota, "granted": granted, "refused": refused, "unavailable": unavailable,
-        "conflicts": conflicts, "conflicts_per_grant": round(conflicts / max(granted, 1), 2),
-        "held": held, "overcommit": max(0, held - quota), "lost": max(0, granted - held),
+        "quota": quota,
+        "granted": granted,
+        "refused": refused,
+        "unavailable": unavailable,
+        "conflicts": conflicts,
+        "conflicts_per_grant": round(conflicts / max(granted, 1), 2),
+        "held": held,
+        "overcommit": max(0, held - quota),
+        "lost": max(0, granted - held),
         "orphaned": max(0, held - granted),  # landed, but the caller saw FactsUnavailable
         "exact": held == granted == min(quota, attempts),
         "object_kib": round(len(json.dumps(stored)) / 1024, 1),
@@ -184,8 +226,9 @@ def race(kubeconfig: str, threads: int, per_thread: int, budget: float,
     }
 
 
-def by_holders(kubeconfig: str, counts: tuple[int, ...] = HOLDER_COUNTS,
-               samples: int = 15) -> list[dict[str, Any]]:
+def by_holders(
+    kubeconfig: str, counts: tuple[int, ...] = HOLDER_COUNTS, samples: int = 15
+) -> list[dict[str, Any]]:
     """Median time of one uncontended reserve (a new holder) with `count` holders stored, and
     of its parts: a GET of the TenantUsage, and a PUT of it (the compare-and-swap) changing
     only an annotation (an unchanged object is not written at all).
@@ -210,10 +253,16 @@ def by_holders(kubeconfig: str, counts: tuple[int, ...] = HOLDER_COUNTS,
         gets, puts = _get_and_put(ledger, path, samples)
         stored = ledger.api.request("GET", path)
         managed = stored["metadata"].get("managedFields") or []
-        rows.append({"holders": count, "reserve_ms": _median_ms(times),
-                     "get_ms": _median_ms(gets), "put_ms": _median_ms(puts),
-                     "object_kib": round(len(json.dumps(stored)) / 1024, 1),
-                     "managed_fields_kib": round(len(json.dumps(managed)) / 1024, 1)})
+        rows.append(
+            {
+                "holders": count,
+                "reserve_ms": _median_ms(times),
+                "get_ms": _median_ms(gets),
+                "put_ms": _median_ms(puts),
+                "object_kib": round(len(json.dumps(stored)) / 1024, 1),
+                "managed_fields_kib": round(len(json.dumps(managed)) / 1024, 1),
+            }
+        )
     return rows
 
 
@@ -239,8 +288,12 @@ def _quantile(ordered: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def curve(per_thread_total: int = 300, thread_counts: tuple[int, ...] = (1, 2, 4),
-          budget: float = 1.5, bin_dir: Path | None = None) -> dict[str, Any]:
+def curve(
+    per_thread_total: int = 300,
+    thread_counts: tuple[int, ...] = (1, 2, 4),
+    budget: float = 1.5,
+    bin_dir: Path | None = None,
+) -> dict[str, Any]:
     """Each level makes 2 x `per_thread_total` attempts, split over its threads.
 
     `budget` is KubeLedger's per-operation budget (1.5 s, the webhook's default).
@@ -251,29 +304,58 @@ def curve(per_thread_total: int = 300, thread_counts: tuple[int, ...] = (1, 2, 4
     started = time.monotonic()
     with control_plane(bin_dir) as cluster:
         startup = time.monotonic() - started
-        rows = [race(str(cluster.kubeconfig), t, max(1, per_thread_total // t), budget)
-                for t in thread_counts]
+        rows = [
+            race(str(cluster.kubeconfig), t, max(1, per_thread_total // t), budget)
+            for t in thread_counts
+        ]
         with tempfile.TemporaryDirectory(prefix="dragate-share-") as share:
             busiest = max(thread_counts)
-            rows.append(race(str(cluster.kubeconfig), busiest,
-                             max(1, per_thread_total // busiest), budget, share))
+            rows.append(
+                race(
+                    str(cluster.kubeconfig),
+                    busiest,
+                    max(1, per_thread_total // busiest),
+                    budget,
+                    share,
+                )
+            )
         growth = by_holders(str(cluster.kubeconfig))
-    return {"budget_s": budget, "control_plane_start_s": round(startup, 1), "races": rows,
-            "by_holders": growth}
+    return {
+        "budget_s": budget,
+        "control_plane_start_s": round(startup, 1),
+        "races": rows,
+        "by_holders": growth,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--per-process", type=int, default=300,
-                        help="attempts per process per level, split over its threads")
+    parser.add_argument(
+        "--per-process",
+        type=int,
+        default=300,
+        help="attempts per process per level, split over its threads",
+    )
     parser.add_argument("--budget", type=float, default=1.5)
     args = parser.parse_args()
     result = curve(args.per_process, tuple(args.threads), args.budget)
     print(json.dumps(result, indent=2))
-    columns = ("threads_per_process", "admissions_per_s", "granted_per_s", "p50_ms", "p99_ms",
-               "max_ms", "granted", "quota", "held", "overcommit", "orphaned", "conflicts",
-               "unavailable")
+    columns = (
+        "threads_per_process",
+        "admissions_per_s",
+        "granted_per_s",
+        "p50_ms",
+        "p99_ms",
+        "max_ms",
+        "granted",
+        "quota",
+        "held",
+        "overcommit",
+        "orphaned",
+        "conflicts",
+        "unavailable",
+    )
     if "races" in result:
         print("| " + " | ".join(columns) + " |", file=sys.stderr)
         for row in result["races"]:

@@ -41,9 +41,14 @@ def race(processes: int, per_process: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp, "ledger.sqlite3"))
         SqliteLedger(path).close()
-        workers = [context.Process(target=_worker, args=(path, w, per_process, limit),
-                                   kwargs={"start": start, "out": out})
-                   for w in range(processes)]
+        workers = [
+            context.Process(
+                target=_worker,
+                args=(path, w, per_process, limit),
+                kwargs={"start": start, "out": out},
+            )
+            for w in range(processes)
+        ]
         for worker in workers:
             worker.start()
         time.sleep(0.2)
@@ -56,8 +61,13 @@ def race(processes: int, per_process: int) -> dict[str, Any]:
             worker.join()
         held = SqliteLedger(path).usage(TENANT)[CLASS].used
     return {
-        "processes": processes, "attempts": attempts, "quota": limit, "granted": granted,
-        "unavailable": unavailable, "held": held, "overcommit": max(0, held - limit),
+        "processes": processes,
+        "attempts": attempts,
+        "quota": limit,
+        "granted": granted,
+        "unavailable": unavailable,
+        "held": held,
+        "overcommit": max(0, held - limit),
         "admissions_per_s": round(attempts / elapsed, 1),
         "ms_per_admission": round(elapsed * 1000 / attempts, 3),
     }

@@ -53,10 +53,24 @@ def run_wrk(url: str, body: bytes, connections: int, seconds: float) -> dict[str
         script, body_file = Path(tmp, "post.lua"), Path(tmp, "body.json")
         script.write_text(LUA)
         body_file.write_bytes(body)
-        command = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s",
-                   "--timeout", "10s", "-s", str(script), url]
-        done = subprocess.run(command, capture_output=True, text=True, check=True,
-                              env={**os.environ, "BENCH_BODY": str(body_file)})
+        command = [
+            "wrk",
+            "-t1",
+            f"-c{connections}",
+            f"-d{max(1, round(seconds))}s",
+            "--timeout",
+            "10s",
+            "-s",
+            str(script),
+            url,
+        ]
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "BENCH_BODY": str(body_file)},
+        )
     line = next(x for x in done.stdout.splitlines() if x.startswith("BENCH_JSON "))
     result: dict[str, Any] = json.loads(line.removeprefix("BENCH_JSON "))
     result["rps"] = round(result["requests"] / (result["duration_us"] / 1e6), 1)
@@ -99,8 +113,10 @@ def run_python(url: str, body: bytes, connections: int, seconds: float) -> dict[
     _loop(url, body, time.perf_counter() + min(0.2, seconds / 5), [], [])  # warm-up
     started = time.perf_counter()
     until = started + seconds
-    threads = [threading.Thread(target=_loop, args=(url, body, until, samples, errors))
-               for _ in range(connections)]
+    threads = [
+        threading.Thread(target=_loop, args=(url, body, until, samples, errors))
+        for _ in range(connections)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -113,8 +129,9 @@ def run_python(url: str, body: bytes, connections: int, seconds: float) -> dict[
     return result
 
 
-def load(url: str, body: bytes, connections: int, seconds: float,
-         client: str = "auto") -> dict[str, Any]:
+def load(
+    url: str, body: bytes, connections: int, seconds: float, client: str = "auto"
+) -> dict[str, Any]:
     """Closed-loop load with `connections` keep-alive connections for `seconds`."""
     use_wrk = client == "wrk" or (client == "auto" and have_wrk())
     return (run_wrk if use_wrk else run_python)(url, body, connections, seconds)

@@ -177,13 +177,26 @@ metadata:
   namespace: web
 """
 
-ALL_DOCUMENTS = (DEPLOYMENT_GPU, JOB_MIG, STATEFULSET_GPU, CRONJOB_GPU, SERVICE, CONFIGMAP,
-                 DEPLOYMENT_CPU, INGRESS, SERVICE_ACCOUNT)
+ALL_DOCUMENTS = (
+    DEPLOYMENT_GPU,
+    JOB_MIG,
+    STATEFULSET_GPU,
+    CRONJOB_GPU,
+    SERVICE,
+    CONFIGMAP,
+    DEPLOYMENT_CPU,
+    INGRESS,
+    SERVICE_ACCOUNT,
+)
 FILES: dict[str, tuple[tuple[str, ...], ...]] = {
     "all-legacy": ((DEPLOYMENT_GPU, JOB_MIG, STATEFULSET_GPU, CRONJOB_GPU),),
     # 10 documents, one of them a GPU workload (a Deployment or, every other group, a Job)
-    "mix": ((DEPLOYMENT_GPU, SERVICE), (DEPLOYMENT_CPU, SERVICE, CONFIGMAP),
-            (DEPLOYMENT_CPU, SERVICE, INGRESS), (CONFIGMAP, SERVICE_ACCOUNT)),
+    "mix": (
+        (DEPLOYMENT_GPU, SERVICE),
+        (DEPLOYMENT_CPU, SERVICE, CONFIGMAP),
+        (DEPLOYMENT_CPU, SERVICE, INGRESS),
+        (CONFIGMAP, SERVICE_ACCOUNT),
+    ),
 }
 
 

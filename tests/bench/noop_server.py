@@ -32,8 +32,9 @@ def noop_app(environ: dict[str, Any], start_response: StartResponse) -> Iterable
 
 def _json(start_response: StartResponse, body: dict[str, Any]) -> list[bytes]:
     data = json.dumps(body).encode()
-    start_response("200 OK", [("Content-Type", "application/json"),
-                              ("Content-Length", str(len(data)))])
+    start_response(
+        "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
+    )
     return [data]
 
 
@@ -52,8 +53,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4)
     args = parser.parse_args()
     tls = TlsFiles(args.cert_dir / "tls.crt", args.cert_dir / "tls.key")
-    config = ServeConfig(policy_dir=Path("."), tls=tls, port=args.port,
-                         workers=args.workers, threads=args.threads, log_level="info")
+    config = ServeConfig(
+        policy_dir=Path("."),
+        tls=tls,
+        port=args.port,
+        workers=args.workers,
+        threads=args.threads,
+        log_level="info",
+    )
     NoopServer(config).run()
 
 

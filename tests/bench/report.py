@@ -16,26 +16,61 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     http = results.get("http", {}).get("ratios", {})
     for endpoint in ("validate", "mutate"):
         rows += [
-            (f"/{endpoint} rps at 8 conns / no-op", "ratio",
-             http.get(f"{endpoint}_rps_ratio_at_8"), ">=", 0.5, ""),
-            (f"/{endpoint} p50 at 1 conn minus no-op p50", "delta",
-             http.get(f"{endpoint}_p50_delta_ms_at_1"), "<=", 0.3, "ms"),
-            (f"/{endpoint} p99 at 1 conn", "p99", http.get(f"{endpoint}_p99_ms_at_1"), "<=", 2.0,
-             "ms"),
+            (
+                f"/{endpoint} rps at 8 conns / no-op",
+                "ratio",
+                http.get(f"{endpoint}_rps_ratio_at_8"),
+                ">=",
+                0.5,
+                "",
+            ),
+            (
+                f"/{endpoint} p50 at 1 conn minus no-op p50",
+                "delta",
+                http.get(f"{endpoint}_p50_delta_ms_at_1"),
+                "<=",
+                0.3,
+                "ms",
+            ),
+            (
+                f"/{endpoint} p99 at 1 conn",
+                "p99",
+                http.get(f"{endpoint}_p99_ms_at_1"),
+                "<=",
+                2.0,
+                "ms",
+            ),
         ]
     engine = _first(results.get("engine", []), "cel_rules", 20)
-    rows += [("engine p50 (50 tenants, 20 rules)", "p50", _get(engine, "p50_us"), "<=", 100, "µs"),
-             ("engine p99 (50 tenants, 20 rules)", "p99", _get(engine, "p99_us"), "<=", 300, "µs")]
+    rows += [
+        ("engine p50 (50 tenants, 20 rules)", "p50", _get(engine, "p50_us"), "<=", 100, "µs"),
+        ("engine p99 (50 tenants, 20 rules)", "p99", _get(engine, "p99_us"), "<=", 300, "µs"),
+    ]
     rows += _migrate_targets(results.get("migrate", []))
     inventory = _first(results.get("inventory", []), "devices", None, near=10_000)
     devices = _get(inventory, "devices")
-    rows += [(f"{devices} devices x 10 selectors cold", "ms", _get(inventory, "cold_ms"), "<=", 50,
-              "ms"),
-             (f"{devices} devices x 10 selectors warm", "ms", _get(inventory, "warm_ms"), "<=", 5,
-              "ms")]
+    rows += [
+        (
+            f"{devices} devices x 10 selectors cold",
+            "ms",
+            _get(inventory, "cold_ms"),
+            "<=",
+            50,
+            "ms",
+        ),
+        (f"{devices} devices x 10 selectors warm", "ms", _get(inventory, "warm_ms"), "<=", 5, "ms"),
+    ]
     ledger = _first(results.get("ledger", []), "processes", 2)
-    rows.append(("ledger overcommit, 2 processes", "devices", _get(ledger, "overcommit"), "<=", 0,
-                 "devices"))
+    rows.append(
+        (
+            "ledger overcommit, 2 processes",
+            "devices",
+            _get(ledger, "overcommit"),
+            "<=",
+            0,
+            "devices",
+        )
+    )
     rows += _growth_targets(results.get("growth", []))
     rows += _kube_ledger_targets(results.get("kube-ledger", {}).get("races", []))
     rows += _apiserver_targets(results.get("apiserver", {}).get("added", []))
@@ -45,15 +80,25 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 def _apiserver_targets(added: list[dict[str, Any]]) -> list[Target]:
     """Through the API server: dragate's added p50 at one connection over no admission."""
     names = {"validate": "dragate validating", "mutate": "dragate validating + mutating"}
-    return [(f"apiserver create p50 added by {names[row['variant']]}, {row['kind']} "
-             f"(a ValidatingAdmissionPolicy adds {_vap(added, row['kind'])} ms)", "ms",
-             row["added_p50_ms"], "<=", 2.0, "ms")
-            for row in added if row["variant"] in names]
+    return [
+        (
+            f"apiserver create p50 added by {names[row['variant']]}, {row['kind']} "
+            f"(a ValidatingAdmissionPolicy adds {_vap(added, row['kind'])} ms)",
+            "ms",
+            row["added_p50_ms"],
+            "<=",
+            2.0,
+            "ms",
+        )
+        for row in added
+        if row["variant"] in names
+    ]
 
 
 def _vap(added: list[dict[str, Any]], kind: str) -> Any:
-    return next((r["added_p50_ms"] for r in added
-                 if r["variant"] == "vap" and r["kind"] == kind), "n/a")
+    return next(
+        (r["added_p50_ms"] for r in added if r["variant"] == "vap" and r["kind"] == kind), "n/a"
+    )
 
 
 def _kube_ledger_targets(races: list[dict[str, Any]]) -> list[Target]:
@@ -64,10 +109,24 @@ def _kube_ledger_targets(races: list[dict[str, Any]]) -> list[Target]:
         return []
     busiest = max(replicas, key=lambda r: r["threads_per_process"])
     label = f"{busiest['processes']} processes x {busiest['threads_per_process']} threads"
-    return [(f"cluster ledger decisions/s, one tenant, {label}", "rate",
-             busiest["admissions_per_s"], ">=", 100, "/s"),
-            ("cluster ledger overcommit, every level", "devices",
-             max(r["overcommit"] for r in races), "<=", 0, "devices")]
+    return [
+        (
+            f"cluster ledger decisions/s, one tenant, {label}",
+            "rate",
+            busiest["admissions_per_s"],
+            ">=",
+            100,
+            "/s",
+        ),
+        (
+            "cluster ledger overcommit, every level",
+            "devices",
+            max(r["overcommit"] for r in races),
+            "<=",
+            0,
+            "devices",
+        ),
+    ]
 
 
 def _migrate_targets(migrate: list[dict[str, Any]]) -> list[Target]:
@@ -75,10 +134,22 @@ def _migrate_targets(migrate: list[dict[str, Any]]) -> list[Target]:
     mix = ([r for r in migrate if r.get("corpus") == "mix"] or [{}])[-1]
     legacy = ([r for r in migrate if r.get("corpus") == "all-legacy"] or [{}])[-1]
     return [
-        ("migrate docs/s (comments kept, 10% GPU mix)", "docs/s", mix.get("migrate_docs_per_s"),
-         ">=", 1000, "docs/s"),
-        ("migrate / ruamel round trip (every document rewritten)", "ratio", legacy.get("ratio"),
-         ">=", 0.6, ""),
+        (
+            "migrate docs/s (comments kept, 10% GPU mix)",
+            "docs/s",
+            mix.get("migrate_docs_per_s"),
+            ">=",
+            1000,
+            "docs/s",
+        ),
+        (
+            "migrate / ruamel round trip (every document rewritten)",
+            "ratio",
+            legacy.get("ratio"),
+            ">=",
+            0.6,
+            "",
+        ),
     ]
 
 
@@ -86,21 +157,32 @@ def _growth_targets(growth: list[dict[str, Any]]) -> list[Target]:
     if len(growth) < 2:
         return []
     small, large = growth[0], growth[-1]
-    size = (f"{large['tenants']} tenants/{large['claims']} claims vs "
-            f"{small['tenants']}/{small['claims']}")
+    size = (
+        f"{large['tenants']} tenants/{large['claims']} claims vs "
+        f"{small['tenants']}/{small['claims']}"
+    )
     rows: list[Target] = []
     for endpoint in ("validate", "mutate"):
         for key in ("p50_us", "p99_us"):
             growth_factor = round(large[endpoint][key] / small[endpoint][key], 2)
             name = f"{endpoint} {key[:3]} growth, {size}"
             rows.append((name, "x", growth_factor, "<=", 1.2, "x"))
-    rows.append((f"memory per worker at {large['tenants']} tenants", "MiB", large["rss_mib"], "<=",
-                 300, "MiB"))
+    rows.append(
+        (
+            f"memory per worker at {large['tenants']} tenants",
+            "MiB",
+            large["rss_mib"],
+            "<=",
+            300,
+            "MiB",
+        )
+    )
     return rows
 
 
-def _first(rows: list[dict[str, Any]], key: str, value: Any, near: int | None = None
-           ) -> dict[str, Any] | None:
+def _first(
+    rows: list[dict[str, Any]], key: str, value: Any, near: int | None = None
+) -> dict[str, Any] | None:
     if near is not None:
         return min(rows, key=lambda r: abs(r[key] - near), default=None)
     return next((r for r in rows if r.get(key) == value), None)
@@ -112,10 +194,17 @@ def _get(row: dict[str, Any] | None, key: str) -> Any:
 
 def _judge(row: Target) -> dict[str, Any]:
     name, _, measured, comparison, target, unit = row
-    met = None if measured is None else (
-        measured <= target if comparison == "<=" else measured >= target)
-    return {"name": name, "measured": measured, "target": f"{comparison} {target:g} {unit}".strip(),
-            "met": met}
+    met = (
+        None
+        if measured is None
+        else (measured <= target if comparison == "<=" else measured >= target)
+    )
+    return {
+        "name": name,
+        "measured": measured,
+        "target": f"{comparison} {target:g} {unit}".strip(),
+        "met": met,
+    }
 
 
 # ------------------------------------------------------------------------------ markdown
@@ -123,8 +212,9 @@ def _judge(row: Target) -> dict[str, Any]:
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
-    return head + "".join("| " + " | ".join(str(r.get(c, "")) for c in columns) + " |\n"
-                          for r in rows)
+    return head + "".join(
+        "| " + " | ".join(str(r.get(c, "")) for c in columns) + " |\n" for r in rows
+    )
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -137,48 +227,104 @@ def markdown(results: dict[str, Any]) -> str:
         f"{machine.get('loadavg_end')} at end. Mode: {results['mode']}.\n",
         *(_runs(results["runs"]) if results.get("merged") else []),
         "## Targets\n",
-        _table([{**t, "met": {True: "met", False: "**missed**", None: "n/a"}[t["met"]]}
-                for t in results["targets"]], ["name", "measured", "target", "met"]),
+        _table(
+            [
+                {**t, "met": {True: "met", False: "**missed**", None: "n/a"}[t["met"]]}
+                for t in results["targets"]
+            ],
+            ["name", "measured", "target", "met"],
+        ),
     ]
     http = results.get("http")
     if http:
         parts.append("## HTTP: latency (µs) and throughput against keep-alive connections\n")
         rows = [{"target": t, **r} for t, curve in http["curves"].items() for r in curve]
-        parts.append(_table(rows, ["target", "connections", "rps", "min_us", "p50_us", "p90_us",
-                                   "p99_us", "max_us", "non_2xx", "client"]))
+        parts.append(
+            _table(
+                rows,
+                [
+                    "target",
+                    "connections",
+                    "rps",
+                    "min_us",
+                    "p50_us",
+                    "p90_us",
+                    "p99_us",
+                    "max_us",
+                    "non_2xx",
+                    "client",
+                ],
+            )
+        )
         parts.append(f"\nWorker memory (MiB): {json.dumps(http['worker_memory'])}\n")
     parts += _profile(results.get("profile") or {})
     sections = {
-        "engine": ("Engine alone per Pod review (µs) against CEL rules",
-                   ["cel_rules", "samples", "min_us", "p50_us", "p99_us", "max_us"]),
-        "inventory": ("Feasibility: 10 selectors against devices (ms)",
-                      ["devices", "groups", "build_ms", "cold_ms", "warm_ms", "rebuild_ms"]),
-        "migrate": ("`dragate migrate --write` against a ruamel.yaml round trip",
-                    ["corpus", "documents", "migrate_docs_per_s", "ruamel_round_trip_docs_per_s",
-                     "ratio", "repeats"]),
-        "ledger": ("SQLite ledger: processes racing for one tenant",
-                   ["processes", "attempts", "quota", "granted", "unavailable", "overcommit",
-                    "admissions_per_s", "ms_per_admission"]),
+        "engine": (
+            "Engine alone per Pod review (µs) against CEL rules",
+            ["cel_rules", "samples", "min_us", "p50_us", "p99_us", "max_us"],
+        ),
+        "inventory": (
+            "Feasibility: 10 selectors against devices (ms)",
+            ["devices", "groups", "build_ms", "cold_ms", "warm_ms", "rebuild_ms"],
+        ),
+        "migrate": (
+            "`dragate migrate --write` against a ruamel.yaml round trip",
+            [
+                "corpus",
+                "documents",
+                "migrate_docs_per_s",
+                "ruamel_round_trip_docs_per_s",
+                "ratio",
+                "repeats",
+            ],
+        ),
+        "ledger": (
+            "SQLite ledger: processes racing for one tenant",
+            [
+                "processes",
+                "attempts",
+                "quota",
+                "granted",
+                "unavailable",
+                "overcommit",
+                "admissions_per_s",
+                "ms_per_admission",
+            ],
+        ),
     }
     for key, (title, columns) in sections.items():
         if results.get(key):
             parts += [f"\n## {title}\n", _table(results[key], columns)]
     if results.get("growth"):
-        rows = [{"tenants": g["tenants"], "claims": g["claims"],
-                 "validate p50/p99 µs": f"{g['validate']['p50_us']} / {g['validate']['p99_us']}",
-                 "mutate p50/p99 µs": f"{g['mutate']['p50_us']} / {g['mutate']['p99_us']}",
-                 "rss MiB": g["rss_mib"], "seed s": g["seed_s"]} for g in results["growth"]]
-        parts += ["\n## Growth: pipeline.review against tenants and claims\n",
-                  _table(rows, list(rows[0]))]
-    return "\n".join(parts + _kube_ledger_tables(results.get("kube-ledger") or {})
-                     + _apiserver_tables(results.get("apiserver") or {}))
+        rows = [
+            {
+                "tenants": g["tenants"],
+                "claims": g["claims"],
+                "validate p50/p99 µs": f"{g['validate']['p50_us']} / {g['validate']['p99_us']}",
+                "mutate p50/p99 µs": f"{g['mutate']['p50_us']} / {g['mutate']['p99_us']}",
+                "rss MiB": g["rss_mib"],
+                "seed s": g["seed_s"],
+            }
+            for g in results["growth"]
+        ]
+        parts += [
+            "\n## Growth: pipeline.review against tenants and claims\n",
+            _table(rows, list(rows[0])),
+        ]
+    return "\n".join(
+        parts
+        + _kube_ledger_tables(results.get("kube-ledger") or {})
+        + _apiserver_tables(results.get("apiserver") or {})
+    )
 
 
 def _runs(runs: dict[str, Any]) -> list[str]:
     """When each section was measured and the load around it (sections merged from runs)."""
     rows = [{"section": name, **run} for name, run in runs.items()]
-    return ["Sections re-run since (`run.py --merge`); the others are from the run above:\n",
-            _table(rows, ["section", "at", "loadavg_start", "loadavg_end"])]
+    return [
+        "Sections re-run since (`run.py --merge`); the others are from the run above:\n",
+        _table(rows, ["section", "at", "loadavg_start", "loadavg_end"]),
+    ]
 
 
 def _profile(profile: dict[str, Any]) -> list[str]:
@@ -188,43 +334,72 @@ def _profile(profile: dict[str, Any]) -> list[str]:
     if not counts:
         return []
     before = profile.get("before") or {}
-    rows = [{"target": name, "instructions": f"{count:,}",
-             "before": f"{before[name]:,}" if name in before else "",
-             "outside the pipeline": f"{count - counts[name.replace('route', 'pipeline')]:,}"
-             if name.startswith("route") else ""}
-            for name, count in counts.items()]
-    parts = ["\n### CPU per review in instructions (callgrind, the WSGI app in-process, no TLS; "
-             "median of 20; `tests/bench/instructions.py`)\n",
-             _table(rows, ["target", "instructions", "before", "outside the pipeline"])]
+    rows = [
+        {
+            "target": name,
+            "instructions": f"{count:,}",
+            "before": f"{before[name]:,}" if name in before else "",
+            "outside the pipeline": f"{count - counts[name.replace('route', 'pipeline')]:,}"
+            if name.startswith("route")
+            else "",
+        }
+        for name, count in counts.items()
+    ]
+    parts = [
+        "\n### CPU per review in instructions (callgrind, the WSGI app in-process, no TLS; "
+        "median of 20; `tests/bench/instructions.py`)\n",
+        _table(rows, ["target", "instructions", "before", "outside the pipeline"]),
+    ]
     if profile.get("notes"):
-        parts += ["\n### Misses and next steps\n", "\n".join(f"- {n}" for n in profile["notes"])
-                  + "\n"]
+        parts += [
+            "\n### Misses and next steps\n",
+            "\n".join(f"- {n}" for n in profile["notes"]) + "\n",
+        ]
     return parts
 
 
 def _apiserver_tables(api: dict[str, Any]) -> list[str]:
     if not api.get("rows"):
         return []
-    rows = [{"variant": r["variant"], "kind": r["kind"],
-             "p50_ms": _ms(r["sequential"]["p50_us"]), "p99_ms": _ms(r["sequential"]["p99_us"]),
-             "creates_per_s": r["concurrent"]["creates_per_s"],
-             f"p50_ms_at_{api['connections']}": _ms(r["concurrent"]["p50_us"]),
-             f"p99_ms_at_{api['connections']}": _ms(r["concurrent"]["p99_us"]),
-             "failed": r["sequential"]["failed"] + r["concurrent"]["failed"]}
-            for r in api["rows"]]
-    reviews = [{"variant": r["variant"], "kind": r["kind"], "endpoint": r["endpoint"],
-                "reviews": r["samples"], "p50_ms": _ms(r["p50_us"]), "p99_ms": _ms(r["p99_us"])}
-               for r in api.get("reviews", [])]
-    parts = [f"\n## Through a real kube-apiserver: create latency at 1 connection "
-             f"({api['sequential_count']} creates) and creates/s at {api['connections']} "
-             f"connections ({api['concurrent_count']} creates)\n",
-             _table(rows, list(rows[0])),
-             "\n### Added over no admission, same run\n",
-             _table(api["added"], ["kind", "variant", "added_p50_ms", "added_p99_ms",
-                                   "creates_per_s_ratio"])]
+    rows = [
+        {
+            "variant": r["variant"],
+            "kind": r["kind"],
+            "p50_ms": _ms(r["sequential"]["p50_us"]),
+            "p99_ms": _ms(r["sequential"]["p99_us"]),
+            "creates_per_s": r["concurrent"]["creates_per_s"],
+            f"p50_ms_at_{api['connections']}": _ms(r["concurrent"]["p50_us"]),
+            f"p99_ms_at_{api['connections']}": _ms(r["concurrent"]["p99_us"]),
+            "failed": r["sequential"]["failed"] + r["concurrent"]["failed"],
+        }
+        for r in api["rows"]
+    ]
+    reviews = [
+        {
+            "variant": r["variant"],
+            "kind": r["kind"],
+            "endpoint": r["endpoint"],
+            "reviews": r["samples"],
+            "p50_ms": _ms(r["p50_us"]),
+            "p99_ms": _ms(r["p99_us"]),
+        }
+        for r in api.get("reviews", [])
+    ]
+    parts = [
+        f"\n## Through a real kube-apiserver: create latency at 1 connection "
+        f"({api['sequential_count']} creates) and creates/s at {api['connections']} "
+        f"connections ({api['concurrent_count']} creates)\n",
+        _table(rows, list(rows[0])),
+        "\n### Added over no admission, same run\n",
+        _table(
+            api["added"], ["kind", "variant", "added_p50_ms", "added_p99_ms", "creates_per_s_ratio"]
+        ),
+    ]
     if reviews:
-        parts += ["\n### dragate's own time per review (its log's duration_ms)\n",
-                  _table(reviews, list(reviews[0]))]
+        parts += [
+            "\n### dragate's own time per review (its log's duration_ms)\n",
+            _table(reviews, list(reviews[0])),
+        ]
     return parts
 
 
@@ -235,15 +410,35 @@ def _ms(us: float) -> float:
 def _kube_ledger_tables(kube: dict[str, Any]) -> list[str]:
     parts = []
     if kube.get("races"):
-        parts += ["\n## Cluster ledger: processes racing for one tenant on a real kube-apiserver\n",
-                  _table(kube["races"], ["as", "processes", "threads_per_process", "attempts",
-                                         "quota",
-                                         "granted", "unavailable", "overcommit", "conflicts",
-                                         "orphaned", "admissions_per_s", "p50_ms", "p99_ms"])]
+        parts += [
+            "\n## Cluster ledger: processes racing for one tenant on a real kube-apiserver\n",
+            _table(
+                kube["races"],
+                [
+                    "as",
+                    "processes",
+                    "threads_per_process",
+                    "attempts",
+                    "quota",
+                    "granted",
+                    "unavailable",
+                    "overcommit",
+                    "conflicts",
+                    "orphaned",
+                    "admissions_per_s",
+                    "p50_ms",
+                    "p99_ms",
+                ],
+            ),
+        ]
     if kube.get("by_holders"):
-        parts += ["\n## Cluster ledger: one uncontended reserve against holders stored\n",
-                  _table(kube["by_holders"], ["holders", "reserve_ms", "get_ms", "put_ms",
-                                              "object_kib", "managed_fields_kib"])]
+        parts += [
+            "\n## Cluster ledger: one uncontended reserve against holders stored\n",
+            _table(
+                kube["by_holders"],
+                ["holders", "reserve_ms", "get_ms", "put_ms", "object_kib", "managed_fields_kib"],
+            ),
+        ]
     return parts
 
 
@@ -274,8 +469,11 @@ def plot(results: dict[str, Any], path: Path) -> bool:
         axis.legend(fontsize=7)
     latency.set_yscale("log")
     machine = results["machine"]
-    figure.suptitle(f"dragate serve vs no-op, gunicorn gthread 2x4, TLS — {machine['nproc']} "
-                    f"CPUs {machine['cpu_model']}, load generator on the same machine", fontsize=9)
+    figure.suptitle(
+        f"dragate serve vs no-op, gunicorn gthread 2x4, TLS — {machine['nproc']} "
+        f"CPUs {machine['cpu_model']}, load generator on the same machine",
+        fontsize=9,
+    )
     figure.tight_layout()
     figure.savefig(path, dpi=90)
     plt.close(figure)
@@ -317,18 +515,27 @@ def plot_apiserver(results: dict[str, Any], path: Path) -> bool:
         color = f"C{k}"
         latency.bar(x, p99, width, color=color, alpha=0.35, label=f"{kind} p99")
         latency.bar(x, p50, width, color=color, label=f"{kind} p50")
-        throughput.bar(x, [rows[v]["concurrent"]["creates_per_s"] for v in variants], width,
-                       color=color, label=kind)
-    for axis, label in ((latency, "create latency at 1 connection (ms)"),
-                        (throughput, f"creates/s at {api['connections']} connections")):
+        throughput.bar(
+            x,
+            [rows[v]["concurrent"]["creates_per_s"] for v in variants],
+            width,
+            color=color,
+            label=kind,
+        )
+    for axis, label in (
+        (latency, "create latency at 1 connection (ms)"),
+        (throughput, f"creates/s at {api['connections']} connections"),
+    ):
         axis.set_xticks([i + width * (len(kinds) - 1) / 2 for i in range(len(variants))])
         axis.set_xticklabels(variants)
         axis.set_ylabel(label)
         axis.grid(True, axis="y", alpha=0.3)
         axis.legend(fontsize=7)
-    figure.suptitle("creates through kube-apiserver: none / ValidatingAdmissionPolicy / dragate "
-                    "validating / dragate validating + mutating (cluster mode), same run",
-                    fontsize=9)
+    figure.suptitle(
+        "creates through kube-apiserver: none / ValidatingAdmissionPolicy / dragate "
+        "validating / dragate validating + mutating (cluster mode), same run",
+        fontsize=9,
+    )
     figure.tight_layout()
     figure.savefig(path, dpi=90)
     plt.close(figure)

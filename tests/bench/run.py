@@ -66,10 +66,29 @@ class Sizes:
     migrate_repeats: int = migrate_bench.REPEATS
 
 
-FULL = Sizes((1, 2, 4, 8, 16), 5, 20_000, (125, 1250, 6250), (100, 400, 1600), 400,
-             ((10, 100), (100, 1_000), (1_000, 10_000), (10_000, 100_000)), 5_000)
-QUICK = Sizes((1, 8), 1, 300, (125,), (20,), 20, ((10, 100), (100, 1_000)), 200,
-              kube_ledger_per_process=40, migrate_repeats=1, apiserver_counts=(20, 40))
+FULL = Sizes(
+    (1, 2, 4, 8, 16),
+    5,
+    20_000,
+    (125, 1250, 6250),
+    (100, 400, 1600),
+    400,
+    ((10, 100), (100, 1_000), (1_000, 10_000), (10_000, 100_000)),
+    5_000,
+)
+QUICK = Sizes(
+    (1, 8),
+    1,
+    300,
+    (125,),
+    (20,),
+    20,
+    ((10, 100), (100, 1_000)),
+    200,
+    kube_ledger_per_process=40,
+    migrate_repeats=1,
+    apiserver_counts=(20, 40),
+)
 
 
 def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any]]:
@@ -81,8 +100,9 @@ def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any
         "http": http,
         "engine": lambda: engine.curve(sizes.engine_iterations),
         "inventory": lambda: [inventory.measure(n) for n in sizes.inventory_nodes],
-        "migrate": lambda: migrate_bench.curve(tmp / "migrate", sizes.migrate_docs,
-                                               sizes.migrate_repeats),
+        "migrate": lambda: migrate_bench.curve(
+            tmp / "migrate", sizes.migrate_docs, sizes.migrate_repeats
+        ),
         "ledger": lambda: ledger_bench.curve(sizes.ledger_per_process),
         "growth": lambda: growth.curve(sizes.growth_sizes, sizes.growth_iterations),
         "kube-ledger": lambda: kube_ledger_bench.curve(sizes.kube_ledger_per_process),
@@ -103,9 +123,15 @@ def merged(previous: Path, results: dict[str, Any]) -> dict[str, Any]:
     old.pop("targets", None)  # recomputed from the merged sections
     runs = {**old.get("runs", {}), **results.get("runs", {})}
     seconds = {**old.get("seconds", {}), **results.get("seconds", {})}
-    return {**old, **results, "machine": old.get("machine", results["machine"]),
-            "mode": old.get("mode", results["mode"]), "runs": runs, "seconds": seconds,
-            "merged": True}
+    return {
+        **old,
+        **results,
+        "machine": old.get("machine", results["machine"]),
+        "mode": old.get("mode", results["mode"]),
+        "runs": runs,
+        "seconds": seconds,
+        "merged": True,
+    }
 
 
 def main() -> None:
@@ -114,18 +140,25 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--only", nargs="+", choices=SECTIONS + OPTIONAL)
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
-    parser.add_argument("--merge", action="store_true",
-                        help="keep the other sections of the report.json in --out")
-    parser.add_argument("--profile", type=Path, metavar="FILE",
-                        help="JSON: instructions per review (instructions.py --summarize "
-                             "--json), `before` counts and `notes` for the report")
+    parser.add_argument(
+        "--merge", action="store_true", help="keep the other sections of the report.json in --out"
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="FILE",
+        help="JSON: instructions per review (instructions.py --summarize "
+        "--json), `before` counts and `notes` for the report",
+    )
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
     if args.only is None:
         built = not args.quick and kube_ledger_bench.toolchain() is not None
         args.only = list(SECTIONS) + (list(OPTIONAL) if built else [])
-    results: dict[str, Any] = {"mode": "quick" if args.quick else "full",
-                               "machine": {**machine.describe(), "loadavg_start": _load()}}
+    results: dict[str, Any] = {
+        "mode": "quick" if args.quick else "full",
+        "machine": {**machine.describe(), "loadavg_start": _load()},
+    }
     with tempfile.TemporaryDirectory(prefix="dragate-bench-") as tmp:
         for name, section in sections(sizes, Path(tmp), args.client).items():
             if name in args.only:
@@ -136,7 +169,9 @@ def main() -> None:
                 results.setdefault("seconds", {})[name] = round(time.perf_counter() - started, 1)
                 results.setdefault("runs", {})[name] = {
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "loadavg_start": load, "loadavg_end": _load()}
+                    "loadavg_start": load,
+                    "loadavg_end": _load(),
+                }
     results["machine"]["loadavg_end"] = _load()
     if args.profile is not None:
         results["profile"] = json.loads(args.profile.read_text())

@@ -74,8 +74,9 @@ def _start(name: str, args: list[str], tmp: Path, port: int) -> Served:
     env = {**os.environ, "XDG_STATE_HOME": str(tmp / "state")}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     log = tmp / f"{name}.log"
-    process = subprocess.Popen([sys.executable, *args], stdout=log.open("wb"),
-                               stderr=subprocess.STDOUT, env=env)
+    process = subprocess.Popen(
+        [sys.executable, *args], stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env
+    )
     served = Served(name, process, port, log)
     try:
         _wait(served)
@@ -98,24 +99,47 @@ def stop(served: Served) -> None:
 def start_dragate(tmp: Path, policies: Path, state: Path, workers: int, threads: int) -> Served:
     """`dragate serve` with its defaults except the files, the port and the pool size."""
     port = free_port()
-    args = [*DRAGATE, "--port", str(port), "--cert-dir", str(tmp / "certs"),
-            "--policies", str(policies), "--state", str(state),
-            "--ledger", str(tmp / "ledger.sqlite3"),
-            "--workers", str(workers), "--threads", str(threads)]
+    args = [
+        *DRAGATE,
+        "--port",
+        str(port),
+        "--cert-dir",
+        str(tmp / "certs"),
+        "--policies",
+        str(policies),
+        "--state",
+        str(state),
+        "--ledger",
+        str(tmp / "ledger.sqlite3"),
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+    ]
     return _start("dragate", args, tmp, port)
 
 
 def start_noop(tmp: Path, workers: int, threads: int) -> Served:
     """The no-op app with dragate's gunicorn settings and certificate (start dragate first)."""
     port = free_port()
-    args = [str(HERE / "noop_server.py"), "--port", str(port), "--cert-dir", str(tmp / "certs"),
-            "--workers", str(workers), "--threads", str(threads)]
+    args = [
+        str(HERE / "noop_server.py"),
+        "--port",
+        str(port),
+        "--cert-dir",
+        str(tmp / "certs"),
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+    ]
     return _start("noop", args, tmp, port)
 
 
 @contextmanager
-def serving(tmp: Path, policies: Path, state: Path, workers: int = 2,
-            threads: int = 4) -> Iterator[dict[str, Served]]:
+def serving(
+    tmp: Path, policies: Path, state: Path, workers: int = 2, threads: int = 4
+) -> Iterator[dict[str, Served]]:
     """Both servers, stopped on the way out."""
     dragate = start_dragate(tmp, policies, state, workers, threads)
     try:

@@ -15,14 +15,29 @@ import report
 
 
 def _row(variant: str, kind: str, p50_us: float, rate: float) -> dict[str, Any]:
-    summary = {"samples": 10, "min_us": p50_us, "p50_us": p50_us, "p90_us": p50_us,
-               "p99_us": 2 * p50_us, "max_us": 3 * p50_us, "failed": 0}
-    return {"variant": variant, "kind": kind, "sequential": summary,
-            "concurrent": {**summary, "creates_per_s": rate, "connections": 8}}
+    summary = {
+        "samples": 10,
+        "min_us": p50_us,
+        "p50_us": p50_us,
+        "p90_us": p50_us,
+        "p99_us": 2 * p50_us,
+        "max_us": 3 * p50_us,
+        "failed": 0,
+    }
+    return {
+        "variant": variant,
+        "kind": kind,
+        "sequential": summary,
+        "concurrent": {**summary, "creates_per_s": rate, "connections": 8},
+    }
 
 
-ROWS = [_row("none", "claim", 3000, 200), _row("vap", "claim", 3500, 190),
-        _row("validate", "claim", 4500, 100), _row("mutate", "claim", 6000, 50)]
+ROWS = [
+    _row("none", "claim", 3000, 200),
+    _row("vap", "claim", 3500, 190),
+    _row("validate", "claim", 4500, 100),
+    _row("mutate", "claim", 6000, 50),
+]
 
 
 @pytest.mark.parametrize(
@@ -35,7 +50,10 @@ def test_added_is_measured_against_no_admission_of_the_same_kind(
 ) -> None:
     row = next(r for r in apiserver_bench.added(ROWS) if r["variant"] == variant)
     assert (row["added_p50_ms"], row["added_p99_ms"], row["creates_per_s_ratio"]) == (
-        p50_ms, p99_ms, ratio)
+        p50_ms,
+        p99_ms,
+        ratio,
+    )
 
 
 def test_targets_judge_dragate_and_name_the_vap_figure() -> None:
@@ -50,10 +68,23 @@ def test_targets_judge_dragate_and_name_the_vap_figure() -> None:
 
 
 def test_tables_show_every_variant() -> None:
-    api = {"rows": ROWS, "added": apiserver_bench.added(ROWS), "connections": 8,
-           "sequential_count": 10, "concurrent_count": 80,
-           "reviews": [{"variant": "validate", "kind": "claim", "endpoint": "validate",
-                        "samples": 10, "p50_us": 900.0, "p99_us": 1500.0}]}
+    api = {
+        "rows": ROWS,
+        "added": apiserver_bench.added(ROWS),
+        "connections": 8,
+        "sequential_count": 10,
+        "concurrent_count": 80,
+        "reviews": [
+            {
+                "variant": "validate",
+                "kind": "claim",
+                "endpoint": "validate",
+                "samples": 10,
+                "p50_us": 900.0,
+                "p99_us": 1500.0,
+            }
+        ],
+    }
     text = "\n".join(report._apiserver_tables(api))
     for variant in apiserver_bench.VARIANTS:
         assert f"| {variant} | claim |" in text

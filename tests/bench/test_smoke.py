@@ -21,8 +21,9 @@ SUMMARY_KEYS = {"min_us", "p50_us", "p99_us", "max_us"}
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:  # type: ignore[type-arg]
     out = tmp_path_factory.mktemp("bench")
-    subprocess.run([sys.executable, str(RUN), "--quick", "--out", str(out)], check=True,
-                   timeout=240)
+    subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--out", str(out)], check=True, timeout=240
+    )
     return out, json.loads((out / "report.json").read_text())
 
 
@@ -63,15 +64,29 @@ def test_curves_and_targets(report: tuple[Path, dict]) -> None:  # type: ignore[
 
 
 def test_merge_keeps_the_sections_not_run(
-    report: tuple[Path, dict], tmp_path: Path  # type: ignore[type-arg]
+    report: tuple[Path, dict],
+    tmp_path: Path,  # type: ignore[type-arg]
 ) -> None:
     out, earlier = report
     (tmp_path / "report.json").write_text((out / "report.json").read_text())
     profile = {"instructions": {"route/validate": 3, "pipeline/validate": 2}, "notes": ["next"]}
     (tmp_path / "profile.json").write_text(json.dumps(profile))
-    subprocess.run([sys.executable, str(RUN), "--quick", "--only", "ledger", "--merge",
-                    "--profile", str(tmp_path / "profile.json"), "--out", str(tmp_path)],
-                   check=True, timeout=240)
+    subprocess.run(
+        [
+            sys.executable,
+            str(RUN),
+            "--quick",
+            "--only",
+            "ledger",
+            "--merge",
+            "--profile",
+            str(tmp_path / "profile.json"),
+            "--out",
+            str(tmp_path),
+        ],
+        check=True,
+        timeout=240,
+    )
     merged = json.loads((tmp_path / "report.json").read_text())
     assert merged["http"] == earlier["http"] and merged["engine"] == earlier["engine"]
     assert merged["merged"] and merged["runs"]["http"] == earlier["runs"]["http"]

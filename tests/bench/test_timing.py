@@ -19,10 +19,28 @@ from webhook import certificates
     ("samples", "expected"),
     [
         ([], {"samples": 0, "note": "no samples", **dict.fromkeys(SUMMARY_KEYS)}),
-        ([5.0], {"samples": 1, "min_us": 5.0, "p50_us": 5.0, "p90_us": 5.0, "p99_us": 5.0,
-                 "max_us": 5.0}),
-        ([3.0, 1.0, 2.0], {"samples": 3, "min_us": 1.0, "p50_us": 2.0, "p90_us": 3.0,
-                           "p99_us": 3.0, "max_us": 3.0}),
+        (
+            [5.0],
+            {
+                "samples": 1,
+                "min_us": 5.0,
+                "p50_us": 5.0,
+                "p90_us": 5.0,
+                "p99_us": 5.0,
+                "max_us": 5.0,
+            },
+        ),
+        (
+            [3.0, 1.0, 2.0],
+            {
+                "samples": 3,
+                "min_us": 1.0,
+                "p50_us": 2.0,
+                "p90_us": 3.0,
+                "p99_us": 3.0,
+                "max_us": 3.0,
+            },
+        ),
     ],
     ids=["none", "one", "three"],
 )

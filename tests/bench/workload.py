@@ -43,8 +43,10 @@ spec:
 
 def rules_yaml(count: int) -> str:
     rules = (RULES * (count // len(RULES) + 1))[:count]
-    lines = [f"  - {{expression: {json.dumps(r)}, message: 'bench rule {i}', action: Deny}}"
-             for i, r in enumerate(rules)]
+    lines = [
+        f"  - {{expression: {json.dumps(r)}, message: 'bench rule {i}', action: Deny}}"
+        for i, r in enumerate(rules)
+    ]
     return (
         "apiVersion: dragate.io/v1alpha1\nkind: DeviceClassPolicy\n"
         "metadata: {name: bench-rules}\nspec:\n  deviceClassNames: [gpu.nvidia.com]\n"
@@ -68,10 +70,14 @@ def write_policies(directory: Path, tenants: int = TENANTS, rules: int = CEL_RUL
 
 
 def claim_template(name: str, count: int, namespace: str = NAMESPACE) -> dict[str, Any]:
-    exactly = {"deviceClassName": "gpu.nvidia.com", "count": count,
-               "selectors": [{"cel": {"expression": SELECTOR}}]}
+    exactly = {
+        "deviceClassName": "gpu.nvidia.com",
+        "count": count,
+        "selectors": [{"cel": {"expression": SELECTOR}}],
+    }
     return {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}},
     }
@@ -79,16 +85,22 @@ def claim_template(name: str, count: int, namespace: str = NAMESPACE) -> dict[st
 
 def device_class(name: str, expression: str) -> dict[str, Any]:
     return {
-        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
         "spec": {"selectors": [{"cel": {"expression": expression}}]},
     }
 
 
 DEVICE_CLASSES = (
-    device_class("gpu.nvidia.com", "device.driver == 'gpu.nvidia.com' && "
-                 "device.attributes['gpu.nvidia.com'].type == 'gpu'"),
-    device_class("mig.nvidia.com", "device.driver == 'gpu.nvidia.com' && "
-                 "device.attributes['gpu.nvidia.com'].type == 'mig'"),
+    device_class(
+        "gpu.nvidia.com",
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+    ),
+    device_class(
+        "mig.nvidia.com",
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'",
+    ),
 )
 
 
@@ -100,7 +112,8 @@ def namespace(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]
 def resource_claim(name: str, namespace_name: str, count: int = 1) -> dict[str, Any]:
     request = {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count}}
     return {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": namespace_name},
         "spec": {"devices": {"requests": [request]}},
     }
@@ -115,15 +128,16 @@ def state_objects(nodes: int = 125) -> list[dict[str, Any]]:
 
 
 def write_state(path: Path, nodes: int = 125) -> Path:
-    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List",
-                                "items": state_objects(nodes)}))
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": state_objects(nodes)}))
     return path
 
 
 def _container(name: str, resources: dict[str, Any], claims: list[str]) -> dict[str, Any]:
     container: dict[str, Any] = {
-        "name": name, "image": f"registry.example.com/ml/{name}:2025.06",
-        "command": ["python", "-m", name], "args": ["--config", "/etc/job/config.yaml"],
+        "name": name,
+        "image": f"registry.example.com/ml/{name}:2025.06",
+        "command": ["python", "-m", name],
+        "args": ["--config", "/etc/job/config.yaml"],
         "env": [{"name": "NCCL_DEBUG", "value": "WARN"}, {"name": "JOB", "value": name}],
         "ports": [{"containerPort": 8080, "name": "http"}],
         "volumeMounts": [{"name": "config", "mountPath": "/etc/job"}],
@@ -139,13 +153,21 @@ BASE_RESOURCES = {"requests": {"cpu": "4", "memory": "32Gi"}, "limits": {"memory
 
 def _pod(containers: list[dict[str, Any]], extra_spec: dict[str, Any]) -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "trainer-0", "namespace": NAMESPACE, "uid": POD_UID,
-                     "labels": {"app": "trainer", "team": "ml"}},
-        "spec": {"containers": containers, "restartPolicy": "Never",
-                 "serviceAccountName": "trainer",
-                 "volumes": [{"name": "config", "configMap": {"name": "trainer-config"}}],
-                 **extra_spec},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "trainer-0",
+            "namespace": NAMESPACE,
+            "uid": POD_UID,
+            "labels": {"app": "trainer", "team": "ml"},
+        },
+        "spec": {
+            "containers": containers,
+            "restartPolicy": "Never",
+            "serviceAccountName": "trainer",
+            "volumes": [{"name": "config", "configMap": {"name": "trainer-config"}}],
+            **extra_spec,
+        },
     }
 
 
@@ -156,13 +178,16 @@ def dra_pod() -> dict[str, Any]:
         _container("evaluator", BASE_RESOURCES, ["gpu-evaluator"]),
         _container("metrics", {"requests": {"cpu": "100m", "memory": "128Mi"}}, []),
     ]
-    claims = [{"name": "gpu-trainer", "resourceClaimTemplateName": "gpu-1"},
-              {"name": "gpu-evaluator", "resourceClaimTemplateName": "gpu-2"}]
+    claims = [
+        {"name": "gpu-trainer", "resourceClaimTemplateName": "gpu-1"},
+        {"name": "gpu-evaluator", "resourceClaimTemplateName": "gpu-2"},
+    ]
     return _pod(containers, {"resourceClaims": claims})
 
 
 def legacy_pod() -> dict[str, Any]:
     """The same Pod written for the device plugin: `nvidia.com/gpu` limits, a GFD label."""
+
     def gpus(count: int) -> dict[str, Any]:
         return {**BASE_RESOURCES, "limits": {**BASE_RESOURCES["limits"], "nvidia.com/gpu": count}}
 
@@ -180,15 +205,25 @@ def admission_review(obj: dict[str, Any], uid: str = "bench-0001") -> dict[str, 
     gvk = {"group": "", "version": "v1", "kind": "Pod"}
     gvr = {"group": "", "version": "v1", "resource": "pods"}
     return {
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
         "request": {
-            "uid": uid, "kind": gvk, "resource": gvr, "requestKind": gvk,
-            "requestResource": gvr, "name": obj["metadata"]["name"],
-            "namespace": obj["metadata"]["namespace"], "operation": "CREATE",
-            "userInfo": {"username": "system:serviceaccount:ml:deployer",
-                         "uid": "c0ffee", "groups": ["system:serviceaccounts",
-                                                     "system:authenticated"]},
-            "object": obj, "oldObject": None, "dryRun": False,
+            "uid": uid,
+            "kind": gvk,
+            "resource": gvr,
+            "requestKind": gvk,
+            "requestResource": gvr,
+            "name": obj["metadata"]["name"],
+            "namespace": obj["metadata"]["namespace"],
+            "operation": "CREATE",
+            "userInfo": {
+                "username": "system:serviceaccount:ml:deployer",
+                "uid": "c0ffee",
+                "groups": ["system:serviceaccounts", "system:authenticated"],
+            },
+            "object": obj,
+            "oldObject": None,
+            "dryRun": False,
             "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
         },
     }

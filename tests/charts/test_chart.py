@@ -328,8 +328,8 @@ def test_cluster_role_is_least_privilege(default: Rendered) -> None:
 
 def test_every_granted_verb_is_justified_in_the_readme(default: Rendered) -> None:
     readme = (CHART / "README.md").read_text()
-    section = readme[readme.index("## RBAC"):]
-    section = section[:section.index("\n## ", 1)]
+    section = readme[readme.index("## RBAC") :]
+    section = section[: section.index("\n## ", 1)]
     for rule in default.one("ClusterRole")["rules"]:
         for resource in rule["resources"]:
             for verb in rule["verbs"]:

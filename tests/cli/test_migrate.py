@@ -110,8 +110,13 @@ def test_templates_already_present_are_not_repeated(work: Path) -> None:
 
 def test_templates_out(work: Path) -> None:
     out_file = work / "templates.yaml"
-    run("--write", "--templates-out", str(out_file), str(work / "deploy.yaml"),
-        str(work / "list.yaml"))
+    run(
+        "--write",
+        "--templates-out",
+        str(out_file),
+        str(work / "deploy.yaml"),
+        str(work / "list.yaml"),
+    )
     kinds = [d["kind"] for d in yaml.safe_load_all((work / "deploy.yaml").read_text())]
     assert "ResourceClaimTemplate" not in kinds
     names = [d["metadata"]["name"] for d in yaml.safe_load_all(out_file.read_text())]

@@ -47,17 +47,23 @@ def run(*args: str) -> tuple[int, str, str]:
 def migrated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The corpus before, the outputs of each mode, and the tree after two `--write` runs."""
     work = tmp_path_factory.mktemp("corpus")
-    shutil.copytree(CORPUS, work, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
-        "unreadable"))
+    shutil.copytree(CORPUS, work, dirs_exist_ok=True, ignore=shutil.ignore_patterns("unreadable"))
     before = snapshot(work)
-    outputs = {mode: run(*flags, str(work)) for mode, flags in (
-        ("summary", []), ("check", ["--check"]), ("diff", ["--diff"]))}
+    outputs = {
+        mode: run(*flags, str(work))
+        for mode, flags in (("summary", []), ("check", ["--check"]), ("diff", ["--diff"]))
+    }
     outputs["write"] = run("--write", str(work))
     after = snapshot(work)
     outputs["write-again"] = run("--write", str(work))
     outputs["check-again"] = run("--check", str(work))
-    return {"work": work, "before": before, "after": after, "outputs": outputs,
-            "again": snapshot(work)}
+    return {
+        "work": work,
+        "before": before,
+        "after": after,
+        "outputs": outputs,
+        "again": snapshot(work),
+    }
 
 
 def test_modes_agree_and_exit_codes(migrated: dict[str, Any]) -> None:
@@ -68,7 +74,8 @@ def test_modes_agree_and_exit_codes(migrated: dict[str, Any]) -> None:
         assert "internal error" not in out[mode][2]
     changed = {k for k, v in migrated["after"].items() if migrated["before"][k] != v}
     assert out["summary"][2].splitlines()[-1] == (
-        f"would migrate {len(changed)} file(s), {len(TEMPLATE_FILES)} template file(s) skipped")
+        f"would migrate {len(changed)} file(s), {len(TEMPLATE_FILES)} template file(s) skipped"
+    )
     assert len(changed) >= 30
 
 
@@ -81,8 +88,10 @@ def test_second_pass_changes_nothing(migrated: dict[str, Any]) -> None:
 
 def test_untouched_files_are_byte_identical(migrated: dict[str, Any]) -> None:
     """Every file the summary did not name is exactly as it was (JSON and templates too)."""
-    named = {line.removeprefix("would migrate ") for line in
-             migrated["outputs"]["summary"][1].splitlines()}
+    named = {
+        line.removeprefix("would migrate ")
+        for line in migrated["outputs"]["summary"][1].splitlines()
+    }
     work: Path = migrated["work"]
     for name, data in migrated["before"].items():
         if str(work / name) not in named:
@@ -115,10 +124,15 @@ def test_only_gpu_lines_change(migrated: dict[str, Any]) -> None:
 def test_changed_json_files_are_measured(migrated: dict[str, Any]) -> None:
     """The JSON cases are in the measurement: a single object (wrapped), a `List`, both
     indentations, a minified file; and their compact arrays stayed on one line."""
-    changed = {n for n, d in migrated["before"].items()
-               if n.endswith(".json") and migrated["after"][n] != d}
-    assert {f"reproductions/{n}.json" for n in (
-        "deployment-compact-arrays", "job-4space", "list-2space", "pod-minified")} <= changed
+    changed = {
+        n
+        for n, d in migrated["before"].items()
+        if n.endswith(".json") and migrated["after"][n] != d
+    }
+    assert {
+        f"reproductions/{n}.json"
+        for n in ("deployment-compact-arrays", "job-4space", "list-2space", "pod-minified")
+    } <= changed
     after = migrated["after"]["reproductions/deployment-compact-arrays.json"].decode()
     assert '            "args": ["--port", "8000", "--workers", "2"],' in after.splitlines()
 
@@ -200,15 +214,21 @@ def unrelated_json_lines(old: str, new: str) -> tuple[list[str], int, list[str]]
     patch = jsonpatch.make_patch(before, counterpart).patch
     gone = [_pointer(op["path"]) for op in patch if op["op"] in ("remove", "replace")]
     came = [_pointer(op["path"]) for op in patch if op["op"] in ("add", "replace")]
-    new_owners = {n: [q for p in paths if (q := where(p)) is not None]
-                  for n, paths in line_paths(new).items()
-                  if all(where(p) is not None for p in paths)}
-    wrapper = [new.splitlines()[n] for n, paths in new_owners.items()
-               if n in added and any(p == WRAPPER for p in paths)]
+    new_owners = {
+        n: [q for p in paths if (q := where(p)) is not None]
+        for n, paths in line_paths(new).items()
+        if all(where(p) is not None for p in paths)
+    }
+    wrapper = [
+        new.splitlines()[n]
+        for n, paths in new_owners.items()
+        if n in added and any(p == WRAPPER for p in paths)
+    ]
     parents = [c[:-1] for c in gone + came]
     found = _outside(old, removed, gone, "-", parents=parents)
-    found += _outside(new, [n for n in added if n in new_owners], came, "+", owners=new_owners,
-                      parents=parents)
+    found += _outside(
+        new, [n for n in added if n in new_owners], came, "+", owners=new_owners, parents=parents
+    )
     return [f for f in found if f[1:] not in wrapper], len(removed) + len(added), wrapper
 
 
@@ -224,9 +244,16 @@ def _json_counterpart(old: Any, new: Any) -> tuple[Any, Any]:
     if not (isinstance(old, dict) and old.get("kind") == "List"):
         assert items[0] == _json_counterpart_item(old, items[0])
         assert all(_added_template(i) for i in items[1:])
-        return items[0], lambda path: (
-            path[2:] if path[:2] == ("items", "0") else None if path[:1] == ("items",)
-            and len(path) > 1 else WRAPPER)
+        return (
+            items[0],
+            lambda path: (
+                path[2:]
+                if path[:2] == ("items", "0")
+                else None
+                if path[:1] == ("items",) and len(path) > 1
+                else WRAPPER
+            ),
+        )
     kept = [i for i, item in enumerate(items) if not _added_template(item)]
 
     def where(path: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -243,8 +270,11 @@ def _json_counterpart_item(old: Any, item: Any) -> Any:
 
 
 def _added_template(item: Any) -> bool:
-    return (isinstance(item, dict) and item.get("kind") == "ResourceClaimTemplate" and
-            item["metadata"].get("labels", {}).get("app.kubernetes.io/managed-by") == "dragate")
+    return (
+        isinstance(item, dict)
+        and item.get("kind") == "ResourceClaimTemplate"
+        and item["metadata"].get("labels", {}).get("app.kubernetes.io/managed-by") == "dragate"
+    )
 
 
 def _changed_lines(old: str, new: str, strip: str = "") -> tuple[list[int], list[int]]:
@@ -269,9 +299,15 @@ def _pointer(pointer: str) -> tuple[str, ...]:
     return tuple(jsonpatch.JsonPointer(pointer).parts)
 
 
-def _outside(text: str, lines: list[int], changed: list[tuple[str, ...]], sign: str, *,
-             owners: dict[int, list[tuple[str, ...]]] | None = None,
-             parents: Sequence[tuple[str, ...]] = ()) -> list[str]:
+def _outside(
+    text: str,
+    lines: list[int],
+    changed: list[tuple[str, ...]],
+    sign: str,
+    *,
+    owners: dict[int, list[tuple[str, ...]]] | None = None,
+    parents: Sequence[tuple[str, ...]] = (),
+) -> list[str]:
     """Lines none of whose value paths is inside a changed path, or is the collection holding
     a change (`parents`: a collection on one line changes on its line; blank lines count as
     inside)."""
@@ -283,7 +319,8 @@ def _outside(text: str, lines: list[int], changed: list[tuple[str, ...]], sign: 
         if not all_lines[number].strip() or not paths:
             continue
         if not any(p[: len(c)] == c for p in paths for c in changed) and not any(
-                p in parents for p in paths):
+            p in parents for p in paths
+        ):
             out.append(f"{sign}{all_lines[number]}")
     return out
 

@@ -39,19 +39,32 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 TEMPLATES = [
-    ("directive-line", "kind: Pod\n{{- if .Values.gpu }}\nspec: {}\n{{- end }}\n",
-     "line 2 is a template directive"),
-    ("nindent-block", "kind: Pod\nspec:\n  resources:\n    {{- toYaml .Values.r | nindent 4 }}\n",
-     "line 4 is a template directive"),
-    ("placeholder-key", "kind: Pod\nmetadata:\n  {{ .Values.key }}: x\n",
-     "{{ .Values.key }} stands in a key"),
-    ("mentions-gpu", "kind: Pod\n{{- if .Values.gpu }}\nnvidia.com/gpu: 1\n{{- end }}\n",
-     "it mentions nvidia.com/gpu: migrate it by hand"),
+    (
+        "directive-line",
+        "kind: Pod\n{{- if .Values.gpu }}\nspec: {}\n{{- end }}\n",
+        "line 2 is a template directive",
+    ),
+    (
+        "nindent-block",
+        "kind: Pod\nspec:\n  resources:\n    {{- toYaml .Values.r | nindent 4 }}\n",
+        "line 4 is a template directive",
+    ),
+    (
+        "placeholder-key",
+        "kind: Pod\nmetadata:\n  {{ .Values.key }}: x\n",
+        "{{ .Values.key }} stands in a key",
+    ),
+    (
+        "mentions-gpu",
+        "kind: Pod\n{{- if .Values.gpu }}\nnvidia.com/gpu: 1\n{{- end }}\n",
+        "it mentions nvidia.com/gpu: migrate it by hand",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("text", "reason"), [c[1:] for c in TEMPLATES],
-                         ids=[c[0] for c in TEMPLATES])
+@pytest.mark.parametrize(
+    ("text", "reason"), [c[1:] for c in TEMPLATES], ids=[c[0] for c in TEMPLATES]
+)
 def test_template_files_are_skipped_with_a_reason(tmp_path: Path, text: str, reason: str) -> None:
     path = write(tmp_path, "t.yaml", text)
     for flag in ([], ["--check"], ["--write"]):
@@ -65,7 +78,8 @@ def test_template_files_are_skipped_with_a_reason(tmp_path: Path, text: str, rea
 
 def test_scalar_placeholders_are_migrated_and_kept(tmp_path: Path) -> None:
     text = POD.replace("name: p", "name: {{ .Release.Name }}").replace(
-        "image: c", 'image: "{{ .Values.image }}"')
+        "image: c", 'image: "{{ .Values.image }}"'
+    )
     path = write(tmp_path, "t.yaml", text)
     status, _, err = run("--write", str(path))
     out = path.read_text()
@@ -83,8 +97,9 @@ def test_duplicate_keys_warn_with_lines_and_last_wins(tmp_path: Path) -> None:
     assert f'{path}:5: duplicate key "name" (also at line 4): kubectl keeps the last one' in err
     pod = next(yaml.safe_load_all(path.read_text()))
     assert pod["metadata"]["name"] == "p"
-    assert path.read_text().startswith("apiVersion: v1\nkind: Pod\nmetadata:\n  name: first\n"
-                                       "  name: p\n")  # both kept: the diff is GPU lines only
+    assert path.read_text().startswith(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: first\n  name: p\n"
+    )  # both kept: the diff is GPU lines only
 
 
 def test_duplicate_keys_in_a_document_without_change_stay(tmp_path: Path) -> None:
@@ -94,11 +109,15 @@ def test_duplicate_keys_in_a_document_without_change_stay(tmp_path: Path) -> Non
     assert path.read_text().startswith(text.split("---")[0])
 
 
-@pytest.mark.parametrize("text", [
-    '{"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "[1,2]"}, "x": [1,2,3]}',
-    '[1, 2,\n 3]\n',
-    '{"dashboard": {"panels": [{"id": 1}]}}\n',
-], ids=["compact-object", "array", "dashboard"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "[1,2]"}, "x": [1,2,3]}',
+        "[1, 2,\n 3]\n",
+        '{"dashboard": {"panels": [{"id": 1}]}}\n',
+    ],
+    ids=["compact-object", "array", "dashboard"],
+)
 def test_json_without_gpu_is_byte_identical(tmp_path: Path, text: str) -> None:
     path = write(tmp_path, "x.json", text)
     assert run("--check", str(path))[0] == 0
@@ -106,17 +125,26 @@ def test_json_without_gpu_is_byte_identical(tmp_path: Path, text: str) -> None:
     assert path.read_text() == text
 
 
-@pytest.mark.parametrize("text", [
-    POD.replace("metadata:\n  name: p\n", "metadata:\n"),
-    POD + "  resourceClaims:\n",
-    POD.replace("  containers:", "  initContainers:\n  containers:"),
-    "apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    metadata:\n    spec:\n"
-    "      containers:\n      - name: c\n        resources:\n"
-    "          limits: {nvidia.com/gpu: 1}\n",
-    "apiVersion: v1\nkind: Pod\nmetadata:\n  annotations:\nspec:\n  containers:\n  - name: c\n"
-    "    resources: {limits: {nvidia.com/gpu: 1}, claims:}\n",
-], ids=["null-metadata", "null-resource-claims", "null-init-containers", "null-template-meta",
-        "null-annotations-and-claims"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        POD.replace("metadata:\n  name: p\n", "metadata:\n"),
+        POD + "  resourceClaims:\n",
+        POD.replace("  containers:", "  initContainers:\n  containers:"),
+        "apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    metadata:\n    spec:\n"
+        "      containers:\n      - name: c\n        resources:\n"
+        "          limits: {nvidia.com/gpu: 1}\n",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  annotations:\nspec:\n  containers:\n  - name: c\n"
+        "    resources: {limits: {nvidia.com/gpu: 1}, claims:}\n",
+    ],
+    ids=[
+        "null-metadata",
+        "null-resource-claims",
+        "null-init-containers",
+        "null-template-meta",
+        "null-annotations-and-claims",
+    ],
+)
 def test_null_shapes_are_migrated(tmp_path: Path, text: str) -> None:
     path = write(tmp_path, "p.yaml", text)
     status, _, err = run("--write", str(path))
@@ -125,8 +153,9 @@ def test_null_shapes_are_migrated(tmp_path: Path, text: str) -> None:
     assert run("--check", str(path))[0] == 0
 
 
-def test_an_internal_error_stops_only_its_file(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_internal_error_stops_only_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bad = write(tmp_path, "a.yaml", POD.replace("name: p", "name: boom"))
     good = write(tmp_path, "b.yaml", POD)
     real = migrate_cli.rewrite_object

@@ -79,11 +79,26 @@ def test_whole_file_load_is_known_without_loading(text: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "known"),
-    [("a: 1\n", True), ("--- # c\na: 1\n", None), ("# c\n---\na: 1\n", None),
-     ("a: 1\n---\nb: 2\n", False), ("---\na: 1\n---\nb: 2\n", False),
-     ("%YAML 1.2\n---\na: 1\n", None), ("- a\n---\nb\n", None), ("x\n---\n---\n", False)],
-    ids=["one", "marker", "comment-first", "two", "two-with-marker", "directive",
-         "sequence-first", "three"],
+    [
+        ("a: 1\n", True),
+        ("--- # c\na: 1\n", None),
+        ("# c\n---\na: 1\n", None),
+        ("a: 1\n---\nb: 2\n", False),
+        ("---\na: 1\n---\nb: 2\n", False),
+        ("%YAML 1.2\n---\na: 1\n", None),
+        ("- a\n---\nb\n", None),
+        ("x\n---\n---\n", False),
+    ],
+    ids=[
+        "one",
+        "marker",
+        "comment-first",
+        "two",
+        "two-with-marker",
+        "directive",
+        "sequence-first",
+        "three",
+    ],
 )
 def test_whole_text_loads_table(text: str, known: bool | None) -> None:
     docs = [Doc(h, b, line) for h, b, line in roundtrip.split_documents(text)]
@@ -119,12 +134,22 @@ def test_unchanged_file_is_not_rewritten(tmp_path: Path) -> None:
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
 
 
-LOADS = ["a: yes\n", "%YAML 1.1\n---\na: yes\n", "a: yes\n", "a: [\n", "a: &x {b: *x}\n",
-         "a: 2001-02-30\n", "a: 1\na: 2\n", "- &y 1\n- *y\n", "a: yes\n"]
+LOADS = [
+    "a: yes\n",
+    "%YAML 1.1\n---\na: yes\n",
+    "a: yes\n",
+    "a: [\n",
+    "a: &x {b: *x}\n",
+    "a: 2001-02-30\n",
+    "a: 1\na: 2\n",
+    "- &y 1\n- *y\n",
+    "a: yes\n",
+]
 
 
 def test_reused_loader_reads_as_a_fresh_one() -> None:
     """The thread's shared loader keeps no state from one document (or failure) to the next."""
+
     def read(load: Callable[[str], object], text: str) -> object:
         try:
             return to_plain(load(text))
@@ -148,23 +173,44 @@ def test_reused_dumper_writes_as_a_fresh_one() -> None:
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n  - name: c\n{}"
 CM_DASHES = "kind: ConfigMap\ndata:\n  s: |\n    ---\n    a: 1\n    ---\n"
 FILES = [
-    ("gpu-then-block-scalar-dashes", POD.format("    resources: {limits: {nvidia.com/gpu: 1}}\n")
-     + "---\n" + CM_DASHES, True, 1),
+    (
+        "gpu-then-block-scalar-dashes",
+        POD.format("    resources: {limits: {nvidia.com/gpu: 1}}\n") + "---\n" + CM_DASHES,
+        True,
+        1,
+    ),
     ("name-in-block-scalar-after-dashes", CM_DASHES + "    nvidia.com/gpu: 1\n", False, 0),
     ("name-only-in-comment", POD.format("    image: x  # was nvidia.com/gpu: 1\n"), False, 0),
-    ("flow-style", "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c,"
-     " resources: {limits: {nvidia.com/mig-1g.5gb: 1}}}]}}\n", True, 0),
-    ("quoted-key", POD.format("    resources:\n      limits: {\"nvidia.com/gpu\": 1}\n"), True, 0),
-    ("escaped-key", POD.format("    resources:\n      limits: {\"nvidia.com/\\x67pu\": 1}\n"),
-     True, 0),
-    ("anchor-and-alias", POD.format("    resources: {limits: &l {nvidia.com/gpu: 1}}\n"
-                                    "  - {name: d, resources: {limits: *l}}\n"), True, 0),
+    (
+        "flow-style",
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c,"
+        " resources: {limits: {nvidia.com/mig-1g.5gb: 1}}}]}}\n",
+        True,
+        0,
+    ),
+    ("quoted-key", POD.format('    resources:\n      limits: {"nvidia.com/gpu": 1}\n'), True, 0),
+    (
+        "escaped-key",
+        POD.format('    resources:\n      limits: {"nvidia.com/\\x67pu": 1}\n'),
+        True,
+        0,
+    ),
+    (
+        "anchor-and-alias",
+        POD.format(
+            "    resources: {limits: &l {nvidia.com/gpu: 1}}\n"
+            "  - {name: d, resources: {limits: *l}}\n"
+        ),
+        True,
+        0,
+    ),
     ("services-only", "kind: Service\n---\nkind: ConfigMap\ndata: {a: b}\n---\n# end\n", False, 3),
 ]
 
 
-@pytest.mark.parametrize(("text", "changes", "skipped"), [f[1:] for f in FILES],
-                         ids=[f[0] for f in FILES])
+@pytest.mark.parametrize(
+    ("text", "changes", "skipped"), [f[1:] for f in FILES], ids=[f[0] for f in FILES]
+)
 def test_files(text: str, changes: bool, skipped: int) -> None:
     assert SKIP is not None
     fast = outcome(text, skip=True)

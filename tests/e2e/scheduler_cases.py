@@ -27,10 +27,17 @@ def random_leaf(rng: random.Random, name: str, *, all_ok: bool = True) -> dict[s
     if cls == "mig.nvidia.com" and rng.random() < 0.7:
         selectors.append(PROFILE.format(rng.choice(("1g.10gb", "3g.40gb", "2g.20gb"))))
     if cls == "gpu.nvidia.com" and rng.random() < 0.5:
-        selectors.append(rng.choice((
-            PRODUCT.format("NVIDIA H100 80GB HBM3"), PRODUCT.format("NVIDIA A100-SXM4-80GB"),
-            MEMORY.format("80Gi"), MEMORY.format("40Gi"),
-            "device.attributes['gpu.nvidia.com'].driverVersion.major() == 570")))
+        selectors.append(
+            rng.choice(
+                (
+                    PRODUCT.format("NVIDIA H100 80GB HBM3"),
+                    PRODUCT.format("NVIDIA A100-SXM4-80GB"),
+                    MEMORY.format("80Gi"),
+                    MEMORY.format("40Gi"),
+                    "device.attributes['gpu.nvidia.com'].driverVersion.major() == 570",
+                )
+            )
+        )
     if selectors:
         body["selectors"] = [{"cel": {"expression": s}} for s in selectors]
     return {"name": name, **body}
@@ -61,9 +68,12 @@ def in_version(claim_spec_v1: dict[str, Any], version: str) -> dict[str, Any]:
 def random_claim(rng: random.Random, name: str, ns: str, *, admin: bool) -> dict[str, Any]:
     requests = [random_request(rng, f"r{i}", admin) for i in range(rng.randint(1, 3))]
     version = rng.choice(("v1", "v1beta2", "v1beta1"))
-    return {"apiVersion": f"resource.k8s.io/{version}", "kind": "ResourceClaim",
-            "metadata": {"name": name, "namespace": ns},
-            "spec": in_version({"devices": {"requests": requests}}, version)}
+    return {
+        "apiVersion": f"resource.k8s.io/{version}",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": in_version({"devices": {"requests": requests}}, version),
+    }
 
 
 def quota_key(device_class: str) -> str:
@@ -129,28 +139,68 @@ TABLE: list[Row] = [
     ("gpu-8", [container("m", gpu=8)], [], {}, BOUND),
     ("gpu-9", [container("m", gpu=9)], [], {}, DENIED),
     ("two-containers", [container("a", gpu=1), container("b", gpu=2)], [], {}, BOUND),
-    ("h100-product", [container("m", gpu=4)], [],
-     {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, BOUND),
-    ("a100-80-product-8", [container("m", gpu=8)], [],
-     {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}, BOUND),
-    ("a100-40-product-5", [container("m", gpu=5)], [],
-     {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}, UNSCHEDULABLE),
+    (
+        "h100-product",
+        [container("m", gpu=4)],
+        [],
+        {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+        BOUND,
+    ),
+    (
+        "a100-80-product-8",
+        [container("m", gpu=8)],
+        [],
+        {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},
+        BOUND,
+    ),
+    (
+        "a100-40-product-5",
+        [container("m", gpu=5)],
+        [],
+        {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"},
+        UNSCHEDULABLE,
+    ),
     ("memory-80g", [container("m", gpu=2)], [], {"nvidia.com/gpu.memory": "81920"}, BOUND),
     ("memory-40g-4", [container("m", gpu=4)], [], {"nvidia.com/gpu.memory": "40960"}, BOUND),
     ("family-hopper", [container("m", gpu=1)], [], {"nvidia.com/gpu.family": "hopper"}, BOUND),
     ("family-ampere-8", [container("m", gpu=8)], [], {"nvidia.com/gpu.family": "ampere"}, BOUND),
-    ("family-volta", [container("m", gpu=1)], [], {"nvidia.com/gpu.family": "volta"},
-     UNSCHEDULABLE),
+    (
+        "family-volta",
+        [container("m", gpu=1)],
+        [],
+        {"nvidia.com/gpu.family": "volta"},
+        UNSCHEDULABLE,
+    ),
     ("driver-570", [container("m", gpu=1)], [], {"nvidia.com/cuda.driver.major": "570"}, BOUND),
-    ("driver-version-550-8", [container("m", gpu=8)], [],
-     {"nvidia.com/cuda.driver-version.major": "550"}, BOUND),
-    ("driver-535", [container("m", gpu=1)], [], {"nvidia.com/cuda.driver.major": "535"},
-     UNSCHEDULABLE),
-    ("cuda-12.8", [container("m", gpu=1)], [],
-     {"nvidia.com/cuda.runtime.major": "12", "nvidia.com/cuda.runtime.minor": "8"}, BOUND),
+    (
+        "driver-version-550-8",
+        [container("m", gpu=8)],
+        [],
+        {"nvidia.com/cuda.driver-version.major": "550"},
+        BOUND,
+    ),
+    (
+        "driver-535",
+        [container("m", gpu=1)],
+        [],
+        {"nvidia.com/cuda.driver.major": "535"},
+        UNSCHEDULABLE,
+    ),
+    (
+        "cuda-12.8",
+        [container("m", gpu=1)],
+        [],
+        {"nvidia.com/cuda.runtime.major": "12", "nvidia.com/cuda.runtime.minor": "8"},
+        BOUND,
+    ),
     ("compute-9", [container("m", gpu=2)], [], {"nvidia.com/gpu.compute.major": "9"}, BOUND),
-    ("compute-7", [container("m", gpu=1)], [], {"nvidia.com/gpu.compute.major": "7"},
-     UNSCHEDULABLE),
+    (
+        "compute-7",
+        [container("m", gpu=1)],
+        [],
+        {"nvidia.com/gpu.compute.major": "7"},
+        UNSCHEDULABLE,
+    ),
     ("mig-1g-1", [container("m", **mig("1g.10gb", 1))], [], {}, BOUND),
     ("mig-1g-7", [container("m", **mig("1g.10gb", 7))], [], {}, BOUND),
     ("mig-1g-8", [container("m", **mig("1g.10gb", 8))], [], {}, DENIED),
@@ -158,32 +208,68 @@ TABLE: list[Row] = [
     ("mig-3g-3", [container("m", **mig("3g.40gb", 3))], [], {}, UNSCHEDULABLE),
     ("mig-2g-none", [container("m", **mig("2g.20gb", 1))], [], {}, UNSCHEDULABLE),
     ("init-8-main-8", [container("m", gpu=8)], [container("i", gpu=8)], {}, BOUND),
-    ("init-8-mains-2-2", [container("a", gpu=2), container("b", gpu=2)],
-     [container("i", gpu=8)], {}, BOUND),
-    ("sidecar-1-init-7-main-7", [container("m", gpu=7)],
-     [sidecar("s", gpu=1), container("i", gpu=7)], {}, BOUND),
+    (
+        "init-8-mains-2-2",
+        [container("a", gpu=2), container("b", gpu=2)],
+        [container("i", gpu=8)],
+        {},
+        BOUND,
+    ),
+    (
+        "sidecar-1-init-7-main-7",
+        [container("m", gpu=7)],
+        [sidecar("s", gpu=1), container("i", gpu=7)],
+        {},
+        BOUND,
+    ),
     # the sidecar runs beside the init container: 2 + 7 = 9 GPUs, with the device plugin too
-    ("sidecar-2-init-7-main-6", [container("m", gpu=6)],
-     [sidecar("s", gpu=2), container("i", gpu=7)], {}, UNSCHEDULABLE),
-    ("init-7-then-sidecar-2-main-6", [container("m", gpu=6)],
-     [container("i", gpu=7), sidecar("s", gpu=2)], {}, BOUND),
-    ("gpu-2-and-mig-one-container", [container("m", gpu=2, **mig("1g.10gb", 1))], [], {},
-     BOUND),
-    ("gpu-5-and-mig-one-container", [container("m", gpu=5, **mig("1g.10gb", 1))], [], {},
-     UNSCHEDULABLE),
-    ("h100-9", [container("m", gpu=9)], [],
-     {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, DENIED),
+    (
+        "sidecar-2-init-7-main-6",
+        [container("m", gpu=6)],
+        [sidecar("s", gpu=2), container("i", gpu=7)],
+        {},
+        UNSCHEDULABLE,
+    ),
+    (
+        "init-7-then-sidecar-2-main-6",
+        [container("m", gpu=6)],
+        [container("i", gpu=7), sidecar("s", gpu=2)],
+        {},
+        BOUND,
+    ),
+    ("gpu-2-and-mig-one-container", [container("m", gpu=2, **mig("1g.10gb", 1))], [], {}, BOUND),
+    (
+        "gpu-5-and-mig-one-container",
+        [container("m", gpu=5, **mig("1g.10gb", 1))],
+        [],
+        {},
+        UNSCHEDULABLE,
+    ),
+    (
+        "h100-9",
+        [container("m", gpu=9)],
+        [],
+        {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+        DENIED,
+    ),
 ]
 
 
-def legacy_pod(name: str, ns: str, containers: list[dict[str, Any]],
-               init: list[dict[str, Any]], selector: dict[str, str]) -> dict[str, Any]:
+def legacy_pod(
+    name: str,
+    ns: str,
+    containers: list[dict[str, Any]],
+    init: list[dict[str, Any]],
+    selector: dict[str, str],
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": containers}
     if init:
         spec["initContainers"] = init
     if selector:
         spec["nodeSelector"] = selector
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
-            "spec": spec}
-
-
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    }

@@ -24,20 +24,44 @@ error); the scheduler retries, but the Pod is never placed."""
 
 def fake_node(cluster: Cluster, name: str) -> None:
     """A Node with allocatable CPU/memory/pods and a Ready condition (no kubelet behind it)."""
-    node = {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}}
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+    }
     cluster.kubectl("create", "-f", "-", input=json.dumps(node))
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     resources = {"cpu": "64", "memory": "512Gi", "pods": "250"}
-    status = {"status": {"capacity": resources, "allocatable": resources, "conditions": [
-        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "fake",
-         "lastHeartbeatTime": now, "lastTransitionTime": now}]}}
-    cluster.kubectl("patch", "node", name, "--subresource=status", "--type=merge",
-                    "-p", json.dumps(status))
+    status = {
+        "status": {
+            "capacity": resources,
+            "allocatable": resources,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "fake",
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                }
+            ],
+        }
+    }
+    cluster.kubectl(
+        "patch", "node", name, "--subresource=status", "--type=merge", "-p", json.dumps(status)
+    )
     # The TaintNodesByCondition admission plugin taints every new Node not-ready; no node
     # lifecycle controller runs to lift it, so lift it here.
-    cluster.kubectl("patch", "node", name, "--type=json",
-                    "-p", '[{"op": "remove", "path": "/spec/taints"}]', check=False)
+    cluster.kubectl(
+        "patch",
+        "node",
+        name,
+        "--type=json",
+        "-p",
+        '[{"op": "remove", "path": "/spec/taints"}]',
+        check=False,
+    )
 
 
 def publish_inventory(cluster: Cluster) -> list[dict[str, Any]]:
@@ -47,13 +71,15 @@ def publish_inventory(cluster: Cluster) -> list[dict[str, Any]]:
     slices = cluster_slices()
     stored = [{**s, "metadata": {"name": s["metadata"]["name"]}} for s in slices]
     items = [*device_classes(), *stored]
-    cluster.kubectl("create", "-f", "-",
-                    input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    cluster.kubectl(
+        "create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    )
     return slices
 
 
-def pod_outcome(cluster: Cluster, namespace: str, name: str,
-                timeout: float = OUTCOME_TIMEOUT) -> tuple[str, dict[str, Any]]:
+def pod_outcome(
+    cluster: Cluster, namespace: str, name: str, timeout: float = OUTCOME_TIMEOUT
+) -> tuple[str, dict[str, Any]]:
     """BOUND or UNSCHEDULABLE, once the scheduler has decided, with the Pod as last read."""
     deadline = time.monotonic() + timeout
     pod: dict[str, Any] = {}
@@ -74,13 +100,23 @@ def allocated_devices(cluster: Cluster, namespace: str, pod: dict[str, Any]) -> 
     found: list[str] = []
     for status in statuses:
         claim = cluster.get_json("resourceclaim", status["resourceClaimName"], "-n", namespace)
-        results = claim.get("status", {}).get("allocation", {}).get("devices", {}).get(
-            "results") or []
+        results = (
+            claim.get("status", {}).get("allocation", {}).get("devices", {}).get("results") or []
+        )
         found += [f"{r['pool']}/{r['device']}" for r in results]
     return found
 
 
 def force_delete(cluster: Cluster, namespace: str, *objects: str) -> None:
     """Pods bound to a node without kubelet only go away with a forced delete."""
-    cluster.kubectl("delete", "-n", namespace, *objects, "--grace-period=0", "--force",
-                    "--ignore-not-found", "--wait=true", check=False)
+    cluster.kubectl(
+        "delete",
+        "-n",
+        namespace,
+        *objects,
+        "--grace-period=0",
+        "--force",
+        "--ignore-not-found",
+        "--wait=true",
+        check=False,
+    )

@@ -109,14 +109,19 @@ def called(error: str, webhook: str) -> bool:
 
 SERVICE_ACCOUNT_ACCESS = [
     # (verb, resource, granted): every call dragate makes, and what a compromised pod must not do
-    ("get", "namespaces", True), ("watch", "namespaces", True),
+    ("get", "namespaces", True),
+    ("watch", "namespaces", True),
     ("list", "resourceclaims.resource.k8s.io", True),
     ("watch", "resourceslices.resource.k8s.io", True),
     ("create", "resourceclaimtemplates.resource.k8s.io", True),
-    ("update", "tenantusages.dragate.io", True), ("create", "tenantusages.dragate.io", True),
-    ("get", "pods", False), ("get", "secrets", False), ("get", "configmaps", False),
+    ("update", "tenantusages.dragate.io", True),
+    ("create", "tenantusages.dragate.io", True),
+    ("get", "pods", False),
+    ("get", "secrets", False),
+    ("get", "configmaps", False),
     ("get", "resourceclaims.resource.k8s.io", False),
-    ("patch", "tenantusages.dragate.io", False), ("delete", "tenantusages.dragate.io", False),
+    ("patch", "tenantusages.dragate.io", False),
+    ("delete", "tenantusages.dragate.io", False),
     ("patch", "validatingwebhookconfigurations.admissionregistration.k8s.io", False),
     ("update", "mutatingwebhookconfigurations.admissionregistration.k8s.io", False),
 ]

@@ -28,21 +28,36 @@ from .cluster import Cluster
 pytestmark = pytest.mark.e2e
 
 DUPLICATES = [
-    ("top-level", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: first\n  name: second\n"
-     "data: {a: b}\n"),
-    ("three-times", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n  name: two\n"
-     "  name: three\n"),
-    ("nested-block", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"
-     "  labels:\n    app: first\n  labels:\n    tier: second\n"),
-    ("in-list-item", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n"
-     "  - name: c\n    image: first\n    image: second\n"),
+    (
+        "top-level",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: first\n  name: second\ndata: {a: b}\n",
+    ),
+    (
+        "three-times",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n  name: two\n  name: three\n",
+    ),
+    (
+        "nested-block",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"
+        "  labels:\n    app: first\n  labels:\n    tier: second\n",
+    ),
+    (
+        "in-list-item",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n"
+        "  - name: c\n    image: first\n    image: second\n",
+    ),
 ]
 
 
 def kubectl_reading(bin_dir: Path, text: str) -> Any:
     result = subprocess.run(
         [str(bin_dir / "kubectl"), "annotate", "--local", "-f", "-", "-o", "json", "x=y"],
-        input=text, capture_output=True, text=True, timeout=60, check=True)
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     obj = json.loads(result.stdout)
     del obj["metadata"]["annotations"]["x"]
     if not obj["metadata"]["annotations"]:
@@ -58,8 +73,9 @@ def test_duplicate_keys_read_as_kubectl_reads_them(e2e_bin_dir: Path, text: str)
 
 
 def test_migrated_corpus_passes_strict_server_dry_run(cluster: Cluster, tmp_path: Path) -> None:
-    shutil.copytree(CORPUS, tmp_path, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("unreadable"))
+    shutil.copytree(
+        CORPUS, tmp_path, dirs_exist_ok=True, ignore=shutil.ignore_patterns("unreadable")
+    )
     before = snapshot(tmp_path)
     result = CliRunner().invoke(main, ["migrate", "--write", str(tmp_path)])
     assert result.exit_code == 0, result.output
@@ -74,8 +90,9 @@ def test_migrated_corpus_passes_strict_server_dry_run(cluster: Cluster, tmp_path
                 continue  # a custom resource's partial pod spec: tests/cli checks its schema
             obj.setdefault("metadata", {})["namespace"] = "corpus"
             obj["metadata"].setdefault("name", "unnamed")
-            cluster.kubectl("create", "--dry-run=server", "--validate=strict", "-f", "-",
-                            input=json.dumps(obj))
+            cluster.kubectl(
+                "create", "--dry-run=server", "--validate=strict", "-f", "-", input=json.dumps(obj)
+            )
             checked += 1
     assert checked >= 30
 
@@ -86,8 +103,9 @@ def test_migrated_json_files_are_read_whole_by_kubectl(cluster: Cluster, tmp_pat
     files = sorted((CORPUS / "reproductions").glob("*.json"))
     for file in files:
         shutil.copy(file, tmp_path / file.name)
-    result = CliRunner().invoke(main, ["migrate", "--write", *(str(tmp_path / f.name)
-                                                               for f in files)])
+    result = CliRunner().invoke(
+        main, ["migrate", "--write", *(str(tmp_path / f.name) for f in files)]
+    )
     assert result.exit_code == 0, result.output
     cluster.kubectl("create", "namespace", "ml")  # job-4space.json names it; others: default
     changed = 0
@@ -97,8 +115,15 @@ def test_migrated_json_files_are_read_whole_by_kubectl(cluster: Cluster, tmp_pat
             continue
         data = json.loads(text)
         assert data["kind"] == "List", file.name
-        created = cluster.kubectl("create", "--dry-run=server", "--validate=strict",
-                                  "-f", str(tmp_path / file.name), "-o", "name")
+        created = cluster.kubectl(
+            "create",
+            "--dry-run=server",
+            "--validate=strict",
+            "-f",
+            str(tmp_path / file.name),
+            "-o",
+            "name",
+        )
         assert len(created.stdout.split()) == len(data["items"]), created.stdout
         changed += 1
     assert changed >= 4

@@ -68,8 +68,9 @@ def sched(e2e_bin_dir: Path) -> Iterator[tuple[Cluster, list[dict[str, Any]]]]:
         yield cluster, slices
 
 
-def kubectl_json(cluster: Cluster, verb: str, obj: Any, *args: str,
-                 check: bool = True) -> subprocess.CompletedProcess[str]:
+def kubectl_json(
+    cluster: Cluster, verb: str, obj: Any, *args: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     return cluster.kubectl(verb, "-f", "-", *args, input=json.dumps(obj), check=check)
 
 
@@ -95,8 +96,12 @@ def test_resourcequota_and_dragate_count_random_claims_alike(
         ns = f"quota-{n}"
         namespace(cluster, ns, **{ADMIN_LABEL: "true"})
         hard = {quota_key(c): "100000" for c in CLASSES}
-        quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "dra",
-                 "namespace": ns}, "spec": {"hard": hard}}
+        quota = {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "dra", "namespace": ns},
+            "spec": {"hard": hard},
+        }
         kubectl_json(cluster, "create", quota)
         batch = [random_claim(rng, f"c{i}", ns, admin=True) for i in range(10)]
         claims += batch
@@ -116,8 +121,10 @@ def wait_quota_ready(cluster: Cluster, namespaces: list[str]) -> None:
     from .processes import wait_for
 
     def ready() -> bool:
-        return all(cluster.get_json("resourcequota", "dra", "-n", ns).get("status", {}).get("hard")
-                   for ns in namespaces)
+        return all(
+            cluster.get_json("resourcequota", "dra", "-n", ns).get("status", {}).get("hard")
+            for ns in namespaces
+        )
 
     wait_for(ready, timeout=60, interval=0.5, what="ResourceQuota status")
 
@@ -142,20 +149,26 @@ def test_feasibility_verdict_equals_the_schedulers_outcome(
         claim = random_claim(rng, f"f{i}", "feasible", admin=False)
         results = check_claim(inventory, claim_spec(claim, "c"), classes)
         verdict = BOUND if all(r.ok for r in results) else UNSCHEDULABLE
-        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"f{i}",
-               "namespace": "feasible"}, "spec": {
-                   "containers": [{"name": "c", "image": "x",
-                                   "resources": {"claims": [{"name": "d"}]}}],
-                   "resourceClaims": [{"name": "d", "resourceClaimName": f"f{i}"}]}}
-        kubectl_json(cluster, "create", {"apiVersion": "v1", "kind": "List",
-                                         "items": [claim, pod]})
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"f{i}", "namespace": "feasible"},
+            "spec": {
+                "containers": [
+                    {"name": "c", "image": "x", "resources": {"claims": [{"name": "d"}]}}
+                ],
+                "resourceClaims": [{"name": "d", "resourceClaimName": f"f{i}"}],
+            },
+        }
+        kubectl_json(cluster, "create", {"apiVersion": "v1", "kind": "List", "items": [claim, pod]})
         outcome, scheduled = pod_outcome(cluster, "feasible", f"f{i}")
         if outcome != verdict:
             said = [c.get("message") for c in scheduled.get("status", {}).get("conditions", [])]
             disagreements.append((claim["spec"], outcome, said, [r.message for r in results]))
         force_delete(cluster, "feasible", f"pod/f{i}")
-        cluster.kubectl("delete", "resourceclaim", f"f{i}", "-n", "feasible", "--wait=true",
-                        "--timeout=60s")
+        cluster.kubectl(
+            "delete", "resourceclaim", f"f{i}", "-n", "feasible", "--wait=true", "--timeout=60s"
+        )
     assert not disagreements, json.dumps(disagreements)
 
 
@@ -170,16 +183,22 @@ def dragate_on_sched(
     policies = tmp_path_factory.mktemp("sched-policies")
     (policies / "policies.yaml").write_text(POLICIES)
     cluster.kubectl("apply", "-f", str(CRD))
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                    "crd/tenantusages.dragate.io")
+    cluster.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", "crd/tenantusages.dragate.io"
+    )
     for ns in ("legacy", "migrated", "charge-dragate", "charge-quota"):
         namespace(cluster, ns)
-    server = DragateServer.launch(serve_command(cluster.kubeconfig, policies), cluster.workdir,
-                                  name="dragate-sched")
+    server = DragateServer.launch(
+        serve_command(cluster.kubeconfig, policies), cluster.workdir, name="dragate-sched"
+    )
     registration = None
     try:
-        registration = register_webhooks(cluster, server.server.url("/validate"),
-                                         server.server.url("/mutate"), server.ca_bundle_pem)
+        registration = register_webhooks(
+            cluster,
+            server.server.url("/validate"),
+            server.server.url("/mutate"),
+            server.ca_bundle_pem,
+        )
         probe = legacy_pod("probe", "legacy", [container("m", gpu=1)], [], {})
 
         def fires() -> bool:
@@ -197,17 +216,27 @@ def dragate_on_sched(
 def check_verdict(policies: Path, state: Path, pod: dict[str, Any]) -> dict[str, Any]:
     """`dragate check -o json` on one Pod, against the cluster's objects."""
     result = subprocess.run(
-        [DRAGATE, "check", "--policies", str(policies), "--state", str(state), "-o", "json",
-         "-"], input=json.dumps(pod), capture_output=True, text=True, check=False, timeout=120)
+        [DRAGATE, "check", "--policies", str(policies), "--state", str(state), "-o", "json", "-"],
+        input=json.dumps(pod),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert result.returncode in (0, 1), result.stderr
     verdicts = [v for v in json.loads(result.stdout) if v["kind"] == "Pod"]
     return dict(verdicts[0])
 
 
 def migrated(pod: dict[str, Any], policies: Path) -> list[dict[str, Any]]:
-    result = subprocess.run([DRAGATE, "migrate", "--policies", str(policies), "-"],
-                            input=yaml.safe_dump(pod), capture_output=True, text=True,
-                            check=True, timeout=120)
+    result = subprocess.run(
+        [DRAGATE, "migrate", "--policies", str(policies), "-"],
+        input=yaml.safe_dump(pod),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return [d for d in yaml.safe_load_all(result.stdout) if d]
 
 
@@ -260,14 +289,32 @@ def assert_outcome(cluster: Cluster, ns: str, name: str, expected: str, warnings
 
 
 def template_pod(ns: str, count: int) -> list[dict[str, Any]]:
-    template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-                "metadata": {"name": "eight", "namespace": ns},
-                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                    "deviceClassName": "gpu.nvidia.com", "count": count}}]}}}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "uses-eight", "namespace": ns},
-           "spec": {"containers": [{"name": "m", "image": "x",
-                                    "resources": {"claims": [{"name": "gpu"}]}}],
-                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "eight"}]}}
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "eight", "namespace": ns},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "gpu",
+                            "exactly": {"deviceClassName": "gpu.nvidia.com", "count": count},
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "uses-eight", "namespace": ns},
+        "spec": {
+            "containers": [{"name": "m", "image": "x", "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "eight"}],
+        },
+    }
     return [template, pod]
 
 
@@ -281,8 +328,12 @@ def test_moment_of_charge_resourcequota_later_dragate_at_the_pods_create(
 
     cluster, _ = dragate_on_sched
     hard = {quota_key("gpu.nvidia.com"): "4"}
-    quota = {"apiVersion": "v1", "kind": "ResourceQuota",
-             "metadata": {"name": "dra", "namespace": "charge-quota"}, "spec": {"hard": hard}}
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "dra", "namespace": "charge-quota"},
+        "spec": {"hard": hard},
+    }
     kubectl_json(cluster, "create", quota)
     wait_quota_ready(cluster, ["charge-quota"])
     template, pod = template_pod("charge-quota", 8)
@@ -291,8 +342,11 @@ def test_moment_of_charge_resourcequota_later_dragate_at_the_pods_create(
 
     def refused_later() -> bool:
         events = cluster.get_json("events", "-n", "charge-quota")["items"]
-        return any(e.get("reason") == "FailedResourceClaimCreation"
-                   and "exceeded quota" in e.get("message", "") for e in events)
+        return any(
+            e.get("reason") == "FailedResourceClaimCreation"
+            and "exceeded quota" in e.get("message", "")
+            for e in events
+        )
 
     wait_for(refused_later, timeout=60, interval=0.5, what="the generated claim's refusal")
     assert not cluster.get_json("resourceclaims", "-n", "charge-quota")["items"]

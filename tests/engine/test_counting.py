@@ -37,9 +37,7 @@ from webhook.engine.normalize import claim_spec
         "first-available-per-class",
     ],
 )
-def test_devices_by_class(
-    requests: list[dict[str, object]], expected: dict[str, int]
-) -> None:
+def test_devices_by_class(requests: list[dict[str, object]], expected: dict[str, int]) -> None:
     assert devices_by_class(claim_spec(claim(*requests), "c")) == expected
 
 

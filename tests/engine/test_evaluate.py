@@ -233,8 +233,6 @@ def test_rules_reading_the_object_see_it() -> None:
     )
     policies = PolicySet(tenants=(TEAM_A,), class_policies=(labelled,))
     obj = claim(request(exact()))
-    assert messages(obj, facts(), policies) == [
-        "request 'gpu': needs an owner label"
-    ]
+    assert messages(obj, facts(), policies) == ["request 'gpu': needs an owner label"]
     obj["metadata"]["labels"] = {"owner": "me"}
     assert messages(obj, facts(), policies) == []

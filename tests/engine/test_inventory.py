@@ -21,30 +21,47 @@ CAP = f"device.capacity['{D}']"
 
 def gpu(name: str, product: str = "A100", memory: str = "40Gi", **extra: Any) -> dict[str, Any]:
     attributes = {
-        "type": {"string": "gpu"}, "uuid": {"string": f"GPU-{name}"},
-        "productName": {"string": product}, "cores": {"int": 108}, "mig": {"bool": False},
-        "driverVersion": {"version": "550.54.15"}, **extra,
+        "type": {"string": "gpu"},
+        "uuid": {"string": f"GPU-{name}"},
+        "productName": {"string": product},
+        "cores": {"int": 108},
+        "mig": {"bool": False},
+        "driverVersion": {"version": "550.54.15"},
+        **extra,
     }
     return {"name": name, "attributes": attributes, "capacity": {"memory": {"value": memory}}}
 
 
-def v1_slice(node: str, devices: list[dict[str, Any]], driver: str = D,
-             generation: int = 1) -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": f"{node}-{driver}"},
-            "spec": {"driver": driver, "nodeName": node, "devices": devices,
-                     "pool": {"name": node, "generation": generation, "resourceSliceCount": 1}}}
+def v1_slice(
+    node: str, devices: list[dict[str, Any]], driver: str = D, generation: int = 1
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{driver}"},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "devices": devices,
+            "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
+        },
+    }
 
 
 def v1beta1_slice(node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
-    wrapped = [{"name": d["name"], "basic": {k: v for k, v in d.items() if k != "name"}}
-               for d in devices]
-    return {**v1_slice(node, []), "apiVersion": "resource.k8s.io/v1beta1",
-            "spec": {**v1_slice(node, [])["spec"], "devices": wrapped}}
+    wrapped = [
+        {"name": d["name"], "basic": {k: v for k, v in d.items() if k != "name"}} for d in devices
+    ]
+    return {
+        **v1_slice(node, []),
+        "apiVersion": "resource.k8s.io/v1beta1",
+        "spec": {**v1_slice(node, [])["spec"], "devices": wrapped},
+    }
 
 
 DEVICES = [
-    gpu("gpu-0"), gpu("gpu-1"),
+    gpu("gpu-0"),
+    gpu("gpu-1"),
     gpu("gpu-2", "H100", "80Gi", cores={"int": 132}, driverVersion={"version": "570.86.10"}),
     gpu("gpu-3", "A100", "80Gi", mig={"bool": True}),
 ]
@@ -52,8 +69,9 @@ NIC = {"name": "nic-0", "attributes": {"model": {"string": "cx7"}}, "capacity": 
 
 
 def small() -> Inventory:
-    return Inventory.from_slices([v1_slice("node-a", DEVICES), v1_slice("node-a", [NIC],
-                                                                        driver="nic.example.com")])
+    return Inventory.from_slices(
+        [v1_slice("node-a", DEVICES), v1_slice("node-a", [NIC], driver="nic.example.com")]
+    )
 
 
 SELECTOR_CASES = [
@@ -65,8 +83,12 @@ SELECTOR_CASES = [
     ("capacity-quantity", [], [f"{CAP}.memory.compareTo(quantity('40Gi')) > 0"], 2),
     ("capacity-isGreaterThan", [], [f"{CAP}.memory.isGreaterThan(quantity('79Gi'))"], 2),
     ("driver", [f"device.driver == '{D}'"], [], 4),
-    ("class-and-request-anded", [f"device.driver == '{D}'"],
-     [f"{CAP}.memory.compareTo(quantity('80Gi')) >= 0", f"{ATTR}.productName == 'A100'"], 1),
+    (
+        "class-and-request-anded",
+        [f"device.driver == '{D}'"],
+        [f"{CAP}.memory.compareTo(quantity('80Gi')) >= 0", f"{ATTR}.productName == 'A100'"],
+        1,
+    ),
     ("no-selectors-match-all", [], [], 5),
     ("unknown-domain-is-empty-map", [], ["'x' in device.attributes['other.example.com']"], 0),
     ("missing-attribute-error-no-match", [], [f"{ATTR}.productName == 'A100'"], 3),
@@ -79,20 +101,34 @@ SELECTOR_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("class_selectors", "request_selectors", "expected"),
-                         [c[1:] for c in SELECTOR_CASES], ids=[c[0] for c in SELECTOR_CASES])
-def test_count_matching(class_selectors: list[str], request_selectors: list[str],
-                        expected: int) -> None:
+@pytest.mark.parametrize(
+    ("class_selectors", "request_selectors", "expected"),
+    [c[1:] for c in SELECTOR_CASES],
+    ids=[c[0] for c in SELECTOR_CASES],
+)
+def test_count_matching(
+    class_selectors: list[str], request_selectors: list[str], expected: int
+) -> None:
     assert small().count_matching(class_selectors, request_selectors) == expected
 
 
-@pytest.mark.parametrize(("class_selectors", "request_selectors", "expected"),
-                         [c[1:] for c in SELECTOR_CASES], ids=[c[0] for c in SELECTOR_CASES])
-def test_v1beta1_slices_count_the_same(class_selectors: list[str], request_selectors: list[str],
-                                       expected: int) -> None:
-    inventory = Inventory.from_slices([v1beta1_slice("node-a", DEVICES), {
-        **v1beta1_slice("node-a", [NIC]),
-        "spec": {**v1beta1_slice("node-a", [NIC])["spec"], "driver": "nic.example.com"}}])
+@pytest.mark.parametrize(
+    ("class_selectors", "request_selectors", "expected"),
+    [c[1:] for c in SELECTOR_CASES],
+    ids=[c[0] for c in SELECTOR_CASES],
+)
+def test_v1beta1_slices_count_the_same(
+    class_selectors: list[str], request_selectors: list[str], expected: int
+) -> None:
+    inventory = Inventory.from_slices(
+        [
+            v1beta1_slice("node-a", DEVICES),
+            {
+                **v1beta1_slice("node-a", [NIC]),
+                "spec": {**v1beta1_slice("node-a", [NIC])["spec"], "driver": "nic.example.com"},
+            },
+        ]
+    )
     assert inventory.count_matching(class_selectors, request_selectors) == expected
 
 
@@ -122,8 +158,11 @@ GROUPING_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("first", "second", "groups"), [c[1:] for c in GROUPING_CASES],
-                         ids=[c[0] for c in GROUPING_CASES])
+@pytest.mark.parametrize(
+    ("first", "second", "groups"),
+    [c[1:] for c in GROUPING_CASES],
+    ids=[c[0] for c in GROUPING_CASES],
+)
 def test_grouping(first: dict[str, Any], second: dict[str, Any], groups: int) -> None:
     inventory = Inventory.from_slices([v1_slice("n", [first, second])])
     assert len(inventory.groups) == groups
@@ -131,30 +170,48 @@ def test_grouping(first: dict[str, Any], second: dict[str, Any], groups: int) ->
 
 
 def test_other_drivers_never_share_a_group() -> None:
-    inventory = Inventory.from_slices([v1_slice("n", [gpu("a")]),
-                                       v1_slice("n", [gpu("a")], driver="other.example.com")])
+    inventory = Inventory.from_slices(
+        [v1_slice("n", [gpu("a")]), v1_slice("n", [gpu("a")], driver="other.example.com")]
+    )
     assert len(inventory.groups) == 2
     assert inventory.count_matching([f"device.driver == '{D}'"]) == 1
 
 
 def test_only_the_newest_generation_of_a_pool_counts() -> None:
-    inventory = Inventory.from_slices([v1_slice("n", [gpu("old")], generation=1),
-                                       v1_slice("n", [gpu("a"), gpu("b")], generation=2)])
+    inventory = Inventory.from_slices(
+        [
+            v1_slice("n", [gpu("old")], generation=1),
+            v1_slice("n", [gpu("a"), gpu("b")], generation=2),
+        ]
+    )
     assert inventory.device_count == 2
 
 
-@pytest.mark.parametrize(("expression", "reads"), [
-    (f"{ATTR}.productName == 'A100'", False),
-    (f"{ATTR}.productName.indexOf('A') == 0", False),
-    (f"x in ['a', 'b'] && {CAP}.memory.isGreaterThan(quantity('1Gi'))", False),
-    (f"{ATTR}.uuid == 'GPU-1'", True),
-    ("device.attributes['resource.kubernetes.io/pciBusID'].x == ''", True),
-    (f"{ATTR}['product' + 'Name'] == 'A100'", True),
-    (f"{ATTR}.exists(k, {ATTR}[k] == 'x')", True),
-    (f"{CAP}.memorySlice3.isInteger()", True),
-    (f"{ATTR}.all(k, v, v != 'x')", True),
-], ids=["plain", "indexOf", "list-literal", "uuid", "pciBusID", "computed", "comprehension",
-        "memorySlice", "two-variable"])
+@pytest.mark.parametrize(
+    ("expression", "reads"),
+    [
+        (f"{ATTR}.productName == 'A100'", False),
+        (f"{ATTR}.productName.indexOf('A') == 0", False),
+        (f"x in ['a', 'b'] && {CAP}.memory.isGreaterThan(quantity('1Gi'))", False),
+        (f"{ATTR}.uuid == 'GPU-1'", True),
+        ("device.attributes['resource.kubernetes.io/pciBusID'].x == ''", True),
+        (f"{ATTR}['product' + 'Name'] == 'A100'", True),
+        (f"{ATTR}.exists(k, {ATTR}[k] == 'x')", True),
+        (f"{CAP}.memorySlice3.isInteger()", True),
+        (f"{ATTR}.all(k, v, v != 'x')", True),
+    ],
+    ids=[
+        "plain",
+        "indexOf",
+        "list-literal",
+        "uuid",
+        "pciBusID",
+        "computed",
+        "comprehension",
+        "memorySlice",
+        "two-variable",
+    ],
+)
 def test_which_expressions_are_evaluated_per_device(expression: str, reads: bool) -> None:
     assert reads_device_identity(expression) is reads
 
@@ -174,9 +231,11 @@ def per_model(model: int) -> int:
     return 8 * len([n for n in range(NODES) if n % 3 == model])
 
 
-
-@pytest.mark.parametrize(("class_selectors", "request_selectors", "expected"),
-                         [c[1:] for c in SELECTOR_CASES], ids=[c[0] for c in SELECTOR_CASES])
+@pytest.mark.parametrize(
+    ("class_selectors", "request_selectors", "expected"),
+    [c[1:] for c in SELECTOR_CASES],
+    ids=[c[0] for c in SELECTOR_CASES],
+)
 def test_a_remembered_selection_is_the_one_first_computed(
     class_selectors: list[str], request_selectors: list[str], expected: int
 ) -> None:
@@ -186,7 +245,10 @@ def test_a_remembered_selection_is_the_one_first_computed(
     fresh = small().select(selectors)
     assert again is first
     assert (again.count, again.errors, again.most_on_one_node()) == (
-        fresh.count, fresh.errors, fresh.most_on_one_node())
+        fresh.count,
+        fresh.errors,
+        fresh.most_on_one_node(),
+    )
     assert again.count == expected
 
 
@@ -199,23 +261,31 @@ def test_remembered_selections_are_bounded(monkeypatch: pytest.MonkeyPatch) -> N
     again = inventory.select([f"{ATTR}.cores > 120"])
     assert again is not first and again == first
 
+
 SNAPSHOT_CASES = [
     ("all-gpus", [GPU_CLASS], 10_000),
     ("mig", [f"{ATTR}.type == 'mig'"], 7 * MIG_NODES),
     ("a100-40", [GPU_CLASS, f"{CAP}.memory.compareTo(quantity('80Gi')) < 0"], per_model(0)),
-    ("80gb", [GPU_CLASS, f"{CAP}.memory.compareTo(quantity('80Gi')) >= 0"],
-     per_model(1) + per_model(2)),
+    (
+        "80gb",
+        [GPU_CLASS, f"{CAP}.memory.compareTo(quantity('80Gi')) >= 0"],
+        per_model(1) + per_model(2),
+    ),
     ("h100", [f"{ATTR}.productName.matches('H100')"], per_model(2)),
-    ("new-driver", [GPU_CLASS, f"{ATTR}.driverVersion.compareTo(semver('560.0.0')) >= 0"],
-     8 * len([n for n in range(NODES) if driver_version_of(n) == "570.86.10"])),
+    (
+        "new-driver",
+        [GPU_CLASS, f"{ATTR}.driverVersion.compareTo(semver('560.0.0')) >= 0"],
+        8 * len([n for n in range(NODES) if driver_version_of(n) == "570.86.10"]),
+    ),
     ("hopper-cc9", [GPU_CLASS, f"{ATTR}.cudaComputeCapability.major() >= 9"], per_model(2)),
     ("one-uuid", [f"{ATTR}.uuid == 'GPU-00007-3'"], 1),
     ("mig-placement", [f"'memorySlice3' in {CAP}"], MIG_NODES),
 ]
 
 
-@pytest.mark.parametrize(("selectors", "expected"), [c[1:] for c in SNAPSHOT_CASES],
-                         ids=[c[0] for c in SNAPSHOT_CASES])
+@pytest.mark.parametrize(
+    ("selectors", "expected"), [c[1:] for c in SNAPSHOT_CASES], ids=[c[0] for c in SNAPSHOT_CASES]
+)
 def test_ten_thousand_devices(cluster: Inventory, selectors: list[str], expected: int) -> None:
     assert cluster.count_matching(selectors) == expected
 
@@ -226,21 +296,29 @@ def test_ten_thousand_devices_make_few_groups(cluster: Inventory) -> None:
 
 
 def test_class_capacity(cluster: Inventory) -> None:
-    classes = {"gpu.nvidia.com": device_class(GPU_CLASS),
-               "mig.nvidia.com": device_class(f"{ATTR}.type == 'mig'"),
-               "everything": {"spec": {}}}
+    classes = {
+        "gpu.nvidia.com": device_class(GPU_CLASS),
+        "mig.nvidia.com": device_class(f"{ATTR}.type == 'mig'"),
+        "everything": {"spec": {}},
+    }
     assert cluster.class_capacity(classes) == {
-        "gpu.nvidia.com": 10_000, "mig.nvidia.com": 7 * MIG_NODES,
-        "everything": 10_000 + 7 * MIG_NODES}
+        "gpu.nvidia.com": 10_000,
+        "mig.nvidia.com": 7 * MIG_NODES,
+        "everything": 10_000 + 7 * MIG_NODES,
+    }
 
 
 def test_a_shared_cache_survives_a_rebuild_with_the_same_answers() -> None:
     cache = SelectorCache()
-    slices = [{**s, "metadata": {**s["metadata"], "resourceVersion": "1"}}
-              for s in cluster_slices(30)]
+    slices = [
+        {**s, "metadata": {**s["metadata"], "resourceVersion": "1"}} for s in cluster_slices(30)
+    ]
     first = Inventory.from_slices(slices, cache).count_matching([GPU_CLASS])
-    slices[0] = {**slices[0], "metadata": {**slices[0]["metadata"], "resourceVersion": "2"},
-                 "spec": {**slices[0]["spec"], "devices": slices[0]["spec"]["devices"][:2]}}
+    slices[0] = {
+        **slices[0],
+        "metadata": {**slices[0]["metadata"], "resourceVersion": "2"},
+        "spec": {**slices[0]["spec"], "devices": slices[0]["spec"]["devices"][:2]},
+    }
     assert Inventory.from_slices(slices, cache).count_matching([GPU_CLASS]) == first - 6
 
 
@@ -251,12 +329,18 @@ def device_class(*expressions: str) -> dict[str, Any]:
     return {"spec": {"selectors": [{"cel": {"expression": e}} for e in expressions]}}
 
 
-CLASSES = {"gpu.nvidia.com": device_class(GPU_CLASS),
-           "mig.nvidia.com": device_class(f"{ATTR}.type == 'mig'")}
+CLASSES = {
+    "gpu.nvidia.com": device_class(GPU_CLASS),
+    "mig.nvidia.com": device_class(f"{ATTR}.type == 'mig'"),
+}
 
 
-def request(count: int = 1, *selectors: str, device_class: str = "gpu.nvidia.com",
-            mode: AllocationMode = AllocationMode.EXACT_COUNT) -> DeviceRequest:
+def request(
+    count: int = 1,
+    *selectors: str,
+    device_class: str = "gpu.nvidia.com",
+    mode: AllocationMode = AllocationMode.EXACT_COUNT,
+) -> DeviceRequest:
     return DeviceRequest("gpu", device_class, count, mode, selectors=selectors)
 
 
@@ -264,15 +348,20 @@ FEASIBLE_CASES = [
     ("one-gpu", request(1), True, 10_000),
     ("eight-on-one-node", request(8), True, 10_000),
     ("nine-on-one-node", request(9), False, 10_000),
-    ("all-mode-needs-one", request(0, mode=AllocationMode.ALL, device_class="mig.nvidia.com"),
-     True, 7 * MIG_NODES),
+    (
+        "all-mode-needs-one",
+        request(0, mode=AllocationMode.ALL, device_class="mig.nvidia.com"),
+        True,
+        7 * MIG_NODES,
+    ),
     ("no-such-model", request(1, f"{ATTR}.productName == 'B200'"), False, 0),
     ("unknown-class", request(1, device_class="tpu.example.com"), False, 0),
 ]
 
 
-@pytest.mark.parametrize(("req", "ok", "matching"), [c[1:] for c in FEASIBLE_CASES],
-                         ids=[c[0] for c in FEASIBLE_CASES])
+@pytest.mark.parametrize(
+    ("req", "ok", "matching"), [c[1:] for c in FEASIBLE_CASES], ids=[c[0] for c in FEASIBLE_CASES]
+)
 def test_feasibility(cluster: Inventory, req: DeviceRequest, ok: bool, matching: int) -> None:
     result = check_satisfiable(cluster, req, CLASSES)
     assert (result.ok, result.matching) == (ok, matching), result.message
@@ -280,8 +369,9 @@ def test_feasibility(cluster: Inventory, req: DeviceRequest, ok: bool, matching:
 
 def test_the_failing_selector_and_closest_devices_are_named(cluster: Inventory) -> None:
     blocker = f"{CAP}.memory.compareTo(quantity('100Gi')) >= 0"
-    result = check_satisfiable(cluster, request(1, f"{ATTR}.productName.matches('H100')", blocker),
-                           CLASSES)
+    result = check_satisfiable(
+        cluster, request(1, f"{ATTR}.productName.matches('H100')", blocker), CLASSES
+    )
     assert not result.ok
     assert result.failed_selector == blocker
     assert len(result.closest) == 2  # two driver versions of H100: two groups

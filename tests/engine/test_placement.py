@@ -16,8 +16,9 @@ H100_ONLY = "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80G
 PROFILE = "device.attributes['gpu.nvidia.com'].profile == '{}'"
 
 
-def exact(name: str, cls: str = "gpu", count: int = 1, *selectors: str,
-          mode: str = "ExactCount") -> dict[str, Any]:
+def exact(
+    name: str, cls: str = "gpu", count: int = 1, *selectors: str, mode: str = "ExactCount"
+) -> dict[str, Any]:
     body: dict[str, Any] = {"deviceClassName": f"{cls}.nvidia.com", "allocationMode": mode}
     if mode == "ExactCount":
         body["count"] = count
@@ -30,21 +31,32 @@ def spec(*requests: dict[str, Any], constraints: Any = None) -> dict[str, Any]:
     devices: dict[str, Any] = {"requests": list(requests)}
     if constraints:
         devices["constraints"] = constraints
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": "c"}, "spec": {"devices": devices}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c"},
+        "spec": {"devices": devices},
+    }
 
 
 INVENTORY = Inventory.from_slices(cluster_slices())
-MIXED = Inventory.from_slices([
-    resource_slice("n1", gpu_devices("n1", A100, 1) + gpu_devices("n1", H100, 1, first=1)),
-])
+MIXED = Inventory.from_slices(
+    [
+        resource_slice("n1", gpu_devices("n1", A100, 1) + gpu_devices("n1", H100, 1, first=1)),
+    ]
+)
 _BAD = gpu_devices("bad", A100, 8)
 _BAD[0] = {**_BAD[0], "attributes": {**_BAD[0]["attributes"], "note": {"int": 1}}}
-BROKEN = Inventory.from_slices([
-    resource_slice("ok", gpu_devices("ok", A100, 2)), resource_slice("bad", _BAD),
-])
-ERRS_ON_NOTE = ("!has(device.attributes['gpu.nvidia.com'].note) || "
-                "device.attributes['gpu.nvidia.com'].note / 0 == 1")
+BROKEN = Inventory.from_slices(
+    [
+        resource_slice("ok", gpu_devices("ok", A100, 2)),
+        resource_slice("bad", _BAD),
+    ]
+)
+ERRS_ON_NOTE = (
+    "!has(device.attributes['gpu.nvidia.com'].note) || "
+    "device.attributes['gpu.nvidia.com'].note / 0 == 1"
+)
 
 
 @pytest.mark.parametrize(
@@ -53,24 +65,54 @@ ERRS_ON_NOTE = ("!has(device.attributes['gpu.nvidia.com'].note) || "
         (INVENTORY, spec(exact("a", count=8), exact("b", count=1)), False),
         (INVENTORY, spec(exact("a", count=4), exact("b", count=4)), True),
         (INVENTORY, spec(exact("a", "gpu", 4, H100_ONLY), exact("b", "gpu", 5, H100_ONLY)), False),
-        (INVENTORY, spec(exact("g", "gpu", 1), exact("m", "mig", 1, PROFILE.format("1g.10gb"))),
-         True),
+        (
+            INVENTORY,
+            spec(exact("g", "gpu", 1), exact("m", "mig", 1, PROFILE.format("1g.10gb"))),
+            True,
+        ),
         (INVENTORY, spec(exact("g", "gpu", 5), exact("m", "mig", 1)), False),
         (INVENTORY, spec(exact("m", "mig", 1, PROFILE.format("1g.10gb"), mode="All")), False),
         (INVENTORY, spec(exact("m", "mig", 1, PROFILE.format("3g.40gb"), mode="All")), True),
         (Inventory.from_slices(cluster_slices()[-1:]), spec(exact("m", "mig", mode="All")), False),
-        (MIXED, spec(exact("a"), exact("b"), constraints=[
-            {"requests": ["a", "b"], "matchAttribute": "gpu.nvidia.com/productName"}]), False),
-        (INVENTORY, spec(exact("a"), exact("b"), constraints=[
-            {"matchAttribute": "gpu.nvidia.com/productName"}]), True),
+        (
+            MIXED,
+            spec(
+                exact("a"),
+                exact("b"),
+                constraints=[
+                    {"requests": ["a", "b"], "matchAttribute": "gpu.nvidia.com/productName"}
+                ],
+            ),
+            False,
+        ),
+        (
+            INVENTORY,
+            spec(
+                exact("a"),
+                exact("b"),
+                constraints=[{"matchAttribute": "gpu.nvidia.com/productName"}],
+            ),
+            True,
+        ),
         (BROKEN, spec(exact("a", "gpu", 4, ERRS_ON_NOTE)), False),
         (BROKEN, spec(exact("a", "gpu", 2, ERRS_ON_NOTE)), False),
         (BROKEN, spec(exact("a", "gpu", 2)), True),
     ],
-    ids=["8+1-on-8-gpu-nodes", "4+4", "4+5-h100", "gpu+mig-mixed-node", "5-gpu+mig",
-         "all-1g-56-on-one-node-aborts", "all-3g", "all-56-migs-over-32", "match-attribute-fails",
-         "match-attribute-holds", "cel-error-aborts", "cel-error-aborts-even-where-it-fits",
-         "no-error-fits"],
+    ids=[
+        "8+1-on-8-gpu-nodes",
+        "4+4",
+        "4+5-h100",
+        "gpu+mig-mixed-node",
+        "5-gpu+mig",
+        "all-1g-56-on-one-node-aborts",
+        "all-3g",
+        "all-56-migs-over-32",
+        "match-attribute-fails",
+        "match-attribute-holds",
+        "cel-error-aborts",
+        "cel-error-aborts-even-where-it-fits",
+        "no-error-fits",
+    ],
 )
 def test_requests_of_one_claim_are_placed_together(
     inventory: Inventory, claim: dict[str, Any], fits: bool

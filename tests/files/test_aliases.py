@@ -50,8 +50,10 @@ def test_alias_expansion_beyond_the_bound_is_refused(text: str) -> None:
 
 
 def test_an_alias_bomb_is_an_invalid_policy() -> None:
-    text = "apiVersion: dragate.io/v1alpha1\nkind: Tenant\nmetadata:\n  name: t\n" \
+    text = (
+        "apiVersion: dragate.io/v1alpha1\nkind: Tenant\nmetadata:\n  name: t\n"
         "  annotations: {bomb: x}\nspec: {namespaces: [t]}\n---\n" + laughs(6)
+    )
     with pytest.raises(PolicyError) as refused:
         parse_policies(text, "policies.yaml")
     assert any("aliases expand" in str(p) for p in refused.value.problems)

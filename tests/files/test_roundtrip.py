@@ -50,8 +50,13 @@ def test_edit_keeps_comments_quotes_indent_and_other_documents() -> None:
     stream.update(1, new)
     out = stream.text()
     assert out.startswith(TEXT.split("---", maxsplit=1)[0] + "---   # marker comment\n")
-    for kept in ("# the container", "# about the image", "image: 'x'", 'cpu: "2"',
-                 "    containers:\n      - name: c"):
+    for kept in (
+        "# the container",
+        "# about the image",
+        "image: 'x'",
+        'cpu: "2"',
+        "    containers:\n      - name: c",
+    ):
         assert kept in out
     assert out.index("claims") < out.index("# about the image")
     assert "nvidia.com/gpu" not in out
@@ -71,13 +76,17 @@ def test_json_object_is_wrapped_in_a_list_with_its_lines_kept(indent: int | None
     stream.update(0, {**pod, "metadata": {"name": "p"}})
     stream.append([{"kind": "T"}])
     out = stream.text()
-    assert json.loads(out) == {"apiVersion": "v1", "kind": "List", "items": [
-        {**pod, "metadata": {"name": "p"}}, {"kind": "T"}]}
+    assert json.loads(out) == {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [{**pod, "metadata": {"name": "p"}}, {"kind": "T"}],
+    }
     lines = out.splitlines()
     assert lines[0] == '{"apiVersion": "v1", "kind": "List", "items": ['
     assert lines[-1] == "]}" and out.endswith("]}\n")
     assert [line for line in text.splitlines() if line not in lines] == (
-        [] if indent else [text.rstrip()])  # on one line, the new entry shares the line
+        [] if indent else [text.rstrip()]
+    )  # on one line, the new entry shares the line
 
 
 @pytest.mark.parametrize(

@@ -22,8 +22,12 @@ DEEP = "".join(f"{' ' * 2 * i}k{i}:\n" for i in range(MAX_DEPTH + 1)) + " " * 80
 CASES = [
     ("configmap", "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: '1'\n", True),
     ("service-flow", "kind: Service\nspec:\n  ports: [{port: 80, targetPort: 8080}]\n", True),
-    ("cpu-deployment", "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n"
-     "      - name: c\n        resources: {limits: {cpu: 500m, memory: 64Gi}}\n", True),
+    (
+        "cpu-deployment",
+        "kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n"
+        "      - name: c\n        resources: {limits: {cpu: 500m, memory: 64Gi}}\n",
+        True,
+    ),
     ("quoted-keys", "'kind': \"Pod\"\n\"metadata\": {'name': x}\n", True),
     ("comments-only", "# nothing here\n\n", True),
     ("empty", "", True),
@@ -32,13 +36,13 @@ CASES = [
     ("gpu-request", "spec: {containers: [{resources: {limits: {nvidia.com/gpu: 1}}}]}\n", False),
     ("mig-request", "limits:\n  nvidia.com/mig-1g.10gb: 1\n", False),
     ("name-in-comment", "kind: Pod  # was nvidia.com/gpu\n", False),
-    ("name-in-string", "description: \"moved off nvidia.com/gpu\"\n", False),
+    ("name-in-string", 'description: "moved off nvidia.com/gpu"\n', False),
     ("name-in-block-scalar", "script: |\n  echo nvidia.com/mig-1g\n", False),
     ("name-behind-anchor", "x: &r {nvidia.com/gpu: 1}\nlimits: *r\n", False),
     ("anchor-and-alias", "a: &x 1\nb: *x\n", False),
     ("merge-key", "base: &b {a: 1}\nc:\n  <<: *b\n", False),
-    ("escaped-name", "limits: {\"nvidia.com/\\x67pu\": 1}\n", False),
-    ("escaped-line-break", "limits: {\"nvidia.com/\\\n  gpu\": 1}\n", False),
+    ("escaped-name", 'limits: {"nvidia.com/\\x67pu": 1}\n', False),
+    ("escaped-line-break", 'limits: {"nvidia.com/\\\n  gpu": 1}\n', False),
     ("template-kind", "kind: ResourceClaimTemplate\nmetadata: {name: t}\n", False),
     ("duplicate-key", "a: 1\na: 2\n", False),
     ("duplicate-quoted-key", "a: 1\n'a': 2\n", False),
@@ -61,8 +65,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("body", "skipped"), [(b, s) for _, b, s in CASES],
-                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("body", "skipped"), [(b, s) for _, b, s in CASES], ids=[c[0] for c in CASES]
+)
 def test_skip_rule(body: str, skipped: bool) -> None:
     assert SKIP is not None
     assert SKIP(body) is skipped
@@ -72,8 +77,13 @@ def test_skip_rule(body: str, skipped: bool) -> None:
 
 @pytest.mark.parametrize(
     ("markers", "usable"),
-    [((), False), (("",), False), (("nvidia.com/gpu ",), False), (("a'b",), False),
-     (("nvidia.com/gpu", "nvidia.com/mig-"), True)],
+    [
+        ((), False),
+        (("",), False),
+        (("nvidia.com/gpu ",), False),
+        (("a'b",), False),
+        (("nvidia.com/gpu", "nvidia.com/mig-"), True),
+    ],
     ids=["none", "empty-prefix", "space", "quote", "default"],
 )
 def test_markers_that_could_hide_are_refused(markers: tuple[str, ...], usable: bool) -> None:
@@ -84,8 +94,10 @@ def test_markers_that_could_hide_are_refused(markers: tuple[str, ...], usable: b
     ("resources", "markers"),
     [
         ((ResourceMapping("gpu.nvidia.com", resource_name="nvidia.com/gpu"),), ("nvidia.com/gpu",)),
-        ((ResourceMapping("mig.nvidia.com", resource_name_prefix="nvidia.com/mig-"),),
-         ("nvidia.com/mig-",)),
+        (
+            (ResourceMapping("mig.nvidia.com", resource_name_prefix="nvidia.com/mig-"),),
+            ("nvidia.com/mig-",),
+        ),
         ((ResourceMapping("any"),), ("",)),
     ],
     ids=["exact", "prefix", "prefix-none-takes-all"],
@@ -96,11 +108,30 @@ def test_resource_markers(resources: tuple[ResourceMapping, ...], markers: tuple
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("app", True), ("app.kubernetes.io/name", True), ("_x", True), ("True", False),
-     ("no", False), ("null", False), ("1", False), (".inf", False), ("<<", False),
-     ("a b", False)],
-    ids=["word", "label", "underscore", "bool", "yaml11-bool", "null", "int", "inf", "merge",
-         "space"],
+    [
+        ("app", True),
+        ("app.kubernetes.io/name", True),
+        ("_x", True),
+        ("True", False),
+        ("no", False),
+        ("null", False),
+        ("1", False),
+        (".inf", False),
+        ("<<", False),
+        ("a b", False),
+    ],
+    ids=[
+        "word",
+        "label",
+        "underscore",
+        "bool",
+        "yaml11-bool",
+        "null",
+        "int",
+        "inf",
+        "merge",
+        "space",
+    ],
 )
 def test_string_key(text: str, expected: bool) -> None:
     assert string_key(text) is expected

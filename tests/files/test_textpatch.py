@@ -36,48 +36,68 @@ def _rename_first(data: Any) -> None:
 
 
 CASES: list[tuple[str, str, Edit, str | None]] = [
-    ("remove-keeps-comments-and-spaces",
-     "spec:\n  containers:\n  - name: a   \n    resources:\n      limits:\n"
-     "        nvidia.com/gpu: 1  # one\n        cpu: 2\n    # next\n",
-     _drop_gpu,
-     "spec:\n  containers:\n  - name: a   \n    resources:\n      limits:\n"
-     "        cpu: 2\n    # next\n"),
-    ("replace-block-with-own-sequence-style",
-     "spec:\n  containers:\n    - name: a\n      resources:\n        limits:\n"
-     "          nvidia.com/gpu: 1\n",
-     _claims,
-     "spec:\n  containers:\n    - name: a\n      resources:\n        claims:\n"
-     "          - name: gpu\n"),
-    ("flow-value-becomes-block",
-     "spec:\n  containers:\n  - name: a\n    resources: {limits: {nvidia.com/gpu: 1}}\n",
-     _claims,
-     "spec:\n  containers:\n  - name: a\n    resources:\n      claims:\n      - name: gpu\n"),
-    ("null-metadata-filled",
-     "kind: Pod\nmetadata:\nspec: {}\n", _annotate,
-     "kind: Pod\nmetadata:\n  annotations:\n    a: b\nspec: {}\n"),
-    ("new-metadata-goes-first",
-     "template:\n  spec: {}\n", lambda d: d["template"].update(metadata={"x": 1}),
-     "template:\n  metadata:\n    x: 1\n  spec: {}\n"),
-    ("append-item-after-comment-free-end",
-     "spec:\n  resourceClaims:\n  - name: one\n\n# tail\n", _append,
-     "spec:\n  resourceClaims:\n  - name: one\n  - name: two\n\n# tail\n"),
-    ("crlf-kept",
-     "spec:\r\n  containers:\r\n  - name: a\r\n    resources:\r\n      limits:\r\n"
-     "        nvidia.com/gpu: 1\r\n",
-     _claims,
-     "spec:\r\n  containers:\r\n  - name: a\r\n    resources:\r\n      claims:\r\n"
-     "      - name: gpu\r\n"),
-    ("no-final-newline",
-     "spec:\n  containers:\n  - name: a\n    resources:\n      limits: {nvidia.com/gpu: 1}",
-     _claims,
-     "spec:\n  containers:\n  - name: a\n    resources:\n      claims:\n      - name: gpu"),
+    (
+        "remove-keeps-comments-and-spaces",
+        "spec:\n  containers:\n  - name: a   \n    resources:\n      limits:\n"
+        "        nvidia.com/gpu: 1  # one\n        cpu: 2\n    # next\n",
+        _drop_gpu,
+        "spec:\n  containers:\n  - name: a   \n    resources:\n      limits:\n"
+        "        cpu: 2\n    # next\n",
+    ),
+    (
+        "replace-block-with-own-sequence-style",
+        "spec:\n  containers:\n    - name: a\n      resources:\n        limits:\n"
+        "          nvidia.com/gpu: 1\n",
+        _claims,
+        "spec:\n  containers:\n    - name: a\n      resources:\n        claims:\n"
+        "          - name: gpu\n",
+    ),
+    (
+        "flow-value-becomes-block",
+        "spec:\n  containers:\n  - name: a\n    resources: {limits: {nvidia.com/gpu: 1}}\n",
+        _claims,
+        "spec:\n  containers:\n  - name: a\n    resources:\n      claims:\n      - name: gpu\n",
+    ),
+    (
+        "null-metadata-filled",
+        "kind: Pod\nmetadata:\nspec: {}\n",
+        _annotate,
+        "kind: Pod\nmetadata:\n  annotations:\n    a: b\nspec: {}\n",
+    ),
+    (
+        "new-metadata-goes-first",
+        "template:\n  spec: {}\n",
+        lambda d: d["template"].update(metadata={"x": 1}),
+        "template:\n  metadata:\n    x: 1\n  spec: {}\n",
+    ),
+    (
+        "append-item-after-comment-free-end",
+        "spec:\n  resourceClaims:\n  - name: one\n\n# tail\n",
+        _append,
+        "spec:\n  resourceClaims:\n  - name: one\n  - name: two\n\n# tail\n",
+    ),
+    (
+        "crlf-kept",
+        "spec:\r\n  containers:\r\n  - name: a\r\n    resources:\r\n      limits:\r\n"
+        "        nvidia.com/gpu: 1\r\n",
+        _claims,
+        "spec:\r\n  containers:\r\n  - name: a\r\n    resources:\r\n      claims:\r\n"
+        "      - name: gpu\r\n",
+    ),
+    (
+        "no-final-newline",
+        "spec:\n  containers:\n  - name: a\n    resources:\n      limits: {nvidia.com/gpu: 1}",
+        _claims,
+        "spec:\n  containers:\n  - name: a\n    resources:\n      claims:\n      - name: gpu",
+    ),
     ("dash-line-entry-falls-back", "items:\n- name: a\n  x: 1\n", _rename_first, None),
     ("flow-root-falls-back", "{a: 1}\n", lambda d: d.update(b=2), None),
 ]
 
 
-@pytest.mark.parametrize(("text", "edit", "expected"), [c[1:] for c in CASES],
-                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("text", "edit", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_patch_text(text: str, edit: Edit, expected: str | None) -> None:
     node = load_rt(text)
     old = to_plain(node)

@@ -397,8 +397,11 @@ def mutated(  # noqa: PLR0911  (one return per kind of change reads best)
         return draw(st.sampled_from([None, 0, -1, "", "x", [], {}, True, 1.5, [document]]))
     if change == "inflate":
         scale = 1 if huge else 50
-        return draw(st.sampled_from(
-            ["x" * (100_000 // scale), "ü" * (20_000 // scale), list(range(5000 // scale))]))
+        return draw(
+            st.sampled_from(
+                ["x" * (100_000 // scale), "ü" * (20_000 // scale), list(range(5000 // scale))]
+            )
+        )
     if change == "nest":
         return nest(document, draw(st.integers(10, 400 if huge else 40)))
     return document
@@ -451,9 +454,7 @@ _AUDIT_KEY = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-def check_answer(
-    status: int, body: bytes, sent: Any, *, mutate: bool
-) -> dict[str, Any] | None:
+def check_answer(status: int, body: bytes, sent: Any, *, mutate: bool) -> dict[str, Any] | None:
     """Assert the reply is a valid AdmissionReview for `sent`, or a 400 with a JSON message."""
     assert status in (200, 400), (status, body[:500])
     document = json.loads(body)

@@ -20,11 +20,13 @@ from webhook.cli.migrate import skip_rule
 from webhook.policy.loading import default_mappings
 
 SKIP = skip_rule(default_mappings())
-styles = st.fixed_dictionaries({
-    "default_flow_style": st.sampled_from([False, True, None]),
-    "default_style": st.sampled_from([None, '"', "'"]),
-    "indent": st.sampled_from([2, 4]),
-})
+styles = st.fixed_dictionaries(
+    {
+        "default_flow_style": st.sampled_from([False, True, None]),
+        "default_style": st.sampled_from([None, '"', "'"]),
+        "indent": st.sampled_from([2, 4]),
+    }
+)
 
 
 def as_yaml(obj: Any, style: dict[str, Any], rename: bool) -> str:
@@ -33,10 +35,14 @@ def as_yaml(obj: Any, style: dict[str, Any], rename: bool) -> str:
 
 
 @fuzz_settings(120)
-@given(objects=st.lists(workload(valid=True), min_size=1, max_size=3), style=styles,
-       rename=st.lists(st.booleans(), min_size=3, max_size=3))
-def test_valid_workloads(objects: list[dict[str, Any]], style: dict[str, Any],
-                         rename: list[bool]) -> None:
+@given(
+    objects=st.lists(workload(valid=True), min_size=1, max_size=3),
+    style=styles,
+    rename=st.lists(st.booleans(), min_size=3, max_size=3),
+)
+def test_valid_workloads(
+    objects: list[dict[str, Any]], style: dict[str, Any], rename: list[bool]
+) -> None:
     text = "---\n".join(as_yaml(o, style, r) for o, r in zip(objects, rename, strict=False))
     check(text)
 

@@ -58,8 +58,29 @@ def mangled(draw: st.DrawFn) -> str:
     text = draw(st.sampled_from(TEXTS))
     for _ in range(draw(st.integers(1, 4))):
         at = draw(st.integers(0, len(text)))
-        insert = draw(st.sampled_from(["", ":", " ", "\n", "-", "'", "[", "{", "\t", "&a", "*a",
-                                       "!!python/object", "%", "\x00", "ü", "0x", "~"]))
+        insert = draw(
+            st.sampled_from(
+                [
+                    "",
+                    ":",
+                    " ",
+                    "\n",
+                    "-",
+                    "'",
+                    "[",
+                    "{",
+                    "\t",
+                    "&a",
+                    "*a",
+                    "!!python/object",
+                    "%",
+                    "\x00",
+                    "ü",
+                    "0x",
+                    "~",
+                ]
+            )
+        )
         cut = draw(st.integers(0, 3))
         text = text[:at] + insert + text[at + cut :]
     return text

@@ -56,7 +56,7 @@ def test_valid_in_valid_out(obj: dict[str, Any], override: MappingAction | None)
     if legacy_requests(result.object) and override in (None, MappingAction.REWRITE):
         assert result.notes, "a legacy resource left in place must come with a note"
     if result.changed:
-        annotations = (result.object["metadata"].get("annotations") or {})
+        annotations = result.object["metadata"].get("annotations") or {}
         assert REWRITTEN_ANNOTATION in annotations or result.object["kind"] != "Pod"
 
 

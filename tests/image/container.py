@@ -197,5 +197,3 @@ def nsenter(
         flags += [f"--setuid={user}", f"--setgid={user}"]
     return subprocess.run(["nsenter", *flags, "--", *argv], capture_output=True, text=True,
                           timeout=30, check=False)  # fmt: skip
-
-

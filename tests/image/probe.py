@@ -1,6 +1,6 @@
 """HTTPS client run inside the container's network namespace (by the host's python3).
 
-    python3 probe.py METHOD URL CA_FILE [BODY_FILE]  ->  {"status": int, "body": str} on stdout
+python3 probe.py METHOD URL CA_FILE [BODY_FILE]  ->  {"status": int, "body": str} on stdout
 """
 
 import json

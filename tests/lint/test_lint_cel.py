@@ -436,8 +436,11 @@ def test_no_findings_for_a_well_written_selector() -> None:
 # (id, selector, message class the API server gives, or None: it accepts the selector)
 COMPILE_CASES = [
     ("quantity-gt", f"{C}.memory > quantity('1Gi')", "found no matching overload for '_>_'"),
-    ("compareTo-int", f"{C}.memory.compareTo(40) > 0",
-     "found no matching overload for 'compareTo'"),
+    (
+        "compareTo-int",
+        f"{C}.memory.compareTo(40) > 0",
+        "found no matching overload for 'compareTo'",
+    ),
     ("quantity-eq-int", "quantity('5') == 5", "found no matching overload for '_==_'"),
     ("semver-eq-string", "semver('1.2.3') == '1.2.3'", "found no matching overload for '_==_'"),
     ("ternary-mixed", "(true ? 1 : 'a') == 1", "found no matching overload for '_?_:_'"),
@@ -448,10 +451,13 @@ COMPILE_CASES = [
     ("unknown-field", "device.unknownField == 'x'", "undefined field 'unknownField'"),
     ("dyn-result", f"dyn({A}.index == 0)", "must evaluate to bool or the unknown type, not dyn"),
     ("fine-attribute-result", f"{A}['bool']", None),
-    ("too-costly", "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(a, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all("
-     "b, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(c, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(d, [1, 2, 3, "
-     "4, 5, 6, 7, 8, 9, 10].all(e, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(f, e + f > 0))))))",
-     "too complex, exceeds cost limit"),
+    (
+        "too-costly",
+        "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(a, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all("
+        "b, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(c, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(d, [1, 2, 3, "  # noqa: E501
+        "4, 5, 6, 7, 8, 9, 10].all(e, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(f, e + f > 0))))))",
+        "too complex, exceeds cost limit",
+    ),
     ("fine-compareTo", f"{C}.memory.compareTo(quantity('40Gi')) >= 0", None),
     ("fine-optional", f"{A}.?profile.orValue('') == '1g.10gb'", None),
     ("fine-two-variable", f"{A}.all(k, v, k.size() > 0)", None),

@@ -17,28 +17,102 @@ def _container(resources: Any) -> dict[str, Any]:
 
 
 CASES: list[tuple[str, dict[str, Any], list[Path]]] = [
-    ("pod-limit", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-                   "spec": {"containers": [_container({"limits": {"nvidia.com/gpu": 1}})]}},
-     [("spec", "containers", 0, "resources", "limits", "nvidia.com/gpu")]),
-    ("mig-request", {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"template": {
-        "spec": {"containers": [_container({"requests": {"nvidia.com/mig-1g.10gb": 1}})]}}}},
-     [("spec", "template", "spec", "containers", 0, "resources", "requests",
-       "nvidia.com/mig-1g.10gb")]),
-    ("unknown-crd", {"apiVersion": "example.com/v1", "kind": "Thing",
-                     "spec": {"runner": {"resources": {"limits": {"nvidia.com/gpu": 2}}}}},
-     [("spec", "runner", "resources", "limits", "nvidia.com/gpu")]),
-    ("dra-claim", {"apiVersion": "v1", "kind": "Pod", "spec": {
-        "containers": [_container({"claims": [{"name": "gpu"}]})],
-        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}}, []),
-    ("quota", {"apiVersion": "v1", "kind": "ResourceQuota",
-               "spec": {"hard": {"requests.nvidia.com/gpu": 4}}}, []),
-    ("limitrange", {"apiVersion": "v1", "kind": "LimitRange",
-                    "spec": {"limits": [{"type": "Container", "max": {"nvidia.com/gpu": 1}}]}},
-     []),
-    ("other-vendor", {"apiVersion": "v1", "kind": "Pod", "spec": {
-        "containers": [_container({"limits": {"amd.com/gpu": 1, "nvidia.com/gpus": 1}})]}}, []),
-    ("null-shapes", {"apiVersion": "v1", "kind": "Pod", "metadata": None,
-                     "spec": {"containers": [_container({"limits": None}), None]}}, []),
+    (
+        "pod-limit",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"containers": [_container({"limits": {"nvidia.com/gpu": 1}})]},
+        },
+        [("spec", "containers", 0, "resources", "limits", "nvidia.com/gpu")],
+    ),
+    (
+        "mig-request",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [_container({"requests": {"nvidia.com/mig-1g.10gb": 1}})]
+                    }
+                }
+            },
+        },
+        [
+            (
+                "spec",
+                "template",
+                "spec",
+                "containers",
+                0,
+                "resources",
+                "requests",
+                "nvidia.com/mig-1g.10gb",
+            )
+        ],
+    ),
+    (
+        "unknown-crd",
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Thing",
+            "spec": {"runner": {"resources": {"limits": {"nvidia.com/gpu": 2}}}},
+        },
+        [("spec", "runner", "resources", "limits", "nvidia.com/gpu")],
+    ),
+    (
+        "dra-claim",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "spec": {
+                "containers": [_container({"claims": [{"name": "gpu"}]})],
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}],
+            },
+        },
+        [],
+    ),
+    (
+        "quota",
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "spec": {"hard": {"requests.nvidia.com/gpu": 4}},
+        },
+        [],
+    ),
+    (
+        "limitrange",
+        {
+            "apiVersion": "v1",
+            "kind": "LimitRange",
+            "spec": {"limits": [{"type": "Container", "max": {"nvidia.com/gpu": 1}}]},
+        },
+        [],
+    ),
+    (
+        "other-vendor",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "spec": {
+                "containers": [_container({"limits": {"amd.com/gpu": 1, "nvidia.com/gpus": 1}})]
+            },
+        },
+        [],
+    ),
+    (
+        "null-shapes",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": None,
+            "spec": {"containers": [_container({"limits": None}), None]},
+        },
+        [],
+    ),
 ]
 
 

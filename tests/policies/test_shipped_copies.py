@@ -39,6 +39,7 @@ def test_the_builtin_mapping_is_the_shipped_one() -> None:
         return [(m.name, m.action, m.resources) for m in mappings]
 
     assert essence(default_mappings()) == essence(load_policies([str(SOURCE)]).mappings)
-    resources = {r.resource_name or r.resource_name_prefix for m in default_mappings()
-                 for r in m.resources}
+    resources = {
+        r.resource_name or r.resource_name_prefix for m in default_mappings() for r in m.resources
+    }
     assert resources == {"nvidia.com/gpu", "nvidia.com/mig-"}

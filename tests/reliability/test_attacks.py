@@ -62,8 +62,9 @@ def _one_of_three_mib(tls: ssl.SSLSocket) -> None:
     tls.sendall(HEADERS + b"Content-Length: %d\r\n\r\n" % (3 * MIB) + b" " * MIB)
 
 
-def _hostile(port: int, send: Callable[[ssl.SSLSocket], None], stop: threading.Event,
-             opened: list[int]) -> None:
+def _hostile(
+    port: int, send: Callable[[ssl.SSLSocket], None], stop: threading.Event, opened: list[int]
+) -> None:
     """One attacker connection, opened again as soon as the server closes it."""
     while not stop.is_set():
         try:
@@ -95,8 +96,9 @@ def test_forty_hostile_connections_do_not_starve_reviews(server: Serve) -> None:
         while time.monotonic() < until:
             uid = f"legit-{len(answered)}"
             body = review(claim(f"c-{uid}", "team-a"), uid, dry_run=True)
-            status, answer = request(server.port, server.cert_dir / "ca.crt", "POST",
-                                     "/validate", body, timeout=10)  # the apiserver's default
+            status, answer = request(
+                server.port, server.cert_dir / "ca.crt", "POST", "/validate", body, timeout=10
+            )  # the apiserver's default
             assert status == 200 and answer["response"]["allowed"] is True, answer
             answered.append(uid)
     finally:
@@ -132,18 +134,36 @@ def _headers(received: bytes) -> list[tuple[str, str]]:
 
 CONTRACT = {
     # id: (raw request, status, words in the JSON message)
-    "declared-a-terabyte": (HEADERS + b"Content-Length: 1000000000000\r\n\r\n", 400,
-                            "exceeds the 3145728-byte limit"),
-    "options-validate": (b"OPTIONS /validate HTTP/1.1\r\nHost: dragate\r\n\r\n", 405,
-                         "not allowed"),
-    "bad-chunk-size": (HEADERS + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n", 400,
-                       "invalid chunk size"),
-    "chunked-and-length": (HEADERS + b"Transfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n",
-                           400, "both Content-Length and Transfer-Encoding"),
-    "bad-request-line": (b"POST /validate HTTP/9\r\nHost: dragate\r\n\r\n", 400,
-                         "invalid HTTP request"),
-    "bad-header-name": (b"POST /validate HTTP/1.1\r\nHo(st: dragate\r\n\r\n", 400,
-                        "invalid HTTP request"),
+    "declared-a-terabyte": (
+        HEADERS + b"Content-Length: 1000000000000\r\n\r\n",
+        400,
+        "exceeds the 3145728-byte limit",
+    ),
+    "options-validate": (
+        b"OPTIONS /validate HTTP/1.1\r\nHost: dragate\r\n\r\n",
+        405,
+        "not allowed",
+    ),
+    "bad-chunk-size": (
+        HEADERS + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n",
+        400,
+        "invalid chunk size",
+    ),
+    "chunked-and-length": (
+        HEADERS + b"Transfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n",
+        400,
+        "both Content-Length and Transfer-Encoding",
+    ),
+    "bad-request-line": (
+        b"POST /validate HTTP/9\r\nHost: dragate\r\n\r\n",
+        400,
+        "invalid HTTP request",
+    ),
+    "bad-header-name": (
+        b"POST /validate HTTP/1.1\r\nHo(st: dragate\r\n\r\n",
+        400,
+        "invalid HTTP request",
+    ),
 }
 
 

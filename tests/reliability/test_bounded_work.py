@@ -91,9 +91,11 @@ def claim(requests: int = 1, big: int = 1_000_000) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("rule", "stopped_by"),
-    [(STEPS_RULE, ("cost limit exceeded",)),
-     (TIME_RULE, ("cost limit exceeded",)),
-     (CONCAT_RULE, ("cost limit exceeded",))],
+    [
+        (STEPS_RULE, ("cost limit exceeded",)),
+        (TIME_RULE, ("cost limit exceeded",)),
+        (CONCAT_RULE, ("cost limit exceeded",)),
+    ],
     ids=["steps", "scan", "concatenation"],
 )
 def test_pathological_rule_is_an_explained_denial(rule: str, stopped_by: tuple[str, ...]) -> None:

@@ -356,4 +356,3 @@ def test_worker_killed_mid_load(tmp_path: Path) -> None:
         assert set(held) == admitted[tenant], tenant
         assert sum(held.values()) == len(admitted[tenant]) <= quota
     assert len(admitted["team-a"]) == 40  # the quota was reached and held exactly
-

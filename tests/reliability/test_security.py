@@ -119,8 +119,10 @@ def test_mtls_refuses_wrong_and_missing_client_certs(tmp_path: Path) -> None:
         assert status == 403 and "client certificate" in answer["message"]  # no reservation
         assert request(server.port, trust, "GET", "/healthz")[0] == 200  # kubelet probes
         # refused once the headers are in: a 3 MiB body that never comes is never waited for
-        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw, \
-                tls_context(trust).wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+        with (
+            socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw,
+            tls_context(trust).wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+        ):
             tls.sendall(b"POST /validate HTTP/1.1\r\nHost: d\r\nContent-Length: 3145728\r\n\r\n")
             assert b" 403 " in tls.recv(4096)
         status, answer = request(server.port, trust, "POST", "/validate", forged,

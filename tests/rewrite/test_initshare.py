@@ -22,8 +22,15 @@ INIT, SIDECAR, APP = Role.INIT, Role.SIDECAR, Role.APP
         ([(INIT, 8), (SIDECAR, 1), (APP, 4)], 8),
         ([(INIT, 8), (SIDECAR, 1), (INIT, 2), (APP, 4), (APP, 1)], 8),
     ],
-    ids=["init-equals-app", "init-above-sum", "app-above-init", "inits-only",
-         "sidecar-before-init", "sidecar-after-init", "mixed"],
+    ids=[
+        "init-equals-app",
+        "init-above-sum",
+        "app-above-init",
+        "inits-only",
+        "sidecar-before-init",
+        "sidecar-after-init",
+        "mixed",
+    ],
 )
 def test_the_claim_holds_what_the_device_plugin_needed(
     members: list[tuple[Role, int]], effective: int
@@ -34,16 +41,14 @@ def test_the_claim_holds_what_the_device_plugin_needed(
     assert shared.total == effective
 
 
-@given(st.lists(st.tuples(st.sampled_from(list(Role)), st.integers(1, 4)), min_size=1,
-                max_size=8))
+@given(st.lists(st.tuples(st.sampled_from(list(Role)), st.integers(1, 4)), min_size=1, max_size=8))
 def test_every_init_container_gets_what_it_asked_on_devices_nobody_else_holds(
-    raw: list[tuple[Role, int]]
+    raw: list[tuple[Role, int]],
 ) -> None:
     members = [Member(r, n) for r, n in sorted(raw, key=lambda m: m[0] == APP)]
     shared = layout(members)
     if shared is None:
-        assert len([m for m in members if m.role != INIT]) >= 32 or effective_request(
-            members) > 32
+        assert len([m for m in members if m.role != INIT]) >= 32 or effective_request(members) > 32
         return
     assert shared.total == effective_request(members)
     for index, refs in shared.refs.items():

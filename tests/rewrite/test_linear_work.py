@@ -33,8 +33,12 @@ def legacy_pod(containers: int, *, init: bool) -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [container("c") for _ in range(containers)]}
     if init:
         spec["initContainers"] = [container("i") for _ in range(containers)]
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "p", "namespace": "ml-research"}, "spec": spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ml-research"},
+        "spec": spec,
+    }
 
 
 def calls(work: Callable[[], object]) -> int:

@@ -15,8 +15,12 @@ from webhook.types import LegacyResourceMapping, MappingAction, ResourceMapping
 
 def pod(limits: dict[str, Any], **spec: Any) -> dict[str, Any]:
     container = {"name": "c", "image": "x", "resources": {"limits": limits}}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-            "spec": {"containers": [container], **spec}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [container], **spec},
+    }
 
 
 def mapping(action: MappingAction) -> tuple[LegacyResourceMapping, ...]:
@@ -40,14 +44,18 @@ def test_actions(action: MappingAction, changed: bool, notes: int, denied: int) 
 
 
 def test_action_override_wins() -> None:
-    result = rewrite_object(pod({"nvidia.com/gpu": 1}), default_mappings(),
-                            action_override=MappingAction.DENY)
+    result = rewrite_object(
+        pod({"nvidia.com/gpu": 1}), default_mappings(), action_override=MappingAction.DENY
+    )
     assert not result.changed and result.denied
 
 
 def test_natively_served_resource_is_left_with_a_note() -> None:
-    result = rewrite_object(pod({"nvidia.com/gpu": 1}), default_mappings(),
-                            native_resources=frozenset({"nvidia.com/gpu"}))
+    result = rewrite_object(
+        pod({"nvidia.com/gpu": 1}),
+        default_mappings(),
+        native_resources=frozenset({"nvidia.com/gpu"}),
+    )
     assert not result.changed
     assert "natively" in result.notes[0]
 
@@ -72,8 +80,9 @@ def test_claim_name_avoids_existing_claims() -> None:
 
 def test_same_request_shares_one_template() -> None:
     obj = pod({"nvidia.com/gpu": 1})
-    obj["spec"]["containers"].append({"name": "d", "image": "x",
-                                      "resources": {"limits": {"nvidia.com/gpu": 1}}})
+    obj["spec"]["containers"].append(
+        {"name": "d", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    )
     result = rewrite_object(obj, default_mappings())
     assert len(result.templates) == 1
     assert len(result.object["spec"]["resourceClaims"]) == 2
@@ -112,8 +121,20 @@ def test_template_name_is_readable_without_selectors() -> None:
         ("nvidia.com/gpu.product", None, True),
         ("nvidia.com/gpu.driver.major", "550", False),
     ],
-    ids=["product", "mig-product", "shared", "memory", "memory-bad", "family", "family-bad",
-         "compute", "cuda", "count", "exists", "not-a-gfd-label"],
+    ids=[
+        "product",
+        "mig-product",
+        "shared",
+        "memory",
+        "memory-bad",
+        "family",
+        "family-bad",
+        "compute",
+        "cuda",
+        "count",
+        "exists",
+        "not-a-gfd-label",
+    ],
 )
 def test_translate_label(key: str, value: str | None, faithful: bool) -> None:
     assert isinstance(translate_label(key, value), tuple) == faithful
@@ -131,30 +152,48 @@ CUDA = "device.attributes['gpu.nvidia.com'].cudaDriverVersion"
         ("cuda.driver.rev", "07", f"{DRIVER}.patch() == 7"),
         ("cuda.driver-version.major", "570", f"{DRIVER}.major() == 570"),
         ("cuda.driver-version.revision", "03", f"{DRIVER}.patch() == 3"),
-        ("cuda.driver-version.full", "550.90.07",
-         f"{DRIVER}.major() == 550 && {DRIVER}.minor() == 90 && {DRIVER}.patch() == 7"),
+        (
+            "cuda.driver-version.full",
+            "550.90.07",
+            f"{DRIVER}.major() == 550 && {DRIVER}.minor() == 90 && {DRIVER}.patch() == 7",
+        ),
         ("cuda.runtime.major", "12", f"{CUDA}.major() == 12"),
         ("cuda.runtime-version.minor", "4", f"{CUDA}.minor() == 4"),
         ("cuda.runtime-version.full", "12.4", f"{CUDA}.major() == 12 && {CUDA}.minor() == 4"),
-        ("gpu.compute.major", "9", "device.attributes['gpu.nvidia.com']"
-         ".cudaComputeCapability.major() == 9"),
+        (
+            "gpu.compute.major",
+            "9",
+            "device.attributes['gpu.nvidia.com'].cudaComputeCapability.major() == 9",
+        ),
     ],
-    ids=["driver-major", "driver-minor", "driver-rev", "driver-version-major",
-         "driver-version-revision", "driver-version-full", "runtime-major",
-         "runtime-version-minor", "runtime-version-full", "compute-major"],
+    ids=[
+        "driver-major",
+        "driver-minor",
+        "driver-rev",
+        "driver-version-major",
+        "driver-version-revision",
+        "driver-version-full",
+        "runtime-major",
+        "runtime-version-minor",
+        "runtime-version-full",
+        "compute-major",
+    ],
 )
 def test_gfd_version_labels_map_to_what_the_dra_driver_publishes(
     key: str, value: str, expression: str
 ) -> None:
     """GFD's cuda.driver* labels are the NVIDIA driver version (550), cuda.runtime* the CUDA
     version (12.4): driverVersion and cudaDriverVersion in the DRA driver's attributes."""
-    assert translate_label(f"nvidia.com/{key}", value) == (expression, frozenset(
-        {"gpu.nvidia.com", "mig.nvidia.com"}))
+    assert translate_label(f"nvidia.com/{key}", value) == (
+        expression,
+        frozenset({"gpu.nvidia.com", "mig.nvidia.com"}),
+    )
 
 
 def test_label_kept_when_a_container_keeps_legacy_gpus() -> None:
     obj = pod({"nvidia.com/gpu": 1}, nodeSelector={"nvidia.com/gpu.product": "X"})
-    obj["spec"]["containers"].append({"name": "d", "image": "x",
-                                      "resources": {"limits": {"nvidia.com/gpu": "1.5"}}})
+    obj["spec"]["containers"].append(
+        {"name": "d", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1.5"}}}
+    )
     result = rewrite_object(obj, default_mappings())
     assert result.object["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "X"}

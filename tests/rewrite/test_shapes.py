@@ -57,8 +57,8 @@ def test_no_shape_crashes(case: str) -> None:
 @pytest.mark.parametrize(
     ("case", "expected"),
     [
-        ("unknown-crd", "example.com/GpuThing \"thing\" not migrated (unknown kind)"),
-        ("extensions-deployment", "extensions/Deployment \"old\" not migrated (unknown kind)"),
+        ("unknown-crd", 'example.com/GpuThing "thing" not migrated (unknown kind)'),
+        ("extensions-deployment", 'extensions/Deployment "old" not migrated (unknown kind)'),
     ],
     ids=["unknown-crd", "old-api-group"],
 )
@@ -81,8 +81,12 @@ def test_leftover_legacy_requests_get_a_note(case: str, expected: str) -> None:
 )
 def test_kinds_are_matched_by_group_and_kind(api_version: str, kind: str, migrated: bool) -> None:
     pod = {"spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
-    obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "w"},
-           "spec": {"template": pod}}
+    obj = {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": "w"},
+        "spec": {"template": pod},
+    }
     result = rewrite_object(obj, default_mappings())
     assert result.changed is migrated
     assert migrated or any("not migrated" in n for n in result.notes)

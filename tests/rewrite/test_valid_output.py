@@ -27,8 +27,12 @@ def produced(case: str) -> list[dict[str, Any]]:
     new = dict(result.object)
     items = new["items"] if new["kind"] == "List" else [new]
     objects = [i for i in items if i["apiVersion"] in BUILTIN]
-    objects += [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": s}
-                for i in items if i["apiVersion"] not in BUILTIN for s in pod_specs(i)]
+    objects += [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": s}
+        for i in items
+        if i["apiVersion"] not in BUILTIN
+        for s in pod_specs(i)
+    ]
     return objects + [dict(t) for t in result.templates]
 
 

@@ -71,8 +71,9 @@ class Run:
 @click.option("--write", "mode", flag_value="write", help="Rewrite the files in place.")
 @click.option("--templates-out", type=click.Path(dir_okay=False), help="Write templates here.")
 @click.argument("paths", nargs=-1, required=True)
-def command(policies: str | None, mode: str | None, templates_out: str | None,
-            paths: tuple[str, ...]) -> None:
+def command(
+    policies: str | None, mode: str | None, templates_out: str | None, paths: tuple[str, ...]
+) -> None:
     """Rewrite legacy `nvidia.com/gpu` / `nvidia.com/mig-*` requests into DRA claims.
 
     With no flag: a dry run naming the files that would change (stdin: prints the result).
@@ -113,13 +114,17 @@ def _process(run: Run, file: str) -> None:
         run.failed += 1
         return
     except TemplateFile as err:
-        click.echo(f"{_display(file)}: template file, skipped: {err}{_by_hand(run, text)}",
-                   err=True)
+        click.echo(
+            f"{_display(file)}: template file, skipped: {err}{_by_hand(run, text)}", err=True
+        )
         run.skipped += 1
         return
     except Exception as err:
-        click.echo(f"{_display(file)}: not migrated: internal error ({type(err).__name__}: "
-                   f"{err}); please report it", err=True)
+        click.echo(
+            f"{_display(file)}: not migrated: internal error ({type(err).__name__}: "
+            f"{err}); please report it",
+            err=True,
+        )
         run.failed += 1
         return
     for text in migration.warnings:
@@ -179,8 +184,9 @@ def _stream(text: str, file: str, run: Run, masked: Masked | None) -> Stream:
     return stream
 
 
-def _migrate_doc(stream: Stream, index: int, run: Run, migration: Migration,
-                 present: set[Key]) -> None:
+def _migrate_doc(
+    stream: Stream, index: int, run: Run, migration: Migration, present: set[Key]
+) -> None:
     result = rewrite_object(stream.docs[index].data, run.mappings)
     migration.notes.extend(result.notes)
     migration.denied.extend(result.denied)
@@ -228,7 +234,8 @@ def unified_diff(migration: Migration) -> str:
     lines = difflib.unified_diff(
         migration.before.splitlines(keepends=True),
         migration.after.splitlines(keepends=True),
-        f"a/{migration.file}", f"b/{migration.file}",
+        f"a/{migration.file}",
+        f"b/{migration.file}",
     )
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 

@@ -19,10 +19,22 @@ from typing import Any
 from webhook.engine.cel import device_to_cel
 from webhook.types import Object
 
-ID_ATTRIBUTES = frozenset({
-    "uuid", "parentUUID", "serial", "serialNumber", "pciBusID", "pcieBusID", "pcieRoot",
-    "index", "minor", "parentIndex", "parentMinor", "numa",
-})
+ID_ATTRIBUTES = frozenset(
+    {
+        "uuid",
+        "parentUUID",
+        "serial",
+        "serialNumber",
+        "pciBusID",
+        "pcieBusID",
+        "pcieRoot",
+        "index",
+        "minor",
+        "parentIndex",
+        "parentMinor",
+        "numa",
+    }
+)
 """Attribute/capacity ids (in any domain) that name one device rather than describe a kind;
 their values are left out of the signature. `memorySlice<N>` MIG capacities count too."""
 ID_PREFIXES = ("memorySlice",)
@@ -92,13 +104,19 @@ def signature(device: Device) -> Signature:
     (a malformed value, an unhashable one) takes the slow path through `_frozen`.
     """
     try:
-        return frozenset((
-            ("driver", device.driver),
-            *[("a", n) if is_id(n) else ("a", n, *v.items())
-              for n, v in device.attributes.items()],
-            *[("c", n) if is_id(n) else ("c", n, *v.items())
-              for n, v in device.capacity.items()],
-        ))
+        return frozenset(
+            (
+                ("driver", device.driver),
+                *[
+                    ("a", n) if is_id(n) else ("a", n, *v.items())
+                    for n, v in device.attributes.items()
+                ],
+                *[
+                    ("c", n) if is_id(n) else ("c", n, *v.items())
+                    for n, v in device.capacity.items()
+                ],
+            )
+        )
     except (AttributeError, TypeError):
         return _slow_signature(device)
 

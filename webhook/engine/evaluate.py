@@ -146,15 +146,11 @@ def _feasibility_findings(
     tenant = _tenant_name(facts)
     for claim in claims:
         for message in facts.feasibility(claim.spec):
-            reason = Reason(
-                policy="feasibility", message=f"{claim.prefix}{message}", tenant=tenant
-            )
+            reason = Reason(policy="feasibility", message=f"{claim.prefix}{message}", tenant=tenant)
             yield Finding(action, reason)
 
 
-def _rule_inputs(
-    request: AdmissionRequest, facts: Facts, deadline: Deadline | None
-) -> RuleInputs:
+def _rule_inputs(request: AdmissionRequest, facts: Facts, deadline: Deadline | None) -> RuleInputs:
     return RuleInputs(
         tenant=_tenant_name(facts),
         operation=request.operation.value,
@@ -231,8 +227,7 @@ def _decide(
     holds = {
         claim.holder: charges
         for claim in claims
-        if claim.holder is not None
-        and (charges := devices_by_class(claim.spec))
+        if claim.holder is not None and (charges := devices_by_class(claim.spec))
     }
     return Decision(
         allowed=not denials,

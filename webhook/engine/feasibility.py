@@ -80,9 +80,14 @@ def check_satisfiable(
         return chosen
     best = max(results, key=lambda r: r.matching)
     return FeasibilityResult(
-        ok=False, request=request.name, matching=best.matching, needed=best.needed,
-        failed_selector=best.failed_selector, closest=best.closest,
-        errors=tuple(e for r in results for e in r.errors), alternatives=results,
+        ok=False,
+        request=request.name,
+        matching=best.matching,
+        needed=best.needed,
+        failed_selector=best.failed_selector,
+        closest=best.closest,
+        errors=tuple(e for r in results for e in r.errors),
+        alternatives=results,
     )
 
 
@@ -97,15 +102,24 @@ def _check_leaf(
     needed = needed_devices(request)
     device_class = device_classes.get(request.device_class)
     if device_class is None:
-        return FeasibilityResult(ok=False, request=request.name, device_class=request.device_class,
-                                 needed=needed, unknown_class=True)
+        return FeasibilityResult(
+            ok=False,
+            request=request.name,
+            device_class=request.device_class,
+            needed=needed,
+            unknown_class=True,
+        )
     expressions = [*class_selectors(device_class), *request.selectors]
     selection = inventory.select(expressions)
     on_one_node = selection.most_on_one_node() if needed > 1 else None
     result = FeasibilityResult(
         ok=selection.count >= needed and (on_one_node is None or on_one_node >= needed),
-        request=request.name, device_class=request.device_class, needed=needed,
-        matching=selection.count, on_one_node=on_one_node, errors=selection.errors,
+        request=request.name,
+        device_class=request.device_class,
+        needed=needed,
+        matching=selection.count,
+        on_one_node=on_one_node,
+        errors=selection.errors,
     )  # built once: `dataclasses.replace` costs more than the selection it reports
     return result if result.ok else _diagnose(inventory, result, expressions)
 
@@ -132,15 +146,21 @@ def _message(result: FeasibilityResult) -> str:
     if result.ok:
         return f"{head}: {result.matching} devices of class {result.device_class!r} match"
     if result.matching >= result.needed:
-        text = (f"{head} needs {result.needed} {noun} of class {result.device_class!r} on one "
-                f"node; {result.matching} match in the cluster but at most "
-                f"{result.on_one_node} on any one node")
+        text = (
+            f"{head} needs {result.needed} {noun} of class {result.device_class!r} on one "
+            f"node; {result.matching} match in the cluster but at most "
+            f"{result.on_one_node} on any one node"
+        )
     else:
-        text = (f"{head} needs {result.needed} {noun} of class {result.device_class!r} "
-                f"but {result.matching} in the cluster match")
+        text = (
+            f"{head} needs {result.needed} {noun} of class {result.device_class!r} "
+            f"but {result.matching} in the cluster match"
+        )
     if result.failed_selector is not None:
-        text += (f"; selector {result.failed_selector!r} rules out the most"
-                 f" (without it: {', '.join(result.closest)})")
+        text += (
+            f"; selector {result.failed_selector!r} rules out the most"
+            f" (without it: {', '.join(result.closest)})"
+        )
     if result.errors:
         text += f"; errors: {'; '.join(result.errors[:2])}"
     return text

@@ -209,9 +209,7 @@ class Inventory:
         return value
 
     @classmethod
-    def from_slices(
-        cls, slices: Sequence[Object], cache: SelectorCache | None = None
-    ) -> Inventory:
+    def from_slices(cls, slices: Sequence[Object], cache: SelectorCache | None = None) -> Inventory:
         cache = cache or SelectorCache()
         groups: dict[Signature, Group] = {}
         for device, key in cache.devices(slices):
@@ -277,9 +275,7 @@ class Inventory:
                 break
         return hits, (None if len(errored) == len(group.devices) else frozenset(errored))
 
-    def _hits(
-        self, position: int, group: Group, expression: str
-    ) -> tuple[Hits, str | None, Hits]:
+    def _hits(self, position: int, group: Group, expression: str) -> tuple[Hits, str | None, Hits]:
         if not self.cache.reads_identity(expression):
             match = self.cache.match(expression, group)
             return (None if match.matched else frozenset()), match.error, None
@@ -349,6 +345,5 @@ def class_selectors(device_class: Object | None) -> tuple[str, ...]:
     """The CEL expressions of a DeviceClass's `spec.selectors`."""
     spec = (device_class or {}).get("spec") or {}
     return tuple(
-        str((s.get("cel") or {}).get("expression", "true"))
-        for s in spec.get("selectors") or []
+        str((s.get("cel") or {}).get("expression", "true")) for s in spec.get("selectors") or []
     )

@@ -54,17 +54,24 @@ def place_claim(spec: ClaimSpec, selections: Mapping[str, Selection]) -> Placeme
     attributes = tuple(dict.fromkeys(c.attribute for c in spec.constraints))
     failed = [e for leaf in leaves for e in selections[leaf.name].errors]
     if any(selections[leaf.name].failed for leaf in leaves):
-        return Placement(False, 0, f"a selector fails with a CEL runtime error ({failed[0]}), "
-                                   "which aborts scheduling")
+        return Placement(
+            False,
+            0,
+            f"a selector fails with a CEL runtime error ({failed[0]}), which aborts scheduling",
+        )
     kinds = _by_group(leaves, selections) if not attributes else None
     if kinds is None:
         kinds = _by_device(leaves, selections, attributes)
     for kind in kinds:
         least = _least_devices(spec, leaves, kind)
         if least > ALL_MODE_DEVICES:
-            return Placement(False, 0, f"a node needs at least {least} devices for the claim, "
-                                       f"over the limit of {ALL_MODE_DEVICES} per claim, which "
-                                       "aborts scheduling")
+            return Placement(
+                False,
+                0,
+                f"a node needs at least {least} devices for the claim, "
+                f"over the limit of {ALL_MODE_DEVICES} per claim, which "
+                "aborts scheduling",
+            )
     fitting = sum(n for kind, n in kinds.items() if _fits(spec, leaves, attributes, kind))
     if fitting:
         return Placement(True, fitting)
@@ -75,7 +82,8 @@ NodeKind = tuple[tuple[Kind, int], ...]
 
 
 def _by_device(
-    leaves: Sequence[DeviceRequest], selections: Mapping[str, Selection],
+    leaves: Sequence[DeviceRequest],
+    selections: Mapping[str, Selection],
     attributes: Sequence[str],
 ) -> Counter[NodeKind]:
     """Nodes described device by device (needed for constrained attribute values)."""
@@ -126,8 +134,9 @@ def _least_devices(spec: ClaimSpec, leaves: Sequence[DeviceRequest], kind: NodeK
             return matching.get(leaf.name, 0)
         return leaf.count
 
-    return sum(min((size(leaf) for leaf in request.leaves()), default=0)
-               for request in spec.requests)
+    return sum(
+        min((size(leaf) for leaf in request.leaves()), default=0) for request in spec.requests
+    )
 
 
 def _nodes(leaves: Sequence[DeviceRequest], selections: Mapping[str, Selection]) -> set[str | None]:
@@ -179,9 +188,7 @@ def _fits(
     position = {leaf.name: i for i, leaf in enumerate(leaves)}
     choices = [[a for a in r.alternatives or (r,) if a.name in position] for r in spec.requests]
     combinations = itertools.islice(itertools.product(*choices), MAX_COMBINATIONS)
-    return any(
-        _fits_choice(spec, chosen, position, attributes, kind) for chosen in combinations
-    )
+    return any(_fits_choice(spec, chosen, position, attributes, kind) for chosen in combinations)
 
 
 def _fits_choice(
@@ -229,7 +236,8 @@ def _assign(
     taken = 0
     for leaf in chosen:
         usable = [
-            i for i, (k, _) in enumerate(kind)
+            i
+            for i, (k, _) in enumerate(kind)
             if k[0][position[leaf.name]] and all(k[1][a] == v for a, v in rules[leaf.name])
         ]
         if leaf.allocation_mode == AllocationMode.ALL:
@@ -286,8 +294,10 @@ def _why(
     failed = {n for leaf in leaves for n in selections[leaf.name].failed_nodes}
     text = f"requests {names} cannot be allocated together on any one node"
     if failed:
-        text += (f" (a selector failed with an error on {len(failed)} node(s), which aborts "
-                 "allocation there)")
+        text += (
+            f" (a selector failed with an error on {len(failed)} node(s), which aborts "
+            "allocation there)"
+        )
     if spec.constraints:
         text += " with their matchAttribute constraints"
     return text

@@ -48,8 +48,15 @@ def _walk(node: Any, found: list[Duplicate]) -> None:
         for key, value in node.value:
             if isinstance(key, ScalarNode) and key.value in seen:
                 first, first_value = seen[key.value]
-                found.append(Duplicate(key.value, key.start_mark.line, first.start_mark.line,
-                                       first.start_mark.column, first_value))
+                found.append(
+                    Duplicate(
+                        key.value,
+                        key.start_mark.line,
+                        first.start_mark.line,
+                        first.start_mark.column,
+                        first_value,
+                    )
+                )
             if isinstance(key, ScalarNode):
                 seen[key.value] = (key, value)
             _walk(value, found)
@@ -72,5 +79,5 @@ def without_earlier(body: str, duplicates: list[Duplicate]) -> str:
     for start, end in spans:
         for index in range(start, end):
             line = lines[index]
-            lines[index] = line[len(line.rstrip("\r\n")):]  # its end of line only
+            lines[index] = line[len(line.rstrip("\r\n")) :]  # its end of line only
     return "".join(lines)

@@ -84,7 +84,7 @@ def wrap_in_list(text: str, objects: list[JSON], indent: int | None) -> str:
     for obj in objects:
         rendered = json.dumps(obj, indent=indent, ensure_ascii=False).replace("\n", eol)
         out += [eol, ", ", rendered]
-    out += [eol, "]}", text[len(body):]]
+    out += [eol, "]}", text[len(body) :]]
     return "".join(out)
 
 
@@ -186,8 +186,16 @@ def _paired(ops: list[Op], root: Span) -> list[Op]:
         parent = op.path[:-1]
         if op.kind != "remove" or list(_at(root, parent).keys)[-1] != op.path[-1]:
             continue
-        partner = next((o for o in out if o.kind == "set" and o.path[:-1] == parent
-                        and o.path[-1] not in _at(root, parent).keys), None)
+        partner = next(
+            (
+                o
+                for o in out
+                if o.kind == "set"
+                and o.path[:-1] == parent
+                and o.path[-1] not in _at(root, parent).keys
+            ),
+            None,
+        )
         if partner is not None:
             out.remove(op)
             out[out.index(partner)] = Op("instead", partner.path, (op.path[-1], partner.value))
@@ -222,7 +230,7 @@ def _splice(doc: Text, op: Op) -> Splice:
     if key not in parent.children:
         return _insert(doc, op.path[:-1], key, op.value)
     old = parent.children[key]
-    one_line = "\n" not in doc.text[old.start:old.end]
+    one_line = "\n" not in doc.text[old.start : old.end]
     indent = _line_indent(doc.text, old.start)
     return Splice(old.start, old.end, _render(doc, op.path[:-1], op.value, one_line, indent))
 
@@ -251,7 +259,7 @@ def _insert(doc: Text, path: Pointer, key: str, value: JSON) -> Splice:
 
 def _entry(doc: Text, path: Pointer, value: JSON, indent: str) -> str:
     parent = _at(doc.root, path[:-1])
-    one_line = "\n" not in doc.text[parent.start:parent.end]
+    one_line = "\n" not in doc.text[parent.start : parent.end]
     rendered = _render(doc, path[:-1], value, one_line, indent)
     return json.dumps(path[-1], ensure_ascii=False) + doc.separators[1] + rendered
 
@@ -265,7 +273,7 @@ def _append(doc: Text, path: Pointer, values: JSON) -> Splice:
         raise Unplaceable(path)
     first = next(iter(parent.children.values())).start
     lead = _lead(doc, parent)
-    one_line = "\n" not in doc.text[parent.start:parent.end]
+    one_line = "\n" not in doc.text[parent.start : parent.end]
     indent = lead.rpartition("\n")[2]
     rendered = [_render(doc, path, value, one_line, indent) for value in values]
     return Splice(first, first, "".join(r + "," + lead for r in rendered))
@@ -274,9 +282,12 @@ def _append(doc: Text, path: Pointer, values: JSON) -> Splice:
 def _lead(doc: Text, parent: Span) -> str:
     """What stands between the opening bracket and the container's first child; on one line,
     what follows the file's commas."""
-    first = next(iter(parent.keys.values()))[0] if parent.keys else next(
-        iter(parent.children.values())).start
-    lead = doc.text[parent.start + 1:first]
+    first = (
+        next(iter(parent.keys.values()))[0]
+        if parent.keys
+        else next(iter(parent.children.values())).start
+    )
+    lead = doc.text[parent.start + 1 : first]
     return lead if "\n" in lead else doc.separators[0].removeprefix(",")
 
 
@@ -285,8 +296,9 @@ def _render(doc: Text, path: Pointer, value: JSON, one_line: bool, indent: str) 
     or one entry per line, its nested lines indented from `indent` (its first line's)."""
     if one_line or not isinstance(value, (dict, list)) or not value:
         return json.dumps(value, ensure_ascii=False, separators=doc.separators)
-    rendered = json.dumps(value, ensure_ascii=False, indent=_step(doc, path),
-                          separators=(",", doc.separators[1]))
+    rendered = json.dumps(
+        value, ensure_ascii=False, indent=_step(doc, path), separators=(",", doc.separators[1])
+    )
     return rendered.replace("\n", doc.eol + indent)
 
 
@@ -301,11 +313,11 @@ def _step(doc: Text, path: Pointer) -> str:
     for depth in range(len(path), -1, -1):
         span = _at(doc.root, path[:depth])
         starts = [k[0] for k in span.keys.values()] or [c.start for c in span.children.values()]
-        if not starts or "\n" not in doc.text[span.start:starts[0]]:
+        if not starts or "\n" not in doc.text[span.start : starts[0]]:
             continue
         child, outer = _line_indent(doc.text, starts[0]), _line_indent(doc.text, span.start)
         if child.startswith(outer) and len(child) > len(outer):
-            return child[len(outer):]
+            return child[len(outer) :]
     return "  "
 
 
@@ -316,14 +328,14 @@ def _separators(text: str, root: Span) -> tuple[str, str]:
     for span in spans:
         if span.keys:
             first = next(iter(span.keys))
-            gap = text[span.keys[first][1]:span.children[first].start]
+            gap = text[span.keys[first][1] : span.children[first].start]
             colon = gap if "\n" not in gap else colon
             break
     for span in spans:
         starts = [k[0] for k in span.keys.values()] or [c.start for c in span.children.values()]
-        if len(starts) > 1 and "\n" not in text[span.start:span.end]:
+        if len(starts) > 1 and "\n" not in text[span.start : span.end]:
             first_end = next(iter(span.children.values())).end
-            item = text[first_end:starts[1]]
+            item = text[first_end : starts[1]]
             break
     return item, colon
 
@@ -341,7 +353,7 @@ def _applied(text: str, splices: list[Splice]) -> str:
     for splice in splices:
         if splice.start < at:
             raise Unplaceable("overlapping edits")
-        out += [text[at:splice.start], splice.text]
+        out += [text[at : splice.start], splice.text]
         at = splice.end
     out.append(text[at:])
     return "".join(out)

@@ -108,8 +108,9 @@ class Stream:
         self.new_style = self.new_style or _safe_style(doc.node, base)
         patched = patch_text(doc.body, doc.node, doc.data, new)
         if patched is not None and reads_back(patched, new):
-            loaded = None if doc.loaded is None else without_earlier(
-                patched, find_duplicates(patched))
+            loaded = (
+                None if doc.loaded is None else without_earlier(patched, find_duplicates(patched))
+            )
             doc.body, doc.data, doc.node, doc.loaded = patched, new, None, loaded
             return
         apply_changes(doc.node, doc.data, new)
@@ -128,8 +129,11 @@ class Stream:
             self._append_json(self.docs[0], objects)
             return
         for obj in objects:
-            text = (render_document(obj, self.new_style) if self.new_style is not None
-                    else render_new(obj, self.file_indent))
+            text = (
+                render_document(obj, self.new_style)
+                if self.new_style is not None
+                else render_new(obj, self.file_indent)
+            )
             self.extra.append("---\n" + text)
 
     def _update_json(self, doc: Doc, new: JSON) -> None:
@@ -246,7 +250,7 @@ def split_documents(text: str) -> list[tuple[str, str, int]]:
         if _MARKER.match(chunk) and _bare_marker(chunk):
             head = chunk[: chunk.find("\n") + 1] if "\n" in chunk else chunk
         line = text.count("\n", 0, begin) + 1 + head.count("\n")
-        parts.append((head, chunk[len(head):], line))
+        parts.append((head, chunk[len(head) :], line))
     return parts
 
 
@@ -291,7 +295,8 @@ def _deduplicated(head: str, body: str, line: int, file: str) -> Doc:
     doc.warnings.extend(
         f'{file}:{line + d.line}: duplicate key "{d.key}" (also at line {line + d.earlier}): '
         "kubectl keeps the last one, and so does dragate"
-        for d in duplicates)
+        for d in duplicates
+    )
     return doc
 
 

@@ -92,10 +92,14 @@ def diff(old: JSON, new: JSON, path: Pointer = ()) -> list[Op]:
         return ops
     if isinstance(old, list) and isinstance(new, list) and old and len(new) >= len(old):
         if len(new) > len(old) and new[: len(old)] == old:
-            return [Op("append", path, new[len(old):])]
+            return [Op("append", path, new[len(old) :])]
         if len(new) == len(old) and all(isinstance(v, dict) for v in (*old, *new)):
-            return [op for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b
-                    for op in diff(a, b, (*path, i))]
+            return [
+                op
+                for i, (a, b) in enumerate(zip(old, new, strict=True))
+                if a != b
+                for op in diff(a, b, (*path, i))
+            ]
     raise Unplaceable(path)
 
 
@@ -173,8 +177,9 @@ def _insert(lines: list[str], root: CommentedMap, parent: CommentedMap, op: Op) 
         raise Unplaceable(op.path)
     rendered = _render(op.path[-1], op.value, _style(root, op.path[:-1], lines))
     if op.path[-1] == "metadata" and not lines[first_line][:col].strip():
-        return Edit(first_line, first_line, _placed(rendered, " " * col, col,
-                                                    _eol(lines[first_line])))
+        return Edit(
+            first_line, first_line, _placed(rendered, " " * col, col, _eol(lines[first_line]))
+        )
     last_line, _ = parent.lc.key(keys[-1])
     end = _entry_end(lines, last_line, col, parent[keys[-1]])
     return Edit(end, end, _placed(rendered, " " * col, col, _eol(lines[end - 1])))
@@ -346,7 +351,7 @@ def _applied(lines: list[str], edits: list[Edit]) -> str:
     for edit in edits:
         if edit.start < at:
             raise Unplaceable("overlapping edits")
-        out.extend(lines[at:edit.start])
+        out.extend(lines[at : edit.start])
         out.extend(edit.lines)
         at = max(at, edit.end)
     out.extend(lines[at:])

@@ -83,4 +83,3 @@ def load_state(path: str) -> SnapshotState:
         if not (doc.data.get("metadata") or {}).get("name"):
             raise YamlError(doc.source, f"{kind} without metadata.name")
     return SnapshotState(doc.data for doc in manifests.documents)
-

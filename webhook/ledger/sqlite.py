@@ -98,8 +98,7 @@ class WriterGate:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise LedgerUnavailable(
-                        f"{self._path}: another process kept the ledger for more than "
-                        f"{wait:.1f}s"
+                        f"{self._path}: another process kept the ledger for more than {wait:.1f}s"
                     ) from None
                 time.sleep(self.POLL_SECONDS)
 
@@ -227,9 +226,7 @@ class SqliteLedger:
         return db
 
     def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(
-            self.path, timeout=self._busy_timeout_ms / 1000, isolation_level=None
-        )
+        db = sqlite3.connect(self.path, timeout=self._busy_timeout_ms / 1000, isolation_level=None)
         try:
             db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
             db.execute("PRAGMA journal_mode = WAL")
@@ -282,9 +279,7 @@ class SqliteLedger:
                 ) from error
             raise LedgerUnavailable(f"ledger {self.path}: {error}") from error
         except sqlite3.DatabaseError as error:
-            raise LedgerFileError(
-                f"{self.path} is not a usable dragate ledger: {error}"
-            ) from error
+            raise LedgerFileError(f"{self.path} is not a usable dragate ledger: {error}") from error
 
 
 # ---------------------------------------------------------------------- schema and rows
@@ -316,9 +311,7 @@ def _record(devices: str, expires_at: float | None) -> Record:
 
 
 def _records(db: sqlite3.Connection, tenant: str) -> Records:
-    rows = db.execute(
-        "SELECT holder, devices, expires_at FROM holders WHERE tenant = ?", (tenant,)
-    )
+    rows = db.execute("SELECT holder, devices, expires_at FROM holders WHERE tenant = ?", (tenant,))
     return {holder: _record(devices, expires) for holder, devices, expires in rows}
 
 

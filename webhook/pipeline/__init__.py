@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from webhook.pipeline.context import Context, TemplateSink
 from webhook.pipeline.facts import gather
 from webhook.pipeline.mutation import mutate as _mutate
-from webhook.pipeline.objects import request_from_object
+from webhook.pipeline.offline import request_from_object
 from webhook.pipeline.scope import Handling, Identity, handles
 from webhook.pipeline.validation import validate as _validate
 from webhook.types import AdmissionRequest, Deadline, Decision, Object, Reason, Verdict

@@ -47,14 +47,23 @@ from webhook.types import (
     Validation,
 )
 
-VALIDATION_VARIABLES = ("request", "object", "oldObject", "namespace", "tenant", "operation",
-                        "userInfo")
+VALIDATION_VARIABLES = (
+    "request",
+    "object",
+    "oldObject",
+    "namespace",
+    "tenant",
+    "operation",
+    "userInfo",
+)
 SELECTOR_VARIABLES = ("device",)
 SAMPLE_SUFFIX = "1g.10gb"
 """What `{suffix}` becomes when a mapping's selector template is test-compiled at load."""
 
-_DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-                            r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS_SUBDOMAIN = re.compile(
+    r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+    r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+)
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _EDITOR = re.compile(r"(?!group:$).+", re.DOTALL)
 _SERVICE_ACCOUNT = re.compile(r"system:serviceaccount:[^:\s]+:[^:\s]+")
@@ -124,8 +133,11 @@ def _operator_values(v: Mapping[str, Any], at: Path, report: Report) -> None:
 
 
 REQUIREMENT = Obj(
-    {"key": TEXT, "operator": OneOf(("In", "NotIn", "Exists", "DoesNotExist")),
-     "values": ListOf(LABEL_VALUE, "strings")},
+    {
+        "key": TEXT,
+        "operator": OneOf(("In", "NotIn", "Exists", "DoesNotExist")),
+        "values": ListOf(LABEL_VALUE, "strings"),
+    },
     required=("key", "operator"),
     check=_operator_values,
     make=lambda v: LabelRequirement(v["key"], v["operator"], tuple(v.get("values", ()))),
@@ -134,13 +146,16 @@ REQUIREMENT = Obj(
 
 def _not_everything(v: Mapping[str, Any], at: Path, report: Report) -> None:
     if not v.get("matchLabels") and not v.get("matchExpressions"):
-        report.add(at, "an empty selector matches every namespace; "
-                       "add matchLabels or matchExpressions")
+        report.add(
+            at, "an empty selector matches every namespace; add matchLabels or matchExpressions"
+        )
 
 
 SELECTOR = Obj(
-    {"matchLabels": MapOf(LABEL_VALUE, "a mapping of label keys to strings"),
-     "matchExpressions": ListOf(REQUIREMENT, "label requirements")},
+    {
+        "matchLabels": MapOf(LABEL_VALUE, "a mapping of label keys to strings"),
+        "matchExpressions": ListOf(REQUIREMENT, "label requirements"),
+    },
     check=_not_everything,
     make=lambda v: LabelSelector(v.get("matchLabels", {}), tuple(v.get("matchExpressions", ()))),
 )
@@ -162,8 +177,9 @@ QUOTA = Obj(
     {"deviceClassName": CLASS, "maxDevices": Int(0), "maxDevicesPerClaim": Int(0)},
     required=("deviceClassName",),
     check=_has_limit,
-    make=lambda v: QuotaLimit(v["deviceClassName"], v.get("maxDevices"),
-                              v.get("maxDevicesPerClaim")),
+    make=lambda v: QuotaLimit(
+        v["deviceClassName"], v.get("maxDevices"), v.get("maxDevicesPerClaim")
+    ),
 )
 
 
@@ -173,12 +189,14 @@ def _has_namespaces(v: Mapping[str, Any], at: Path, report: Report) -> None:
 
 
 TENANT = Obj(
-    {"namespaces": ListOf(NAMESPACE, "namespace names"),
-     "namespaceSelector": SELECTOR,
-     "allowedDeviceClasses": ListOf(CLASS, "DeviceClass names"),
-     "adminAccess": Bool(),
-     "quota": ListOf(QUOTA, "quota entries", unique_by=("deviceClassName",)),
-     "legacyMappingAction": OneOf(tuple(MappingAction), MappingAction)},
+    {
+        "namespaces": ListOf(NAMESPACE, "namespace names"),
+        "namespaceSelector": SELECTOR,
+        "allowedDeviceClasses": ListOf(CLASS, "DeviceClass names"),
+        "adminAccess": Bool(),
+        "quota": ListOf(QUOTA, "quota entries", unique_by=("deviceClassName",)),
+        "legacyMappingAction": OneOf(tuple(MappingAction), MappingAction),
+    },
     check=_has_namespaces,
 )
 
@@ -201,22 +219,31 @@ def _tenant(name: str, spec: Mapping[str, Any], source: Source) -> Tenant:
 
 def _validation(v: Mapping[str, Any]) -> Validation:
     expression: Compiled = v["expression"]
-    return Validation(expression.text, v.get("message", expression.text),
-                      v.get("action", Action.DENY), expression.program)
+    return Validation(
+        expression.text,
+        v.get("message", expression.text),
+        v.get("action", Action.DENY),
+        expression.program,
+    )
 
 
 VALIDATION = Obj(
-    {"expression": Cel(VALIDATION_VARIABLES), "message": TEXT,
-     "action": OneOf(tuple(Action), Action)},
+    {
+        "expression": Cel(VALIDATION_VARIABLES),
+        "message": TEXT,
+        "action": OneOf(tuple(Action), Action),
+    },
     required=("expression",),
     make=_validation,
 )
 
 CLASS_POLICY = Obj(
-    {"deviceClassNames": ListOf(CLASS, "DeviceClass names"),
-     "maxCountPerRequest": Int(1),
-     "allowAllocationModeAll": Bool(),
-     "validations": ListOf(VALIDATION, "validations")},
+    {
+        "deviceClassNames": ListOf(CLASS, "DeviceClass names"),
+        "maxCountPerRequest": Int(1),
+        "allowAllocationModeAll": Bool(),
+        "validations": ListOf(VALIDATION, "validations"),
+    },
 )
 
 
@@ -243,44 +270,60 @@ def _one_name(v: Mapping[str, Any], at: Path, report: Report) -> None:
 
 def _resource(v: Mapping[str, Any]) -> ResourceMapping:
     selector: Compiled | None = v.get("selector")
-    return ResourceMapping(v["deviceClassName"], v.get("resourceName"),
-                           v.get("resourceNamePrefix"), selector.text if selector else None)
+    return ResourceMapping(
+        v["deviceClassName"],
+        v.get("resourceName"),
+        v.get("resourceNamePrefix"),
+        selector.text if selector else None,
+    )
 
 
 RESOURCE = Obj(
-    {"resourceName": TEXT, "resourceNamePrefix": TEXT, "deviceClassName": CLASS,
-     "selector": Cel(SELECTOR_VARIABLES, sample=SAMPLE_SUFFIX)},
+    {
+        "resourceName": TEXT,
+        "resourceNamePrefix": TEXT,
+        "deviceClassName": CLASS,
+        "selector": Cel(SELECTOR_VARIABLES, sample=SAMPLE_SUFFIX),
+    },
     required=("deviceClassName",),
     check=_one_name,
     make=_resource,
 )
 
 MAPPING = Obj(
-    {"action": OneOf(tuple(MappingAction), MappingAction),
-     "resources": ListOf(RESOURCE, "resource mappings",
-                         unique_by=("resourceName", "resourceNamePrefix"))},
+    {
+        "action": OneOf(tuple(MappingAction), MappingAction),
+        "resources": ListOf(
+            RESOURCE, "resource mappings", unique_by=("resourceName", "resourceNamePrefix")
+        ),
+    },
     required=("resources",),
 )
 
 
 def _mapping(name: str, spec: Mapping[str, Any], source: Source) -> LegacyResourceMapping:
-    return LegacyResourceMapping(name, spec.get("action", MappingAction.REWRITE),
-                                 tuple(spec.get("resources", ())), source)
+    return LegacyResourceMapping(
+        name, spec.get("action", MappingAction.REWRITE), tuple(spec.get("resources", ())), source
+    )
 
 
 # --------------------------------------------------------------------------- Settings
 
 
 SETTINGS = Obj(
-    {"denyUnknownNamespaces": Bool(),
-     "feasibility": OneOf((Action.DENY, Action.WARN), Action),
-     "whenStateUnavailable": OneOf((Action.DENY, Action.WARN), Action),
-     "adminAccessEditors": ListOf(Str(_EDITOR, 'a user name or "group:NAME"'),
-                                  'user names or "group:NAME"'),
-     "exemptNamespaces": ListOf(NAMESPACE, "namespace names"),
-     "exemptServiceAccounts": ListOf(
-         Str(_SERVICE_ACCOUNT, '"system:serviceaccount:NAMESPACE:NAME"'),
-         "service account user names")},
+    {
+        "denyUnknownNamespaces": Bool(),
+        "feasibility": OneOf((Action.DENY, Action.WARN), Action),
+        "whenStateUnavailable": OneOf((Action.DENY, Action.WARN), Action),
+        "adminAccessEditors": ListOf(
+            Str(_EDITOR, 'a user name or "group:NAME"'), 'user names or "group:NAME"'
+        ),
+        "exemptNamespaces": ListOf(NAMESPACE, "namespace names"),
+        "exemptServiceAccounts": ListOf(
+            Str(_SERVICE_ACCOUNT, '"system:serviceaccount:NAMESPACE:NAME"'),
+            "service account user names",
+        ),
+    },
 )
 
 
@@ -313,16 +356,25 @@ METADATA = Obj(
 )
 
 
-def _kind(name: str, spec: Obj, build: Callable[[str, Mapping[str, Any], Source], Any],
-          spec_required: bool = True) -> Kind:
-    fields: dict[str, Spec] = {"apiVersion": Anything(), "kind": Anything(),
-                               "metadata": METADATA, "spec": spec}
+def _kind(
+    name: str,
+    spec: Obj,
+    build: Callable[[str, Mapping[str, Any], Source], Any],
+    spec_required: bool = True,
+) -> Kind:
+    fields: dict[str, Spec] = {
+        "apiVersion": Anything(),
+        "kind": Anything(),
+        "metadata": METADATA,
+        "spec": spec,
+    }
     required = ("metadata", "spec") if spec_required else ("metadata",)
     return Kind(name, Obj(fields, required=required), build)
 
 
 KINDS: Mapping[str, Kind] = {
-    k.name: k for k in (
+    k.name: k
+    for k in (
         _kind("Tenant", TENANT, _tenant),
         _kind("DeviceClassPolicy", CLASS_POLICY, _class_policy),
         _kind("LegacyResourceMapping", MAPPING, _mapping),
@@ -330,6 +382,9 @@ KINDS: Mapping[str, Kind] = {
     )
 }
 
-HEADER = Obj({"apiVersion": OneOf((API_VERSION,)), "kind": OneOf(tuple(KINDS))},
-             required=("apiVersion", "kind"), open=True)
+HEADER = Obj(
+    {"apiVersion": OneOf((API_VERSION,)), "kind": OneOf(tuple(KINDS))},
+    required=("apiVersion", "kind"),
+    open=True,
+)
 """Read first, on its own, so a stray Deployment in a policy folder gets two clear lines."""

@@ -121,8 +121,9 @@ def default_mappings() -> tuple[LegacyResourceMapping, ...]:
 # --------------------------------------------------------------------------- reading
 
 
-def _assemble(texts: list[tuple[str, str]], problems: list[PolicyProblem],
-              order: Sequence[str] = ()) -> PolicySet:
+def _assemble(
+    texts: list[tuple[str, str]], problems: list[PolicyProblem], order: Sequence[str] = ()
+) -> PolicySet:
     """One PolicySet from all texts, or one PolicyError naming every problem in file order."""
     loaded = _read_all(texts, problems)
     if problems:
@@ -159,8 +160,9 @@ NOT_POLICIES = frozenset({"PolicyTestSuite"})
 def _read_document(doc: Document, report: Report) -> Loaded | None:
     """The policy in one document; None (with problems reported) when it cannot be built."""
     if not isinstance(doc.data, dict):
-        report.wrong((), "a policy document (a mapping with apiVersion, kind, metadata, spec)",
-                     doc.data)
+        report.wrong(
+            (), "a policy document (a mapping with apiVersion, kind, metadata, spec)", doc.data
+        )
         return None
     if str(doc.data.get("kind")) in NOT_POLICIES:  # str(): `kind: []` is unhashable
         return None  # test suites live beside the policies they test
@@ -215,8 +217,11 @@ def _check_names(loaded: list[Loaded], reports: list[Report]) -> None:
     for item, report in zip(loaded, reports, strict=True):
         earlier = first.setdefault((item.kind, item.name), item)
         if earlier is not item and item.kind != "Settings":
-            report.add(("metadata", "name"), f'{item.kind} "{item.name}" is already defined at '
-                                             f'{earlier.doc.source_of(("metadata", "name"))}')
+            report.add(
+                ("metadata", "name"),
+                f'{item.kind} "{item.name}" is already defined at '
+                f"{earlier.doc.source_of(('metadata', 'name'))}",
+            )
 
 
 def _check_one_settings(loaded: list[Loaded], reports: list[Report]) -> None:
@@ -224,8 +229,11 @@ def _check_one_settings(loaded: list[Loaded], reports: list[Report]) -> None:
     settings = [(item, report) for item, report in pairs if item.kind == "Settings"]
     for _, report in settings[1:]:
         first = settings[0][0]
-        report.add(("kind",), f'only one Settings document is allowed; the first is '
-                              f'"{first.name}" at {first.doc.source}')
+        report.add(
+            ("kind",),
+            f"only one Settings document is allowed; the first is "
+            f'"{first.name}" at {first.doc.source}',
+        )
 
 
 def _check_namespace_owners(loaded: list[Loaded], reports: list[Report]) -> None:
@@ -237,8 +245,10 @@ def _check_namespace_owners(loaded: list[Loaded], reports: list[Report]) -> None
             owner, at = owners.setdefault(namespace, (item, i))
             if owner.name != item.name:
                 where = owner.doc.source_of(("spec", "namespaces", at))
-                report.add(("spec", "namespaces", i),
-                           f'namespace "{namespace}" is already in tenant "{owner.name}" ({where})')
+                report.add(
+                    ("spec", "namespaces", i),
+                    f'namespace "{namespace}" is already in tenant "{owner.name}" ({where})',
+                )
 
 
 def _listed_namespaces(doc: Document) -> Iterator[tuple[int, str]]:

@@ -83,13 +83,18 @@ def layout(members: Sequence[Member]) -> Layout | None:
         return None
     not_yet_running = _not_yet_running(members)
     extra = max(
-        (m.count - sum(own[j] for j in not_yet_running[i])
-         for i, m in enumerate(members) if m.role == Role.INIT),
+        (
+            m.count - sum(own[j] for j in not_yet_running[i])
+            for i, m in enumerate(members)
+            if m.role == Role.INIT
+        ),
         default=0,
     )
-    result = Layout(own, max(extra, 0), {
-        i: not_yet_running[i] for i, m in enumerate(members) if m.role == Role.INIT
-    })
+    result = Layout(
+        own,
+        max(extra, 0),
+        {i: not_yet_running[i] for i, m in enumerate(members) if m.role == Role.INIT},
+    )
     return result if result.total <= MAX_DEVICES_PER_CLAIM else None
 
 

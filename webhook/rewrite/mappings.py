@@ -53,11 +53,15 @@ def resource_markers(mappings: Sequence[LegacyResourceMapping]) -> tuple[str, ..
     CLI relies on that to copy such documents without loading them; `""` (a prefix that takes
     every name) is returned as is, and turns that off.
     """
-    return tuple(dict.fromkeys(
-        entry.resource_name if entry.resource_name is not None
-        else entry.resource_name_prefix or ""
-        for policy in mappings for entry in policy.resources
-    ))
+    return tuple(
+        dict.fromkeys(
+            entry.resource_name
+            if entry.resource_name is not None
+            else entry.resource_name_prefix or ""
+            for policy in mappings
+            for entry in policy.resources
+        )
+    )
 
 
 _DIGITS = re.compile(r"^\+?[0-9]+$")

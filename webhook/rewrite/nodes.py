@@ -23,8 +23,17 @@ ATTR = "device.attributes['gpu.nvidia.com']"
 CAP = "device.capacity['gpu.nvidia.com']"
 NVIDIA = "nvidia.com/"
 FAMILIES = frozenset(
-    {"kepler", "maxwell", "pascal", "volta", "turing", "ampere", "ada-lovelace", "hopper",
-     "blackwell"}
+    {
+        "kepler",
+        "maxwell",
+        "pascal",
+        "volta",
+        "turing",
+        "ampere",
+        "ada-lovelace",
+        "hopper",
+        "blackwell",
+    }
 )
 NODE_SELECTOR = "nodeSelector"
 AFFINITY = "affinity"
@@ -123,7 +132,7 @@ def _dig(node: Any, *keys: str) -> Any:
 
 def translate_label(key: str, value: str | None) -> Translated:
     """The CEL selector for one GFD label, when one says exactly the same thing."""
-    name = key[len(NVIDIA):]
+    name = key[len(NVIDIA) :]
     if name in ("gpu.present", "gpu.product", "gpu.memory", "gpu.family") and value is None:
         return None, BOTH  # `Exists`: any GPU claim implies it
     handler = _HANDLERS.get(name)

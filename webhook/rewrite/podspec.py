@@ -256,8 +256,10 @@ def _shared_resources(plans: list[Plan], out: Outcome) -> dict[str, SharedMember
         if not any(plan.role == Role.INIT for plan, _ in members):
             continue
         if initshare.layout(_members(members)) is None:
-            text = (f"dragate: {resource}: init containers keep claims of their own; one claim "
-                    f"cannot hold more than {initshare.MAX_DEVICES_PER_CLAIM} devices")
+            text = (
+                f"dragate: {resource}: init containers keep claims of their own; one claim "
+                f"cannot hold more than {initshare.MAX_DEVICES_PER_CLAIM} devices"
+            )
             out.notes.append(note(text))
             continue
         shared[resource] = members
@@ -280,16 +282,19 @@ class PodClaims:
 
     def add_own(self, container: dict[str, Any], wanted: list[Wanted]) -> None:
         """One claim for one container, with a request per legacy resource it asked for."""
-        name = self.names.take(dns_label(f"{class_prefix(wanted[0].device_class)}-"
-                                         f"{container.get('name', '')}"))
+        name = self.names.take(
+            dns_label(f"{class_prefix(wanted[0].device_class)}-{container.get('name', '')}")
+        )
         requests = [_request(w, self.rules) for w in wanted]
         template = build_template(requests, wanted, self.opts.namespace)
         self._add(name, template)
         container["resources"].setdefault("claims", []).append({"name": name})
         asked = ", ".join(f"{w.resource}={w.count}" for w in wanted)
         classes = ", ".join(dict.fromkeys(w.device_class for w in wanted))
-        text = (f'dragate: container "{container.get("name", "")}": {asked} -> claim "{name}" '
-                f"(class {classes})")
+        text = (
+            f'dragate: container "{container.get("name", "")}": {asked} -> claim "{name}" '
+            f"(class {classes})"
+        )
         self.out.notes.append(note(text))
 
     def add_shared(self, resource: str, members: SharedMembers) -> None:
@@ -298,15 +303,18 @@ class PodClaims:
         assert layout is not None  # checked by _shared_resources
         first = members[0][1]
         request_names = UniqueNames(["init"])
-        own = {i: request_names.take(dns_label(str(members[i][0].container.get("name", ""))))
-               for i in layout.own}
+        own = {
+            i: request_names.take(dns_label(str(members[i][0].container.get("name", ""))))
+            for i in layout.own
+        }
         requests = [_request(members[i][1], self.rules, own[i], n) for i, n in layout.own.items()]
         if layout.extra:
             requests.append(_request(first, self.rules, "init", layout.extra))
         replaced = Wanted(resource, layout.total, first.match)
         template = build_template(requests, [replaced], self.opts.namespace, named=True)
-        name = self.names.take(dns_label(f"{request_name(first.device_class, first.match.suffix)}"
-                                         "-shared"))
+        name = self.names.take(
+            dns_label(f"{request_name(first.device_class, first.match.suffix)}-shared")
+        )
         self._add(name, template)
         for i, (plan, _) in enumerate(members):
             refs = [own[j] for j in layout.refs[i]] if i in layout.refs else [own[i]]
@@ -314,8 +322,10 @@ class PodClaims:
             plan.container["resources"].setdefault("claims", []).extend(
                 {"name": name, "request": r} for r in refs
             )
-        text = (f'dragate: {resource}: init containers share claim "{name}" '
-                f"({layout.total} devices, as with the device plugin)")
+        text = (
+            f'dragate: {resource}: init containers share claim "{name}" '
+            f"({layout.total} devices, as with the device plugin)"
+        )
         self.out.notes.append(note(text))
 
     def _add(self, name: str, template: dict[str, Any]) -> None:

@@ -22,8 +22,19 @@ REWRITTEN_ANNOTATION = "dragate.io/rewritten"
 
 Path = tuple[str, ...]
 _POD_KEYS = ("resourceClaims", "nodeSelector", "affinity")
-KSERVE_CONTAINERS = ("model", "sklearn", "xgboost", "tensorflow", "pytorch", "triton", "onnx",
-                     "pmml", "lightgbm", "paddle", "huggingface")
+KSERVE_CONTAINERS = (
+    "model",
+    "sklearn",
+    "xgboost",
+    "tensorflow",
+    "pytorch",
+    "triton",
+    "onnx",
+    "pmml",
+    "lightgbm",
+    "paddle",
+    "huggingface",
+)
 """An InferenceService component's single-container fields: `model` and the framework
 shorthands, each a container named `kserve-container` unless it says otherwise."""
 
@@ -64,8 +75,12 @@ def _rewrite_spec(spec: dict[str, Any], opts: Options, out: Outcome) -> set[str]
     spec stays as it is, with a note."""
     shared = _sharing(spec, opts)
     if shared:
-        out.notes.append(note(f"dragate: pod spec not migrated: {shared} asks for a share of "
-                              "a GPU (HAMi-style); migrate by hand"))
+        out.notes.append(
+            note(
+                f"dragate: pod spec not migrated: {shared} asks for a share of "
+                "a GPU (HAMi-style); migrate by hand"
+            )
+        )
         return set()
     nulls: list[tuple[dict[str, Any], str]] = []
     for where, holder, key in _claim_slots(spec):
@@ -92,8 +107,9 @@ def _sharing(spec: dict[str, Any], opts: Options) -> str:
     for container in containers_of(spec):
         names = _resource_names(container)
         if any(find_match(n, opts.mappings) for n in names):
-            others = [n for n in names if n.startswith("nvidia.com/")
-                      and not find_match(n, opts.mappings)]
+            others = [
+                n for n in names if n.startswith("nvidia.com/") and not find_match(n, opts.mappings)
+            ]
             if others:
                 return others[0]
     return ""
@@ -112,8 +128,14 @@ def _legacy_in(spec: dict[str, Any]) -> bool:
 
 
 def _type(value: Any) -> str:
-    return {dict: "a mapping", str: "a string", int: "a number", float: "a number",
-            bool: "a boolean", type(None): "null"}.get(type(value), type(value).__name__)
+    return {
+        dict: "a mapping",
+        str: "a string",
+        int: "a number",
+        float: "a number",
+        bool: "a boolean",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
 
 
 def _mark(holder: dict[str, Any], removed: set[str]) -> None:
@@ -141,8 +163,11 @@ def _named(container: dict[str, Any], default: str) -> dict[str, Any]:
 def _kserve(component: dict[str, Any], opts: Options, out: Outcome) -> None:
     """A KServe component is a pod spec inline; `model` or a shorthand is one more container."""
     view: dict[str, Any] = {k: component[k] for k in _POD_KEYS if k in component}
-    singles = [_named(component[k], "kserve-container") for k in KSERVE_CONTAINERS
-               if isinstance(component.get(k), dict)]
+    singles = [
+        _named(component[k], "kserve-container")
+        for k in KSERVE_CONTAINERS
+        if isinstance(component.get(k), dict)
+    ]
     view["containers"] = singles + containers_of(component)
     _rewrite_spec(view, opts, out)
     _copy_back(view, component, _POD_KEYS)
@@ -168,8 +193,11 @@ def _argo(template: dict[str, Any], opts: Options, out: Outcome) -> None:
 
 
 def _argo_containers(template: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [_named(template[k], "main") for k in ("container", "script")
-             if isinstance(template.get(k), dict)]
+    found = [
+        _named(template[k], "main")
+        for k in ("container", "script")
+        if isinstance(template.get(k), dict)
+    ]
     return found + list(find_nodes(template, ("containerSet", "containers", "*")))
 
 
@@ -181,8 +209,12 @@ def _resource_names(container: dict[str, Any]) -> list[str]:
     resources = container.get("resources")
     if not isinstance(resources, dict):
         return []
-    return [str(k) for s in ("limits", "requests") if isinstance(resources.get(s), dict)
-            for k in resources[s]]
+    return [
+        str(k)
+        for s in ("limits", "requests")
+        if isinstance(resources.get(s), dict)
+        for k in resources[s]
+    ]
 
 
 def _copy_back(view: dict[str, Any], target: dict[str, Any], keys: Sequence[str]) -> None:
@@ -206,5 +238,10 @@ def train_job(job: dict[str, Any], opts: Options, out: Outcome) -> None:
 
 
 Shape = Callable[[dict[str, Any], Options, Outcome], None]
-SHAPES: dict[str, Shape] = {"pod": _pod, "template": _pod, "podspec": _podspec,
-                            "kserve": _kserve, "argo": _argo}
+SHAPES: dict[str, Shape] = {
+    "pod": _pod,
+    "template": _pod,
+    "podspec": _podspec,
+    "kserve": _kserve,
+    "argo": _argo,
+}

@@ -30,10 +30,15 @@ GroupKind = tuple[str, str]
 _TEMPLATE = ("spec", "template")
 _RAY = (("spec", "headGroupSpec", "template"), ("spec", "workerGroupSpecs", "*", "template"))
 _JOBSET = ("spec", "replicatedJobs", "*", "template", "spec", "template")
-_KSERVE = (("spec", "predictor"), ("spec", "transformer"), ("spec", "explainer"),
-           ("spec", "predictor", "workerSpec"))
-_LLM = tuple(("spec", *part, field) for part in ((), ("prefill",)) for field in ("template",
-                                                                                  "worker"))
+_KSERVE = (
+    ("spec", "predictor"),
+    ("spec", "transformer"),
+    ("spec", "explainer"),
+    ("spec", "predictor", "workerSpec"),
+)
+_LLM = tuple(
+    ("spec", *part, field) for part in ((), ("prefill",)) for field in ("template", "worker")
+)
 _KATIB_TRIAL = ("spec", "trialTemplate", "trialSpec")
 _RESOURCE_SECTIONS = ("limits", "requests")
 
@@ -46,8 +51,9 @@ def _replicas(field: str) -> tuple[Path, ...]:
     return (("spec", field, "{}", "template"),)
 
 
-def _kinds(group: str, kinds: Sequence[str], shape: str, paths: tuple[Path, ...]) -> dict[
-        GroupKind, tuple[tuple[str, tuple[Path, ...]], ...]]:
+def _kinds(
+    group: str, kinds: Sequence[str], shape: str, paths: tuple[Path, ...]
+) -> dict[GroupKind, tuple[tuple[str, tuple[Path, ...]], ...]]:
     return {(group, kind): ((shape, paths),) for kind in kinds}
 
 
@@ -55,39 +61,64 @@ POD_PATHS: Mapping[GroupKind, tuple[tuple[str, tuple[Path, ...]], ...]] = {
     ("", "Pod"): (("pod", ((),)),),
     ("", "PodTemplate"): (("template", (("template",),)),),
     ("", "ReplicationController"): (("template", (_TEMPLATE,)),),
-    **_kinds("apps", ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"), "template",
-             (_TEMPLATE,)),
+    **_kinds(
+        "apps", ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"), "template", (_TEMPLATE,)
+    ),
     ("batch", "Job"): (("template", (_TEMPLATE,)),),
     ("batch", "CronJob"): (("template", (("spec", "jobTemplate", "spec", "template"),)),),
     ("ray.io", "RayCluster"): (("template", _RAY),),
-    ("ray.io", "RayJob"): (("template", (*_under(("spec", "rayClusterSpec"), _RAY),
-                                        ("spec", "submitterPodTemplate"))),),
+    ("ray.io", "RayJob"): (
+        ("template", (*_under(("spec", "rayClusterSpec"), _RAY), ("spec", "submitterPodTemplate"))),
+    ),
     ("ray.io", "RayService"): (("template", _under(("spec", "rayClusterConfig"), _RAY)),),
-    **{("kubeflow.org", kind): (("template", _replicas(field)),) for kind, field in (
-        ("PyTorchJob", "pytorchReplicaSpecs"), ("TFJob", "tfReplicaSpecs"),
-        ("MPIJob", "mpiReplicaSpecs"), ("XGBoostJob", "xgbReplicaSpecs"),
-        ("PaddleJob", "paddleReplicaSpecs"), ("JAXJob", "jaxReplicaSpecs"))},
+    **{
+        ("kubeflow.org", kind): (("template", _replicas(field)),)
+        for kind, field in (
+            ("PyTorchJob", "pytorchReplicaSpecs"),
+            ("TFJob", "tfReplicaSpecs"),
+            ("MPIJob", "mpiReplicaSpecs"),
+            ("XGBoostJob", "xgbReplicaSpecs"),
+            ("PaddleJob", "paddleReplicaSpecs"),
+            ("JAXJob", "jaxReplicaSpecs"),
+        )
+    },
     ("kubeflow.org", "Notebook"): (("template", (_TEMPLATE,)),),
     ("jobset.x-k8s.io", "JobSet"): (("template", (_JOBSET,)),),
-    **_kinds("trainer.kubeflow.org", ("TrainingRuntime", "ClusterTrainingRuntime"), "template",
-             (("spec", "template", *_JOBSET),)),
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (("template", (
-        ("spec", "leaderWorkerTemplate", "leaderTemplate"),
-        ("spec", "leaderWorkerTemplate", "workerTemplate"))),),
+    **_kinds(
+        "trainer.kubeflow.org",
+        ("TrainingRuntime", "ClusterTrainingRuntime"),
+        "template",
+        (("spec", "template", *_JOBSET),),
+    ),
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
+        (
+            "template",
+            (
+                ("spec", "leaderWorkerTemplate", "leaderTemplate"),
+                ("spec", "leaderWorkerTemplate", "workerTemplate"),
+            ),
+        ),
+    ),
     ("serving.kserve.io", "InferenceService"): (("kserve", _KSERVE),),
-    **_kinds("serving.kserve.io", ("LLMInferenceService", "LLMInferenceServiceConfig"),
-             "podspec", _LLM),
+    **_kinds(
+        "serving.kserve.io", ("LLMInferenceService", "LLMInferenceServiceConfig"), "podspec", _LLM
+    ),
     ("batch.volcano.sh", "Job"): (("template", (("spec", "tasks", "*", "template"),)),),
-    **_kinds("argoproj.io", ("Workflow", "WorkflowTemplate", "ClusterWorkflowTemplate"), "argo",
-             (("spec", "templates", "*"),)),
+    **_kinds(
+        "argoproj.io",
+        ("Workflow", "WorkflowTemplate", "ClusterWorkflowTemplate"),
+        "argo",
+        (("spec", "templates", "*"),),
+    ),
     ("argoproj.io", "CronWorkflow"): (("argo", (("spec", "workflowSpec", "templates", "*"),)),),
 }
 """(API group, kind) -> (shape, paths). TrainJob has no pod template of its own (see
 `shapes.train_job`); a Katib Experiment's trial template is an object of its own, rewritten
 as such."""
 
-CLUSTER_SCOPED = frozenset({("trainer.kubeflow.org", "ClusterTrainingRuntime"),
-                            ("argoproj.io", "ClusterWorkflowTemplate")})
+CLUSTER_SCOPED = frozenset(
+    {("trainer.kubeflow.org", "ClusterTrainingRuntime"), ("argoproj.io", "ClusterWorkflowTemplate")}
+)
 """Their pods run in other objects' namespaces, where the claim templates must be too."""
 TRAIN_JOB = ("trainer.kubeflow.org", "TrainJob")
 KATIB_EXPERIMENT = ("kubeflow.org", "Experiment")
@@ -173,23 +204,35 @@ def _rewrite_item(obj: dict[str, Any], opts: Options, out: Outcome) -> None:
                 handled.add(id(node))
                 SHAPES[shape](node, opts, out)
     if key in CLUSTER_SCOPED and len(out.templates) > made:
-        out.notes.append(note(f"dragate: {key[1]} is cluster-scoped: its claim templates must "
-                              "exist in each namespace its pods run in"))
+        out.notes.append(
+            note(
+                f"dragate: {key[1]} is cluster-scoped: its claim templates must "
+                "exist in each namespace its pods run in"
+            )
+        )
     _explain_leftovers(obj, key, opts, out, handled)
 
 
-def _explain_leftovers(obj: dict[str, Any], key: GroupKind, opts: Options, out: Outcome,
-                       handled: set[int]) -> None:
+def _explain_leftovers(
+    obj: dict[str, Any], key: GroupKind, opts: Options, out: Outcome, handled: set[int]
+) -> None:
     found = list(legacy_requests(obj, opts.mappings, handled))
     if found:
         names = ", ".join(dict.fromkeys(name for _, name in found))
-        out.notes.append(note(f"dragate: {_describe(obj, key)} not migrated ({_why(key)}): "
-                              f"{names} at {found[0][0]}"))
+        out.notes.append(
+            note(
+                f"dragate: {_describe(obj, key)} not migrated ({_why(key)}): "
+                f"{names} at {found[0][0]}"
+            )
+        )
 
 
-def legacy_requests(root: Any, mappings: Sequence[LegacyResourceMapping],
-                    skip: AbstractSet[int] = frozenset(),
-                    path: str = "") -> Iterator[tuple[str, str]]:
+def legacy_requests(
+    root: Any,
+    mappings: Sequence[LegacyResourceMapping],
+    skip: AbstractSet[int] = frozenset(),
+    path: str = "",
+) -> Iterator[tuple[str, str]]:
     """(path, name) of each mapped resource under a `limits`/`requests` key, outside `skip`."""
     if id(root) in skip:
         return

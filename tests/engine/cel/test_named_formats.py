@@ -10,23 +10,30 @@ _LABEL_REGEX = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 
 VALUES = [
     ("valid_label", "format.dns1123Label().validate('my-name').hasValue()", False),
-    ("label_with_dots", "format.dns1123Label().validate('a.b').value()",
-     ["must not contain dots"]),
-    ("label_message", "format.dns1123Label().validate('A').value()[0]",
-     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-     "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
-     f"regex used for validation is '{_LABEL_REGEX}')"),
+    ("label_with_dots", "format.dns1123Label().validate('a.b').value()", ["must not contain dots"]),
+    (
+        "label_message",
+        "format.dns1123Label().validate('A').value()[0]",
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+        "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+        f"regex used for validation is '{_LABEL_REGEX}')",
+    ),
     ("prefix_masks_dash", "format.dns1123LabelPrefix().validate('ab-').hasValue()", False),
-    ("qualified_empty_prefix", "format.qualifiedName().validate('/x').value()",
-     ["prefix part must be non-empty"]),
+    (
+        "qualified_empty_prefix",
+        "format.qualifiedName().validate('/x').value()",
+        ["prefix part must be non-empty"],
+    ),
     ("named_unknown", "format.named('DNS1123Label').hasValue()", False),
     ("named_equal", "format.named('uri').value() == format.uri()", True),
-    ("uri_error", "format.uri().validate('http://x.com:8a/').value()",
-     ['parse "http://x.com:8a/": invalid port ":8a" after host']),
+    (
+        "uri_error",
+        "format.uri().validate('http://x.com:8a/').value()",
+        ['parse "http://x.com:8a/": invalid port ":8a" after host'],
+    ),
     ("date_leap", "format.date().validate('2023-02-29').value()", ["invalid date"]),
     ("datetime_ok", "format.datetime().validate('2021-01-01t00:00:00z').hasValue()", False),
-    ("uuid_upper", "format.uuid().validate('123E4567E89B12D3A456426614174000').hasValue()",
-     False),
+    ("uuid_upper", "format.uuid().validate('123E4567E89B12D3A456426614174000').hasValue()", False),
     ("type_value", "type(ip('::1')) == net.IP", True),
     ("type_values_compare", "int == string", False),
     ("url_space_in_path", "isURL('/a b')", True),

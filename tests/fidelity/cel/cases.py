@@ -51,7 +51,9 @@ UPSTREAM_TABLES: dict[str, tuple[str, str]] = {
     "k8s quantity": ("k8s.io/apiserver", "pkg/cel/library/quantity_test.go"),
     "k8s semver": ("k8s.io/apiserver", "pkg/cel/library/semver_test.go"),
     "k8s cost_test (lists, regex, strings, urls, sets, authz...)": (
-        "k8s.io/apiserver", "pkg/cel/library/cost_test.go"),
+        "k8s.io/apiserver",
+        "pkg/cel/library/cost_test.go",
+    ),
     "ext bindings": ("github.com/google/cel-go", "ext/bindings_test.go"),
     "ext comprehensions": ("github.com/google/cel-go", "ext/comprehensions_test.go"),
     "ext encoders": ("github.com/google/cel-go", "ext/encoders_test.go"),

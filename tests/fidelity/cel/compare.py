@@ -18,9 +18,7 @@ def _canonical(value: Any) -> Any:
         number = float(inner.replace("+Inf", "inf").replace("-Inf", "-inf"))
         return ("double", "nan" if math.isnan(number) else (number, math.copysign(1, number)))
     if kind == "map":
-        pairs = sorted(
-            (json.dumps(_canonical(k)), _canonical(v)) for k, v in inner
-        )
+        pairs = sorted((json.dumps(_canonical(k)), _canonical(v)) for k, v in inner)
         return ("map", [list(p) for p in pairs])
     if kind in ("list", "optional_type") and inner is not None:
         return (kind, [_canonical(item) for item in inner])

@@ -167,8 +167,11 @@ def _example(name: dict[str, Any]) -> dict[str, Any]:
             f"{_EXAMPLE}/something": {"bool": True},
             "other.example.com/name": {"bool": True},
         },
-        "capacity": {"memory": {"value": "1Mi"}, "quantity": {"value": "1Mi"},
-                     "name": {"value": "1Mi"}},
+        "capacity": {
+            "memory": {"value": "1Mi"},
+            "quantity": {"value": "1Mi"},
+            "name": {"value": "1Mi"},
+        },
     }
 
 

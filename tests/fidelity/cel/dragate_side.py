@@ -33,16 +33,27 @@ _SCALARS: tuple[tuple[type, str, Any], ...] = (
     (ct.DoubleType, "double", lambda v: repr(float(v))),
     (ct.StringType, "string", str),
     (ct.BytesType, "bytes", lambda v: base64.b64encode(bytes(v)).decode()),
-    (ct.DurationType, "google.protobuf.Duration",
-     lambda v: str((v.days * 86400 + v.seconds) * 10**9 + v.microseconds * 1000)),
+    (
+        ct.DurationType,
+        "google.protobuf.Duration",
+        lambda v: str((v.days * 86400 + v.seconds) * 10**9 + v.microseconds * 1000),
+    ),
     (ct.TimestampType, "google.protobuf.Timestamp", _rfc3339),
 )
 
 _TYPE_NAMES = {
-    ct.BoolType: "bool", ct.IntType: "int", ct.UintType: "uint", ct.DoubleType: "double",
-    ct.StringType: "string", ct.BytesType: "bytes", ct.ListType: "list", ct.MapType: "map",
-    ct.DurationType: "google.protobuf.Duration", ct.TimestampType: "google.protobuf.Timestamp",
-    ct.TypeType: "type", type(None): "null_type",
+    ct.BoolType: "bool",
+    ct.IntType: "int",
+    ct.UintType: "uint",
+    ct.DoubleType: "double",
+    ct.StringType: "string",
+    ct.BytesType: "bytes",
+    ct.ListType: "list",
+    ct.MapType: "map",
+    ct.DurationType: "google.protobuf.Duration",
+    ct.TimestampType: "google.protobuf.Timestamp",
+    ct.TypeType: "type",
+    type(None): "null_type",
 }
 
 

@@ -54,6 +54,9 @@ def extract(binary: Path, files: list[Path]) -> list[dict[str, Any]]:
     """The CEL expression literals of upstream Go test files: {"file", "line", "expr"}."""
     done = subprocess.run(
         [str(binary), "extract", *map(str, files)],
-        capture_output=True, text=True, check=True, timeout=120,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     return [json.loads(line) for line in done.stdout.splitlines()]

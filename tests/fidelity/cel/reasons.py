@@ -10,10 +10,11 @@ if TYPE_CHECKING:
 REASONS = {
     "kubernetes compile_error, dragate value": (
         "Kubernetes' type checker refuses this at create time; dragate has no static check "
-        "for it and evaluates it"),
+        "for it and evaluates it"
+    ),
     "kubernetes compile_error, dragate error": (
-        "Kubernetes' type checker refuses this at create time; dragate only fails when "
-        "evaluating"),
+        "Kubernetes' type checker refuses this at create time; dragate only fails when evaluating"
+    ),
     "kubernetes value, dragate compile_error": "dragate does not support this feature yet",
     "kubernetes error, dragate compile_error": "dragate does not support this feature yet",
     "kubernetes value, dragate error": "dragate's runtime lacks or mis-implements this function",
@@ -24,8 +25,11 @@ REASONS = {
 
 
 SPECIFIC = (
-    ("format.", "Kubernetes' named-format library (format.named, format.dns1123Label()...) is "
-                "not implemented in dragate, which refuses it at compile time"),
+    (
+        "format.",
+        "Kubernetes' named-format library (format.named, format.dns1123Label()...) is "
+        "not implemented in dragate, which refuses it at compile time",
+    ),
     ("net.IP", "the type names net.IP / net.CIDR are not declared as values in dragate"),
     ("net.CIDR", "the type names net.IP / net.CIDR are not declared as values in dragate"),
 )

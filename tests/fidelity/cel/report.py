@@ -22,8 +22,10 @@ def main(argv: list[str]) -> None:
     for o in outcomes:
         if o.difference and (show is None or o.case.library == show):
             kubernetes, dragate = json.dumps(o.kubernetes)[:300], json.dumps(o.dragate)[:300]
-            print(f"[{o.case.library}] {o.case.key}\n    {o.difference}: "
-                  f"k8s={kubernetes}\n    dragate={dragate}")
+            print(
+                f"[{o.case.library}] {o.case.key}\n    {o.difference}: "
+                f"k8s={kubernetes}\n    dragate={dragate}"
+            )
     if "--write-known" in argv:
         old = json.loads(KNOWN_FILE.read_text()) if KNOWN_FILE.exists() else {}
         known: dict[str, dict[str, str]] = {}

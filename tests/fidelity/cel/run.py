@@ -48,9 +48,7 @@ def agreement_table(outcomes: list[Outcome], libraries: tuple[str, ...]) -> str:
         rows.append(
             f"| {library} | {len(mine)} | {refuses} | {agree} | {_percent(agree, len(mine))} |"
         )
-    rows.append(
-        f"| **all** | {total} | {refused} | {agreeing} | {_percent(agreeing, total)} |"
-    )
+    rows.append(f"| **all** | {total} | {refused} | {agreeing} | {_percent(agreeing, total)} |")
     return "\n".join(rows)
 
 

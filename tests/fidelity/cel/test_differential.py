@@ -45,4 +45,3 @@ def test_library_agrees_with_kubernetes(outcomes: list[Outcome], library: str) -
     assert not new, f"new differences from Kubernetes: {json.dumps(new, indent=1)}"
     stale = sorted(set(known) - set(found))
     assert not stale, f"listed as known differences but now agree: {stale}"
-

@@ -62,16 +62,32 @@ from webhook.engine.cel.types import (
 from webhook.engine.cel.unify import fits, open_parameters, resolve
 
 _BINARY = {
-    "relation_lt": "_<_", "relation_le": "_<=_", "relation_gt": "_>_", "relation_ge": "_>=_",
-    "relation_eq": "_==_", "relation_ne": "_!=_", "relation_in": "@in",
-    "addition_add": "_+_", "addition_sub": "_-_",
-    "multiplication_mul": "_*_", "multiplication_div": "_/_", "multiplication_mod": "_%_",
+    "relation_lt": "_<_",
+    "relation_le": "_<=_",
+    "relation_gt": "_>_",
+    "relation_ge": "_>=_",
+    "relation_eq": "_==_",
+    "relation_ne": "_!=_",
+    "relation_in": "@in",
+    "addition_add": "_+_",
+    "addition_sub": "_-_",
+    "multiplication_mul": "_*_",
+    "multiplication_div": "_/_",
+    "multiplication_mod": "_%_",
 }
 _LITERALS = {
-    "INT_LIT": INT, "UINT_LIT": UINT, "FLOAT_LIT": DOUBLE, "STRING_LIT": STRING,
-    "MLSTRING_LIT": STRING, "BYTES_LIT": BYTES, "MLBYTES_LIT": BYTES, "BOOL_LIT": BOOL,
+    "INT_LIT": INT,
+    "UINT_LIT": UINT,
+    "FLOAT_LIT": DOUBLE,
+    "STRING_LIT": STRING,
+    "MLSTRING_LIT": STRING,
+    "BYTES_LIT": BYTES,
+    "MLBYTES_LIT": BYTES,
+    "BOOL_LIT": BOOL,
     "NULL_LIT": NULL,
 }
+
+
 def _no_overload(name: str, receiver: CelType | None, args: list[CelType], node: Any) -> Exception:
     shown = ", ".join(show(a) for a in args)
     applied = f"{show(receiver)}.({shown})" if receiver is not None else f"({shown})"
@@ -81,8 +97,9 @@ def _no_overload(name: str, receiver: CelType | None, args: list[CelType], node:
 class Checker:
     """Types one expression; `check(tree)` returns its type or raises CelCompileError."""
 
-    def __init__(self, source: str, variables: frozenset[str], constant: ConstantCheck,
-                 bind: bool) -> None:
+    def __init__(
+        self, source: str, variables: frozenset[str], constant: ConstantCheck, bind: bool
+    ) -> None:
         self.source, self.variables, self.constant = source, variables, constant
         self.bind = bind
         self.homogeneous = True
@@ -91,7 +108,8 @@ class Checker:
         if isinstance(node, lark.Token):
             return DYN
         handler: Callable[[Any, Mapping[str, CelType]], CelType] | None = getattr(
-            self, "_" + node.data, None)
+            self, "_" + node.data, None
+        )
         if handler is not None:
             return handler(node, scope)
         children = subtrees(node)
@@ -101,13 +119,13 @@ class Checker:
             return self._binary(children[0], children[1], scope)
         raise compile_error(f"unsupported syntax: {node.data}", node)
 
-    def _binary(self, op: TranspilerTree, right: TranspilerTree,
-                scope: Mapping[str, CelType]) -> CelType:
+    def _binary(
+        self, op: TranspilerTree, right: TranspilerTree, scope: Mapping[str, CelType]
+    ) -> CelType:
         args = [self.check(op.children[0], scope), self.check(right, scope)]
         return self._call(_BINARY[op.data], None, args, op)
 
-    def _call(self, name: str, receiver: CelType | None, args: list[CelType], node: Any
-              ) -> CelType:
+    def _call(self, name: str, receiver: CelType | None, args: list[CelType], node: Any) -> CelType:
         overloads = OVERLOADS.get(name)
         if overloads is None:
             raise compile_error(f"undeclared reference to '{name}'", node)
@@ -194,8 +212,7 @@ class Checker:
             return qualified
         return self._select(self.check(node.children[0], scope), str(node.children[1]), node)
 
-    def _qualified_type(self, node: TranspilerTree, scope: Mapping[str, CelType]
-                        ) -> CelType | None:
+    def _qualified_type(self, node: TranspilerTree, scope: Mapping[str, CelType]) -> CelType | None:
         """`net.IP` names a type, unless `net` is a variable of the expression."""
         package = ident_name(node.children[0])
         if package is None or package in scope or package in self.variables:
@@ -236,8 +253,7 @@ class Checker:
 
     _dot_ident_arg = _ident_arg
 
-    def _has(self, args: list[TranspilerTree], scope: Mapping[str, CelType], node: Any
-             ) -> CelType:
+    def _has(self, args: list[TranspilerTree], scope: Mapping[str, CelType], node: Any) -> CelType:
         selection = single(args[0]) if len(args) == 1 else None
         if selection is None or selection.data != "member_dot":
             raise compile_error("invalid argument to has() macro", node)
@@ -272,8 +288,9 @@ class Checker:
             check_constant_format(self.constant, self.source, receiver, args, node)
         return self._call(name, target, kinds, node)
 
-    def _optional_select(self, target: CelType, args: list[TranspilerTree],
-                         scope: Mapping[str, CelType], node: Any) -> CelType:
+    def _optional_select(
+        self, target: CelType, args: list[TranspilerTree], scope: Mapping[str, CelType], node: Any
+    ) -> CelType:
         """`x.?f` / `x[?k]`: an optional of what `x.f` / `x[k]` would be."""
         if isinstance(target, tuple) and target[0] == "optional_type":
             target = target[1]
@@ -282,12 +299,18 @@ class Checker:
             return optional_of(self._call("_[_]", None, [target, key], node))
         if isinstance(target, tuple) and target[0] == "map":
             return optional_of(self._call("_[_]", None, [target, key], node))
-        field = self.source[
-            args[0].meta.start_pos + 1:args[0].meta.end_pos - 1]
+        field = self.source[args[0].meta.start_pos + 1 : args[0].meta.end_pos - 1]
         return optional_of(self._select(target, field, node))
 
-def check_types(tree: TranspilerTree, source: str, variables: frozenset[str],
-                constant: ConstantCheck, *, bind: bool) -> CelType:
+
+def check_types(
+    tree: TranspilerTree,
+    source: str,
+    variables: frozenset[str],
+    constant: ConstantCheck,
+    *,
+    bind: bool,
+) -> CelType:
     """The expression's CEL type; CelCompileError where Kubernetes' checker refuses it.
 
     `bind`: whether `cel.bind` is declared (the DRA selector environment adds it).
@@ -303,5 +326,3 @@ def require_bool_type(kind: CelType, *, dyn_allowed: bool) -> None:
     """
     if kind not in (BOOL, ANY) and not (dyn_allowed and kind == DYN):
         raise CelCompileError(f"must evaluate to bool or the unknown type, not {show(kind)}", 1)
-
-

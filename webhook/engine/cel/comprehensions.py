@@ -19,8 +19,15 @@ from webhook.engine.cel.errors import CelFunctionError, NoSuchOverload
 Body = Callable[[Any], Any]
 
 TWO_VARIABLE_MACROS = frozenset(
-    {"all", "exists", "existsOne", "exists_one", "transformList", "transformMap",
-     "transformMapEntry"}
+    {
+        "all",
+        "exists",
+        "existsOne",
+        "exists_one",
+        "transformList",
+        "transformMap",
+        "transformMapEntry",
+    }
 )
 TRANSFORMS = frozenset({"transformList", "transformMap", "transformMapEntry"})
 
@@ -42,8 +49,9 @@ def _quantify(macro: str, results: list[Any]) -> Any:
         return ct.BoolType(True)
     if errors:
         return errors[0]
-    return ct.BoolType(macro == "all" if macro not in ("existsOne", "exists_one")
-                       else sum(truths) == 1)
+    return ct.BoolType(
+        macro == "all" if macro not in ("existsOne", "exists_one") else sum(truths) == 1
+    )
 
 
 def _transform(macro: str, target: Any, kept: list[tuple[Any, Any, Any]]) -> Any:
@@ -64,8 +72,14 @@ def _transform(macro: str, target: Any, kept: list[tuple[Any, Any, Any]]) -> Any
 
 
 def comprehend(
-    activation: Any, macro: str, target: Any, *,
-    names: tuple[str, str], keep: Body | None, body: Body, result: Callable[[Any, Body], Any],
+    activation: Any,
+    macro: str,
+    target: Any,
+    *,
+    names: tuple[str, str],
+    keep: Body | None,
+    body: Body,
+    result: Callable[[Any, Body], Any],
 ) -> Any:
     """Run one two-variable comprehension; `result` is the evaluator's error trap."""
     if isinstance(target, CELEvalError):

@@ -24,18 +24,40 @@ from webhook.engine.cel.syntax import MACROS, call_parts, subtrees
 SELECTOR_COST_LIMIT = 1_000_000
 """resourceapi.CELSelectorExpressionMaxCost."""
 
-_ONE_UNIT = frozenset({
-    "member_dot", "member_index", "ident_arg", "dot_ident_arg", "ident", "dot_ident",
-    "relation_lt", "relation_le", "relation_gt", "relation_ge", "relation_eq", "relation_ne",
-    "relation_in", "addition_add", "addition_sub", "multiplication_mul", "multiplication_div",
-    "multiplication_mod", "unary_not", "unary_neg",
-})
+_ONE_UNIT = frozenset(
+    {
+        "member_dot",
+        "member_index",
+        "ident_arg",
+        "dot_ident_arg",
+        "ident",
+        "dot_ident",
+        "relation_lt",
+        "relation_le",
+        "relation_gt",
+        "relation_ge",
+        "relation_eq",
+        "relation_ne",
+        "relation_in",
+        "addition_add",
+        "addition_sub",
+        "multiplication_mul",
+        "multiplication_div",
+        "multiplication_mod",
+        "unary_not",
+        "unary_neg",
+    }
+)
 _LITERAL_COST = {"list_lit": 10, "map_lit": 30}
 
 
 def _single(node: Any) -> Any:
-    while (isinstance(node, lark.Tree) and node.data not in _LITERAL_COST
-           and len(node.children) == 1 and isinstance(node.children[0], lark.Tree)):
+    while (
+        isinstance(node, lark.Tree)
+        and node.data not in _LITERAL_COST
+        and len(node.children) == 1
+        and isinstance(node.children[0], lark.Tree)
+    ):
         node = node.children[0]
     return node
 

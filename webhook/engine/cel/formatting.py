@@ -58,8 +58,9 @@ def _one(verb: str, precision: str | None, value: Any) -> str:
     return format(number, {"d": "d", "x": "x", "X": "X", "o": "o", "b": "b"}[verb])
 
 
-_SUPERSCRIPT = str.maketrans("0123456789-", "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077"
-                             "\u2078\u2079\u207b")
+_SUPERSCRIPT = str.maketrans(
+    "0123456789-", "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207b"
+)
 
 
 def _scientific(value: Any, precision: int) -> str:
@@ -94,7 +95,7 @@ def format_string(template: Any, args: Any) -> ct.StringType:
     out: list[str] = []
     at = used = 0
     for match in _VERB.finditer(text):
-        out.append(text[at:match.start()])
+        out.append(text[at : match.start()])
         at = match.end()
         precision, verb = match.group(1), match.group(2)
         if verb is None:

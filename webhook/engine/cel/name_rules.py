@@ -13,24 +13,34 @@ import re
 from collections.abc import Callable
 
 _QNAME = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME_MESSAGE = ("must consist of alphanumeric characters, '-', '_' or '.', and must start "
-                  "and end with an alphanumeric character")
+_QNAME_MESSAGE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start "
+    "and end with an alphanumeric character"
+)
 _LABEL_VALUE = f"({_QNAME})?"
-_LABEL_VALUE_MESSAGE = ("a valid label must be an empty string or consist of alphanumeric "
-                        "characters, '-', '_' or '.', and must start and end with an "
-                        "alphanumeric character")
+_LABEL_VALUE_MESSAGE = (
+    "a valid label must be an empty string or consist of alphanumeric "
+    "characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character"
+)
 _DNS1123_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL_MESSAGE = ("a lowercase RFC 1123 label must consist of lower case alphanumeric "
-                          "characters or '-', and must start and end with an alphanumeric "
-                          "character")
+_DNS1123_LABEL_MESSAGE = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric "
+    "characters or '-', and must start and end with an alphanumeric "
+    "character"
+)
 _DNS1123_SUBDOMAIN = _DNS1123_LABEL + "(\\." + _DNS1123_LABEL + ")*"
-_DNS1123_SUBDOMAIN_MESSAGE = ("a lowercase RFC 1123 subdomain must consist of lower case "
-                              "alphanumeric characters, '-' or '.', and must start and end "
-                              "with an alphanumeric character")
+_DNS1123_SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case "
+    "alphanumeric characters, '-' or '.', and must start and end "
+    "with an alphanumeric character"
+)
 _DNS1035_LABEL = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_DNS1035_LABEL_MESSAGE = ("a DNS-1035 label must consist of lower case alphanumeric characters "
-                          "or '-', start with an alphabetic character, and end with an "
-                          "alphanumeric character")
+_DNS1035_LABEL_MESSAGE = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters "
+    "or '-', start with an alphabetic character, and end with an "
+    "alphanumeric character"
+)
 _LABEL_MAX, _SUBDOMAIN_MAX = 63, 253
 
 Rule = Callable[[str], list[str]]
@@ -87,8 +97,10 @@ def _qualified_name_error(qualifier: str) -> str:
 def qualified_name(value: str) -> list[str]:
     parts = value.split("/")
     if len(parts) > 2:
-        return [_qualified_name_error("a qualified name ")
-                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+        return [
+            _qualified_name_error("a qualified name ")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
     errors: list[str] = []
     if len(parts) == 2:
         prefix = parts[0]
@@ -107,8 +119,9 @@ def qualified_name(value: str) -> list[str]:
 def label_value(value: str) -> list[str]:
     errors = [max_len_error(_LABEL_MAX)] if _size(value) > _LABEL_MAX else []
     if not _matches(_LABEL_VALUE, value):
-        errors.append(regex_error(_LABEL_VALUE_MESSAGE, _LABEL_VALUE,
-                                  "MyValue", "my_value", "12345"))
+        errors.append(
+            regex_error(_LABEL_VALUE_MESSAGE, _LABEL_VALUE, "MyValue", "my_value", "12345")
+        )
     return errors
 
 

@@ -20,10 +20,13 @@ from webhook.engine.cel.optionals import NONE, Optional
 from webhook.engine.cel.request_uri import go_quote, request_uri_error
 from webhook.engine.cel.values import expect, register_value_type
 
-_UUID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}",
-                   re.IGNORECASE | re.ASCII)
-_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|"
-                     r"[A-Za-z0-9+/]{4})")
+_UUID = re.compile(
+    r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}", re.IGNORECASE | re.ASCII
+)
+_BASE64 = re.compile(
+    r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|"
+    r"[A-Za-z0-9+/]{4})"
+)
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 _TIME = re.compile(r"([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))\Z")
 _MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -87,13 +90,17 @@ _RULES: dict[str, tuple[str, name_rules.Rule]] = {
     "dns1035Label": ("DNS1035Label", name_rules.dns1035_label),
     "qualifiedName": ("QualifiedName", name_rules.qualified_name),
     "dns1123LabelPrefix": ("DNS1123LabelPrefix", name_rules.as_prefix(name_rules.dns1123_label)),
-    "dns1123SubdomainPrefix": ("DNS1123SubdomainPrefix",
-                               name_rules.as_prefix(name_rules.dns1123_subdomain)),
+    "dns1123SubdomainPrefix": (
+        "DNS1123SubdomainPrefix",
+        name_rules.as_prefix(name_rules.dns1123_subdomain),
+    ),
     "dns1035LabelPrefix": ("DNS1035LabelPrefix", name_rules.as_prefix(name_rules.dns1035_label)),
     "labelValue": ("LabelValue", name_rules.label_value),
     "uri": ("URI", _uri),
-    "uuid": ("uuid", _yes_no(lambda t: _UUID.fullmatch(t) is not None,
-                             "does not match the UUID format")),
+    "uuid": (
+        "uuid",
+        _yes_no(lambda t: _UUID.fullmatch(t) is not None, "does not match the UUID format"),
+    ),
     "byte": ("byte", _yes_no(lambda t: _BASE64.fullmatch(t) is not None, "invalid base64")),
     "date": ("date", _yes_no(_is_date, "invalid date")),
     "datetime": ("datetime", _yes_no(_is_datetime, "invalid datetime")),

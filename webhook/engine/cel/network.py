@@ -115,9 +115,13 @@ def is_canonical(text: Any) -> ct.BoolType:
 
 
 def _global_unicast(address: Address) -> bool:
-    return not (address.is_unspecified or address.is_loopback or address.is_multicast
-                or address.is_link_local
-                or address == ipaddress.IPv4Address("255.255.255.255"))
+    return not (
+        address.is_unspecified
+        or address.is_loopback
+        or address.is_multicast
+        or address.is_link_local
+        or address == ipaddress.IPv4Address("255.255.255.255")
+    )
 
 
 def _link_local_multicast(address: Address) -> bool:
@@ -136,8 +140,11 @@ def contains_ip(network: Any, other: Any) -> ct.BoolType:
 
 def contains_cidr(network: Any, other: Any) -> ct.BoolType:
     cidr = expect(network, CIDR, "containsCIDR")
-    inner = parse_cidr(other) if isinstance(other, ct.StringType) else expect(
-        other, CIDR, "containsCIDR")
+    inner = (
+        parse_cidr(other)
+        if isinstance(other, ct.StringType)
+        else expect(other, CIDR, "containsCIDR")
+    )
     outer, bits = cidr.interface.network, inner.interface.network.prefixlen
     return ct.BoolType(inner.interface.ip in outer and outer.prefixlen <= bits)
 

@@ -33,9 +33,22 @@ from webhook.engine.cel.values import type_name
 
 _NUMBERS = (ct.IntType, ct.UintType, ct.DoubleType)
 _CONCATENATED: tuple[tuple[type, type], ...] = (
-    (ct.StringType, str), (ct.ListType, list), (ct.BytesType, bytes))
-_PLAIN_CEL = (*_NUMBERS, ct.BoolType, ct.StringType, ct.BytesType, ct.ListType, ct.MapType,
-              ct.DurationType, ct.TimestampType, type(None), type)
+    (ct.StringType, str),
+    (ct.ListType, list),
+    (ct.BytesType, bytes),
+)
+_PLAIN_CEL = (
+    *_NUMBERS,
+    ct.BoolType,
+    ct.StringType,
+    ct.BytesType,
+    ct.ListType,
+    ct.MapType,
+    ct.DurationType,
+    ct.TimestampType,
+    type(None),
+    type,
+)
 
 
 def _is_number(value: Any) -> bool:
@@ -113,15 +126,15 @@ def equal(left: Any, right: Any) -> bool:
         return _numeric(left) == _numeric(right)
     if _library_type(left) or _library_type(right):
         if type(left) is not type(right):
-            raise NoSuchOverload(
-                f"no such overload: _==_({type_name(left)}, {type_name(right)})")
+            raise NoSuchOverload(f"no such overload: _==_({type_name(left)}, {type_name(right)})")
         return bool(left == right)
     if isinstance(left, ct.ListType) and isinstance(right, ct.ListType):
         return len(left) == len(right) and all(map(equal, left, right))
     if isinstance(left, Mapping) and isinstance(right, Mapping):
         return _maps_equal(left, right)
-    if type(left) is not type(right) and not (isinstance(left, type(right))
-                                              or isinstance(right, type(left))):
+    if type(left) is not type(right) and not (
+        isinstance(left, type(right)) or isinstance(right, type(left))
+    ):
         return False
     return bool(left == right)
 
@@ -145,7 +158,8 @@ def _order(name: str, compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any
             return ct.BoolType(compare(_numeric(left), _numeric(right)))
         if type(left) is not type(right) or isinstance(left, ct.ListType | Mapping | type(None)):
             return CELEvalError(
-                f"no such overload: {name}({type_name(left)}, {type_name(right)})", TypeError, ())
+                f"no such overload: {name}({type_name(left)}, {type_name(right)})", TypeError, ()
+            )
         return ct.BoolType(compare(left, right))
 
     return ordered
@@ -217,11 +231,17 @@ def to_string(value: Any) -> ct.StringType:
     return ct.StringType(value)
 
 
-OPERATOR = SimpleNamespace(**{
-    **vars(operator), "add": add, "getitem": getitem,
-    "sub": _int_arithmetic("sub", operator.sub), "mul": _int_arithmetic("mul", operator.mul),
-})
+OPERATOR = SimpleNamespace(
+    **{
+        **vars(operator),
+        "add": add,
+        "getitem": getitem,
+        "sub": _int_arithmetic("sub", operator.sub),
+        "mul": _int_arithmetic("mul", operator.mul),
+    }
+)
 """The `operator` module as transpiled code sees it."""
+
 
 def _charged(function: Callable[..., Any]) -> Callable[..., Any]:
     """A celpy built-in (contains, startsWith, `in`...) charged by the size of what it scans."""
@@ -234,7 +254,10 @@ def _charged(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _CHARGED_BUILTINS = (
-    "function_contains", "function_startsWith", "function_endsWith", "function_matches",
+    "function_contains",
+    "function_startsWith",
+    "function_endsWith",
+    "function_matches",
     "operator_in",
 )
 

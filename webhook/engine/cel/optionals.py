@@ -64,8 +64,17 @@ def select(receiver: Any, key: Any) -> Optional:
     return Optional(receiver[key], True) if dict.__contains__(receiver, key) else NONE
 
 
-_EMPTY_WHEN_ZERO = (ct.BoolType, ct.IntType, ct.UintType, ct.DoubleType, ct.StringType,
-                    ct.BytesType, ct.ListType, ct.MapType, ct.DurationType)
+_EMPTY_WHEN_ZERO = (
+    ct.BoolType,
+    ct.IntType,
+    ct.UintType,
+    ct.DoubleType,
+    ct.StringType,
+    ct.BytesType,
+    ct.ListType,
+    ct.MapType,
+    ct.DurationType,
+)
 _ZERO_TIME = ct.TimestampType(datetime(1, 1, 1, tzinfo=UTC))
 
 
@@ -111,7 +120,7 @@ def rewrite_optional_syntax(source: str) -> str:
     brackets: list[bool] = []  # open brackets, innermost last: True for an optional index
     at = 0
     for match in _TOKENS.finditer(source):
-        out.append(_brackets(source[at:match.start()], brackets))
+        out.append(_brackets(source[at : match.start()], brackets))
         at = match.end()
         if match.group("string"):
             out.append(match.group(0))

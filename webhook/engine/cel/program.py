@@ -153,8 +153,12 @@ _EVALUATION.result = _result
 for _name, _function in EVALUATION_OVERRIDES.items():
     setattr(_EVALUATION, _name, _function)
 _CELTYPES = SimpleNamespace(
-    **{**vars(celpy.celtypes), "StringType": to_string, "IntType": make_int,
-       "DurationType": make_duration}
+    **{
+        **vars(celpy.celtypes),
+        "StringType": to_string,
+        "IntType": make_int,
+        "DurationType": make_duration,
+    }
 )
 _GLOBALS: dict[str, Any] = {
     "celpy": SimpleNamespace(celtypes=_CELTYPES, evaluation=_EVALUATION),
@@ -221,8 +225,9 @@ def _load(python_source: str) -> Callable[[Scope], Any]:
 def _constant_error(text: str) -> str | None:
     """Evaluate a constant sub-expression (no variables, not type-checked): its error or None."""
     try:
-        _, error = Program(text, frozenset(), _load(transpile(parse(text), frozenset()))
-                           ).evaluate_cel({})
+        _, error = Program(
+            text, frozenset(), _load(transpile(parse(text), frozenset()))
+        ).evaluate_cel({})
     except (SyntaxError, CelCompileError) as failure:
         return str(failure)
     return error

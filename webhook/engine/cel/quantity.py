@@ -47,8 +47,9 @@ class Quantity:
     __slots__ = ("kind", "scaled", "text", "value")
     CEL_TYPE_NAME = "kubernetes.Quantity"
 
-    def __init__(self, value: Fraction, scaled: Scaled | None, text: str = "",
-                 kind: str = DECIMAL_SI) -> None:
+    def __init__(
+        self, value: Fraction, scaled: Scaled | None, text: str = "", kind: str = DECIMAL_SI
+    ) -> None:
         self.value = value
         self.scaled = scaled
         self.text = text  # Go's remembered text: the input, when it was already canonical

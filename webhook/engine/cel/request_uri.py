@@ -19,9 +19,11 @@ _PORT = re.compile(r"(:[0-9]*)?")
 def go_quote(text: str) -> str:
     """Go's %q for the common cases: printable text kept, quotes and controls escaped."""
     escapes = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-    return '"' + "".join(
-        escapes.get(c) or (c if c.isprintable() else f"\\x{ord(c):02x}") for c in text
-    ) + '"'
+    return (
+        '"'
+        + "".join(escapes.get(c) or (c if c.isprintable() else f"\\x{ord(c):02x}") for c in text)
+        + '"'
+    )
 
 
 def _scheme_and_rest(text: str) -> tuple[str, str] | str:
@@ -34,7 +36,7 @@ def _scheme_and_rest(text: str) -> tuple[str, str] | str:
                 return "", text
             continue
         if char == ":":
-            return "missing protocol scheme" if at == 0 else (text[:at], text[at + 1:])
+            return "missing protocol scheme" if at == 0 else (text[:at], text[at + 1 :])
         return "", text
     return "", text
 
@@ -42,7 +44,7 @@ def _scheme_and_rest(text: str) -> tuple[str, str] | str:
 def _unescape_error(text: str, host: bool) -> str | None:
     for at, char in enumerate(text):
         if char == "%":
-            escape = text[at:at + 3]
+            escape = text[at : at + 3]
             if len(escape) < 3 or not set(escape[1:]) <= _HEX:
                 return f"invalid URL escape {go_quote(escape)}"
             if host and int(escape[1], 16) < 8 and escape != "%25":
@@ -57,7 +59,7 @@ def _host_error(host: str) -> str | None:
         close = host.rfind("]")
         if close < 0:
             return "missing ']' in host"
-        port = host[close + 1:]
+        port = host[close + 1 :]
     else:
         colon = host.rfind(":")
         port = host[colon:] if colon >= 0 else ""

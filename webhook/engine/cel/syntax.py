@@ -103,8 +103,11 @@ def compile_error(message: str, node: Any) -> CelCompileError:
 
 def single(node: Any) -> Any:
     """The one meaningful node under a chain of single-child wrappers."""
-    while isinstance(node, lark.Tree) and len(node.children) == 1 and isinstance(
-            node.children[0], lark.Tree):
+    while (
+        isinstance(node, lark.Tree)
+        and len(node.children) == 1
+        and isinstance(node.children[0], lark.Tree)
+    ):
         node = node.children[0]
     return node
 

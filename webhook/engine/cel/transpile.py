@@ -128,8 +128,9 @@ class _Phase1(Phase1Transpiler):
             arguments = ", ".join(a.transpiled for a in (receiver, *args))
             tree.transpiled = f"{self.func_name(name)}({arguments})"
 
-    def _two_variable(self, tree: TranspilerTree, name: str, receiver: TranspilerTree,
-                      args: list[TranspilerTree]) -> None:
+    def _two_variable(
+        self, tree: TranspilerTree, name: str, receiver: TranspilerTree, args: list[TranspilerTree]
+    ) -> None:
         keep = args[2] if len(args) == 4 else None
         tree.checked_exception = (
             _TWO_VARIABLE,

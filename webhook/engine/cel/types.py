@@ -41,8 +41,16 @@ DEVICE_FIELDS: Mapping[str, CelType] = {
 """The DRA selector's `device` (dynamic-resource-allocation/cel, without consumable capacity)."""
 
 TYPE_VALUES: Mapping[str, CelType] = {
-    "int": INT, "uint": UINT, "double": DOUBLE, "bool": BOOL, "string": STRING, "bytes": BYTES,
-    "null_type": NULL, "list": list_of(DYN), "map": map_of(DYN, DYN), "type": "type",
+    "int": INT,
+    "uint": UINT,
+    "double": DOUBLE,
+    "bool": BOOL,
+    "string": STRING,
+    "bytes": BYTES,
+    "null_type": NULL,
+    "list": list_of(DYN),
+    "map": map_of(DYN, DYN),
+    "type": "type",
 }
 """Type names usable as values (`type(x) == int`)."""
 
@@ -72,8 +80,9 @@ _ORDER: tuple[Overload, ...] = (
 _ARITHMETIC = tuple((None, (t, t), t) for t in NUMBERS)
 
 
-def _methods(receiver: CelType, table: Mapping[str, tuple[tuple[CelType, ...], CelType]]
-             ) -> dict[str, list[Overload]]:
+def _methods(
+    receiver: CelType, table: Mapping[str, tuple[tuple[CelType, ...], CelType]]
+) -> dict[str, list[Overload]]:
     return {name: [(receiver, params, result)] for name, (params, result) in table.items()}
 
 
@@ -89,11 +98,21 @@ _OPERATORS: dict[str, list[Overload]] = {
     "_==_": [(None, (_A, _A), BOOL)],
     "_!=_": [(None, (_A, _A), BOOL)],
     **{op: list(_ORDER) for op in ("_<_", "_<=_", "_>_", "_>=_")},
-    "_+_": [*_ARITHMETIC, (None, (STRING, STRING), STRING), (None, (BYTES, BYTES), BYTES),
-            (None, (_LIST_A, _LIST_A), _LIST_A), (None, (DURATION, DURATION), DURATION),
-            (None, (TIMESTAMP, DURATION), TIMESTAMP), (None, (DURATION, TIMESTAMP), TIMESTAMP)],
-    "_-_": [*_ARITHMETIC, (None, (DURATION, DURATION), DURATION),
-            (None, (TIMESTAMP, TIMESTAMP), DURATION), (None, (TIMESTAMP, DURATION), TIMESTAMP)],
+    "_+_": [
+        *_ARITHMETIC,
+        (None, (STRING, STRING), STRING),
+        (None, (BYTES, BYTES), BYTES),
+        (None, (_LIST_A, _LIST_A), _LIST_A),
+        (None, (DURATION, DURATION), DURATION),
+        (None, (TIMESTAMP, DURATION), TIMESTAMP),
+        (None, (DURATION, TIMESTAMP), TIMESTAMP),
+    ],
+    "_-_": [
+        *_ARITHMETIC,
+        (None, (DURATION, DURATION), DURATION),
+        (None, (TIMESTAMP, TIMESTAMP), DURATION),
+        (None, (TIMESTAMP, DURATION), TIMESTAMP),
+    ],
     "_*_": list(_ARITHMETIC),
     "_/_": list(_ARITHMETIC),
     "_%_": [(None, (INT, INT), INT), (None, (UINT, UINT), UINT)],
@@ -112,8 +131,9 @@ _CONVERSIONS: dict[str, list[Overload]] = {
     "int": [(None, (t,), INT) for t in (INT, UINT, DOUBLE, STRING, TIMESTAMP)],
     "uint": [(None, (t,), UINT) for t in (INT, UINT, DOUBLE, STRING)],
     "double": [(None, (t,), DOUBLE) for t in (INT, UINT, DOUBLE, STRING)],
-    "string": [(None, (t,), STRING)
-               for t in (INT, UINT, DOUBLE, STRING, BOOL, BYTES, DURATION, TIMESTAMP)],
+    "string": [
+        (None, (t,), STRING) for t in (INT, UINT, DOUBLE, STRING, BOOL, BYTES, DURATION, TIMESTAMP)
+    ],
     "bool": [(None, (t,), BOOL) for t in (BOOL, STRING)],
     "bytes": [(None, (t,), BYTES) for t in (BYTES, STRING)],
     "duration": [(None, (t,), DURATION) for t in (DURATION, STRING)],
@@ -122,17 +142,24 @@ _CONVERSIONS: dict[str, list[Overload]] = {
     "type": [(None, (_A,), ("type", _A))],
 }
 
-_STRINGS = _methods(STRING, {
-    "contains": ((STRING,), BOOL), "startsWith": ((STRING,), BOOL),
-    "endsWith": ((STRING,), BOOL), "matches": ((STRING,), BOOL),
-    "charAt": ((INT,), STRING), "lowerAscii": ((), STRING), "upperAscii": ((), STRING),
-    "trim": ((), STRING), "find": ((STRING,), STRING), "findAll": ((STRING,), list_of(STRING)),
-})
+_STRINGS = _methods(
+    STRING,
+    {
+        "contains": ((STRING,), BOOL),
+        "startsWith": ((STRING,), BOOL),
+        "endsWith": ((STRING,), BOOL),
+        "matches": ((STRING,), BOOL),
+        "charAt": ((INT,), STRING),
+        "lowerAscii": ((), STRING),
+        "upperAscii": ((), STRING),
+        "trim": ((), STRING),
+        "find": ((STRING,), STRING),
+        "findAll": ((STRING,), list_of(STRING)),
+    },
+)
 _STRINGS_MORE: dict[str, list[Overload]] = {
-    "indexOf": [(STRING, (STRING,), INT), (STRING, (STRING, INT), INT),
-                (_LIST_A, (_A,), INT)],
-    "lastIndexOf": [(STRING, (STRING,), INT), (STRING, (STRING, INT), INT),
-                    (_LIST_A, (_A,), INT)],
+    "indexOf": [(STRING, (STRING,), INT), (STRING, (STRING, INT), INT), (_LIST_A, (_A,), INT)],
+    "lastIndexOf": [(STRING, (STRING,), INT), (STRING, (STRING, INT), INT), (_LIST_A, (_A,), INT)],
     "replace": [(STRING, (STRING, STRING), STRING), (STRING, (STRING, STRING, INT), STRING)],
     "split": [(STRING, (STRING,), list_of(STRING)), (STRING, (STRING, INT), list_of(STRING))],
     "substring": [(STRING, (INT,), STRING), (STRING, (INT, INT), STRING)],
@@ -153,10 +180,14 @@ _LISTS: dict[str, list[Overload]] = {
     "sets.equivalent": [(None, (_LIST_A, _LIST_A), BOOL)],
     "sets.intersects": [(None, (_LIST_A, _LIST_A), BOOL)],
 }
-_QUANTITY = _methods(QUANTITY, {
-    "isInteger": ((), BOOL), "asInteger": ((), INT),
-    "asApproximateFloat": ((), DOUBLE),
-})
+_QUANTITY = _methods(
+    QUANTITY,
+    {
+        "isInteger": ((), BOOL),
+        "asInteger": ((), INT),
+        "asApproximateFloat": ((), DOUBLE),
+    },
+)
 _COMPARED: dict[str, list[Overload]] = {
     name: [(t, (t,), result) for t in (QUANTITY, SEMVER)]
     for name, result in (("isGreaterThan", BOOL), ("isLessThan", BOOL), ("compareTo", INT))
@@ -165,6 +196,8 @@ _QUANTITY_MATH: dict[str, list[Overload]] = {
     name: [(QUANTITY, (QUANTITY,), QUANTITY), (QUANTITY, (INT,), QUANTITY)]
     for name in ("add", "sub")
 }
+
+
 def optional_of(value: CelType) -> CelType:
     return ("optional_type", value)
 
@@ -190,8 +223,16 @@ _NETWORK: dict[str, list[Overload]] = {
     "isIP": [(None, (STRING,), BOOL)],
     "ip.isCanonical": [(None, (STRING,), BOOL)],
     "family": [(IP, (), INT)],
-    **{name: [(IP, (), BOOL)] for name in ("isUnspecified", "isLoopback", "isLinkLocalMulticast",
-                                           "isLinkLocalUnicast", "isGlobalUnicast")},
+    **{
+        name: [(IP, (), BOOL)]
+        for name in (
+            "isUnspecified",
+            "isLoopback",
+            "isLinkLocalMulticast",
+            "isLinkLocalUnicast",
+            "isGlobalUnicast",
+        )
+    },
     "cidr": [(None, (STRING,), CIDR)],
     "isCIDR": [(None, (STRING,), BOOL)],
     "containsIP": [(CIDR, (STRING,), BOOL), (CIDR, (IP,), BOOL)],
@@ -204,23 +245,49 @@ URL = "kubernetes.URL"
 _URLS: dict[str, list[Overload]] = {
     "url": [(None, (STRING,), URL)],
     "isURL": [(None, (STRING,), BOOL)],
-    **{name: [(URL, (), STRING)] for name in (
-        "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath")},
+    **{
+        name: [(URL, (), STRING)]
+        for name in ("getScheme", "getHost", "getHostname", "getPort", "getEscapedPath")
+    },
     "getQuery": [(URL, (), map_of(STRING, list_of(STRING)))],
 }
 FORMAT = "kubernetes.NamedFormat"
 _FORMATS: dict[str, list[Overload]] = {
     "format.named": [(None, (STRING,), optional_of(FORMAT))],
     "validate": [(FORMAT, (STRING,), optional_of(list_of(STRING)))],
-    **{f"format.{name}": [(None, (), FORMAT)] for name in (
-        "dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName",
-        "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue",
-        "uri", "uuid", "byte", "date", "datetime")},
+    **{
+        f"format.{name}": [(None, (), FORMAT)]
+        for name in (
+            "dns1123Label",
+            "dns1123Subdomain",
+            "dns1035Label",
+            "qualifiedName",
+            "dns1123LabelPrefix",
+            "dns1123SubdomainPrefix",
+            "dns1035LabelPrefix",
+            "labelValue",
+            "uri",
+            "uuid",
+            "byte",
+            "date",
+            "datetime",
+        )
+    },
 }
 _TIME: dict[str, list[Overload]] = {
     name: [(TIMESTAMP, (), INT), (TIMESTAMP, (STRING,), INT)]
-    for name in ("getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear",
-                 "getHours", "getMilliseconds", "getMinutes", "getMonth", "getSeconds")
+    for name in (
+        "getDate",
+        "getDayOfMonth",
+        "getDayOfWeek",
+        "getDayOfYear",
+        "getFullYear",
+        "getHours",
+        "getMilliseconds",
+        "getMinutes",
+        "getMonth",
+        "getSeconds",
+    )
 }
 for _name in ("getHours", "getMilliseconds", "getMinutes", "getSeconds"):
     _TIME[_name].append((DURATION, (), INT))
@@ -234,8 +301,19 @@ _CONSTRUCTORS: dict[str, list[Overload]] = {
 }
 
 OVERLOADS: dict[str, list[Overload]] = _merge(
-    _OPERATORS, _CONVERSIONS, _STRINGS, _STRINGS_MORE, _LISTS, _QUANTITY, _COMPARED,
-    _QUANTITY_MATH, _CONSTRUCTORS, _TIME, _OPTIONALS, _NETWORK, _URLS,
+    _OPERATORS,
+    _CONVERSIONS,
+    _STRINGS,
+    _STRINGS_MORE,
+    _LISTS,
+    _QUANTITY,
+    _COMPARED,
+    _QUANTITY_MATH,
+    _CONSTRUCTORS,
+    _TIME,
+    _OPTIONALS,
+    _NETWORK,
+    _URLS,
     _FORMATS,
 )
 """Function or operator name -> its overloads, as declared in Kubernetes' environment."""

@@ -60,13 +60,13 @@ def _host(value: Any) -> str:
 def _hostname(value: Any) -> str:
     host = _host(value)
     if host.startswith("["):
-        return host[1:host.find("]")] if "]" in host else host[1:]
+        return host[1 : host.find("]")] if "]" in host else host[1:]
     return host.partition(":")[0]
 
 
 def _port(value: Any) -> str:
     host = _host(value)
-    tail = host[host.find("]") + 1:] if host.startswith("[") else host
+    tail = host[host.find("]") + 1 :] if host.startswith("[") else host
     return tail.partition(":")[2]
 
 
@@ -84,8 +84,9 @@ def _escaped_path(value: Any) -> str:
 
 def _query(value: Any) -> ct.MapType:
     pairs = parse_qs(_parts(value).query, keep_blank_values=True)
-    return ct.MapType({ct.StringType(k): ct.ListType([ct.StringType(v) for v in vs])
-                       for k, vs in pairs.items()})
+    return ct.MapType(
+        {ct.StringType(k): ct.ListType([ct.StringType(v) for v in vs]) for k, vs in pairs.items()}
+    )
 
 
 def is_url(value: Any) -> ct.BoolType:
