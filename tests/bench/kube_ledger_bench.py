@@ -42,14 +42,14 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))  # the e2e package (pyproject: pythonpath = ["tests"])
 
 from webhook.ledger import accounting  # noqa: E402
-from webhook.ledger.kube import (  # noqa: E402
+from webhook.ledger.kube import KubeLedger  # noqa: E402
+from webhook.ledger.share import Share  # noqa: E402
+from webhook.ledger.tenantusage import (  # noqa: E402
     COLLECTION,
-    KubeLedger,
     object_name,
     records_of,
     tenant_usage,
 )
-from webhook.ledger.share import Share  # noqa: E402
 from webhook.types import FactsUnavailable  # noqa: E402
 
 CRD = TESTS.parent / "webhook" / "defaults" / "crds" / "tenantusages.yaml"

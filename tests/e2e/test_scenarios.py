@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.ledger.kube import records_of
+from webhook.ledger.tenantusage import records_of
 
 from .cluster import Cluster
 from .dragate_server import (
