@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from ledger_contract import CONTRACT, EXPIRY_CONTRACT, GPU, Clock, MakeTimedLedger
 
-from webhook.ledger import grants
+from webhook.ledger import grants, wants
 from webhook.ledger.grants import LEASE_SECONDS, GrantBook
 from webhook.ledger.kube import KubeLedger
 
@@ -54,7 +54,7 @@ def totals(records: dict[str, Any], *, grants_too: bool = True) -> int:
     return sum(
         r["devices"].get(GPU, 0)
         for key, r in records.items()
-        if grants_too or not key.startswith(grants.GRANT_PREFIX)
+        if grants_too or not key.startswith(wants.GRANT_PREFIX)
     )
 
 
@@ -117,7 +117,7 @@ def test_racing_processes_with_grants_grant_exactly_the_quota(
     holders = {k for k in records if k.startswith("claim:")}
     assert holders == granted_keys, "a granted holder is missing from the stored records"
     assert totals(records) == quota
-    assert not [k for k in records if k.startswith(grants.GRANT_PREFIX)], "a grant outlived"
+    assert not [k for k in records if k.startswith(wants.GRANT_PREFIX)], "a grant outlived"
 
 
 def test_an_idle_grant_comes_back_to_a_process_that_needs_it(crd: Cluster, fresh: Fresh) -> None:
@@ -236,4 +236,4 @@ def test_closing_writes_everything_and_gives_the_grant_back(crd: Cluster, fresh:
     ledger.close()
     records = stored(crd, "close")
     assert {k for k in records if k.startswith("claim:")} == {f"claim:close/c{i}" for i in range(5)}
-    assert not [k for k in records if k.startswith(grants.GRANT_PREFIX)]
+    assert not [k for k in records if k.startswith(wants.GRANT_PREFIX)]

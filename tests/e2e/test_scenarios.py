@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.ledger import grants
+from webhook.ledger import wants
 from webhook.ledger.tenantusage import records_of
 
 from .cluster import Cluster
@@ -129,7 +129,7 @@ def stored_holders(cluster: Cluster, tenant: str) -> dict[str, dict[str, int]]:
     if not found.stdout.strip():
         return {}
     records = records_of(json.loads(found.stdout))
-    internal = (grants.GRANT_PREFIX, grants.WANT_PREFIX)
+    internal = (wants.GRANT_PREFIX, wants.WANT_PREFIX)
     return {k: dict(r.devices) for k, r in records.items() if not k.startswith(internal)}
 
 
@@ -156,7 +156,7 @@ def holders(
 def pending(cluster: Cluster, tenant: str) -> set[str]:
     """Holders not confirmed by the reconciler yet (they carry expiresAt); not grants."""
     found = records_of(cluster.get_json("tenantusage", tenant))
-    internal = (grants.GRANT_PREFIX, grants.WANT_PREFIX)
+    internal = (wants.GRANT_PREFIX, wants.WANT_PREFIX)
     return {k for k, r in found.items() if r.expires_at is not None and not k.startswith(internal)}
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from webhook.ledger import grants
+from webhook.ledger import grants, wants
 from webhook.ledger.accounting import Record, Records
 from webhook.ledger.grants import (
     DEMAND_SECONDS,
@@ -14,7 +14,6 @@ from webhook.ledger.grants import (
     LEASE_SECONDS,
     MIN_LEASE_LEFT,
     RENEW_LEFT,
-    WANT_SECONDS,
     GrantBook,
 )
 
@@ -223,9 +222,9 @@ def holders(devices: int, *, pending: bool = False) -> Records:
         (2, {**holders(2), THEIRS: Record({GPU: 4}, 2_000_000.0)}, 2),
         (2, {**holders(2), THEIRS: Record({GPU: 6}, 2_000_000.0)}, 1),
         (2, {**holders(2), THEIRS: Record({GPU: 6}, 1.0)}, 4),  # theirs expired
-        (2, {grants.want_key(OTHER): Record({}, 2_000_000.0)}, 0),
-        (2, {grants.want_key(OTHER): Record({}, 1.0)}, 4),  # their want expired
-        (2, {grants.want_key(OWNER): Record({}, 2_000_000.0)}, 4),  # my own want
+        (2, {wants.want_key(OTHER): Record({}, 2_000_000.0)}, 0),
+        (2, {wants.want_key(OTHER): Record({}, 1.0)}, 4),  # their want expired
+        (2, {wants.want_key(OWNER): Record({}, 2_000_000.0)}, 4),  # my own want
         (1, holders(12), 0),  # over a lowered limit
     ],
     ids=[
@@ -315,20 +314,20 @@ def test_a_refusal_asks_for_grants_back_only_when_they_block(
     records: Records, holds: dict[str, dict[str, int]], blocked: bool
 ) -> None:
     now = 1_000_000.0
-    kept, answer, retry = grants.reserve_or_want(
+    kept, answer, retry = wants.reserve_or_want(
         records, holds, {GPU: 10}, now=now, pending_seconds=120, owner=OWNER
     )
     assert not answer.granted
     assert retry is blocked
-    want = kept.get(grants.want_key(OWNER))
+    want = kept.get(wants.want_key(OWNER))
     assert (want is not None) is blocked
     if want is not None:
-        assert want.devices == {} and want.expires_at == now + WANT_SECONDS
+        assert want.devices == {} and want.expires_at == now + wants.WANT_SECONDS
 
 
 def test_a_ledger_without_grants_never_wants() -> None:
     records = {THEIRS: Record({GPU: 3}, 2e6), **holders(6)}
-    kept, answer, retry = grants.reserve_or_want(
+    kept, answer, retry = wants.reserve_or_want(
         records, {"claim:a/x": {GPU: 2}}, {GPU: 10}, now=1e6, pending_seconds=120, owner=None
     )
     assert not answer.granted and not retry and kept == records

@@ -24,10 +24,8 @@ whatever the number of replicas and workers:
   never more than half of what is left free. Near the limit grants shrink to nothing and
   every admission is decided exactly, as without grants; a process idle for DEMAND_SECONDS
   gives its grant back with its next flush.
-- A request refused only because other processes hold grants writes `want:<owner>` (no
-  devices, expiring after WANT_SECONDS) and retries within its budget; a process that sees
-  another's live want sizes its own grant 0, so the capacity comes back within a flush (an
-  active process) or DEMAND_SECONDS (an idle one).
+- A request refused only because other processes hold grants asks for them back (`wants`);
+  a process that sees another's live want sizes its own grant 0.
 
 The book is pure bookkeeping under one lock; `KubeLedger` does the reads and writes.
 """
@@ -44,12 +42,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from webhook.ledger import accounting
+from webhook.ledger import accounting, wants
 from webhook.ledger.accounting import Holds, Record, Records
-from webhook.types import Reservation
+from webhook.ledger.wants import GRANT_PREFIX
 
-GRANT_PREFIX = "grant:"
-WANT_PREFIX = "want:"
 LEASE_SECONDS = 60.0
 """How long a written grant stays live without being written again."""
 MIN_LEASE_LEFT = 40.0
@@ -58,8 +54,6 @@ RENEW_LEFT = 50.0
 """A flush that changes nothing else still renews a grant whose lease ends sooner than this."""
 DEMAND_SECONDS = 1.0
 """The window of recent admissions a grant is sized for."""
-WANT_SECONDS = 2.0
-"""How long a blocked request's `want:` record asks the other processes to give back."""
 FLUSH_INTERVAL = 0.02
 """At most one flush per tenant this often: a burst of admissions shares one write."""
 
@@ -77,55 +71,6 @@ def process_owner() -> str:
 
 def grant_key(owner: str) -> str:
     return GRANT_PREFIX + owner
-
-
-def want_key(owner: str) -> str:
-    return WANT_PREFIX + owner
-
-
-def without_grants(records: Mapping[str, Record]) -> Records:
-    """The records with every process's grant left out: what quota real holders use."""
-    return {k: r for k, r in records.items() if not k.startswith(GRANT_PREFIX)}
-
-
-def blocked_by_grants(
-    records: Mapping[str, Record],
-    holds: Mapping[str, Mapping[str, int]],
-    limits: Mapping[str, int],
-    now: float,
-) -> bool:
-    """Whether `holds` would fit if no process held a grant (so it is worth waiting)."""
-    return accounting.reserve(without_grants(records), holds, limits, now=now).granted
-
-
-def with_want(records: Mapping[str, Record], owner: str, now: float) -> Records:
-    """`records` plus this process's live want (an existing live one is kept as it is)."""
-    key, updated = want_key(owner), dict(records)
-    current = updated.get(key)
-    if current is None or current.expires_at is None or current.expires_at <= now:
-        updated[key] = Record({}, now + WANT_SECONDS)
-    return updated
-
-
-def reserve_or_want(
-    records: Records,
-    holds: Mapping[str, Mapping[str, int]],
-    limits: Mapping[str, int],
-    *,
-    now: float,
-    pending_seconds: float,
-    owner: str | None,
-) -> tuple[Records, Reservation, bool]:
-    """`accounting.reserve`, answered as a Reservation; when it refuses only because of
-    other processes' grants (and `owner` takes part in grants), the records carry `owner`'s
-    want and the third value is True: the request is worth trying again."""
-    outcome = accounting.reserve(records, holds, limits, now=now, pending_seconds=pending_seconds)
-    if outcome.granted:
-        return outcome.records, Reservation(True), False
-    refusal = Reservation(False, accounting.usage_of(outcome.records))
-    if owner is None or not blocked_by_grants(records, holds, limits, now):
-        return outcome.records, refusal, False
-    return with_want(outcome.records, owner, now), refusal, True
 
 
 def consumption(holds: Mapping[str, Mapping[str, int]], limits: Mapping[str, int]) -> Devices:
@@ -250,7 +195,7 @@ class GrantBook:
         in, this process's grant taken out for `apply` to use, then sized again.
 
         The write is registered as in flight before the lock is let go, so admissions meanwhile
-        stay within both sizes; follow with exactly one of `landed`, `missed` or `unknown`.
+        stay within both sizes; follow with exactly one `settle`.
         """
         with self._lock:
             grant = self._grants.setdefault(tenant, Grant())
@@ -266,6 +211,15 @@ class GrantBook:
             grant.flight = Flight(taken, queued, size, expires, dict(grant.limits))
             grant.last_flush = self.monotonic()
             return after, result
+
+    def settle(self, tenant: str, landed: bool | None) -> None:
+        """How the write `plan` registered ended: stored, not stored, or unknown (None)."""
+        if landed is None:
+            self.unknown(tenant)
+        elif landed:
+            self.landed(tenant)
+        else:
+            self.missed(tenant)
 
     def landed(self, tenant: str) -> None:
         """The write in flight is stored: its grant is the grant, its holders are stored."""
@@ -367,7 +321,7 @@ class GrantBook:
     def _size(self, grant: Grant, records: Records, now: float) -> Devices:
         """Twice the recent demand per limited class, at most half of what is left free;
         nothing while another process wants capacity back, or while shutting down."""
-        if self.closing or _others_want(records, self.owner, now):
+        if self.closing or wants.others_want(records, self.owner, now):
             return {}
         live = accounting.totals(accounting.live(records, now=now))
         demand = grant.demand(self.monotonic())
@@ -386,14 +340,6 @@ class GrantBook:
         if stored is not None and ends is not None and dict(stored.devices) == size:
             return ends if ends - now > RENEW_LEFT else now + LEASE_SECONDS
         return now + LEASE_SECONDS
-
-
-def _others_want(records: Mapping[str, Record], owner: str, now: float) -> bool:
-    mine = want_key(owner)
-    return any(
-        key.startswith(WANT_PREFIX) and key != mine and (r.expires_at or 0) > now
-        for key, r in records.items()
-    )
 
 
 def _minus(devices: Mapping[str, int], taken: Mapping[str, int]) -> Devices:

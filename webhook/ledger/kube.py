@@ -35,36 +35,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from webhook.kube.api import ApiError, KubeApi, Unreachable
-from webhook.ledger import accounting, grants, recordtext
+from webhook.ledger import accounting, recordtext, wants
 from webhook.ledger.accounting import Holds, Records
-from webhook.ledger.batch import (
-    Answer,
-    Change,
-    GroupCommit,
-    Job,
-    OutOfTime,
-    apply_in_order,
-    settle,
-)
+from webhook.ledger.batch import Answer, Change, GroupCommit, Job, OutOfTime, apply_in_order, settle
 from webhook.ledger.flusher import Flusher
 from webhook.ledger.grants import GrantBook
 from webhook.ledger.share import Copy, Share, Turn
-from webhook.ledger.tenantusage import (
-    COLLECTION,
-    Stored,
-    object_name,
-    stored_of,
-    tenant_usage,
-)
+from webhook.ledger.tenantusage import COLLECTION, Stored, object_name, stored_of, tenant_usage
 from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation
 
 T = TypeVar("T")
-WANT_PAUSE = 0.02
-"""A request refused for other processes' grants tries again after this, then doubling..."""
-MAX_WANT_PAUSE = 0.2
-"""... up to this."""
-RETRY_ROOM = 0.1
-"""... while at least this much of its budget is left besides the pause (a read and a write)."""
 
 
 class KubeLedger:
@@ -123,42 +103,52 @@ class KubeLedger:
     ) -> Reservation:
         """Granted at once from this process's grant when it fits; otherwise one change in
         the tenant's next batch, withdrawn unwritten if `deadline` passes while it waits (a
-        write already sent may land: it is pending and expires).
-
-        A request refused only because other processes hold grants asks them back (a
-        `want:` record) and tries again until its budget is nearly spent. The usage comes
-        with a refusal only (what the denial names): listing every holder costs 1.7 ms at
-        1,000 holders, on every admission if done for grants too.
-        """
-        book = self.grants
-        if book is not None:
-            assert self._flusher is not None
-            self._flusher.start()  # a grant taken by the write below is given back by it
-            if deadline is not None:
-                deadline.check("reserving quota")
-            if book.admit(tenant, holds, limits):
-                return Reservation(True)
-            book.note(tenant, holds, limits)
+        write already sent may land: it is pending and expires). Refused only for other
+        processes' grants, it asks for them back and tries again (`wants`). The usage comes
+        with a refusal only: listing every holder costs 1.7 ms at 1,000 holders."""
+        if self._from_grant(tenant, holds, limits, deadline):
+            return Reservation(True)
         ends = time.monotonic() + self._budget(deadline)
-        pause = WANT_PAUSE
+        pause = wants.WANT_PAUSE
         while True:
             change, blocked = self._reserving(holds, limits)
             answer = self.update(tenant, change, ends - time.monotonic())
-            if answer.granted or not blocked() or time.monotonic() + pause + RETRY_ROOM > ends:
+            late = time.monotonic() + pause + wants.RETRY_ROOM > ends
+            if answer.granted or not blocked() or late:
                 return answer
             time.sleep(pause)
-            pause = min(pause * 2, MAX_WANT_PAUSE)
+            pause = min(pause * 2, wants.MAX_WANT_PAUSE)
+
+    def _from_grant(
+        self,
+        tenant: str,
+        holds: Mapping[str, Mapping[str, int]],
+        limits: Mapping[str, int],
+        deadline: Deadline | None,
+    ) -> bool:
+        """Admitted from this process's grant, without a write now; otherwise counted as
+        demand, so the write that decides it sizes the grant for what comes next."""
+        book, flusher = self.grants, self._flusher
+        if book is None or flusher is None:
+            return False
+        flusher.start()  # a grant taken by a write is given back by it when idle
+        if deadline is not None:
+            deadline.check("reserving quota")
+        if book.admit(tenant, holds, limits):
+            return True
+        book.note(tenant, holds, limits)
+        return False
 
     def _reserving(
         self, holds: Mapping[str, Mapping[str, int]], limits: Mapping[str, int]
     ) -> tuple[Change[Reservation], Callable[[], bool]]:
         """The change that reserves `holds`, and whether its last refusal was only for other
-        processes' grants (`grants.reserve_or_want`)."""
+        processes' grants (`wants.reserve_or_want`)."""
         blocked = [False]
         owner = self.grants.owner if self.grants is not None else None
 
         def change(records: Records) -> tuple[Records, Reservation]:
-            kept, answer, blocked[0] = grants.reserve_or_want(
+            kept, answer, blocked[0] = wants.reserve_or_want(
                 records, holds, limits, now=self.clock(),
                 pending_seconds=self.pending_seconds, owner=owner,
             )  # fmt: skip
@@ -197,17 +187,10 @@ class KubeLedger:
 
     def _reconcile_with(self, truth: Holds) -> Change[None]:
         def change(records: Records) -> tuple[Records, None]:
-            return self._reconciled(records, truth), None
+            now, grace = self.clock(), self.drop_grace
+            return accounting.reconcile(records, truth, now=now, drop_grace=grace), None
 
         return change
-
-    def _reconciled(self, records: Records, truth: Holds) -> Records:
-        now = self.clock()
-        kept = accounting.reconcile(records, truth, now=now)
-        for key, record in records.items():
-            if key not in kept and record.expires_at is None and self.drop_grace > 0:
-                kept[key] = accounting.Record(record.devices, now + self.drop_grace)
-        return kept
 
     # ------------------------------------------------------------------ CAS
 
@@ -291,15 +274,9 @@ class KubeLedger:
         return self.grants.plan(tenant, records, lambda folded: apply_in_order(folded, jobs))
 
     def _settle_flight(self, tenant: str, *, landed: bool | None) -> None:
-        """Tell the book how the planned write ended: stored, not stored, or unknown (None)."""
-        if self.grants is None:
-            return
-        if landed is None:
-            self.grants.unknown(tenant)
-        elif landed:
-            self.grants.landed(tenant)
-        else:
-            self.grants.missed(tenant)
+        """Tell the book whether the planned write is stored (None: it may be)."""
+        if self.grants is not None:
+            self.grants.settle(tenant, landed)
 
     def _flush(self, tenant: str) -> None:
         """Store what the grant admitted, and size the grant again (the Flusher's call)."""
