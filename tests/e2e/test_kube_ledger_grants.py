@@ -22,9 +22,11 @@ from typing import Any
 import pytest
 from ledger_contract import CONTRACT, EXPIRY_CONTRACT, GPU, Clock, MakeTimedLedger
 
+from webhook.kube.api import Unreachable
 from webhook.ledger import grants, wants
 from webhook.ledger.grants import LEASE_SECONDS, GrantBook
 from webhook.ledger.kube import KubeLedger
+from webhook.types import FactsUnavailable
 
 from .cluster import Cluster
 from .ledger_support import race, stored
@@ -237,3 +239,59 @@ def test_closing_writes_everything_and_gives_the_grant_back(crd: Cluster, fresh:
     records = stored(crd, "close")
     assert {k for k in records if k.startswith("claim:")} == {f"claim:close/c{i}" for i in range(5)}
     assert not [k for k in records if k.startswith(wants.GRANT_PREFIX)]
+
+
+class LosingAnswers:
+    """The real API, except that every `every`-th write lands and its answer is lost
+    (Unreachable after the request): the ledger cannot know whether its grant changed."""
+
+    def __init__(self, api: Any, every: int) -> None:
+        self.api, self.every, self.writes = api, every, 0
+
+    def request(self, method: str, path: str, **options: Any) -> Any:
+        answer = self.api.request(method, path, **options)
+        if method in ("PUT", "POST"):
+            self.writes += 1
+            if self.writes % self.every == 0:
+                raise Unreachable(f"{method} {path}: answer lost (test)")
+        return answer
+
+
+def test_writes_whose_answer_is_lost_never_let_grants_overcommit(
+    crd: Cluster, fresh: Fresh
+) -> None:
+    """Two processes admit 1-3 GPUs at a time against a limit of 30 while a third of their
+    writes land with the answer lost; what they granted never passes the limit, and every
+    holder they granted is stored in the end."""
+    first = granted(fresh, owner="replica-a/1-lost")
+    second = KubeLedger.from_kubeconfig(str(crd.kubeconfig), grants=GrantBook("replica-b/2-lost"))
+    limit, admitted, lock = 30, [], threading.Lock()
+    for ledger in (first, second):
+        ledger.api = LosingAnswers(ledger.api, every=3)  # type: ignore[assignment]
+
+    def admit(ledger: KubeLedger, name: str) -> None:
+        for number in range(25):
+            key, size = f"claim:lost/{name}{number}", 1 + number % 3
+            try:
+                answer = ledger.reserve("lost", {key: {GPU: size}}, {GPU: limit})
+            except FactsUnavailable:
+                continue  # a lost answer on the request path: refused, maybe stored pending
+            if answer.granted:
+                with lock:
+                    admitted.append((key, size))
+
+    threads = [threading.Thread(target=admit, args=(ledger, name))
+               for ledger, name in ((first, "a"), (second, "b"))]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    lost = [ledger.api.writes // 3 for ledger in (first, second)]  # type: ignore[attr-defined]
+    assert all(lost), f"no answer was lost: {lost}"
+    for ledger in (first, second):
+        ledger.api = ledger.api.api  # type: ignore[attr-defined]
+        ledger.close()
+    assert sum(size for _, size in admitted) <= limit
+    records = stored(crd, "lost")
+    assert {key for key, _ in admitted} <= set(records), "a granted holder is not stored"
+    assert totals(records) <= limit
