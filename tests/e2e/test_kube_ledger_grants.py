@@ -73,9 +73,8 @@ def test_expiry_contract_with_grants(case: Callable[[MakeTimedLedger], None], fr
 
 
 def test_admissions_from_a_grant_make_no_request(crd: Cluster, fresh: Fresh) -> None:
-    """A burst writes a few times as its grant grows (twice the demand each time); once its
-    holders are written, the grant covers the next burst without any request in the caller's
-    thread; every holder is stored moments later, pending."""
+    """A burst of 60 admissions writes only a few times in the caller's thread: the grant
+    doubles with the demand; every holder is stored moments later, pending."""
     ledger = granted(fresh)
     caller, by_caller = threading.get_ident(), [0]
     original = ledger.api.request
@@ -85,19 +84,12 @@ def test_admissions_from_a_grant_make_no_request(crd: Cluster, fresh: Fresh) -> 
         return original(method, path, **options)
 
     ledger.api.request = counting  # type: ignore[method-assign]
-
-    def burst(first: int, count: int) -> int:
-        before = by_caller[0]
-        for i in range(first, first + count):
-            assert ledger.reserve("fast", {f"claim:fast/c{i}": {GPU: 1}}, {GPU: 1000}).granted
-        return by_caller[0] - before
-
-    assert burst(0, 30) <= 10, "the grant did not grow with the burst"
-    settled(ledger, crd, "fast")
-    assert burst(30, 20) == 0, "admissions within the grant waited for a request"
+    for i in range(60):
+        assert ledger.reserve("fast", {f"claim:fast/c{i}": {GPU: 1}}, {GPU: 1000}).granted
+    assert by_caller[0] <= 12, f"{by_caller[0]} requests in the caller's thread for 60"
     records = settled(ledger, crd, "fast")
     claims = {k: r for k, r in records.items() if k.startswith("claim:")}
-    assert set(claims) == {f"claim:fast/c{i}" for i in range(50)}
+    assert set(claims) == {f"claim:fast/c{i}" for i in range(60)}
     assert all(r.get("expiresAt") for r in claims.values()), "a new holder is pending"
     assert totals(records) <= 1000
 
@@ -126,9 +118,10 @@ def test_an_idle_grant_comes_back_to_a_process_that_needs_it(crd: Cluster, fresh
     """A holds a grant while B needs the capacity: B's request, refused only because of A's
     grant, leaves a want and is granted once A gives the grant back (A idle)."""
     first = granted(fresh, owner="replica-a/1-aaa")
-    assert first.reserve("lend", {"claim:lend/a": {GPU: 1}}, {GPU: 10}).granted
-    records = settled(first, crd, "lend")
-    assert records.get(grants.grant_key("replica-a/1-aaa"), {}).get("devices") == {GPU: 2}
+    for name in ("a1", "a2"):  # a burst: the second write takes a grant
+        assert first.reserve("lend", {f"claim:lend/{name}": {GPU: 1}}, {GPU: 10}).granted
+    lent = stored(crd, "lend")[grants.grant_key("replica-a/1-aaa")]["devices"][GPU]
+    assert lent == 4  # twice the demand, half of the 8 left free
     second = KubeLedger.from_kubeconfig(str(crd.kubeconfig), budget=5.0,
                                         grants=GrantBook("replica-b/2-bbb"))  # fmt: skip
     try:
@@ -137,7 +130,9 @@ def test_an_idle_grant_comes_back_to_a_process_that_needs_it(crd: Cluster, fresh
         second.close()
     records = stored(crd, "lend")
     assert grants.grant_key("replica-a/1-aaa") not in records
-    assert totals(records, grants_too=False) == 9
+    assert wants.want_key("replica-b/2-bbb") in records, "B did not have to ask"
+    assert records[wants.want_key("replica-b/2-bbb")]["devices"] == {}
+    assert totals(records, grants_too=False) == 10
     assert totals(records) <= 10
 
 
@@ -179,7 +174,9 @@ KILLED = textwrap.dedent(
     from webhook.ledger.grants import GrantBook
     from webhook.ledger.kube import KubeLedger
     ledger = KubeLedger.from_kubeconfig(sys.argv[1], grants=GrantBook("replica-k/9-dead"))
-    ledger.reserve("killed", {"claim:killed/first": {"gpu.nvidia.com": 1}}, {"gpu.nvidia.com": 10})
+    for name in ("first", "second"):  # a burst: the second write takes a grant
+        ledger.reserve("killed", {f"claim:killed/{name}": {"gpu.nvidia.com": 1}},
+                       {"gpu.nvidia.com": 10})
     ledger._flusher.start = lambda: None  # nothing more is written: killed before its flush
     ledger._flusher.flush = lambda tenant: None
     for n in range(2):
@@ -260,14 +257,14 @@ class LosingAnswers:
 def test_writes_whose_answer_is_lost_never_let_grants_overcommit(
     crd: Cluster, fresh: Fresh
 ) -> None:
-    """Two processes admit 1-3 GPUs at a time against a limit of 30 while a third of their
+    """Two processes admit 1-3 GPUs at a time against a limit of 30 while half of their
     writes land with the answer lost; what they granted never passes the limit, and every
     holder they granted is stored in the end."""
     first = granted(fresh, owner="replica-a/1-lost")
     second = KubeLedger.from_kubeconfig(str(crd.kubeconfig), grants=GrantBook("replica-b/2-lost"))
     limit, admitted, lock = 30, [], threading.Lock()
     for ledger in (first, second):
-        ledger.api = LosingAnswers(ledger.api, every=3)  # type: ignore[assignment]
+        ledger.api = LosingAnswers(ledger.api, every=2)  # type: ignore[assignment]
 
     def admit(ledger: KubeLedger, name: str) -> None:
         for number in range(25):
@@ -286,8 +283,8 @@ def test_writes_whose_answer_is_lost_never_let_grants_overcommit(
         thread.start()
     for thread in threads:
         thread.join()
-    lost = [ledger.api.writes // 3 for ledger in (first, second)]  # type: ignore[attr-defined]
-    assert all(lost), f"no answer was lost: {lost}"
+    lost = sum(ledger.api.writes // 2 for ledger in (first, second))  # type: ignore[attr-defined]
+    assert lost >= 2, f"only {lost} answers were lost"
     for ledger in (first, second):
         ledger.api = ledger.api.api  # type: ignore[attr-defined]
         ledger.close()

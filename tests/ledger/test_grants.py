@@ -44,7 +44,8 @@ def keep(records: Records) -> tuple[Records, None]:
 
 def stored_grant(book: GrantBook, clocks: Clocks, devices: dict[str, int]) -> None:
     """Give the book a stored grant of `devices`, as a landed write would."""
-    book.note("t", {"claim:x/seed": {c: n // 2 or 1 for c, n in devices.items()}}, LIMITS)
+    for seed in ("claim:x/seed-1", "claim:x/seed-2"):  # a burst: BURST admissions
+        book.note("t", {seed: {c: n // 2 or 1 for c, n in devices.items()}}, LIMITS)
     written, _ = book.plan("t", {}, keep)
     book.landed("t")
     assert written.get(MINE) is not None, "the seed admission sized no grant"
@@ -196,10 +197,9 @@ def sized_after(
 ) -> int:
     clocks = clocks or Clocks()
     book = book_at(clocks)
+    book.note("t", {}, {GPU: limit})  # with the next one, a burst (BURST admissions)
     if demand:
         book.note("t", {"claim:a/seed": {GPU: demand}}, {GPU: limit})
-    else:
-        book.note("t", {}, {GPU: limit})
     written, _ = book.plan("t", records, keep)
     mine = written.get(MINE)
     return mine.devices.get(GPU, 0) if mine is not None else 0
@@ -249,10 +249,19 @@ def test_a_grant_is_sized_by_demand_within_half_the_free_capacity(
     assert sized_after(demand, records) == size
 
 
+def test_a_lone_admission_takes_no_grant() -> None:
+    clocks = Clocks()
+    book = book_at(clocks)
+    book.note("t", {"claim:a/x": {GPU: 1}}, {GPU: 100})
+    written, _ = book.plan("t", {}, keep)
+    assert MINE not in written
+
+
 def test_demand_older_than_the_window_no_longer_counts() -> None:
     clocks = Clocks()
     book = book_at(clocks)
     book.note("t", {"claim:a/x": {GPU: 3}}, {GPU: 100})
+    book.note("t", {"claim:a/y": {GPU: 3}}, {GPU: 100})
     clocks.advance(DEMAND_SECONDS + 0.01)
     written, _ = book.plan("t", {}, keep)
     assert MINE not in written
@@ -281,6 +290,7 @@ def test_an_unchanged_grant_is_renewed_only_near_its_end(left: float, renewed: b
     clocks = Clocks()
     book = book_at(clocks)
     book.note("t", {"claim:a/x": {GPU: 1}}, {GPU: 10})
+    book.note("t", {}, {GPU: 10})
     stored = {MINE: Record({GPU: 2}, clocks.wall + left)}
     written, _ = book.plan("t", stored, keep)
     assert (written == stored) is not renewed
@@ -353,8 +363,10 @@ def test_an_idle_grant_is_due_to_be_given_back() -> None:
     book = book_at(clocks)
     stored_grant(book, clocks, {GPU: 4})
     book.admit("t", {"claim:a/x": {GPU: 1}}, LIMITS)
+    book.admit("t", {"claim:a/y": {GPU: 1}}, LIMITS)
     book.plan("t", {}, keep)
     book.landed("t")
+    assert book._grants["t"].holds_any()
     assert book.due() == []
     clocks.advance(DEMAND_SECONDS * 0.9)
     assert book.due() == []

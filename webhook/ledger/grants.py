@@ -21,9 +21,11 @@ whatever the number of replicas and workers:
   still counts their devices for that long: longer than the reconciler (every 15 s in every
   worker) takes to see their claims and record them itself.
 - Size: twice the devices the process admitted for the class in the last DEMAND_SECONDS,
-  never more than half of what is left free. Near the limit grants shrink to nothing and
-  every admission is decided exactly, as without grants; a process idle for DEMAND_SECONDS
-  gives its grant back with its next flush.
+  never more than half of what is left free, and none for a lone admission (BURST: a
+  tenant creating a claim now and then pays one write per claim, not a grant written and
+  given back each time). Near the limit grants shrink to nothing and every admission is
+  decided exactly, as without grants; a process idle for DEMAND_SECONDS gives its grant
+  back with its next flush.
 - A request refused only because other processes hold grants asks for them back (`wants`);
   a process that sees another's live want sizes its own grant 0.
 
@@ -52,8 +54,10 @@ MIN_LEASE_LEFT = 40.0
 """No admission from a grant whose stored lease ends sooner (see the module docstring)."""
 RENEW_LEFT = 50.0
 """A flush that changes nothing else still renews a grant whose lease ends sooner than this."""
-DEMAND_SECONDS = 1.0
-"""The window of recent admissions a grant is sized for."""
+DEMAND_SECONDS = 0.5
+"""The window of recent admissions a grant is sized for; idle this long, it is given back."""
+BURST = 2
+"""Admissions within DEMAND_SECONDS before a grant is taken."""
 FLUSH_INTERVAL = 0.02
 """At most one flush per tenant this often: a burst of admissions shares one write."""
 
@@ -320,11 +324,14 @@ class GrantBook:
 
     def _size(self, grant: Grant, records: Records, now: float) -> Devices:
         """Twice the recent demand per limited class, at most half of what is left free;
-        nothing while another process wants capacity back, or while shutting down."""
+        nothing for a lone admission, while another process wants capacity back, or while
+        shutting down."""
         if self.closing or wants.others_want(records, self.owner, now):
             return {}
-        live = accounting.totals(accounting.live(records, now=now))
         demand = grant.demand(self.monotonic())
+        if len(grant.admitted) < BURST:
+            return {}
+        live = accounting.totals(accounting.live(records, now=now))
         size: Devices = {}
         for device_class, limit in grant.limits.items():
             free = limit - live.get(device_class, 0)
