@@ -325,30 +325,12 @@ def curve(
     started = time.monotonic()
     with control_plane(bin_dir) as cluster:
         startup = time.monotonic() - started
-        rows = [
-            race(str(cluster.kubeconfig), t, max(1, per_thread_total // t), budget)
-            for t in thread_counts
-        ]
+        kubeconfig, busiest = str(cluster.kubeconfig), max(thread_counts)
+        rows = [race(kubeconfig, t, max(1, per_thread_total // t), budget) for t in thread_counts]
+        busy = (kubeconfig, busiest, max(1, per_thread_total // busiest), budget)
         with tempfile.TemporaryDirectory(prefix="dragate-share-") as share:
-            busiest = max(thread_counts)
-            rows.append(
-                race(
-                    str(cluster.kubeconfig),
-                    busiest,
-                    max(1, per_thread_total // busiest),
-                    budget,
-                    share=share,
-                )
-            )
-        rows.append(
-            race(
-                str(cluster.kubeconfig),
-                busiest,
-                max(1, per_thread_total // busiest),
-                budget,
-                grants=True,
-            )
-        )
+            rows.append(race(*busy, share=share))
+        rows.append(race(*busy, grants=True))
         growth = by_holders(str(cluster.kubeconfig))
     return {
         "budget_s": budget,
