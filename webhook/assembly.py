@@ -20,6 +20,7 @@ from webhook.kube.caches import KubeState
 from webhook.kube.inventorysource import InventorySource
 from webhook.kube.snapshot import SnapshotState, load_state
 from webhook.kube.templates import TemplateKeeper
+from webhook.ledger.grants import GrantBook, process_owner
 from webhook.ledger.kube import KubeLedger
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.reconciler import Reconciler, claims_truth
@@ -106,7 +107,9 @@ def cluster_mode(target: ClusterTarget, policies: PolicySource) -> ClusterMode:
 
     state = KubeState(api, claim_listener=claim_event, template_listener=template_event)
     keeper = TemplateKeeper(state, policies)
-    ledger = KubeLedger(api, share=Share.for_server(api.server_identity()))
+    ledger = KubeLedger(
+        api, share=Share.for_server(api.server_identity()), grants=GrantBook(process_owner())
+    )
     reconciler = Reconciler(ledger, claims_truth(policies, state))
     context = Context(
         policies=policies,

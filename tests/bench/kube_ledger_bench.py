@@ -41,15 +41,16 @@ TESTS = Path(__file__).resolve().parents[1]
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))  # the e2e package (pyproject: pythonpath = ["tests"])
 
-from webhook.ledger import accounting  # noqa: E402
-from webhook.ledger.kube import (  # noqa: E402
+from webhook.ledger import accounting, wants  # noqa: E402
+from webhook.ledger.grants import GrantBook, process_owner  # noqa: E402
+from webhook.ledger.kube import KubeLedger  # noqa: E402
+from webhook.ledger.share import Share  # noqa: E402
+from webhook.ledger.tenantusage import (  # noqa: E402
     COLLECTION,
-    KubeLedger,
     object_name,
     records_of,
     tenant_usage,
 )
-from webhook.ledger.share import Share  # noqa: E402
 from webhook.types import FactsUnavailable  # noqa: E402
 
 CRD = TESTS.parent / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
@@ -105,12 +106,16 @@ def _worker(
     quota: int,
     budget: float,
     share: str,
+    grants: bool,
     ready: Any,
     start: Any,
     out: Any,
 ) -> None:
     ledger = CountingLedger.from_kubeconfig(
-        kubeconfig, budget=budget, share=Share(Path(share)) if share else None
+        kubeconfig,
+        budget=budget,
+        share=Share(Path(share)) if share else None,
+        grants=GrantBook(process_owner()) if grants else None,
     )
     assert isinstance(ledger, CountingLedger)
     ledger.usage(tenant)  # one TLS connection up before the clock starts
@@ -136,6 +141,8 @@ def _worker(
         worker.start()
     for worker in workers:
         worker.join()
+    finished = time.monotonic()
+    ledger.close(timeout=30.0)  # with grants: what was admitted is written, grants given back
     granted, refused, unavailable = (sum(column) for column in zip(*counts, strict=True))
     out.put(
         {
@@ -144,20 +151,27 @@ def _worker(
             "refused": refused,
             "unavailable": unavailable,
             "conflicts": ledger.conflicts,
-            "finished": time.monotonic(),
+            "finished": finished,
             "latencies": [x for thread in latencies for x in thread],
         }
     )
 
 
 def race(
-    kubeconfig: str, threads: int, per_thread: int, budget: float, share: str = ""
+    kubeconfig: str,
+    threads: int,
+    per_thread: int,
+    budget: float,
+    *,
+    share: str = "",
+    grants: bool = False,
 ) -> dict[str, Any]:
     """2 processes x `threads` threads x `per_thread` reservations against one fresh tenant;
-    with `share` (a directory) the processes are two workers of one replica, else replicas."""
+    with `share` (a directory) the processes are two workers of one replica, else replicas;
+    with `grants`, each admits from its grant of the quota (`webhook.ledger.grants`)."""
     attempts = PROCESSES * threads * per_thread
     quota = attempts * 3 // 4
-    tenant = f"bench-t{threads}" + ("-shared" if share else "")
+    tenant = f"bench-t{threads}" + ("-shared" if share else "") + ("-grants" if grants else "")
     context = multiprocessing.get_context("spawn")
     ready, start, out = context.Queue(), context.Event(), context.Queue()
     procs = [
@@ -170,6 +184,7 @@ def race(
                 "quota": quota,
                 "budget": budget,
                 "share": share,
+                "grants": grants,
                 "ready": ready,
                 "start": start,
                 "out": out,
@@ -197,13 +212,14 @@ def race(
     latencies = sorted(x for o in outcomes for x in o["latencies"])
     reader = KubeLedger.from_kubeconfig(kubeconfig, budget=30.0)
     stored = reader.api.request("GET", f"{COLLECTION}/{object_name(tenant)}")
-    held = sum(r.devices.get(CLASS, 0) for r in records_of(stored).values())
+    records = records_of(stored)
+    held = sum(r.devices.get(CLASS, 0) for k, r in records.items() if not _internal(k))
     decided = granted + refused
     return {
         "processes": PROCESSES,
         "threads_per_process": threads,
         "attempts": attempts,
-        "as": "workers of one replica" if share else "replicas",
+        "as": ("workers of one replica" if share else "replicas") + (", grants" if grants else ""),
         "quota": quota,
         "granted": granted,
         "refused": refused,
@@ -224,6 +240,11 @@ def race(
         "max_ms": round(latencies[-1] * 1000, 2),
         "mean_ms": round(statistics.fmean(latencies) * 1000, 2),
     }
+
+
+def _internal(key: str) -> bool:
+    """A grant or want record: a process's share of the quota, not a holder."""
+    return key.startswith((wants.GRANT_PREFIX, wants.WANT_PREFIX))
 
 
 def by_holders(
@@ -304,21 +325,12 @@ def curve(
     started = time.monotonic()
     with control_plane(bin_dir) as cluster:
         startup = time.monotonic() - started
-        rows = [
-            race(str(cluster.kubeconfig), t, max(1, per_thread_total // t), budget)
-            for t in thread_counts
-        ]
+        kubeconfig, busiest = str(cluster.kubeconfig), max(thread_counts)
+        rows = [race(kubeconfig, t, max(1, per_thread_total // t), budget) for t in thread_counts]
+        busy = (kubeconfig, busiest, max(1, per_thread_total // busiest), budget)
         with tempfile.TemporaryDirectory(prefix="dragate-share-") as share:
-            busiest = max(thread_counts)
-            rows.append(
-                race(
-                    str(cluster.kubeconfig),
-                    busiest,
-                    max(1, per_thread_total // busiest),
-                    budget,
-                    share,
-                )
-            )
+            rows.append(race(*busy, share=share))
+        rows.append(race(*busy, grants=True))
         growth = by_holders(str(cluster.kubeconfig))
     return {
         "budget_s": budget,

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from webhook.ledger.kube import COLLECTION, KubeLedger
+from webhook.ledger.kube import KubeLedger
+from webhook.ledger.tenantusage import COLLECTION
 
 from . import webhooks
 from .cluster import Cluster, running_cluster
@@ -130,12 +131,17 @@ def crd(cluster: Cluster) -> Cluster:
 
 
 @pytest.fixture
-def fresh(crd: Cluster) -> Callable[..., KubeLedger]:
-    """A KubeLedger on an empty ledger: every TenantUsage deleted first."""
+def fresh(crd: Cluster) -> Iterator[Callable[..., KubeLedger]]:
+    """A KubeLedger on an empty ledger: every TenantUsage deleted first. Ledgers with grants
+    are closed after the test, so no flush of theirs lands in a later test's objects."""
+    made: list[KubeLedger] = []
 
     def make(**options: Any) -> KubeLedger:
         ledger = KubeLedger.from_kubeconfig(str(crd.kubeconfig), **options)
         ledger.api.request("DELETE", COLLECTION)
+        made.append(ledger)
         return ledger
 
-    return make
+    yield make
+    for ledger in made:
+        ledger.close(timeout=1.0)

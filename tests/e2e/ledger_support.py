@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook.kube.api import ApiError
-from webhook.ledger.kube import object_name, records_of
+from webhook.ledger.tenantusage import object_name, records_of
 
 from .cluster import Cluster
 
@@ -22,24 +22,27 @@ CRD = Path(__file__).parents[2] / "webhook" / "defaults" / "crds" / "tenantusage
 RACER = textwrap.dedent(
     """
     import json, pathlib, sys, threading, time
+    from webhook.ledger.grants import GrantBook, process_owner
     from webhook.ledger.kube import KubeLedger
     from webhook.ledger.share import Share
-    kubeconfig, tenant, quota, threads, proc, start, shared = sys.argv[1:8]
+    kubeconfig, tenant, quota, threads, proc, start, shared, each, grants = sys.argv[1:10]
     share = Share(pathlib.Path(shared)) if shared else None
-    ledger = KubeLedger.from_kubeconfig(kubeconfig, budget=20.0, share=share)
+    book = GrantBook(process_owner()) if grants == "1" else None
+    ledger = KubeLedger.from_kubeconfig(kubeconfig, budget=20.0, share=share, grants=book)
     granted, answered = [], []
     def race(number):
         time.sleep(max(0.0, float(start) - time.time()))
-        key, gpu = f"claim:race/p{proc}-{number}", "gpu.nvidia.com"
-        if ledger.reserve(tenant, {key: {gpu: 1}}, {gpu: int(quota)}).granted:
-            granted.append(key)
-        answered.append(key)
+        for claim in range(int(each)):
+            key, gpu = f"claim:race/p{proc}-{number}-{claim}", "gpu.nvidia.com"
+            if ledger.reserve(tenant, {key: {gpu: 1}}, {gpu: int(quota)}).granted:
+                granted.append(key)
+            answered.append(key)
     workers = [threading.Thread(target=race, args=(n,)) for n in range(int(threads))]
     for worker in workers: worker.start()
     for worker in workers: worker.join()
     print(json.dumps({"granted": granted, "answered": len(answered)}))
     """
-)
+)  # with grants, what was admitted is written at exit (the Flusher's atexit drain)
 
 
 def race(
@@ -50,15 +53,19 @@ def race(
     threads: int,
     *,
     share: Path | None = None,
+    each: int = 1,
+    grants: bool = False,
 ) -> list[Any]:
-    """`processes` x `threads` one-GPU reservations, started together; each process's answer.
-    With `share`, the processes are the workers of one replica (`webhook.ledger.share`)."""
+    """`processes` x `threads` x `each` one-GPU reservations, started together; each
+    process's answer. With `share`, the processes are the workers of one replica
+    (`webhook.ledger.share`); with `grants`, each process admits from grants."""
     start = time.time() + 2.0
     arguments = [str(cluster.kubeconfig), tenant, str(quota), str(threads)]
     shared = str(share or "")
+    options = [str(each), "1" if grants else "0"]
     racers = [
         subprocess.Popen(
-            [sys.executable, "-c", RACER, *arguments, str(proc), str(start), shared],
+            [sys.executable, "-c", RACER, *arguments, str(proc), str(start), shared, *options],
             stdout=subprocess.PIPE,
             text=True,
         )

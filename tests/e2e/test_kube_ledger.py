@@ -21,9 +21,10 @@ from webhook.kube.caches import KubeState
 from webhook.kube.informer import Informer, Resource
 from webhook.ledger import recordtext
 from webhook.ledger.accounting import PENDING_SECONDS
-from webhook.ledger.kube import COLLECTION, TOTALS_KEY, KubeLedger, object_name, records_of
+from webhook.ledger.kube import KubeLedger
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.reconciler import Reconcilable, Reconciler, claims_truth
+from webhook.ledger.tenantusage import COLLECTION, TOTALS_KEY, object_name, records_of
 from webhook.policy.loading import parse_policies
 
 from .cluster import Cluster

@@ -20,9 +20,10 @@ import pytest
 from ledger_contract import GPU
 
 from webhook.ledger.accounting import PENDING_SECONDS
-from webhook.ledger.kube import COLLECTION, KubeLedger, object_name
+from webhook.ledger.kube import KubeLedger
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.share import Share
+from webhook.ledger.tenantusage import COLLECTION, object_name
 from webhook.types import FactsUnavailable, Reservation
 
 from .cluster import Cluster

@@ -9,6 +9,7 @@ with another. Scenarios that stop the server or change the failure policy restor
 
 from __future__ import annotations
 
+import contextlib
 import json
 import ssl
 import subprocess
@@ -25,7 +26,8 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.ledger.kube import records_of
+from webhook.ledger import wants
+from webhook.ledger.tenantusage import records_of
 
 from .cluster import Cluster
 from .dragate_server import (
@@ -119,19 +121,43 @@ def denial(result: subprocess.CompletedProcess[str]) -> str:
     return result.stderr.split(marker, 1)[1].strip()
 
 
-def holders(cluster: Cluster, tenant: str) -> dict[str, dict[str, int]]:
-    """The tenant's TenantUsage holders: key -> devices per class ({} when absent)."""
+def stored_holders(cluster: Cluster, tenant: str) -> dict[str, dict[str, int]]:
+    """The tenant's TenantUsage holders as stored now: key -> devices per class ({} when
+    absent). Grants and wants (`webhook.ledger.grants`) are the replicas' shares of the
+    quota, not holders, and are left out."""
     found = cluster.kubectl("get", "tenantusage", tenant, "-o", "json", "--ignore-not-found")
     if not found.stdout.strip():
         return {}
     records = records_of(json.loads(found.stdout))
-    return {key: dict(record.devices) for key, record in records.items()}
+    internal = (wants.GRANT_PREFIX, wants.WANT_PREFIX)
+    return {k: dict(r.devices) for k, r in records.items() if not k.startswith(internal)}
+
+
+def holders(
+    cluster: Cluster, tenant: str, expected: dict[str, dict[str, int]] | None = None
+) -> dict[str, dict[str, int]]:
+    """`stored_holders`, once they are `expected` (or, without it, once they stop changing):
+    an admission answered from a grant is written moments after its answer."""
+    if expected is not None:
+        with contextlib.suppress(TimeoutError):  # the caller's assertion shows the difference
+            wait_for(lambda: stored_holders(cluster, tenant) == expected, timeout=10,
+                     interval=0.1, what="the admitted holders written")  # fmt: skip
+        return stored_holders(cluster, tenant)
+    seen = [stored_holders(cluster, tenant)]
+
+    def unchanged() -> bool:
+        seen.append(stored_holders(cluster, tenant))
+        return seen[-1] == seen[-2]
+
+    wait_for(unchanged, timeout=10, interval=0.3, what="the stored holders to settle")
+    return seen[-1]
 
 
 def pending(cluster: Cluster, tenant: str) -> set[str]:
-    """Holders not confirmed by the reconciler yet (they carry expiresAt)."""
+    """Holders not confirmed by the reconciler yet (they carry expiresAt); not grants."""
     found = records_of(cluster.get_json("tenantusage", tenant))
-    return {key for key, record in found.items() if record.expires_at is not None}
+    internal = (wants.GRANT_PREFIX, wants.WANT_PREFIX)
+    return {k for k, r in found.items() if r.expires_at is not None and not k.startswith(internal)}
 
 
 def claim_names(cluster: Cluster, namespace: str) -> set[str]:
@@ -302,7 +328,7 @@ def test_over_quota_claim_is_denied_with_numbers(cluster: Cluster, dragate: Drag
 def test_dry_run_writes_nothing(cluster: Cluster, dragate: DragateServer) -> None:
     ns, tenant = "scn-dryrun", "scn-dryrun"
     cluster.apply(json.dumps(claim("real", 1)), ns)
-    before = holders(cluster, tenant)
+    before = holders(cluster, tenant, {"claim:scn-dryrun/real": {"gpu.nvidia.com": 1}})
     assert before == {"claim:scn-dryrun/real": {"gpu.nvidia.com": 1}}
 
     fits = kubectl_input(cluster, "apply", claim("ghost", 3), ns, "--dry-run=server")
@@ -334,10 +360,11 @@ def test_v1beta1_claim_judged_like_v1(cluster: Cluster, dragate: DragateServer) 
     assert admitted.returncode == 0, admitted.stderr
     stored = cluster.get_json("resourceclaims.v1.resource.k8s.io", "fits", "-n", ns)
     assert stored["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
-    assert holders(cluster, tenant) == {
+    both = {
         "claim:scn-beta/base": {"gpu.nvidia.com": 2},
         "claim:scn-beta/fits": {"gpu.nvidia.com": 2},
     }
+    assert holders(cluster, tenant, both) == both
 
 
 # --- 6. admin-access label guard -------------------------------------------------------------
@@ -596,7 +623,7 @@ def test_concurrent_claims_never_overcommit(cluster: Cluster, dragate: DragateSe
     assert not unexpected, "\n".join([*unexpected, dragate.log_tail()])
     assert claim_names(cluster, ns) == admitted
     truth = {f"claim:{ns}/{name}": {"gpu.nvidia.com": 1} for name in admitted}
-    assert holders(cluster, tenant) == truth
+    assert holders(cluster, tenant, truth) == truth
 
     def create(name: str) -> subprocess.CompletedProcess[str]:
         return kubectl_input(cluster, "create", claim(name, 1), ns)
@@ -621,7 +648,7 @@ def test_concurrent_claims_never_overcommit(cluster: Cluster, dragate: DragateSe
     assert released < 25, f"released {released:.1f}s after the delete: reconciler not woken?"
     truth = {**truth, f"claim:{ns}/late": {"gpu.nvidia.com": 1}}
     del truth[f"claim:{ns}/{gone}"]
-    assert holders(cluster, tenant) == truth
+    assert holders(cluster, tenant, truth) == truth
 
 
 def test_dragate_stayed_healthy(dragate: DragateServer) -> None:

@@ -9,8 +9,8 @@ from ledger_contract import GPU
 
 from webhook.ledger import recordtext
 from webhook.ledger.accounting import Record, Records
-from webhook.ledger.kube import TOTALS_KEY, records_of, tenant_usage
 from webhook.ledger.recordtext import Unstorable
+from webhook.ledger.tenantusage import TOTALS_KEY, records_of, tenant_usage
 
 PENDING_AT = 1764567890.1234567
 

@@ -123,18 +123,26 @@ def unchanged(known: Record, devices: Mapping[str, int], now: float) -> bool:
 
 
 def reconcile(
-    current: Mapping[str, Record], truth: Mapping[str, Mapping[str, int]], *, now: float
+    current: Mapping[str, Record],
+    truth: Mapping[str, Mapping[str, int]],
+    *,
+    now: float,
+    drop_grace: float = 0.0,
 ) -> Records:
     """The records once existing objects (`truth`) are known.
 
     Holders backed by an object are confirmed with the object's devices; confirmed holders
-    whose object is gone are dropped; pending holders stay until they expire.
+    whose object is gone are dropped, or with `drop_grace` first kept pending that long;
+    pending holders stay until they expire.
     """
     records: Records = {key: Record(dict(devices)) for key, devices in truth.items()}
     for key, record in current.items():
-        pending = record.expires_at is not None and record.expires_at > now
-        if key not in records and pending:
+        if key in records:
+            continue
+        if record.expires_at is not None and record.expires_at > now:
             records[key] = record
+        elif record.expires_at is None and drop_grace > 0:
+            records[key] = Record(record.devices, now + drop_grace)
     return records
 
 

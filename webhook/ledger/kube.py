@@ -15,8 +15,13 @@ stored it succeeded, or, when nothing is written (a denial), because it was re-c
 fresh read. `usage()` and `records()` always read. The workers of one replica can also take
 turns per tenant and pass on their last copy (`share`), so they do not race each other.
 
-The records are stored as one string (`recordtext`, `spec.records`): the API server's cost
-per write then stays flat as holders accumulate (one field, not several per holder).
+The records are stored as one string (`recordtext`, `spec.records`, see `tenantusage`): the
+API server's cost per write then stays flat as holders accumulate.
+
+With a `GrantBook` (`grants`, as `dragate serve` runs in a cluster), most admissions are
+answered from this process's grant of the tenant's quota without waiting for a write, and a
+`Flusher` thread writes their holders moments later; every write still goes through the same
+batches and compare-and-swap, which keep grants and holders within the limit together.
 
 Admission must not hang on the API: each operation has a total time budget, and running out
 raises FactsUnavailable, which the pipeline turns into a refusal (fail closed).
@@ -24,45 +29,22 @@ raises FactsUnavailable, which the pipeline turns into a refusal (fail closed).
 
 from __future__ import annotations
 
-import hashlib
 import random
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from webhook.kube.api import ApiError, KubeApi, Unreachable
-from webhook.ledger import accounting, recordtext
+from webhook.ledger import accounting, recordtext, wants
 from webhook.ledger.accounting import Holds, Records
-from webhook.ledger.batch import Change, GroupCommit, Job, OutOfTime, apply_in_order, settle
+from webhook.ledger.batch import Answer, Change, GroupCommit, Job, OutOfTime, apply_in_order, settle
+from webhook.ledger.flusher import Flusher
+from webhook.ledger.grants import GrantBook
 from webhook.ledger.share import Copy, Share, Turn
+from webhook.ledger.tenantusage import COLLECTION, Stored, object_name, stored_of, tenant_usage
 from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation
 
-GROUP, VERSION, PLURAL = "dragate.io", "v1alpha1", "tenantusages"
-COLLECTION = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
-TOTALS_KEY = "totals:spec.records"
-"""The one holder in `spec.holders`: the totals of `spec.records`, for older readers."""
-_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
-
 T = TypeVar("T")
-
-
-def object_name(tenant: str) -> str:
-    """The tenant's own name when the API accepts it, else a stable hash of it."""
-    if _DNS_NAME.match(tenant):
-        return tenant
-    return "tenant-" + hashlib.sha256(tenant.encode()).hexdigest()[:20]
-
-
-@dataclass(frozen=True)
-class Stored:
-    """A TenantUsage as read: its records and the resourceVersion to write against."""
-
-    records: Records
-    resource_version: str | None  # None: the object does not exist yet
-    lines: recordtext.Lines = field(default_factory=dict, compare=False)  # as stored
-    uid: str = ""  # metadata.uid: a write based on this copy is refused for another object
 
 
 class KubeLedger:
@@ -78,9 +60,11 @@ class KubeLedger:
         drop_grace: float = 5.0,
         clock: Callable[[], float] = time.time,
         share: Share | None = None,
+        grants: GrantBook | None = None,
     ) -> None:
         self.api = api
         self.share = share  # the turns and last copy shared with this replica's workers
+        self.grants = grants  # this process's grants of quota; None: every admission writes
         self.budget = budget
         self.reconcile_budget = reconcile_budget
         self.pending_seconds = pending_seconds
@@ -89,6 +73,7 @@ class KubeLedger:
         self._turns = GroupCommit(self._commit)
         self._known: dict[str, Stored] = {}  # per tenant: as this process last read or wrote
         self._last_write: dict[str, tuple[float, float]] = {}  # per tenant: (ended, seconds)
+        self._flusher = Flusher(grants, self._flush) if grants is not None else None
 
     @classmethod
     def from_kubeconfig(cls, path: str | None = None, **options: Any) -> KubeLedger:
@@ -105,7 +90,9 @@ class KubeLedger:
         return accounting.usage_of(accounting.live(records, now=self.clock()))
 
     def records(self, tenant: str, deadline: Deadline | None = None) -> Records:
-        return self._read(tenant, time.monotonic() + self._budget(deadline)).records
+        """The tenant's records as stored, with what this process admitted and not yet wrote."""
+        records = self._read(tenant, time.monotonic() + self._budget(deadline)).records
+        return self.grants.overlay(tenant, records) if self.grants is not None else records
 
     def reserve(
         self,
@@ -114,22 +101,60 @@ class KubeLedger:
         limits: Mapping[str, int],
         deadline: Deadline | None = None,
     ) -> Reservation:
-        """One change in the tenant's next batch; withdrawn unwritten if `deadline` passes
-        while it waits (a write already sent may land: it is pending and expires).
+        """Granted at once from this process's grant when it fits; otherwise one change in
+        the tenant's next batch, withdrawn unwritten if `deadline` passes while it waits (a
+        write already sent may land: it is pending and expires). Refused only for other
+        processes' grants, it asks for them back and tries again (`wants`). The usage comes
+        with a refusal only: listing every holder costs 1.7 ms at 1,000 holders."""
+        if self._from_grant(tenant, holds, limits, deadline):
+            return Reservation(True)
+        ends = time.monotonic() + self._budget(deadline)
+        pause = wants.WANT_PAUSE
+        while True:
+            change, blocked = self._reserving(holds, limits)
+            answer = self.update(tenant, change, ends - time.monotonic())
+            late = time.monotonic() + pause + wants.RETRY_ROOM > ends
+            if answer.granted or not blocked() or late:
+                return answer
+            time.sleep(pause)
+            pause = min(pause * 2, wants.MAX_WANT_PAUSE)
 
-        The usage comes with a refusal only (what the denial names): listing every holder
-        costs 1.7 ms at 1,000 holders, on every admission if done for grants too.
-        """
+    def _from_grant(
+        self,
+        tenant: str,
+        holds: Mapping[str, Mapping[str, int]],
+        limits: Mapping[str, int],
+        deadline: Deadline | None,
+    ) -> bool:
+        """Admitted from this process's grant, without a write now; otherwise counted as
+        demand, so the write that decides it sizes the grant for what comes next."""
+        book, flusher = self.grants, self._flusher
+        if book is None or flusher is None:
+            return False
+        flusher.start()  # a grant taken by a write is given back by it when idle
+        if deadline is not None:
+            deadline.check("reserving quota")
+        if book.admit(tenant, holds, limits):
+            return True
+        book.note(tenant, holds, limits)
+        return False
+
+    def _reserving(
+        self, holds: Mapping[str, Mapping[str, int]], limits: Mapping[str, int]
+    ) -> tuple[Change[Reservation], Callable[[], bool]]:
+        """The change that reserves `holds`, and whether its last refusal was only for other
+        processes' grants (`wants.reserve_or_want`)."""
+        blocked = [False]
+        owner = self.grants.owner if self.grants is not None else None
 
         def change(records: Records) -> tuple[Records, Reservation]:
-            outcome = accounting.reserve(
-                records, holds, limits, now=self.clock(), pending_seconds=self.pending_seconds
-            )
-            if outcome.granted:
-                return outcome.records, Reservation(True)
-            return outcome.records, Reservation(False, accounting.usage_of(outcome.records))
+            kept, answer, blocked[0] = wants.reserve_or_want(
+                records, holds, limits, now=self.clock(),
+                pending_seconds=self.pending_seconds, owner=owner,
+            )  # fmt: skip
+            return kept, answer
 
-        return self.update(tenant, change, self._budget(deadline))
+        return change, lambda: blocked[0]
 
     def _budget(self, deadline: Deadline | None) -> float:
         return self.budget if deadline is None else deadline.bound(self.budget)
@@ -162,17 +187,10 @@ class KubeLedger:
 
     def _reconcile_with(self, truth: Holds) -> Change[None]:
         def change(records: Records) -> tuple[Records, None]:
-            return self._reconciled(records, truth), None
+            now, grace = self.clock(), self.drop_grace
+            return accounting.reconcile(records, truth, now=now, drop_grace=grace), None
 
         return change
-
-    def _reconciled(self, records: Records, truth: Holds) -> Records:
-        now = self.clock()
-        kept = accounting.reconcile(records, truth, now=now)
-        for key, record in records.items():
-            if key not in kept and record.expires_at is None and self.drop_grace > 0:
-                kept[key] = accounting.Record(record.devices, now + self.drop_grace)
-        return kept
 
     # ------------------------------------------------------------------ CAS
 
@@ -225,23 +243,49 @@ class KubeLedger:
 
         Starts from the records this process last knew (no GET) unless it is `_busy`; on a
         conflict, or when the jobs would write nothing to records not read just now, reads
-        them afresh and starts over, so no answer rests on a stale copy.
+        them afresh and starts over, so no answer rests on a stale copy. With grants, every
+        batch also writes the holders admitted from the grant and sizes the grant again.
         """
         known = None if self._busy(tenant) else self._known.get(tenant)
         stored, fresh = (known, False) if known else (self._reread(tenant, deadline), True)
         attempt = 0
         while True:
-            records, answers = apply_in_order(stored.records, jobs)
-            unchanged = records == stored.records
-            if (unchanged and fresh) or (
-                not unchanged and self._write_if_current(tenant, records, stored, deadline)
-            ):
+            records, answers = self._plan(tenant, stored.records, jobs)
+            if records == stored.records:
+                self._settle_flight(tenant, landed=False)
+                if fresh:
+                    settle(jobs, answers)
+                    return
+            elif self._write_if_current(tenant, records, stored, deadline):
                 settle(jobs, answers)
                 return
-            if not unchanged:  # lost the race: back off before re-reading
+            else:  # lost the race: back off before re-reading
                 attempt += 1
                 self._pause(attempt, deadline, tenant)
             stored, fresh = self._reread(tenant, deadline), True
+
+    def _plan(
+        self, tenant: str, records: Records, jobs: Sequence[Job[Any]]
+    ) -> tuple[Records, list[Answer]]:
+        """The records to store and each job's answer; with grants, the book's plan around
+        the jobs (a write it registers as in flight until `_settle_flight`)."""
+        if self.grants is None:
+            return apply_in_order(records, jobs)
+        return self.grants.plan(tenant, records, lambda folded: apply_in_order(folded, jobs))
+
+    def _settle_flight(self, tenant: str, *, landed: bool | None) -> None:
+        """Tell the book whether the planned write is stored (None: it may be)."""
+        if self.grants is not None:
+            self.grants.settle(tenant, landed)
+
+    def _flush(self, tenant: str) -> None:
+        """Store what the grant admitted, and size the grant again (the Flusher's call)."""
+        self.update(tenant, _unchanged, self.budget)
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Write what the grants admitted and give every grant back (shutting down)."""
+        if self._flusher is not None:
+            self._flusher.drain(timeout)
 
     def _busy(self, tenant: str) -> bool:
         """True while this process wrote the tenant less than half a write's time ago.
@@ -290,9 +334,22 @@ class KubeLedger:
         """Write `records` if the object is still at `base`'s version; False on a conflict.
 
         Whatever the outcome, the copy this process knows is replaced (by the written object)
-        or dropped, so no later write starts from a version known to be stale.
+        or dropped, so no later write starts from a version known to be stale; and the book
+        learns whether the planned grant is stored.
         """
         self._known.pop(tenant, None)
+        try:
+            written = self._put(tenant, records, base, deadline)
+        except recordtext.Unstorable:
+            self._settle_flight(tenant, landed=False)  # nothing was sent
+            raise
+        except BaseException:
+            self._settle_flight(tenant, landed=None)  # it may have landed
+            raise
+        self._settle_flight(tenant, landed=written)
+        return written
+
+    def _put(self, tenant: str, records: Records, base: Stored, deadline: float) -> bool:
         lines = dict(base.lines)
         body = tenant_usage(tenant, records, base.resource_version, lines)
         if base.uid:
@@ -339,51 +396,5 @@ def _left(deadline: float, tenant: str) -> float:
     return remaining
 
 
-def stored_of(obj: Mapping[str, Any]) -> Stored:
-    lines: recordtext.Lines = {}
-    metadata = obj["metadata"]
-    records = records_of(obj, lines)
-    return Stored(records, str(metadata["resourceVersion"]), lines, str(metadata.get("uid", "")))
-
-
-def records_of(obj: Mapping[str, Any], lines: recordtext.Lines | None = None) -> Records:
-    """The records of a TenantUsage: `spec.records` (one string, `recordtext`; its lines
-    remembered in `lines`), or for an object no replica of this version has written yet, the
-    `spec.holders` map (the format before: migrated by the next write)."""
-    spec = obj.get("spec") or {}
-    if isinstance(spec.get("records"), str):
-        where = f"TenantUsage {spec.get('tenant')!r}"
-        return recordtext.decode(spec["records"], where, lines)
-    holders = spec.get("holders") or {}
-    return {str(k): accounting.Record.from_json(v) for k, v in holders.items()}
-
-
-def tenant_usage(
-    tenant: str,
-    records: Records,
-    resource_version: str | None,
-    lines: recordtext.Lines | None = None,
-) -> dict[str, Any]:
-    """The object to write; raises recordtext.Unstorable when the records do not fit in it.
-    `lines` (as `recordtext.encode`) spares formatting the records that did not change.
-
-    Besides `spec.records`, `spec.holders` carries one holder, TOTALS_KEY, holding the totals
-    per class: a replica of the version before (which reads only `holders`) sees the tenant's
-    usage and keeps within its quota during a rolling upgrade. Its write drops `records`
-    and the holders behind the totals; the totals stay a holder of their own (read back as
-    one, counted in the next totals) until the reconciler rebuilds the holders from the
-    claims: an over-count for a while, never an overcommit.
-    """
-    metadata: dict[str, Any] = {"name": object_name(tenant)}
-    if resource_version is not None:
-        metadata["resourceVersion"] = resource_version
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "TenantUsage",
-        "metadata": metadata,
-        "spec": {
-            "tenant": tenant,
-            "records": recordtext.encode(records, tenant, lines),
-            "holders": {TOTALS_KEY: {"devices": accounting.totals(records)}},
-        },
-    }
+def _unchanged(records: Records) -> tuple[Records, None]:
+    return records, None

@@ -1,0 +1,90 @@
+"""The thread that writes what a process admitted from its grants, moments after.
+
+An admission answered from a grant (`grants.GrantBook.admit`) only queues its holder; this
+thread, one per process, writes each tenant's queued holders within FLUSH_INTERVAL of the
+first (a burst shares one write), sizes the grant again in the same write, gives back the
+grant of a tenant that went idle, and renews a lease before it runs short. It starts with
+the first admission from a grant (after fork: threads do not survive it) and `drain` gives
+everything back at shutdown, also from an `atexit` hook for a worker that exits normally.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from webhook.ledger.grants import GrantBook
+from webhook.types import DragateError
+
+log = logging.getLogger(__name__)
+
+RETRY_SECONDS = 0.5
+"""A tenant whose flush failed (the API unreachable) is tried again after this."""
+
+
+class Flusher:
+    """Calls `flush(tenant)` for every tenant the book says is due, until stopped."""
+
+    def __init__(self, book: GrantBook, flush: Callable[[str], None]) -> None:
+        self.book = book
+        self.flush = flush
+        self.flushes = 0  # tenants flushed (for tests and metrics)
+        self.failures = 0
+        self._flush_ok = True  # whether the last flush succeeded
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the thread once; cheap to call on every admission from a grant."""
+        if self._thread is not None:
+            return
+        with self._lock:
+            if self._thread is None:
+                thread = threading.Thread(target=self._loop, name="ledger-flusher", daemon=True)
+                thread.start()
+                self._thread = thread
+                atexit.register(self.drain)
+
+    def drain(self, timeout: float = 2.0) -> None:
+        """Write what is queued and give every grant back, for at most `timeout` seconds."""
+        self.book.closing = True
+        self._stop.set()
+        self.book.queued_signal.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        ends = time.monotonic() + timeout
+        while time.monotonic() < ends and self.book.has_work():
+            if not self._flush_due():
+                time.sleep(0.005)  # a flush interval to pass; a failure ends the drain
+            if self.failures and not self._flush_ok:
+                return
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.book.queued_signal.clear()
+            self._flush_due()
+            self.book.queued_signal.wait(self.book.next_due_in())
+
+    def _flush_due(self) -> bool:
+        """Flush every due tenant; False when none was due."""
+        due = self.book.due()
+        for tenant in due:
+            try:
+                self.flush(tenant)
+                self.flushes += 1
+                self._flush_ok = True
+            except DragateError as error:  # FactsUnavailable: the API did not answer in time
+                self.failures += 1
+                self._flush_ok = False
+                log.warning("writing the grant of tenant %r failed: %s", tenant, error)
+                self.book.retry_later(tenant, RETRY_SECONDS)
+            except Exception:  # the loop must survive a bug in one flush
+                self.failures += 1
+                self._flush_ok = False
+                log.exception("writing the grant of tenant %r failed", tenant)
+                self.book.retry_later(tenant, RETRY_SECONDS)
+        return bool(due)
