@@ -237,7 +237,12 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     http = results.get("http")
     if http:
-        parts.append("## HTTP: latency (µs) and throughput against keep-alive connections\n")
+        parts.append(
+            "## HTTP: latency (µs) and throughput against keep-alive connections\n\n"
+            f"Each cell: the median of {http.get('rounds', 1)} interleaved rounds of "
+            f"{http.get('seconds_per_point')} s (rps_min / rps_max: the spread of its rounds); "
+            "ratios to the no-op are taken within each round.\n"
+        )
         rows = [{"target": t, **r} for t, curve in http["curves"].items() for r in curve]
         parts.append(
             _table(
@@ -246,6 +251,8 @@ def markdown(results: dict[str, Any]) -> str:
                     "target",
                     "connections",
                     "rps",
+                    "rps_min",
+                    "rps_max",
                     "min_us",
                     "p50_us",
                     "p90_us",
