@@ -152,7 +152,8 @@ def round_ratios(own: dict[str, Any], base: dict[str, Any]) -> list[float]:
 def ratios(result: dict[str, Any]) -> dict[str, Any]:
     """Throughput at 8 connections (median of the per-round ratios, and their range) and p50
     at 1 connection, each endpoint against no-op."""
-    curves, out = result["curves"], {}
+    curves = result["curves"]
+    out: dict[str, Any] = {}
     for endpoint in ("validate", "mutate"):
         base8, own8 = _at(curves["noop"], 8), _at(curves[endpoint], 8)
         base1, own1 = _at(curves["noop"], 1), _at(curves[endpoint], 1)

@@ -73,10 +73,11 @@ class _Probe:
         }
         (self.out / f"worker-{os.getpid()}.json").write_text(json.dumps(data))
 
-    def reset(self) -> None:
+    def reset(self) -> str:
         self.requests.clear()
         for pauses in self.pauses.values():
             pauses.clear()
+        return "ok"
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -87,7 +88,7 @@ def serve(args: argparse.Namespace) -> None:
 
     out = Path(args.out)
 
-    class ProbeServer(DragateServer):  # type: ignore[misc]
+    class ProbeServer(DragateServer):
         def load(self) -> Any:
             app = make_app(self.config)
             if args.gc == "stock":
@@ -96,8 +97,8 @@ def serve(args: argparse.Namespace) -> None:
             probe = _Probe(out)
             gc.callbacks.append(probe.on_gc)
             atexit.register(probe.dump)
-            app.wsgi_app = probe.wrap(app.wsgi_app)
-            app.add_url_rule("/probe-reset", "probe-reset", lambda: probe.reset() or "ok")
+            app.wsgi_app = probe.wrap(app.wsgi_app)  # type: ignore[method-assign]
+            app.add_url_rule("/probe-reset", "probe-reset", probe.reset)
             return app
 
     config = build_config(
