@@ -54,19 +54,25 @@ def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
 def settle_collector() -> None:
     """Collect once and freeze what the worker has loaded, so no later collection walks it.
 
-    What was measured (tests/bench/worker_probe.py, offline mode, /validate at 1 connection,
-    2 workers): after make_app a worker tracks ~103,000 objects (modules, Flask, policies,
-    compiled CEL, state); a full collection of that heap takes 15-30 ms, one stall of the
-    request that triggers it. In steady state a review allocates and frees its objects by
-    reference counting, so collections are rare anyway: 7 young-generation collections
-    (~90 µs each) and no full one in 5,700 reviews, so GC is not what makes the served p99
-    long on a busy machine (the review's own time in the worker: p99 1.8 ms, while the client
-    saw 11.9 ms). A full collection still comes whenever long-lived objects grew by a quarter
-    (caches filling, cluster mode's watch caches), and then walks everything; after freeze()
-    it walks only what was made since. The thresholds stay CPython's: a larger first one only
-    makes each young collection bigger, and they are already ~0.1% of requests.
+    What was measured (tests/bench/worker_probe.py: this app served offline by 2 workers,
+    /validate and /mutate at 1 connection, stock collector and this one interleaved, 3 rounds
+    each, machine load 5-10):
+    - after make_app a worker tracks ~100,000 objects (modules, Flask, policies, compiled CEL,
+      state); one full collection of them takes 25-48 ms in-process, a stall of every request
+      in the worker; after freeze() the same collection takes ~0.01 ms.
+    - In steady state a review frees what it allocates by reference counting, so collections
+      are rare either way: per 5,000-7,800 reviews, young collections 6-38 stock (up to 1.9
+      ms) and 0-9 frozen (up to 0.17 ms), middle ones 0-3 (up to 0.9 ms) and 0-1 (0.1 ms),
+      no full one in any round. GC is not what made the served p99 long on this busy machine
+      (client p99 10-130 ms in every round; the review's own time in the worker p99 0.9-4.8
+      ms in both arms): that tail is the machine's scheduling, not the worker.
+    - A full collection still comes whenever long-lived objects grow by a quarter (caches
+      filling: cluster mode's watch caches, the ledger), and without the freeze it walks the
+      whole heap each time; with it, only what was made since.
+    The thresholds stay CPython's (700, 10, 10): collections are already well under 1% of
+    reviews, and a larger first threshold only makes each young collection longer.
     Called again once the worker is first ready (cluster mode: caches listed), see `_readyz`.
-    Objects frozen and later dropped are still freed by reference counting; only cyclic
+    Frozen objects that are later dropped are still freed by reference counting; only cyclic
     garbage among them would stay, and boot-time objects are not dropped in cycles.
     """
     gc.collect()
