@@ -268,6 +268,16 @@ def markdown(results: dict[str, Any]) -> str:
                 ],
             )
         )
+        ranges = {
+            e: http.get("ratios", {}).get(f"{e}_rps_ratio_range_at_8")
+            for e in ("validate", "mutate")
+        }
+        if all(ranges.values()):
+            parts.append(
+                "\nrps at 8 connections over the no-op's, lowest and highest round: "
+                + ", ".join(f"{e} {r[0]} to {r[1]}" for e, r in ranges.items())
+                + "\n"
+            )
         parts.append(f"\nWorker memory (MiB): {json.dumps(http['worker_memory'])}\n")
     parts += _profile(results.get("profile") or {})
     sections = {
