@@ -9,6 +9,7 @@ so the settings can be compared A/B in one session:
 
     python tests/bench/worker_probe.py [--path /validate] [--connections 1] [--seconds 10]
                                        [--rounds 3] [--gc stock|served]
+                                       [--switch-interval SECONDS]
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ def serve(args: argparse.Namespace) -> None:
             if args.gc == "stock":
                 gc.unfreeze()
                 gc.set_threshold(*STOCK_THRESHOLDS)
+            if args.switch_interval is not None:
+                sys.setswitchinterval(args.switch_interval)
             probe = _Probe(out)
             gc.callbacks.append(probe.on_gc)
             atexit.register(probe.dump)
@@ -111,10 +114,11 @@ def serve(args: argparse.Namespace) -> None:
     ProbeServer(config).run()
 
 
-def _start(tmp: Path, gc_mode: str) -> servers.Served:
+def _start(tmp: Path, gc_mode: str, switch: float | None) -> servers.Served:
     port = servers.free_port()
     args = [
         str(Path(__file__).resolve()), "serve", "--port", str(port), "--gc", gc_mode,
+        *(["--switch-interval", str(switch)] if switch is not None else []),
         "--out", str(tmp / "out"), "--cert-dir", str(tmp / "certs"),
         "--policies", str(workload.write_policies(tmp / "policies")),
         "--state", str(workload.write_state(tmp / "state.json")),
@@ -129,7 +133,7 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     body = workload.review_bodies()[args.path]
     with tempfile.TemporaryDirectory(prefix="dragate-probe-") as tmp:
-        served = _start(Path(tmp), args.gc)
+        served = _start(Path(tmp), args.gc, args.switch_interval)
         try:
             servers.wait_all_listening(served, 2)
             url = served.url + args.path
@@ -166,6 +170,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
+    parser.add_argument(
+        "--switch-interval", type=float, help="the GIL switch interval in workers (A/B)"
+    )
     for name in ("--port", "--out", "--cert-dir", "--policies", "--state", "--ledger"):
         parser.add_argument(name, type=int if name == "--port" else str)
     args = parser.parse_args()
