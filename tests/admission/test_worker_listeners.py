@@ -17,9 +17,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from admission import server_support
 from admission.admission_support import pod, review_body
 from admission.server_support import Server, start
-from admission.worker_sockets import accepted_by, children, listeners_by_pid
+from admission.worker_sockets import (
+    TIME_WAIT,
+    accepted_by,
+    children,
+    listeners_by_pid,
+    tcp_sockets,
+)
 
 WORKERS = 2
 CONNECTIONS = 8
@@ -173,6 +180,25 @@ def test_hup_replaces_workers_without_refusing_a_connection(tmp_path: Path) -> N
         _all_listening(server)
     finally:
         assert server.stop() == 0, server.logs()
+
+
+def test_a_restart_on_the_same_port_starts_despite_time_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Connections the server closed stay in TIME_WAIT on its port for a minute; the check
+    for a taken port must not count them (a container restarted in the same pod)."""
+    first = start(tmp_path / "first")
+    kept = [_connection(first) for _ in range(4)]  # kept alive: the stopping server closes
+    assert [_review(conn) for conn in kept] == [200] * 4
+    assert first.stop() == 0, first.logs()
+    for conn in kept:  # the server closed first, so its side waits in TIME_WAIT
+        conn.close()
+    waiting = [s for s in tcp_sockets() if s.local_port == first.port and s.state == TIME_WAIT]
+    assert waiting, "no connection of the first run left in TIME_WAIT"
+    monkeypatch.setattr(server_support, "free_port", lambda: first.port)
+    second = start(tmp_path / "second")
+    assert second.port == first.port
+    assert second.stop() == 0, second.logs()
 
 
 def test_a_taken_port_fails_at_once(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-LISTEN, ESTABLISHED = "0A", "01"
+LISTEN, ESTABLISHED, TIME_WAIT = "0A", "01", "06"
 
 
 @dataclass(frozen=True)

@@ -54,9 +54,12 @@ LISTEN_STATE = "0A"  # TCP_LISTEN in /proc/net/tcp
 
 def check_address_free(host: str, port: int) -> None:
     """Raise OSError (EADDRINUSE) when anything listens on (host, port) already, with or
-    without SO_REUSEPORT: this probe sets neither flag that would let it share the port."""
+    without SO_REUSEPORT: this probe does not set it, so it cannot share a listener's port.
+    SO_REUSEADDR is set, as on the listeners: connections of a previous run still in
+    TIME_WAIT (a container restarted in the same pod) do not count as taking the port."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind((host, port))
 
 
