@@ -5,11 +5,22 @@ One control plane (etcd + kube-apiserver of the e2e toolchain, tests/e2e/toolcha
 one `dragate serve --kubeconfig` (cluster mode, as the chart runs it: watch caches and the
 TenantUsage ledger), and the same objects for every variant:
 
-  none      no admission webhook or policy (the baseline)
-  vap       a ValidatingAdmissionPolicy: class allow-list and per-claim count cap in CEL
-            (what the API server can do without a webhook; it cannot count quota across objects)
-  validate  dragate's validating webhook only
-  mutate    dragate's validating and mutating webhooks
+  none           no admission webhook or policy (the baseline)
+  vap            a ValidatingAdmissionPolicy: class allow-list and per-claim count cap in CEL
+                 (what the API server can do without a webhook; it cannot count quota
+                 across objects)
+  noop-validate  the no-op AdmissionReview server (tests/bench/noop_server.py: same gunicorn
+                 class, settings and TLS) behind the chart's validating webhooks: what any
+                 webhook round trip costs through the API server
+  validate       dragate's validating webhooks
+  noop-mutate    the no-op behind the chart's validating and mutating webhooks
+  mutate         dragate's validating and mutating webhooks
+
+Every webhook variant registers the chart's own configurations (`helm template` of
+charts/dragate in url mode, tests/e2e/chart_webhooks.py: its rules, matchConditions, failure
+policies and timeouts), each webhook also scoped to the variant's namespaces by the label
+`dragate-bench/variant`, so the bench calls dragate exactly when a chart install would (the
+mutating webhook only for Pods that still ask for legacy GPUs, never for claims).
 
 Kinds: a ResourceClaim (one GPU) and a legacy Pod (`nvidia.com/gpu: 1`, rewritten to a claim
 template by the mutating webhook). For each variant and kind: sequential creates on one
@@ -43,8 +54,18 @@ if str(TESTS) not in sys.path:
 
 from timing import summarize  # noqa: E402
 
-VARIANTS = ("none", "vap", "validate", "mutate")
+VARIANTS = ("none", "vap", "noop-validate", "validate", "noop-mutate", "mutate")
+WEBHOOKS = {  # variant: (server, mutating webhook registered)
+    "noop-validate": ("noop", False),
+    "validate": ("dragate", False),
+    "noop-mutate": ("noop", True),
+    "mutate": ("dragate", True),
+}
+NOOP_OF = {"validate": "noop-validate", "mutate": "noop-mutate"}
 KINDS = ("claim", "pod")
+LABEL = "dragate-bench/variant"
+RELEASE = "dragate-bench"
+PROBED_WEBHOOK = "claims.validate.dragate.io"  # the chart's webhook a claim probe reaches
 CONNECTIONS = 8
 CLASS = "gpu.nvidia.com"
 MAX_PER_CLAIM = 8
@@ -56,8 +77,9 @@ def namespace(variant: str, kind: str, level: str) -> str:
     return f"bench-{variant}-{kind}-{level}"
 
 
-def namespaces() -> list[str]:
-    return [namespace(v, k, lv) for v in VARIANTS for k in KINDS for lv in ("seq", "conc")]
+def namespaces() -> dict[str, tuple[str, str]]:
+    """Every namespace the bench creates: (variant, kind) it measures."""
+    return {namespace(v, k, lv): (v, k) for v in VARIANTS for k in KINDS for lv in ("seq", "conc")}
 
 
 # ------------------------------------------------------------------------- objects
@@ -296,53 +318,83 @@ def _denied_by(cluster: Any, ns: str, marker: str | None) -> bool:
     return status != 201 and marker in json.dumps(body)
 
 
+def _webhook_calls(cluster: Any) -> float:
+    """How many calls the API server made to PROBED_WEBHOOK so far (its /metrics)."""
+    client = connect(cluster)
+    try:
+        client._connection.request("GET", "/metrics")
+        text = client._connection.getresponse().read().decode()
+    finally:
+        client.close()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("apiserver_admission_webhook_admission_duration_seconds_count{")
+        and f'name="{PROBED_WEBHOOK}"' in line
+    )
+
+
+def _called(cluster: Any, ns: str) -> bool:
+    """Whether an allowed claim (dry run) in `ns` reaches the chart's claim webhook."""
+    before = _webhook_calls(cluster)
+    client = connect(cluster)
+    try:
+        client.create(path("claim", ns), claim("probe"), dry_run=True)
+    finally:
+        client.close()
+    return _webhook_calls(cluster) > before
+
+
 @contextmanager
-def variant(cluster: Any, name: str, server: Any) -> Iterator[None]:
+def _policy(cluster: Any, probe_ns: str) -> Iterator[None]:
+    cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": admission_policy()}),
+    )
+    _wait(lambda: _denied_by(cluster, probe_ns, "bench-gpu-claims"), "the VAP")
+    try:
+        yield
+    finally:
+        for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
+            for what in ("claims", "pods"):
+                cluster.kubectl("delete", kind, f"bench-gpu-{what}", "--ignore-not-found")
+        _wait(lambda: _denied_by(cluster, probe_ns, None), "removing the VAP")
+
+
+@contextmanager
+def variant(cluster: Any, name: str, servers: dict[str, Any]) -> Iterator[None]:
     """Admission configured for `name`, and removed again afterwards."""
-    from e2e.webhooks import WebhookSettings, register_webhooks
+    from e2e import chart_webhooks
 
     probe_ns = namespace(name, "claim", "seq")
     if name == "none":
         yield
         return
     if name == "vap":
-        cluster.kubectl(
-            "apply",
-            "-f",
-            "-",
-            input=json.dumps({"apiVersion": "v1", "kind": "List", "items": admission_policy()}),
-        )
-        _wait(lambda: _denied_by(cluster, probe_ns, "bench-gpu-claims"), "the VAP")
-        try:
+        with _policy(cluster, probe_ns):
             yield
-        finally:
-            for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
-                for what in ("claims", "pods"):
-                    cluster.kubectl("delete", kind, f"bench-gpu-{what}", "--ignore-not-found")
-            _wait(lambda: _denied_by(cluster, probe_ns, None), "removing the VAP")
         return
-    mutate = server.server.url("/mutate") if name == "mutate" else None
-    settings = WebhookSettings(
-        extra={"namespaceSelector": {"matchLabels": {"dragate-bench/variant": name}}}
+    server_name, mutating = WEBHOOKS[name]
+    served = servers[server_name].server
+    objects = chart_webhooks.render(
+        cluster.bin_dir / "helm", RELEASE, served.base_url, served.ca_bundle_pem, mutating=mutating
     )
-    registration = register_webhooks(
-        cluster,
-        server.server.url("/validate"),
-        mutate,
-        server.ca_bundle_pem,
-        name="dragate-bench",
-        settings=settings,
-    )
-    _wait(lambda: _denied_by(cluster, probe_ns, "dragate"), f"dragate ({name})")
+    registration = chart_webhooks.apply(cluster, chart_webhooks.scoped(objects, {LABEL: name}))
+    if server_name == "dragate":
+        _wait(lambda: _denied_by(cluster, probe_ns, "dragate"), f"dragate ({name})")
+    else:
+        _wait(lambda: _called(cluster, probe_ns), f"the no-op webhook ({name})")
     try:
         yield
     finally:
         registration.delete(cluster)
-        _wait(lambda: _denied_by(cluster, probe_ns, None), f"removing dragate ({name})")
+        _wait(lambda: not _called(cluster, probe_ns), f"removing {name}")
 
 
-def _prepare(cluster: Any, workdir: Path) -> Any:
-    """CRD, DeviceClasses, namespaces, and a running dragate (not registered yet)."""
+def _prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
+    """CRD, DeviceClasses, namespaces, a running dragate and no-op (not registered yet)."""
     from e2e.dragate_server import DATA, DragateServer, serve_command
 
     cluster.kubectl("apply", "-f", str(CRD))
@@ -354,15 +406,27 @@ def _prepare(cluster: Any, workdir: Path) -> Any:
         {
             "apiVersion": "v1",
             "kind": "Namespace",
-            "metadata": {"name": ns, "labels": {"dragate-bench/variant": ns.split("-")[1]}},
+            "metadata": {"name": ns, "labels": {LABEL: variant}},
         }
-        for ns in namespaces()
+        for ns, (variant, _) in namespaces().items()
     ]
     cluster.kubectl(
         "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
     )
     command = serve_command(cluster.kubeconfig, policies(workdir / "policies"))
-    return DragateServer.launch(command, workdir, name="dragate-bench")
+    dragate = DragateServer.launch(command, workdir, name="dragate-bench")
+    try:
+        noop = DragateServer.launch(NOOP_COMMAND, workdir, name="noop-bench")
+    except BaseException:
+        dragate.stop()
+        raise
+    return {"dragate": dragate, "noop": noop}
+
+
+NOOP_COMMAND = [
+    sys.executable, str(Path(__file__).resolve().with_name("noop_server.py")),
+    "--host", "{host}", "--port", "{port}", "--cert-dir", "{cert_dir}",
+]  # fmt: skip
 
 
 def run(bin_dir: Path, sequential_count: int, concurrent_count: int) -> dict[str, Any]:
@@ -370,10 +434,10 @@ def run(bin_dir: Path, sequential_count: int, concurrent_count: int) -> dict[str
 
     rows: list[dict[str, Any]] = []
     with running_cluster(bin_dir, controller_manager=False) as cluster:
-        server = _prepare(cluster, cluster.workdir)
+        servers = _prepare(cluster, cluster.workdir)
         try:
             for name in VARIANTS:
-                with variant(cluster, name, server):
+                with variant(cluster, name, servers):
                     for kind in KINDS:
                         seq = sequential(
                             cluster, kind, namespace(name, kind, "seq"), sequential_count
@@ -390,9 +454,10 @@ def run(bin_dir: Path, sequential_count: int, concurrent_count: int) -> dict[str
                             file=sys.stderr,
                             flush=True,
                         )
-            reviews = review_times(server.process.log_path)
+            reviews = review_times(servers["dragate"].process.log_path)
         finally:
-            server.stop()
+            for served in servers.values():
+                served.stop()
     return {
         "rows": rows,
         "added": added(rows),
@@ -414,11 +479,10 @@ def review_times(log: Path) -> list[dict[str, Any]]:
             entry = json.loads(line)
         except ValueError:
             continue
-        ns = str(entry.get("namespace", ""))
-        if entry.get("msg") != "review" or not ns.startswith("bench-"):
+        measured = namespaces().get(str(entry.get("namespace", "")))
+        if entry.get("msg") != "review" or measured is None:
             continue
-        variant, kind = ns.split("-")[1:3]
-        key = (variant, kind, str(entry.get("endpoint")))
+        key = (*measured, str(entry.get("endpoint")))
         found.setdefault(key, []).append(float(entry["duration_ms"]) * 1000)
     return [
         {"variant": v, "kind": k, "endpoint": e, **summarize(samples)}
@@ -427,26 +491,34 @@ def review_times(log: Path) -> list[dict[str, Any]]:
 
 
 def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per kind and variant: p50/p99 added over `none` at one connection, creates/s ratio."""
-    base = {r["kind"]: r for r in rows if r["variant"] == "none"}
+    """Per kind and variant: p50/p99 added over `none` at one connection, creates/s ratio;
+    for dragate's variants also the p50 added over the no-op webhook behind the same
+    configurations (`over_noop_p50_ms`: dragate's own share; the rest is the round trip)."""
+    by = {(r["variant"], r["kind"]): r for r in rows}
     out = []
     for row in rows:
-        none = base.get(row["kind"])
+        none = by.get(("none", row["kind"]))
         if none is None or row["variant"] == "none":
             continue
         seq, conc = row["sequential"], row["concurrent"]
-        out.append(
-            {
-                "kind": row["kind"],
-                "variant": row["variant"],
-                "added_p50_ms": round((seq["p50_us"] - none["sequential"]["p50_us"]) / 1000, 2),
-                "added_p99_ms": round((seq["p99_us"] - none["sequential"]["p99_us"]) / 1000, 2),
-                "creates_per_s_ratio": round(
-                    conc["creates_per_s"] / none["concurrent"]["creates_per_s"], 3
-                ),
-            }
-        )
+        entry = {
+            "kind": row["kind"],
+            "variant": row["variant"],
+            "added_p50_ms": _ms_between(seq, none["sequential"], "p50_us"),
+            "added_p99_ms": _ms_between(seq, none["sequential"], "p99_us"),
+            "creates_per_s_ratio": round(
+                conc["creates_per_s"] / none["concurrent"]["creates_per_s"], 3
+            ),
+        }
+        noop = by.get((NOOP_OF.get(row["variant"], ""), row["kind"]))
+        if noop is not None:
+            entry["over_noop_p50_ms"] = _ms_between(seq, noop["sequential"], "p50_us")
+        out.append(entry)
     return out
+
+
+def _ms_between(mine: dict[str, Any], base: dict[str, Any], key: str) -> float:
+    return round((float(mine[key]) - float(base[key])) / 1000, 2)
 
 
 def curve(sequential_count: int, concurrent_count: int) -> dict[str, Any]:

@@ -1,15 +1,21 @@
 """`dragate serve` against the no-op baseline: same gunicorn settings, TLS and certificate.
 
 For each concurrency level (keep-alive connections, closed loop) and each target the load
-generator reports requests/s and latency percentiles; targets are interleaved per level so
-that drift on the machine hits all of them alike. The load generator runs on the same
-machine and takes CPU from the servers: compare the ratios, not the absolute throughput.
+generator reports requests/s and latency percentiles. Each (target, connections) cell is
+measured in several short rounds, interleaved (noop, validate, mutate, then validate, mutate,
+noop, ...), so that drift on the machine (other work, which worker the connections land on)
+hits every target alike: a cell reports the median of its rounds and their spread, and a
+ratio to the no-op is the median of the ratios within each round. One long run per cell let
+the no-op's own curve dip at a different connection count in each run. The load generator
+runs on the same machine and takes CPU from the servers: compare the ratios, not the
+absolute throughput.
 """
 
 from __future__ import annotations
 
 import json
 import ssl
+import statistics
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -49,7 +55,13 @@ def verdicts(served: dict[str, servers.Served], bodies: dict[str, bytes]) -> dic
     return found
 
 
-def run(tmp: Path, levels: tuple[int, ...], seconds: float, client: str) -> dict[str, Any]:
+MEDIAN_KEYS = ("rps", "min_us", "p50_us", "p90_us", "p99_us", "max_us", "mean_us")
+
+
+def run(
+    tmp: Path, levels: tuple[int, ...], seconds: float, client: str, rounds: int = 3
+) -> dict[str, Any]:
+    """`rounds` interleaved runs of `seconds` for every (target, connections) cell."""
     policies = workload.write_policies(tmp / "policies")
     state = workload.write_state(tmp / "state.json")
     bodies = workload.review_bodies()
@@ -59,11 +71,16 @@ def run(tmp: Path, levels: tuple[int, ...], seconds: float, client: str) -> dict
             loadgen.load(served[server].url + path, bodies[path], 8, min(seconds, 1.0), client)
         curves: dict[str, list[dict[str, Any]]] = {t: [] for t in TARGETS}
         for connections in levels:
-            for target, (server, path) in TARGETS.items():
-                row = loadgen.load(
-                    served[server].url + path, bodies[path], connections, seconds, client
-                )
-                curves[target].append({"connections": connections, **row})
+            runs = _rounds(
+                served,
+                bodies,
+                connections=connections,
+                seconds=seconds,
+                client=client,
+                rounds=rounds,
+            )
+            for target, own in runs.items():
+                curves[target].append(cell(connections, own))
         memory = {name: s.worker_memory() for name, s in served.items()}
     return {
         "verdicts": found,
@@ -71,24 +88,81 @@ def run(tmp: Path, levels: tuple[int, ...], seconds: float, client: str) -> dict
         "worker_memory": memory,
         "body_bytes": {path: len(body) for path, body in bodies.items()},
         "seconds_per_point": seconds,
+        "rounds": rounds,
     }
+
+
+def _rounds(
+    served: dict[str, servers.Served],
+    bodies: dict[str, bytes],
+    *,
+    connections: int,
+    seconds: float,
+    client: str,
+    rounds: int,
+) -> dict[str, list[dict[str, Any]]]:
+    """Every target once per round, the order rotated each round (no target always first)."""
+    names = list(TARGETS)
+    runs: dict[str, list[dict[str, Any]]] = {t: [] for t in names}
+    for index in range(rounds):
+        for target in names[index % len(names) :] + names[: index % len(names)]:
+            server, path = TARGETS[target]
+            url = served[server].url + path
+            runs[target].append(loadgen.load(url, bodies[path], connections, seconds, client))
+    return runs
+
+
+def cell(connections: int, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One (target, connections) cell: the median of each figure over its rounds, the rps
+    spread, and every round's rps (so a ratio can be taken within a round)."""
+    rps = [r["rps"] for r in runs]
+    row: dict[str, Any] = {"connections": connections}
+    for key in MEDIAN_KEYS:
+        values = [r[key] for r in runs if r.get(key) is not None]
+        row[key] = round(statistics.median(values), 1) if values else None
+    row.update(
+        rps_min=min(rps),
+        rps_max=max(rps),
+        rps_spread=round((max(rps) - min(rps)) / row["rps"], 3) if row["rps"] else None,
+        rounds_rps=rps,
+        rounds_p50_us=[r.get("p50_us") for r in runs],
+        requests=sum(r["requests"] for r in runs),
+        errors=sum(r.get("errors", 0) for r in runs),
+        non_2xx=sum(r.get("non_2xx", 0) for r in runs),
+        client=runs[0].get("client"),
+    )
+    return row
 
 
 def _at(curve: list[dict[str, Any]], connections: int) -> dict[str, Any] | None:
     return next((row for row in curve if row["connections"] == connections), None)
 
 
+def _paired(own: dict[str, Any], base: dict[str, Any], key: str) -> list[tuple[float, float]]:
+    """(own, no-op) figures of the same round; a cell of one run pairs its single figures."""
+    mine, theirs = own.get(f"rounds_{key}") or [own[key]], base.get(f"rounds_{key}") or [base[key]]
+    return [(a, b) for a, b in zip(mine, theirs, strict=False) if a is not None and b is not None]
+
+
+def round_ratios(own: dict[str, Any], base: dict[str, Any]) -> list[float]:
+    """rps over the no-op's, round by round (the same moment on the machine)."""
+    return [round(a / b, 3) for a, b in _paired(own, base, "rps") if b]
+
+
 def ratios(result: dict[str, Any]) -> dict[str, Any]:
-    """Throughput at 8 connections and p50 at 1 connection, each endpoint against no-op."""
-    curves, out = result["curves"], {}
+    """Throughput at 8 connections (median of the per-round ratios, and their range) and p50
+    at 1 connection, each endpoint against no-op."""
+    curves = result["curves"]
+    out: dict[str, Any] = {}
     for endpoint in ("validate", "mutate"):
         base8, own8 = _at(curves["noop"], 8), _at(curves[endpoint], 8)
         base1, own1 = _at(curves["noop"], 1), _at(curves[endpoint], 1)
         if base8 and own8:  # None when the no-op completed nothing (a starved CI machine)
-            ratio = own8["rps"] / base8["rps"] if base8["rps"] else None
-            out[f"{endpoint}_rps_ratio_at_8"] = None if ratio is None else round(ratio, 3)
+            each = round_ratios(own8, base8)
+            out[f"{endpoint}_rps_ratio_at_8"] = round(statistics.median(each), 3) if each else None
+            out[f"{endpoint}_rps_ratio_range_at_8"] = [min(each), max(each)] if each else None
         if base1 and own1 and None not in (base1["p50_us"], own1["p50_us"]):  # "no samples"
-            delta_us = own1["p50_us"] - base1["p50_us"]
-            out[f"{endpoint}_p50_delta_ms_at_1"] = round(delta_us / 1000, 3)
+            deltas = [a - b for a, b in _paired(own1, base1, "p50_us")]
+            out[f"{endpoint}_p50_delta_ms_at_1"] = round(statistics.median(deltas) / 1000, 3)
             out[f"{endpoint}_p99_ms_at_1"] = round(own1["p99_us"] / 1000, 3)
     return out

@@ -20,8 +20,8 @@ StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 
 
 def noop_app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-    """Parse the review, answer allowed with its uid; /healthz answers ok."""
-    if environ.get("PATH_INFO") == "/healthz":
+    """Parse the review, answer allowed with its uid; /healthz and /readyz answer ok."""
+    if environ.get("PATH_INFO") in ("/healthz", "/readyz"):
         return _json(start_response, {"status": "ok"})
     length = int(environ.get("CONTENT_LENGTH") or 0)
     review = json.loads(environ["wsgi.input"].read(length))
@@ -47,6 +47,7 @@ class NoopServer(DragateServer):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cert-dir", type=Path, required=True)
     parser.add_argument("--workers", type=int, default=2)
@@ -56,6 +57,7 @@ def main() -> None:
     config = ServeConfig(
         policy_dir=Path("."),
         tls=tls,
+        host=args.host,
         port=args.port,
         workers=args.workers,
         threads=args.threads,

@@ -78,12 +78,16 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _apiserver_targets(added: list[dict[str, Any]]) -> list[Target]:
-    """Through the API server: dragate's added p50 at one connection over no admission."""
+    """Through the API server: dragate's added p50 at one connection over no admission, named
+    with what a ValidatingAdmissionPolicy and the no-op webhook behind the same chart
+    configurations add (the round trip any webhook pays)."""
     names = {"validate": "dragate validating", "mutate": "dragate validating + mutating"}
+    noop = {"validate": "noop-validate", "mutate": "noop-mutate"}
     return [
         (
             f"apiserver create p50 added by {names[row['variant']]}, {row['kind']} "
-            f"(a ValidatingAdmissionPolicy adds {_vap(added, row['kind'])} ms)",
+            f"(a ValidatingAdmissionPolicy adds {_added(added, 'vap', row['kind'])} ms, "
+            f"the no-op webhook {_added(added, noop[row['variant']], row['kind'])} ms)",
             "ms",
             row["added_p50_ms"],
             "<=",
@@ -95,9 +99,10 @@ def _apiserver_targets(added: list[dict[str, Any]]) -> list[Target]:
     ]
 
 
-def _vap(added: list[dict[str, Any]], kind: str) -> Any:
+def _added(added: list[dict[str, Any]], variant: str, kind: str) -> Any:
     return next(
-        (r["added_p50_ms"] for r in added if r["variant"] == "vap" and r["kind"] == kind), "n/a"
+        (r["added_p50_ms"] for r in added if r["variant"] == variant and r["kind"] == kind),
+        "n/a",
     )
 
 
@@ -237,7 +242,12 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     http = results.get("http")
     if http:
-        parts.append("## HTTP: latency (µs) and throughput against keep-alive connections\n")
+        parts.append(
+            "## HTTP: latency (µs) and throughput against keep-alive connections\n\n"
+            f"Each cell: the median of {http.get('rounds', 1)} interleaved rounds of "
+            f"{http.get('seconds_per_point')} s (rps_min / rps_max: the spread of its rounds); "
+            "ratios to the no-op are taken within each round.\n"
+        )
         rows = [{"target": t, **r} for t, curve in http["curves"].items() for r in curve]
         parts.append(
             _table(
@@ -246,6 +256,8 @@ def markdown(results: dict[str, Any]) -> str:
                     "target",
                     "connections",
                     "rps",
+                    "rps_min",
+                    "rps_max",
                     "min_us",
                     "p50_us",
                     "p90_us",
@@ -256,6 +268,16 @@ def markdown(results: dict[str, Any]) -> str:
                 ],
             )
         )
+        ranges = {
+            e: http.get("ratios", {}).get(f"{e}_rps_ratio_range_at_8")
+            for e in ("validate", "mutate")
+        }
+        if all(ranges.values()):
+            parts.append(
+                "\nrps at 8 connections over the no-op's, lowest and highest round: "
+                + ", ".join(f"{e} {r[0]} to {r[1]}" for e, r in ranges.items())
+                + "\n"
+            )
         parts.append(f"\nWorker memory (MiB): {json.dumps(http['worker_memory'])}\n")
     parts += _profile(results.get("profile") or {})
     sections = {
@@ -390,9 +412,19 @@ def _apiserver_tables(api: dict[str, Any]) -> list[str]:
         f"({api['sequential_count']} creates) and creates/s at {api['connections']} "
         f"connections ({api['concurrent_count']} creates)\n",
         _table(rows, list(rows[0])),
-        "\n### Added over no admission, same run\n",
+        "\n### Added over no admission, same run\n\nover_noop_p50_ms: dragate's p50 over the "
+        "no-op webhook behind the same chart configurations (what dragate adds beyond the "
+        "webhook round trip itself).\n",
         _table(
-            api["added"], ["kind", "variant", "added_p50_ms", "added_p99_ms", "creates_per_s_ratio"]
+            api["added"],
+            [
+                "kind",
+                "variant",
+                "added_p50_ms",
+                "added_p99_ms",
+                "over_noop_p50_ms",
+                "creates_per_s_ratio",
+            ],
         ),
     ]
     if reviews:
@@ -532,8 +564,8 @@ def plot_apiserver(results: dict[str, Any], path: Path) -> bool:
         axis.grid(True, axis="y", alpha=0.3)
         axis.legend(fontsize=7)
     figure.suptitle(
-        "creates through kube-apiserver: none / ValidatingAdmissionPolicy / dragate "
-        "validating / dragate validating + mutating (cluster mode), same run",
+        "creates through kube-apiserver: none / ValidatingAdmissionPolicy / no-op and dragate "
+        "behind the chart's validating (+ mutating) webhooks (cluster mode), same run",
         fontsize=9,
     )
     figure.tight_layout()

@@ -54,7 +54,7 @@ class Sizes:
     """Iteration counts and input sizes for one mode."""
 
     http_levels: tuple[int, ...]
-    http_seconds: float
+    http_seconds: float  # per round of a (target, connections) cell
     engine_iterations: int
     inventory_nodes: tuple[int, ...]
     migrate_docs: tuple[int, ...]
@@ -63,12 +63,13 @@ class Sizes:
     growth_iterations: int
     kube_ledger_per_process: int = 300
     apiserver_counts: tuple[int, int] = (200, 400)  # sequential, concurrent creates
+    http_rounds: int = 5
     migrate_repeats: int = migrate_bench.REPEATS
 
 
 FULL = Sizes(
     (1, 2, 4, 8, 16),
-    5,
+    2,
     20_000,
     (125, 1250, 6250),
     (100, 400, 1600),
@@ -88,12 +89,15 @@ QUICK = Sizes(
     kube_ledger_per_process=40,
     migrate_repeats=1,
     apiserver_counts=(20, 40),
+    http_rounds=2,
 )
 
 
 def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any]]:
     def http() -> dict[str, Any]:
-        result = http_bench.run(tmp / "http", sizes.http_levels, sizes.http_seconds, client)
+        result = http_bench.run(
+            tmp / "http", sizes.http_levels, sizes.http_seconds, client, sizes.http_rounds
+        )
         return {**result, "ratios": http_bench.ratios(result)}
 
     return {

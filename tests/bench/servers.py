@@ -70,6 +70,30 @@ def _wait(served: Served, seconds: float = 180) -> None:
     raise RuntimeError(f"{served.name} did not become healthy:\n{served.log.read_text()[-3000:]}")
 
 
+def listening_sockets(port: int) -> int:
+    """How many sockets listen on `port` (one per worker: they bind after fork, SO_REUSEPORT)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        if os.path.exists(table):
+            for row in Path(table).read_text().splitlines()[1:]:
+                fields = row.split()
+                count += fields[3] == "0A" and int(fields[1].rpartition(":")[2], 16) == port
+    return count
+
+
+def wait_all_listening(served: Served, workers: int, seconds: float = 120) -> None:
+    """Until every worker listens: /healthz answering says only that one does."""
+    if not os.path.exists("/proc/net/tcp"):
+        return
+    deadline = time.monotonic() + seconds
+    while listening_sockets(served.port) < workers:
+        if time.monotonic() > deadline or served.process.poll() is not None:
+            raise RuntimeError(
+                f"{served.name}: not every worker listens:\n{served.log.read_text()[-3000:]}"
+            )
+        time.sleep(0.1)
+
+
 def _start(name: str, args: list[str], tmp: Path, port: int) -> Served:
     env = {**os.environ, "XDG_STATE_HOME": str(tmp / "state")}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
@@ -144,6 +168,8 @@ def serving(
     dragate = start_dragate(tmp, policies, state, workers, threads)
     try:
         noop = start_noop(tmp, workers, threads)
+        for served in (dragate, noop):
+            wait_all_listening(served, workers)
     except BaseException:
         stop(dragate)
         raise

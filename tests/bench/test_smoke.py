@@ -47,8 +47,8 @@ def test_http_curves_compare_against_noop(report: tuple[Path, dict]) -> None:  #
     assert set(http["curves"]) == {"noop", "validate", "mutate"}
     for curve in http["curves"].values():
         for row in curve:
-            assert SUMMARY_KEYS | {"connections", "rps"} <= row.keys()
-            assert row["non_2xx"] == 0
+            assert SUMMARY_KEYS | {"connections", "rps", "rps_min", "rps_max"} <= row.keys()
+            assert row["non_2xx"] == 0 and len(row["rounds_rps"]) == http["rounds"]
     assert {"validate_rps_ratio_at_8", "validate_p50_delta_ms_at_1"} <= http["ratios"].keys()
     assert http["verdicts"]["mutate"]["patched"]
 

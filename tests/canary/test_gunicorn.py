@@ -107,6 +107,42 @@ def _config_properties() -> None:
     assert not config.is_ssl and config.suppress_ragged_eofs in (True, False)
 
 
+def _listener_per_worker() -> None:
+    """With reuse_port the master binds nothing and each worker gets its own sockets at fork."""
+    from gunicorn.arbiter import Arbiter
+
+    start, spawn = inspect.getsource(Arbiter.start), inspect.getsource(Arbiter.spawn_worker)
+    assert "reuse_port" in start, "Arbiter.start binds a shared listener whatever reuse_port"
+    assert "worker.sockets = sock.create_sockets(" in spawn, "workers get no listener of their own"
+
+
+def _stop_disables_accept() -> None:
+    """The graceful stop begins with set_accept_enabled(False), after the loop sees alive False."""
+    from gunicorn.workers import gthread
+
+    run = inspect.getsource(gthread.ThreadWorker.run)
+    loop_end = run.index("while self.alive:")
+    assert "self.set_accept_enabled(False)" in run[loop_end:], "no accept switch-off at stop"
+    takes(f"{GTHREAD}.ThreadWorker.set_accept_enabled", "self", "enabled")()
+
+
+def _worker_sockets() -> None:
+    """Worker(...).sockets is the listener list given; a listener is a BaseSocket."""
+    from gunicorn import sock
+    from gunicorn.config import Config
+    from gunicorn.workers import gthread
+
+    listeners: list[object] = []
+    worker = gthread.ThreadWorker(
+        0, os.getppid(), listeners, None, 30, Config(), logging.getLogger()
+    )
+    try:
+        assert worker.sockets is listeners
+    finally:
+        worker.tmp.close()
+    assert callable(sock.BaseSocket.close) and "self.sock = " in inspect.getsource(sock.BaseSocket)
+
+
 GTHREAD = "gunicorn.workers.gthread"
 INTERNALS = [
     Internal(
@@ -159,6 +195,11 @@ INTERNALS = [
     Internal("gunicorn", "gunicorn.http.errors", _parse_errors),
     Internal("gunicorn", "gunicorn.config.Config.is_ssl, suppress_ragged_eofs", _config_properties),
     Internal("gunicorn", "environ['gunicorn.socket']", _socket_in_environ),
+    Internal("gunicorn", "gunicorn.arbiter.Arbiter.spawn_worker", _listener_per_worker),
+    Internal(
+        "gunicorn", f"{GTHREAD}.ThreadWorker.set_accept_enabled(enabled)", _stop_disables_accept
+    ),
+    Internal("gunicorn", "gunicorn.workers.base.Worker.sockets", _worker_sockets),
 ]
 
 

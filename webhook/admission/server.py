@@ -10,6 +10,8 @@ Why these settings (the user-facing side is docs/security.md, "Security and fail
   client reuses it fails that POST with EOF, which the API server does not retry. A stopping
   worker still caps idle connections to 2 s and answers any request arriving meanwhile with
   `Connection: close`.
+- `reuse_port`: a listening socket per worker, so the kernel spreads connections over the
+  workers instead of the first one awake taking most (listeners.py says what was measured).
 - `worker_tmp_dir` on /dev/shm: the heartbeat file's fchmod must never wait on a disk.
 - HTTP/2 stays off (CVE-2023-44487; the apiserver speaks HTTP/1.1 to webhooks anyway).
 """
@@ -22,7 +24,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 from prometheus_client import multiprocess
 
-from webhook.admission import tls
+from webhook.admission import listeners, tls
 from webhook.admission.config import ServeConfig
 from webhook.admission.slowclients import GuardedThreadWorker
 from webhook.types import PolicySet
@@ -36,6 +38,7 @@ def gunicorn_settings(config: ServeConfig) -> dict[str, Any]:
     """Everything gunicorn is told; no config file and no environment are read."""
     settings: dict[str, Any] = {
         "bind": [bind_address(config.host, config.port)],
+        "reuse_port": True,
         "worker_class": GuardedThreadWorker,
         "workers": config.workers,
         "threads": config.threads,
@@ -80,6 +83,11 @@ class DragateServer(BaseApplication):  # type: ignore[misc]
     def load_config(self) -> None:
         for key, value in gunicorn_settings(self.config).items():
             self.cfg.set(key, value)
+
+    def run(self) -> None:
+        """Fail at once when the port is taken (no worker would ever bind it), then serve."""
+        listeners.check_address_free(self.config.host, self.config.port)
+        super().run()
 
     def load(self) -> Any:
         from webhook.admission.app import make_app  # noqa: PLC0415  (Flask loads in workers)

@@ -78,6 +78,7 @@ from webhook.admission.framing import (
     RequestReader,
     error_response,
 )
+from webhook.admission.listeners import ReusePortThreadWorker
 
 WORKER_BUDGET = 16 * 1024 * 1024  # bytes of unfinished requests one worker buffers in all
 PEER_SHARE = WORKER_BUDGET // 2  # ... of which one client address may hold
@@ -104,7 +105,7 @@ class _Reading:
         self.done = False
 
 
-class GuardedThreadWorker(gthread.ThreadWorker):  # type: ignore[misc]
+class GuardedThreadWorker(ReusePortThreadWorker):
     """gthread whose threads only take connections with a whole request to serve."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -26,6 +26,7 @@ from webhook.admission.config import (
     TlsFiles,
     own_namespace_default,
 )
+from webhook.admission.listeners import check_address_free
 from webhook.assembly import ClusterTarget
 from webhook.cli import exits
 from webhook.cli.certs import BadInput, state_dir
@@ -49,6 +50,12 @@ def check_inputs(config: ServeConfig) -> None:
     """Load policies and state once in the master; raise click errors with exit code 2."""
     if config.cluster is not None and config.state_file is not None:
         raise BadInput("--state is for offline serving; with a cluster, facts come from the API")
+    try:
+        check_address_free(config.host, config.port)
+    except OSError as err:
+        raise BadInput(
+            f"cannot listen on {config.host}:{config.port}: {err.strerror or err}"
+        ) from None
     try:
         policies = load_policies([config.policy_dir])
         state = load_state(str(config.state_file)) if config.state_file else SnapshotState()
