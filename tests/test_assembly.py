@@ -1,5 +1,6 @@
-"""The composer: every offline Context counts what the snapshot already holds, and the webhook's
-offline Context reads its snapshot and ledger files (cluster mode is covered in tests/e2e)."""
+"""The composer: every offline Context counts what the snapshot already holds, the webhook's
+offline Context reads its snapshot and ledger files, and cluster mode is composed as told
+(running it is covered in tests/e2e)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pytest
 import yaml
 from builders import claim, exact, namespace, request
 
-from webhook.assembly import offline_context, serving_context
+from webhook.assembly import ClusterTarget, cluster_mode, offline_context, serving_context
 from webhook.kube.snapshot import SnapshotState
+from webhook.ledger.kube import KubeLedger
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.ledger.usage import existing_holds
@@ -72,3 +74,24 @@ def test_serving_context_offline_reads_the_state_and_ledger_files(tmp_path: Path
         assert ledger.usage("team-a")[GPU].used == 3
     finally:
         ledger.close()
+
+
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+@pytest.mark.parametrize("grants", [True, False], ids=["quota-grants", "no-quota-grants"])
+def test_cluster_mode_takes_quota_grants_as_told(tmp_path: Path, grants: bool) -> None:
+    """Composed, not started: nothing connects to the (unreachable) server."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    target = ClusterTarget(str(kubeconfig), quota_grants=grants)
+    mode = cluster_mode(target, lambda: POLICIES)
+    assert isinstance(mode.context.ledger, KubeLedger)
+    assert (mode.context.ledger.grants is not None) is grants

@@ -39,10 +39,13 @@ ReadinessCheck = Callable[[], tuple[bool, str]]
 
 @dataclass(frozen=True)
 class ClusterTarget:
-    """Where live cluster facts come from; None means offline."""
+    """Where live cluster facts come from; None means offline. `quota_grants`: each worker
+    admits from its grant of a tenant's quota (`webhook.ledger.grants`); off, every
+    admission waits for its TenantUsage write."""
 
     kubeconfig: str | None = None
     in_cluster: bool = False
+    quota_grants: bool = True
 
 
 def offline_context(
@@ -107,9 +110,8 @@ def cluster_mode(target: ClusterTarget, policies: PolicySource) -> ClusterMode:
 
     state = KubeState(api, claim_listener=claim_event, template_listener=template_event)
     keeper = TemplateKeeper(state, policies)
-    ledger = KubeLedger(
-        api, share=Share.for_server(api.server_identity()), grants=GrantBook(process_owner())
-    )
+    grants = GrantBook(process_owner()) if target.quota_grants else None
+    ledger = KubeLedger(api, share=Share.for_server(api.server_identity()), grants=grants)
     reconciler = Reconciler(ledger, claims_truth(policies, state))
     context = Context(
         policies=policies,

@@ -110,6 +110,7 @@ def serve(args: argparse.Namespace) -> None:
         dns_names=(), workers=2, threads=4, max_body_bytes=3 * 1024 * 1024, client_ca=None,
         on_timeout="deny", own_namespace="", own_service_account="", reload_interval=1.0,
         graceful_timeout=5, log_level="warning", kubeconfig=None, in_cluster=False,
+        quota_grants=True,
     )  # fmt: skip
     ProbeServer(config).run()
 

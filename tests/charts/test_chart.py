@@ -336,6 +336,15 @@ def test_every_granted_verb_is_justified_in_the_readme(default: Rendered) -> Non
                 assert f"| `{resource}` | `{verb}` |" in section, (resource, verb)
 
 
+@pytest.mark.parametrize(("grants", "flag"), [(True, False), (False, True)],
+                         ids=["quota-grants-default", "quota-grants-off"])  # fmt: skip
+def test_quota_grants_value_reaches_serve(helm: Helm, grants: bool, flag: bool) -> None:
+    rendered = helm.template({"serve": {"quotaGrants": grants}})
+    args = flags(container(rendered.one("Deployment"))["args"])
+    assert ("no-quota-grants" in args) is flag
+    assert "quota-grants" not in args  # on is serve's own default
+
+
 def test_max_body_bytes_is_the_documented_three_mib(default: Rendered) -> None:
     from webhook.admission.config import DEFAULT_MAX_BODY_BYTES
 

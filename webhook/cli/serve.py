@@ -204,6 +204,13 @@ def run(config: ServeConfig) -> None:
     help="Cluster mode: watch caches and the TenantUsage ledger through this kubeconfig.",
 )
 @click.option("--in-cluster", is_flag=True, help="Cluster mode with the pod's service account.")
+@click.option(
+    "--quota-grants/--no-quota-grants",
+    default=True,
+    show_default=True,
+    help="Cluster mode: each worker admits from its grant of a tenant's quota and writes the "
+    "holders moments later; off, every admission waits for its TenantUsage write.",
+)
 def command(**flags: object) -> None:
     """Serve /validate and /mutate over HTTPS (gunicorn, gthread workers)."""
     config = build_config(**flags)  # type: ignore[arg-type]
@@ -238,9 +245,11 @@ def build_config(
     log_level: str,
     kubeconfig: str | None,
     in_cluster: bool,
+    quota_grants: bool,
 ) -> ServeConfig:
     """Flags to a ServeConfig; makes the dev certificate when needed."""
-    cluster = ClusterTarget(kubeconfig, in_cluster) if kubeconfig or in_cluster else None
+    target = ClusterTarget(kubeconfig, in_cluster, quota_grants)
+    cluster = target if kubeconfig or in_cluster else None
     try:
         cert_files = prepare_certs(cert_dir, dns_names)
     except certificates.CertError as err:
