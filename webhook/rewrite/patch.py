@@ -67,10 +67,10 @@ def copy_tree(node: Any) -> Any:
     of a Pod copies it). Plain dicts, lists and scalars are copied here; anything else goes
     to `copy.deepcopy`. Nesting is bounded by Python's recursion limit, as with deepcopy."""
     kind = type(node)
-    if kind is dict:
-        return {key: copy_tree(value) for key, value in node.items()}
+    if kind is dict:  # scalars inline: most of a tree, and a call each otherwise
+        return {k: v if type(v) in _ATOMS else copy_tree(v) for k, v in node.items()}
     if kind is list:
-        return [copy_tree(value) for value in node]
+        return [v if type(v) in _ATOMS else copy_tree(v) for v in node]
     return node if kind in _ATOMS else copy.deepcopy(node)
 
 
