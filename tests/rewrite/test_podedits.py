@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -227,6 +228,16 @@ FINGERPRINTS_DIFFER = {
 def test_fingerprints_tell_apart_what_json_equality_would_not(one: Any, other: Any) -> None:
     assert fingerprint(one) != fingerprint(other)
     assert fingerprint(one) == fingerprint(copy.deepcopy(one))
+
+
+def test_fingerprints_do_not_depend_on_interning_or_sharing() -> None:
+    """Equal trees give equal bytes however their strings and members came to be: a JSON
+    decoder shares some strings within a document and not others."""
+    interned, built = sys.intern("nvidia.com/gpu"), "".join(["nvidia.com/", "gpu"])
+    assert interned is not built
+    assert fingerprint({"k": interned}) == fingerprint({"k": built})
+    shared = {"a": [1]}
+    assert fingerprint([shared, shared]) == fingerprint([{"a": [1]}, {"a": [1]}])
 
 
 class Recording(dict[str, Any]):
