@@ -56,7 +56,8 @@ def escape(key: Any) -> str:
 
 
 def unescape(token: str) -> str:
-    return token.replace("~1", "/").replace("~0", "~")
+    """The key a JSON pointer token stands for (`escape` undone)."""
+    return token.replace("~1", "/").replace("~0", "~") if "~" in token else token
 
 
 _ATOMS = frozenset({str, int, float, bool, type(None)})
