@@ -7,13 +7,11 @@ unchanged is judged as its rewrite would be.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from webhook.engine import evaluate
 from webhook.pipeline.context import Context
 from webhook.pipeline.facts import gather, out_of_time
-from webhook.rewrite import rewrite_object
-from webhook.rewrite.patch import make_patch
+from webhook.rewrite import PodRewrite, rewrite_pod
 from webhook.rewrite.podspec import asks_legacy
 from webhook.types import (
     AdmissionRequest,
@@ -21,7 +19,6 @@ from webhook.types import (
     Decision,
     Facts,
     FactsUnavailable,
-    Object,
     PolicySet,
     Reason,
     RewriteResult,
@@ -34,7 +31,7 @@ def mutate(
 ) -> Verdict:
     """Rewrite a Pod CREATE (`scope.handles` let only those through); fails open, saying why."""
     try:
-        return _rewrite(request, policies, context, request.object or {}, deadline)
+        return _rewrite(request, policies, context, deadline)
     except FactsUnavailable as err:
         out_of_time(deadline, err)
         warning = f"dragate: legacy GPU resources not rewritten, cluster state unavailable: {err}"
@@ -45,11 +42,11 @@ def _rewrite(
     request: AdmissionRequest,
     policies: PolicySet,
     context: Context,
-    obj: Object,
     deadline: Deadline,
 ) -> Verdict:
     facts = gather(request, policies, context)
-    result = _rewritten(request, policies, facts)
+    rewrite = _rewritten(request, policies, facts)
+    result = rewrite.result
     denial = _rewrite_denial(request, policies, facts, result)
     if denial is not None:
         return Verdict(denial)
@@ -58,7 +55,7 @@ def _rewrite(
         context.templates(request.namespace, result.templates, request.dry_run)
     return Verdict(
         Decision(warnings=result.notes, tenant=facts.tenant.name if facts.tenant else ""),
-        patch=_patch(obj, result.object) if result.changed else (),
+        patch=list(rewrite.patch) if result.changed else (),
         patched=result.object if result.changed else None,
     )
 
@@ -74,11 +71,13 @@ def legacy_pod_denial(
         (request.object or {}).get("spec"), policies.mappings
     ):
         return None
-    return _rewrite_denial(request, policies, facts, _rewritten(request, policies, facts))
+    return _rewrite_denial(request, policies, facts, _rewritten(request, policies, facts).result)
 
 
-def _rewritten(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> RewriteResult:
-    return rewrite_object(
+def _rewritten(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> PodRewrite:
+    """The rewrite and its patch; `scope.handles` lets only Pods through, and any other object
+    goes the general way inside `rewrite_pod`."""
+    return rewrite_pod(
         request.object or {},
         policies.mappings,
         native_resources=_native_resources(facts),
@@ -121,8 +120,3 @@ def _native_resources(facts: Facts) -> frozenset[str]:
         (c.get("spec") or {}).get("extendedResourceName") for c in facts.device_classes.values()
     )
     return frozenset(str(n) for n in names if n)
-
-
-def _patch(old: Object, new: Object) -> list[dict[str, Any]]:
-    """Linear in the object's size (jsonpatch's list diff is quadratic in containers)."""
-    return make_patch(dict(old), dict(new))

@@ -1,10 +1,13 @@
 """The legacy GPU rewriter: `nvidia.com/gpu: 2` in, a Pod with a DRA claim out (pure).
 
-Object in, `RewriteResult` out; inputs are never mutated. The webhook calls `rewrite_object`
-on Pod CREATE; `dragate migrate` calls it on every manifest and writes the changes back.
+Object in, `RewriteResult` out; inputs are never mutated. `dragate migrate` calls
+`rewrite_object` on every manifest and writes the changes back; the webhook calls
+`rewrite_pod` on Pod CREATE: the same result, with its JSON patch, from the pod spec's
+remembered edits.
 """
 
 from webhook.rewrite.mappings import resource_markers
+from webhook.rewrite.podedits import PodRewrite, rewrite_pod
 from webhook.rewrite.podspec import REPLACES_ANNOTATION, rewrite_pod_spec
 from webhook.rewrite.workloads import POD_PATHS, REWRITTEN_ANNOTATION, pod_specs, rewrite_object
 
@@ -12,8 +15,10 @@ __all__ = [
     "POD_PATHS",
     "REPLACES_ANNOTATION",
     "REWRITTEN_ANNOTATION",
+    "PodRewrite",
     "pod_specs",
     "resource_markers",
     "rewrite_object",
+    "rewrite_pod",
     "rewrite_pod_spec",
 ]

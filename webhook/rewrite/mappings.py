@@ -8,6 +8,7 @@ default, which is the shipped `policies/legacy-mapping.yaml` read by the policy 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,52 @@ class Match:
 
 
 def find_match(resource: str, mappings: Sequence[LegacyResourceMapping]) -> Match | None:
-    """The governing entry; exact names win over prefixes, then the first in policy order."""
+    """The governing entry; exact names win over prefixes, then the first in policy order.
+
+    Remembered per mapping set (a tuple, as policies are loaded: immutable) and resource name:
+    every container of every Pod asks this for `cpu`, `memory`, `nvidia.com/gpu`, ...
+    """
+    known = _matches_of(mappings)
+    if known is None:
+        return _search(resource, mappings)
+    found = known.get(resource, _UNSEEN)
+    if found is _UNSEEN:
+        found = _search(resource, mappings)
+        if len(known) < MAX_REMEMBERED_NAMES:
+            known[resource] = found
+    return found  # type: ignore[return-value]
+
+
+MAX_REMEMBERED_NAMES = 1024
+"""Per mapping set: Pods name few resources, but a client may invent any number of them."""
+MAX_REMEMBERED_SETS = 8
+"""Mapping sets (policy reloads; tests make many) whose matches are kept, the newest ones."""
+_UNSEEN = object()
+_known: dict[int, tuple[Sequence[LegacyResourceMapping], dict[str, Match | None]]] = {}
+_known_lock = threading.Lock()
+
+
+def _matches_of(mappings: Sequence[LegacyResourceMapping]) -> dict[str, Match | None] | None:
+    """The remembered matches of one mapping set, None for a mutable (non-tuple) one.
+
+    Keyed by identity; the entry holds the set itself, so its id cannot be reused meanwhile.
+    Plain dict reads and writes are atomic under the GIL; the lock orders the evictions.
+    """
+    if type(mappings) is not tuple:
+        return None
+    entry = _known.get(id(mappings))
+    if entry is not None and entry[0] is mappings:
+        return entry[1]
+    with _known_lock:
+        entry = _known.get(id(mappings))
+        if entry is None or entry[0] is not mappings:
+            entry = _known[id(mappings)] = (mappings, {})
+            while len(_known) > MAX_REMEMBERED_SETS:
+                del _known[next(iter(_known))]
+    return entry[1]
+
+
+def _search(resource: str, mappings: Sequence[LegacyResourceMapping]) -> Match | None:
     found: Match | None = None
     for policy in mappings:
         for entry in policy.resources:

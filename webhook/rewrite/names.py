@@ -18,9 +18,13 @@ TEMPLATE_PREFIX = "dragate"
 _INVALID = re.compile(r"[^a-z0-9-]+")
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+"""`json.dumps` with these options builds an encoder per call; this one is built once."""
+
+
 def short_hash(value: Any, length: int = 8) -> str:
     """A stable hex digest of a JSON-able value (keys sorted)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    text = _CANONICAL.encode(value)
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 

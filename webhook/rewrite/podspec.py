@@ -130,12 +130,22 @@ def asks_legacy(spec: Any, mappings: Sequence[LegacyResourceMapping]) -> bool:
     a rewrite plans nothing: it makes no claim template and denies nothing."""
     if not isinstance(spec, dict):
         return False
-    return any(
-        find_match(name, mappings)
-        for container, _ in _with_roles(spec)
-        if isinstance(resources := container.get("resources"), dict)
-        for name in _legacy_names(resources)
-    )
+    for key in ("initContainers", "containers"):  # every validated Pod: no lists built
+        items = spec.get(key)
+        if isinstance(items, list) and any(_asks(c, mappings) for c in items):
+            return True
+    return False
+
+
+def _asks(container: Any, mappings: Sequence[LegacyResourceMapping]) -> bool:
+    resources = container.get("resources") if isinstance(container, dict) else None
+    if not isinstance(resources, dict):
+        return False
+    for section in ("limits", "requests"):
+        names = resources.get(section)
+        if isinstance(names, dict) and any(find_match(str(n), mappings) for n in names):
+            return True
+    return False
 
 
 def containers_of(spec: dict[str, Any]) -> list[dict[str, Any]]:

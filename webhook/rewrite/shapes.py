@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from webhook.rewrite.mappings import find_match
@@ -61,15 +62,15 @@ def find_nodes(root: Any, path: Path) -> Iterator[dict[str, Any]]:
 def _pod(pod: dict[str, Any], opts: Options, out: Outcome) -> None:
     spec = pod.get("spec")
     if isinstance(spec, dict):
-        _mark(pod, _rewrite_spec(spec, opts, out))
+        mark(pod, rewrite_spec(spec, opts, out))
 
 
 def _podspec(spec: dict[str, Any], opts: Options, out: Outcome) -> None:
     """A bare PodSpec: no metadata of its own to record the rewrite in."""
-    _rewrite_spec(spec, opts, out)
+    rewrite_spec(spec, opts, out)
 
 
-def _rewrite_spec(spec: dict[str, Any], opts: Options, out: Outcome) -> set[str]:
+def rewrite_spec(spec: dict[str, Any], opts: Options, out: Outcome) -> set[str]:
     """`rewrite_in_place` once claims can be added: `resourceClaims` and each container's
     `resources.claims` absent, null (as kubectl reads it: absent) or a list. Otherwise the pod
     spec stays as it is, with a note."""
@@ -138,7 +139,7 @@ def _type(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def _mark(holder: dict[str, Any], removed: set[str]) -> None:
+def mark(holder: dict[str, Any], removed: AbstractSet[str]) -> None:
     """Record on the Pod (template) which legacy resources were replaced.
 
     A `metadata:` or `annotations:` left empty (null) in the file becomes a mapping.
@@ -169,7 +170,7 @@ def _kserve(component: dict[str, Any], opts: Options, out: Outcome) -> None:
         if isinstance(component.get(k), dict)
     ]
     view["containers"] = singles + containers_of(component)
-    _rewrite_spec(view, opts, out)
+    rewrite_spec(view, opts, out)
     _copy_back(view, component, _POD_KEYS)
 
 
@@ -185,7 +186,7 @@ def _argo(template: dict[str, Any], opts: Options, out: Outcome) -> None:
         return
     view: dict[str, Any] = {k: template[k] for k in ("nodeSelector", "affinity") if k in template}
     view["containers"] = containers
-    _rewrite_spec(view, opts, out)
+    rewrite_spec(view, opts, out)
     _copy_back(view, template, ("nodeSelector", "affinity"))
     if view.get("resourceClaims"):
         patch = {"resourceClaims": view["resourceClaims"]}

@@ -1,0 +1,212 @@
+"""A Pod's rewrite at admission: edits to its pod spec, remembered by what they depend on.
+
+Each Pod a workload creates is rewritten the same way, yet Pods differ in fields the rewrite
+never reads: name, uid, generateName suffix, the service-account token volume's random name,
+env, labels. The rewrite of a pod spec reads only the spec's `SPEC_KEYS` and each container's
+`CONTAINER_KEYS` (tests/rewrite/test_podedits.py records every key it touches), so the exact
+`fingerprint` of that projection, with the options, is the memo key. The value is what the
+rewrite made of the projection: the JSON patch from it to its rewrite, notes, templates,
+denials and the legacy resources removed. Applying the patch copies only the dicts and lists
+on its paths (copy on write), so a Pod with a large spec costs what a small one does.
+
+`rewrite_pod` returns what `rewrite_object` returns for the Pod, and the patch `make_patch`
+computes between the two; other kinds, and Pods whose projection has no fingerprint (a
+subclass of dict or str in it), take exactly that path. Read-only, because shared: a result's
+templates (every Pod with the same rewrite gets the same objects), and the parts of its object
+the rewrite left as they were (the request's own).
+"""
+
+from __future__ import annotations
+
+import copy
+import marshal
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.rewrite.lrutable import LruTable
+from webhook.rewrite.patch import (
+    Operation,
+    Steps,
+    apply_copied,
+    copy_tree,
+    escape,
+    make_patch,
+    steps,
+)
+from webhook.rewrite.podspec import Options, Outcome
+from webhook.rewrite.shapes import mark, rewrite_spec
+from webhook.rewrite.workloads import group_kind, rewrite_object
+from webhook.types import LegacyResourceMapping, MappingAction, Object, RewriteResult
+
+SPEC_KEYS = frozenset(
+    {"initContainers", "containers", "resourceClaims", "nodeSelector", "affinity"}
+)
+CONTAINER_KEYS = frozenset({"name", "restartPolicy", "resources"})
+_CONTAINER_LISTS = ("initContainers", "containers")
+MEMO_SIZE = 512
+"""Distinct pod spec rewrites kept (a few kB each): one per workload shape creating Pods."""
+
+
+@dataclass(frozen=True)
+class SpecEdits:
+    """What the rewrite does to one pod spec projection (shared by every Pod that has it)."""
+
+    steps: Steps
+    notes: tuple[str, ...]
+    templates: tuple[Object, ...]
+    denied: tuple[str, ...]
+    removed: frozenset[str]
+
+
+@dataclass(frozen=True)
+class PodRewrite:
+    """A rewrite and its JSON patch against the object it was made from (empty: unchanged)."""
+
+    result: RewriteResult
+    patch: tuple[Operation, ...]
+
+
+_memo: LruTable[Hashable, tuple[Sequence[LegacyResourceMapping], SpecEdits]] = LruTable(MEMO_SIZE)
+
+
+def rewrite_pod(
+    pod: Object,
+    mappings: Sequence[LegacyResourceMapping],
+    *,
+    native_resources: frozenset[str] = frozenset(),
+    action_override: MappingAction | None = None,
+    namespace: str | None = None,
+) -> PodRewrite:
+    """`rewrite_object(pod, ...)` with its patch, the pod spec's edits taken from the memo."""
+    spec = pod.get("spec")
+    metadata = pod.get("metadata")
+    ns = namespace or _namespace_of(metadata)
+    opts = Options(mappings, native_resources, action_override, ns)
+    edits = None
+    if type(pod) is dict and type(spec) is dict and group_kind(pod) == ("", "Pod"):
+        edits = spec_edits(spec, opts)
+    if edits is None:
+        return _generally(pod, opts)
+    new = dict(pod)
+    new["spec"], operations = apply_copied(spec, edits.steps, "/spec")
+    if edits.removed:
+        if isinstance(metadata, dict):
+            new["metadata"] = _with_own_annotations(metadata)
+        mark(new, edits.removed)
+    result = RewriteResult(
+        object=new,
+        changed=new != pod,
+        notes=edits.notes,
+        templates=edits.templates,
+        denied=edits.denied,
+    )
+    return PodRewrite(result, tuple(_pod_patch(pod, new, operations)))
+
+
+def spec_edits(spec: dict[str, Any], opts: Options) -> SpecEdits | None:
+    """The edits of one pod spec, None when what the rewrite reads of it has no exact
+    `fingerprint`."""
+    projection = _projection(spec)
+    try:
+        key: Hashable = (
+            id(opts.mappings),
+            opts.native_resources,
+            opts.action_override,
+            opts.namespace,
+            fingerprint(projection),
+        )
+    except ValueError:
+        return None
+    if type(opts.mappings) is not tuple:  # mutable: cannot be remembered by identity
+        return _edits(projection, opts)
+    found = _memo.get(key)
+    if found is not None and found[0] is opts.mappings:
+        return found[1]
+    edits = _edits(projection, opts)
+    _memo.put(key, (opts.mappings, edits))
+    return edits
+
+
+def fingerprint(node: Any) -> bytes:
+    """An exact image of a tree of Python data: equal only for trees equal in content, order
+    and type (`1`, `1.0`, `True`, `-0.0` and `"1"` all differ; a tuple is no list).
+
+    The `marshal` format version 0: it writes each value in full, never a reference to an
+    interned string or to an object seen before (versions 1 and 3 add those, and with them
+    bytes that depend on interning and reference counts). Raises ValueError for what marshal
+    refuses: subclasses of the built-in types (a YAML loader's CommentedMap) and trees nested
+    more than a couple of thousand levels.
+    """
+    return marshal.dumps(node, 0)
+
+
+def _projection(spec: dict[str, Any]) -> dict[str, Any]:
+    """The part of the pod spec the rewrite reads, in the spec's own order (shares values)."""
+    return {
+        key: _containers(value) if key in _CONTAINER_LISTS and type(value) is list else value
+        for key, value in spec.items()
+        if key in SPEC_KEYS
+    }
+
+
+def _containers(items: list[Any]) -> list[Any]:
+    return [
+        {k: v for k, v in item.items() if k in CONTAINER_KEYS} if type(item) is dict else item
+        for item in items
+    ]
+
+
+def _edits(projection: dict[str, Any], opts: Options) -> SpecEdits:
+    new = copy_tree(projection)
+    out = Outcome()
+    removed = rewrite_spec(new, opts, out)
+    return SpecEdits(
+        steps=steps(projection, make_patch(projection, new)),
+        notes=tuple(dict.fromkeys(out.notes)),
+        templates=tuple(out.templates.values()),
+        denied=tuple(dict.fromkeys(out.denied)),
+        removed=frozenset(removed),
+    )
+
+
+def _with_own_annotations(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `metadata` with its own annotations, for `mark` to write into (shallow
+    copies of the same types, as `rewrite_object`'s deep copy would have)."""
+    own = copy.copy(metadata)
+    if isinstance(own.get("annotations"), dict):
+        own["annotations"] = copy.copy(own["annotations"])
+    return own
+
+
+def _pod_patch(
+    old: Object, new: dict[str, Any], spec_operations: list[Operation]
+) -> list[Operation]:
+    """`make_patch(old, new)`, given the spec's part of it (paths under /spec): `new` removes
+    no key of `old`, and shares every value it did not change with it."""
+    operations: list[Operation] = []
+    for key, value in new.items():
+        if key == "spec":
+            operations += spec_operations
+        elif key not in old:
+            operations.append({"op": "add", "path": f"/{escape(key)}", "value": value})
+        elif value is not old[key]:
+            operations += make_patch(old[key], value, f"/{escape(key)}")
+    return operations
+
+
+def _generally(pod: Object, opts: Options) -> PodRewrite:
+    result = rewrite_object(
+        pod,
+        opts.mappings,
+        native_resources=opts.native_resources,
+        action_override=opts.action_override,
+        namespace=opts.namespace,
+    )
+    patch = make_patch(dict(pod), dict(result.object)) if result.changed else []
+    return PodRewrite(result, tuple(patch))
+
+
+def _namespace_of(metadata: Any) -> str | None:
+    ns = metadata.get("namespace") if isinstance(metadata, dict) else None
+    return str(ns) if ns else None
