@@ -45,6 +45,32 @@ class FeasibilityResult:
         return _message(self)
 
 
+def unsatisfied(
+    inventory: Inventory, spec: ClaimSpec, device_classes: Mapping[str, Object]
+) -> tuple[str, ...]:
+    """Why no node could satisfy the claim: the messages of `check_claim`'s failed results.
+
+    Remembered by the (immutable) inventory per claim spec and what the check reads of the
+    DeviceClasses (each named class's selectors, or its absence): every Pod of a workload
+    asks again, and a rebuilt inventory or a changed class is a different key.
+    """
+    key = ("unsatisfied", spec, _classes_read(spec, device_classes))
+    return inventory.remember(
+        key,
+        lambda: tuple(r.message for r in check_claim(inventory, spec, device_classes) if not r.ok),
+    )
+
+
+def _classes_read(
+    spec: ClaimSpec, device_classes: Mapping[str, Object]
+) -> tuple[tuple[str, bool, tuple[str, ...]], ...]:
+    return tuple(
+        (name, name in device_classes, class_selectors(device_classes.get(name)))
+        for request in spec.requests
+        for name in (leaf.device_class for leaf in request.leaves())
+    )
+
+
 def check_claim(
     inventory: Inventory, spec: ClaimSpec, device_classes: Mapping[str, Object]
 ) -> tuple[FeasibilityResult, ...]:

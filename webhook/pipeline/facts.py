@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from webhook.engine import namespace_labels, resolve_tenant
-from webhook.engine.feasibility import check_claim
+from webhook.engine.feasibility import unsatisfied
 from webhook.engine.inventory import ClassCapacity, Inventory
 from webhook.pipeline.context import Context
 from webhook.types import (
@@ -55,8 +55,8 @@ Published = tuple[Mapping[str, int], Callable[[ClaimSpec], Sequence[str]] | None
 def _published(inventory: Inventory, classes: Mapping[str, Object]) -> Published:
     """What the published devices add: `All` counted exactly, and unsatisfiable requests."""
 
-    def problems(spec: ClaimSpec) -> list[str]:
-        return [r.message for r in check_claim(inventory, spec, classes) if not r.ok]
+    def problems(spec: ClaimSpec) -> Sequence[str]:
+        return unsatisfied(inventory, spec, classes)  # remembered by the inventory
 
     return ClassCapacity(inventory, classes), problems
 
