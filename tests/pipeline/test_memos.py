@@ -17,7 +17,7 @@ from dataclasses import replace
 import pytest
 from builders import V1BETA1, claim, exact, first_available, namespace, pod, request, template
 
-from webhook.engine import rules, templatespecs
+from webhook.engine import contentmemo, rules
 from webhook.kube.inventorysource import InventorySource
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
@@ -163,7 +163,7 @@ def _cold_memos() -> Iterator[None]:
 
 
 def _forget() -> None:
-    templatespecs.forget()
+    contentmemo.forget()
     rules._results_of.cache_clear()
 
 
