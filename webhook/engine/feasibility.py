@@ -64,11 +64,13 @@ def unsatisfied(
 def _classes_read(
     spec: ClaimSpec, device_classes: Mapping[str, Object]
 ) -> tuple[tuple[str, bool, tuple[str, ...]], ...]:
-    return tuple(
-        (name, name in device_classes, class_selectors(device_classes.get(name)))
-        for request in spec.requests
-        for name in (leaf.device_class for leaf in request.leaves())
-    )
+    read = []
+    for request in spec.requests:
+        for leaf in request.leaves():
+            found = device_classes.get(leaf.device_class)
+            known = found is not None or leaf.device_class in device_classes
+            read.append((leaf.device_class, known, class_selectors(found)))
+    return tuple(read)
 
 
 def check_claim(

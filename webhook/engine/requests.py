@@ -38,15 +38,22 @@ def check_request(
     namespace_labels: dict[str, str],
     inputs: RuleInputs,
     prefix: str = "",
-) -> Iterator[Finding]:
-    """Every finding for each class the request (or one of its alternatives) may use."""
+) -> list[Finding]:
+    """Every finding for each class the request (or one of its alternatives) may use.
+
+    A list, built with plain calls: most requests have no finding, and every review checks
+    each of its requests, so the checks that find nothing should cost next to nothing."""
+    found: list[Finding] = []
     for leaf in request.leaves():
         where = f"{prefix}request {leaf.name!r}"
-        yield from _class_allowed(leaf, tenant, where)
-        yield from _admin_access(leaf, tenant, namespace_labels, where)
+        if tenant is not None and tenant.allowed_device_classes is not None:
+            found.extend(_class_allowed(leaf, tenant, where))
+        if leaf.admin_access:
+            found.extend(_admin_access(leaf, tenant, namespace_labels, where))
         for policy in policies.class_policies:
             if policy.applies_to(leaf.device_class):
-                yield from _class_policy(policy, leaf, inputs, tenant, where)
+                found.extend(_class_policy(policy, leaf, inputs, tenant, where))
+    return found
 
 
 def _deny(policy: str, message: str, tenant: Tenant | None, leaf: DeviceRequest) -> Finding:
@@ -100,14 +107,22 @@ def _class_policy(
     inputs: RuleInputs,
     tenant: Tenant | None,
     where: str,
-) -> Iterator[Finding]:
-    name = f"DeviceClassPolicy/{policy.name}"
+) -> list[Finding]:
     limit = policy.max_count_per_request
-    if (
+    over = (
         limit is not None
         and leaf.allocation_mode == AllocationMode.EXACT_COUNT
         and leaf.count > limit
-    ):
+    )
+    all_refused = (
+        leaf.allocation_mode == AllocationMode.ALL and not policy.allow_allocation_mode_all
+    )
+    failures = failed_rules(policy.validations, leaf, inputs)
+    if not over and not all_refused and not failures:
+        return []  # the common case: no message to build
+    name = f"DeviceClassPolicy/{policy.name}"
+    found = []
+    if over:
         finding = _deny(
             name,
             f"{where}: asks for {leaf.count} devices of class "
@@ -115,14 +130,19 @@ def _class_policy(
             tenant,
             leaf,
         )
-        yield Finding(Action.DENY, replace(finding.reason, limit=limit, requested=leaf.count))
-    if leaf.allocation_mode == AllocationMode.ALL and not policy.allow_allocation_mode_all:
-        yield _deny(
-            name,
-            f"{where}: allocationMode All is not allowed for class {leaf.device_class!r}",
-            tenant,
-            leaf,
+        found.append(
+            Finding(Action.DENY, replace(finding.reason, limit=limit, requested=leaf.count))
         )
-    for failure in failed_rules(policy.validations, leaf, inputs):
+    if all_refused:
+        found.append(
+            _deny(
+                name,
+                f"{where}: allocationMode All is not allowed for class {leaf.device_class!r}",
+                tenant,
+                leaf,
+            )
+        )
+    for failure in failures:
         finding = _deny(name, f"{where}: {failure.describe()}", tenant, leaf)
-        yield Finding(failure.action, finding.reason)
+        found.append(Finding(failure.action, finding.reason))
+    return found

@@ -57,6 +57,18 @@ class RuleInputs:
     sources: Mapping[str, Callable[[], Any]]
     deadline: Deadline | None = None
     _converted: dict[str, Any] = field(default_factory=dict)
+    _memos: dict[int, tuple[DeviceRequest, Memo]] = field(default_factory=dict)
+
+    def memo_of(self, request: DeviceRequest) -> Memo:
+        """The shared memo of `request` with this admission's tenant and operation, looked up
+        once per request of the admission (every class policy asks; hashing it is not free)."""
+        found = self._memos.get(id(request))
+        if found is None or found[0] is not request:
+            found = self._memos[id(request)] = (
+                request,
+                _results_of(request, self.tenant, self.operation),
+            )
+        return found[1]
 
     def activation(self, names: frozenset[str], request: DeviceRequest) -> dict[str, Any]:
         values = {"request": to_cel(request_view(request))}
@@ -91,7 +103,7 @@ def failed_rules(
     validations: tuple[Validation, ...], request: DeviceRequest, inputs: RuleInputs
 ) -> list[RuleFailure]:
     """The validations `request` fails, in policy order."""
-    memo = _results_of(request, inputs.tenant, inputs.operation)  # one lookup per request
+    memo = inputs.memo_of(request)
     if _near(inputs.deadline):
         return _failures(validations, request, inputs, memo)
     found = memo.failures.get(id(validations))
