@@ -141,8 +141,7 @@ class SqliteLedger:
 
     def usage(self, tenant: str, deadline: Deadline | None = None) -> Mapping[str, ClassUsage]:
         """A WAL read: it never waits for a writer, so `deadline` has nothing to bound."""
-        with self._errors():
-            rows = self._rows().read(tenant)
+        rows = self._read(tenant)
         now = self._clock()
         if rows.all_live(now):
             return dict(rows.usage)
@@ -162,8 +161,7 @@ class SqliteLedger:
         read, as a written one is as of its commit. The wait for the lock is bounded by
         `deadline`, and the deadline is checked again under the lock, before any write.
         """
-        with self._errors():
-            answer = self._reserve_unchanged(self._rows().read(tenant), holds, limits)
+        answer = self._reserve_unchanged(self._read(tenant), holds, limits)
         if answer is not None:
             return answer
         with self._transaction(deadline) as db:
@@ -246,6 +244,14 @@ class SqliteLedger:
         rows: TenantRows = self._local.rows
         return rows
 
+    def _read(self, tenant: str) -> Rows:
+        """The tenant's rows outside a transaction; errors translated as `_errors` does (a
+        plain try: this is every review's read, and a context manager costs more)."""
+        try:
+            return self._rows().read(tenant)
+        except sqlite3.DatabaseError as error:
+            raise self._translated(error) from error
+
     def _open(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=self._busy_timeout_ms / 1000, isolation_level=None)
         try:
@@ -294,15 +300,19 @@ class SqliteLedger:
     def _errors(self) -> Iterator[None]:
         try:
             yield
-        except sqlite3.OperationalError as error:
+        except sqlite3.DatabaseError as error:
+            raise self._translated(error) from error
+
+    def _translated(self, error: sqlite3.DatabaseError) -> DragateError:
+        """A locked or failing file is unavailable (for now); anything else is not a ledger."""
+        if isinstance(error, sqlite3.OperationalError):
             if any(text in str(error) for text in _LOCKED):
-                raise LedgerUnavailable(
+                return LedgerUnavailable(
                     f"ledger {self.path} is locked by another writer for more than "
                     f"{self._busy_timeout_ms} ms ({error})"
-                ) from error
-            raise LedgerUnavailable(f"ledger {self.path}: {error}") from error
-        except sqlite3.DatabaseError as error:
-            raise LedgerFileError(f"{self.path} is not a usable dragate ledger: {error}") from error
+                )
+            return LedgerUnavailable(f"ledger {self.path}: {error}")
+        return LedgerFileError(f"{self.path} is not a usable dragate ledger: {error}")
 
 
 # ---------------------------------------------------------------------- remembered rows
