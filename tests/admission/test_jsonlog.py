@@ -84,3 +84,45 @@ def test_the_timestamp_is_datetime_s_within_one_second_and_across(seed: int) -> 
     for created in instants:
         expected = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")
         assert jsonlog._timestamp(created) == expected, created
+
+
+VALUES = [
+    "",
+    "review",
+    "名前",
+    'quote " and \\ backslash',
+    "\x00\x1f\x7f\u2028\u2029\ud800",
+    "x" * 300,
+    True,
+    False,
+    None,
+    0,
+    -7,
+    2**70,
+    0.25,
+    1e-7,
+    1e22,
+    -0.0,
+    float("nan"),
+    float("inf"),
+    [1, "a"],
+    {"nested": True},
+    (1, 2),
+]
+
+
+class Text(str):
+    pass
+
+
+@pytest.mark.parametrize("seed", range(3), ids=[f"seed-{s}" for s in range(3)])
+def test_a_flat_line_is_the_encoder_s_line(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(300):
+        keys = rng.sample(["uid", "name", "tenant", "ts", "名", 'k"', "x" * 300], rng.randrange(6))
+        entry: dict[object, object] = {k: rng.choice(VALUES) for k in keys}
+        if rng.random() < 0.05:
+            entry[Text("sub")] = Text("class")
+        if rng.random() < 0.05:
+            entry[3] = "int key"
+        assert jsonlog.flat_line(entry) == jsonlog._ENCODER.encode(entry), entry  # type: ignore[arg-type]
