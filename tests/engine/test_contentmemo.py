@@ -1,5 +1,4 @@
-"""Remembered template specs and pod claims are exactly what normalizing gives, whatever came
-before.
+"""Remembered template specs are exactly what normalizing gives, whatever came before.
 
 Every answer is compared with the uncached function: for one object alone, after a look-alike
 was remembered (values `==` conflates, values JSON text conflates), after the object changed
@@ -22,12 +21,11 @@ from webhook.engine.contentmemo import (
     MAX_CONTENT_BYTES,
     MAX_ENTRIES,
     ContentMemo,
-    claims_of_pod,
     forget,
     remembered,
     template_spec,
 )
-from webhook.engine.normalize import ObjectError, pod_claims, template_claim_spec
+from webhook.engine.normalize import ObjectError, template_claim_spec
 from webhook.types import Object
 
 
@@ -150,7 +148,7 @@ def test_identity_is_not_part_of_the_key() -> None:
         obj = copy.deepcopy(SHAPES["v1"])
         obj["metadata"] |= {"name": f"t{i}", "uid": f"u{i}", "resourceVersion": str(i)}
         assert template_spec(obj, "c") == template_claim_spec(obj, "c")
-    assert remembered()["template specs"] == 1
+    assert remembered() == 1
 
 
 def test_a_template_changed_in_place_is_normalized_again() -> None:
@@ -174,7 +172,7 @@ def test_a_template_changed_in_place_into_a_look_alike_is_normalized_again() -> 
 def test_what_json_text_would_disguise_is_not_remembered() -> None:
     for name in ("name-subclass", "int-keys", "count-huge", "api-version-none"):
         _answer(template_spec, SHAPES[name], "c")
-    assert remembered()["template specs"] == 0
+    assert remembered() == 0
 
 
 def test_an_error_is_raised_anew_each_time() -> None:
@@ -191,11 +189,11 @@ def test_an_error_is_raised_anew_each_time() -> None:
 def test_the_tables_stay_bounded() -> None:
     for i in range(MAX_ENTRIES + 50):
         template_spec(_with_count(i), "c")
-        assert remembered()["template specs"] <= MAX_ENTRIES
+        assert remembered() <= MAX_ENTRIES
     big = template(request(exact(selectors=("x" * MAX_CONTENT_BYTES,))))
-    before = remembered()["template specs"]
+    before = remembered()
     assert template_spec(big, "c") == template_claim_spec(big, "c")
-    assert remembered()["template specs"] == before
+    assert remembered() == before
 
 
 def test_a_table_keeps_at_most_its_bytes() -> None:
@@ -276,93 +274,3 @@ def test_threads_sharing_the_table_agree_with_normalizing() -> None:
     for thread in threads:
         thread.join()
     assert not wrong
-
-
-# ---------------------------------------------------------------------- pod claims
-
-
-def _pod_spec(claims: Any, containers: Any = None) -> Object:
-    spec: dict[str, Any] = {"resourceClaims": claims}
-    if containers is not None:
-        spec["containers"] = containers
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
-
-
-USERS = [
-    {"name": "a", "resources": {"claims": [{"name": "gpu"}, {"name": "nic"}]}},
-    {"name": "b", "resources": {"claims": [{"name": "gpu"}]}},
-    "not-a-container",
-    {"name": "c", "resources": {"claims": ["not-a-ref", {"name": 3}]}},
-]
-POD_SHAPES: dict[str, Object] = {
-    "templates-and-claims": _pod_spec(
-        [
-            {"name": "gpu", "resourceClaimTemplateName": "t"},
-            {"name": "nic", "resourceClaimName": "shared"},
-        ],
-        USERS,
-    ),
-    "no-claims": _pod_spec(None, USERS),
-    "empty-name": _pod_spec([{"name": "", "resourceClaimTemplateName": "t"}]),
-    "claims-map": _pod_spec({"gpu": "t"}),
-    "claim-text": _pod_spec(["gpu"]),
-    "name-number": _pod_spec([{"name": 1}]),
-    "resources-list": _pod_spec([{"name": "gpu"}], [{"name": "a", "resources": []}]),
-    "spec-list": {"kind": "Pod", "spec": []},
-    "no-spec": {"kind": "Pod"},
-    "template-name-number": _pod_spec([{"name": "gpu", "resourceClaimTemplateName": 0}]),
-    "claims-tuple": _pod_spec(({"name": "gpu", "resourceClaimTemplateName": "t"},)),
-}
-
-
-def _claims_answer(compute: Callable[[Object], Any], pod: Object) -> Any:
-    try:
-        return compute(pod)
-    except Exception as error:
-        return (type(error).__name__, str(error))
-
-
-@pytest.mark.parametrize("name", POD_SHAPES, ids=list(POD_SHAPES))
-def test_pod_claims_are_normalizing_s_first_and_again(name: str) -> None:
-    pod = POD_SHAPES[name]
-    expected = _claims_answer(pod_claims, pod)
-    assert _claims_answer(claims_of_pod, pod) == expected
-    assert _claims_answer(claims_of_pod, copy.deepcopy(pod)) == expected
-
-
-def test_pods_of_one_workload_share_an_entry() -> None:
-    """The Pods of a Deployment differ in name, uid and labels, never in what is read."""
-    for i in range(5):
-        pod = copy.deepcopy(POD_SHAPES["templates-and-claims"])
-        pod["metadata"] = {"name": f"web-{i}", "uid": f"u{i}", "labels": {"pod": str(i)}}
-        assert claims_of_pod(pod) == pod_claims(pod)
-    assert remembered()["pod claims"] == 1
-
-
-GPU_CLAIM = {"name": "gpu", "resourceClaimTemplateName": "t"}
-
-
-@pytest.mark.parametrize(
-    ("first", "second"),
-    [
-        (POD_SHAPES["claims-tuple"], _pod_spec([GPU_CLAIM])),
-        (_pod_spec([GPU_CLAIM]), POD_SHAPES["claims-tuple"]),
-        (_pod_spec([GPU_CLAIM]), _pod_spec([{**GPU_CLAIM, "resourceClaimTemplateName": "u"}])),
-    ],
-    ids=["tuple-then-list", "list-then-tuple", "template-renamed"],
-)
-def test_a_pod_look_alike_remembered_before_does_not_answer(first: Object, second: Object) -> None:
-    _claims_answer(claims_of_pod, first)
-    assert _claims_answer(claims_of_pod, second) == _claims_answer(pod_claims, second)
-
-
-@pytest.mark.parametrize("seed", range(3), ids=[f"seed-{s}" for s in range(3)])
-def test_a_randomized_pod_corpus_answers_as_normalizing_does(seed: int) -> None:
-    rng = random.Random(seed)
-    bases = [p for p in POD_SHAPES.values() if isinstance(p.get("spec"), dict)]
-    corpus = [
-        {**base, "spec": _mutated(rng, base["spec"])}
-        for base in (rng.choice(bases) for _ in range(300))
-    ]
-    for pod in corpus + rng.sample(corpus, len(corpus)):
-        assert _claims_answer(claims_of_pod, pod) == _claims_answer(pod_claims, pod)

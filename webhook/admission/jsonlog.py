@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import math
 import sys
 import time
 from typing import Any
@@ -53,51 +52,11 @@ def info_line(logger: logging.Logger, msg: str, fields: dict[str, Any]) -> None:
         logger.info(msg, extra={"fields": fields})
         return
     entry = {"ts": _timestamp(time.time()), "level": "info", "logger": logger.name, "msg": msg}
-    line = flat_line({**entry, **fields}) + "\n"
+    line = _ENCODER.encode({**entry, **fields}) + "\n"
     for handler in handlers:
         with handler.lock:  # type: ignore[union-attr]  # a StreamHandler always has one
             handler.stream.write(line)
             handler.stream.flush()
-
-
-def flat_line(entry: dict[str, Any]) -> str:
-    """`_ENCODER.encode(entry)`, the same text, for an entry of strings, bools, ints and finite
-    floats: a review line is all of those, and the encoder's setup per call costs more than
-    its work. Anything else (a nested value, NaN, a subclass) is left to the encoder."""
-    parts = []
-    for key, value in entry.items():
-        kind = type(value)
-        if kind is str:
-            text = _text(value) if len(value) <= MAX_REMEMBERED_TEXT else _ENCODER.encode(value)
-        elif kind is bool:
-            text = "true" if value else "false"
-        elif kind is int:
-            text = int.__repr__(value)
-        elif kind is float and math.isfinite(value):
-            text = float.__repr__(value)
-        elif value is None:
-            text = "null"
-        else:
-            return _ENCODER.encode(entry)
-        if type(key) is not str:
-            return _ENCODER.encode(entry)
-        parts.append(_key(key) + text)
-    return "{" + ", ".join(parts) + "}"
-
-
-MAX_REMEMBERED_TEXT = 256
-"""Strings up to this long are encoded through a small LRU table, so the values that repeat
-(level, kind, tenant, result) are encoded once; a uid passes through it and falls out."""
-
-
-@functools.lru_cache(maxsize=1024)
-def _text(value: str) -> str:
-    return _ENCODER.encode(value)
-
-
-@functools.lru_cache(maxsize=256)
-def _key(key: str) -> str:
-    return _ENCODER.encode(key) + ": "
 
 
 def _json_streams(logger: logging.Logger) -> list[logging.StreamHandler[Any]] | None:

@@ -129,27 +129,29 @@ def _usual_request(uid: str, raw: Mapping[str, Any]) -> AdmissionRequest | None:
     kind, resource, op = raw.get("kind"), raw.get("resource"), raw.get("operation")
     if type(kind) is not dict or type(resource) is not dict or type(op) is not str:
         return None
-    name, plural, operation = kind.get("kind"), resource.get("resource"), _OPERATIONS.get(op)
-    texts = [kind.get("group"), kind.get("version"), raw.get("namespace"), raw.get("name")]
-    texts.append(raw.get("subResource"))
+    texts = (
+        kind.get("group"), kind.get("version"), raw.get("namespace"), raw.get("name"),
+        raw.get("subResource"),
+    )  # fmt: skip
+    for text in texts:
+        if text is not None and type(text) is not str:
+            return None
     maps = (raw.get("object"), raw.get("oldObject"), raw.get("userInfo"))
-    dry_run = raw.get("dryRun")
-    if (
-        type(name) is not str
-        or type(plural) is not str
-        or not name
-        or not plural
-        or operation is None
-        or any(t is not None and type(t) is not str for t in texts)
-        or any(m is not None and type(m) is not dict for m in maps)
-        or (dry_run is not None and type(dry_run) is not bool)
-    ):
+    for value in maps:
+        if value is not None and type(value) is not dict:
+            return None
+    name, plural, dry_run = kind.get("kind"), resource.get("resource"), raw.get("dryRun")
+    if type(name) is not str or type(plural) is not str or not name or not plural:
         return None
-    group, version, namespace, object_name, sub_resource = (t or "" for t in texts)
+    operation = _OPERATIONS.get(op)
+    if operation is None or (dry_run is not None and type(dry_run) is not bool):
+        return None
+    group, version, namespace, object_name, sub_resource = texts
     return AdmissionRequest(
-        uid=uid, kind=name, group=group, version=version, resource=plural,
-        operation=operation, namespace=namespace, name=object_name, sub_resource=sub_resource,
-        object=maps[0], old_object=maps[1], dry_run=bool(dry_run), user_info=maps[2] or {},
+        uid=uid, kind=name, group=group or "", version=version or "", resource=plural,
+        operation=operation, namespace=namespace or "", name=object_name or "",
+        sub_resource=sub_resource or "", object=maps[0], old_object=maps[1],
+        dry_run=dry_run is True, user_info=maps[2] or {},
     )  # fmt: skip
 
 
@@ -353,6 +355,8 @@ def _mentions(text: str, value: str) -> bool:
 
 
 def _one_line(text: str) -> str:
+    if text.isprintable():  # every character _CONTROL_CHARS matches is unprintable
+        return text.strip()
     return _CONTROL_CHARS.sub(" ", text).strip()
 
 

@@ -1,12 +1,12 @@
-"""Normalized forms remembered by the content they are read from: template specs, pod claims.
+"""Normalized ResourceClaimTemplates remembered by the content they are read from.
 
-Every Pod of a workload names the same few templates and carries the same pod spec, so
-without a memo each review would normalize the same content again (a fifth of a `/validate`
-review). Each answer depends only on the part of the object it reads (a template's
-`apiVersion` and `spec`, a Pod's `spec`) and on the caller's label, so it is remembered per
-(label, that part's JSON text): content, never identity, so the Pods of many Deployments and
-the managed templates a rewrite builds anew per request share an entry, and an object changed
-in any way (a new resourceVersion or not) misses. A Pod's name, uid and labels are not read.
+Every Pod of a workload names the same few templates, so without a memo each review would
+normalize the same content again (a tenth of a `/validate` review). The answer depends only
+on the template's `apiVersion` and `spec` and on the caller's label, so it is remembered per
+(apiVersion, label, the spec's JSON text): content, never identity, so the Pods of many
+Deployments and the managed templates a rewrite builds anew per request share an entry, and a
+template changed in any way (a new resourceVersion or not) misses. (A Pod's own spec is not
+remembered: writing it as JSON and comparing it costs more than reading its claims.)
 
 JSON text tells apart what `==` conflates (1, 1.0 and True), and `==` tells apart what JSON
 text conflates (NaN, infinities and None all become `null`; a tuple reads like a list): a
@@ -29,8 +29,8 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
-from webhook.engine.normalize import ObjectError, pod_claims, template_claim_spec
-from webhook.types import ClaimSpec, Object, PodClaim
+from webhook.engine.normalize import ObjectError, template_claim_spec
+from webhook.types import ClaimSpec, Object
 
 T = TypeVar("T")
 
@@ -39,8 +39,8 @@ MAX_ENTRIES = 1024
 MAX_BYTES = 8 * 2**20
 """JSON text one table keeps, counted twice (the text and the private copy)."""
 MAX_CONTENT_BYTES = 16 * 1024
-"""Content whose JSON text is longer is normalized every time (real templates and pod specs
-are a few hundred bytes to a few KiB)."""
+"""Content whose JSON text is longer is normalized every time (real templates are a few
+hundred bytes)."""
 _STRICT = (
     orjson.OPT_PASSTHROUGH_SUBCLASS
     | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -113,7 +113,6 @@ def _key(besides: Hashable, content: Any) -> Key | None:
 
 
 _TEMPLATE_SPECS: ContentMemo[ClaimSpec] = ContentMemo()
-_POD_CLAIMS: ContentMemo[tuple[PodClaim, ...]] = ContentMemo()
 
 
 def template_spec(template: Object, label: str) -> ClaimSpec:
@@ -127,18 +126,11 @@ def template_spec(template: Object, label: str) -> ClaimSpec:
     )
 
 
-def claims_of_pod(pod: Object) -> tuple[PodClaim, ...]:
-    """`normalize.pod_claims(pod)`, remembered by the Pod's spec (all it reads)."""
-    content = pod.get("spec")
-    return _POD_CLAIMS.get(None, content, lambda: pod_claims(pod))
-
-
 def forget() -> None:
-    """Empty every table (tests)."""
+    """Empty the table (tests)."""
     _TEMPLATE_SPECS.forget()
-    _POD_CLAIMS.forget()
 
 
-def remembered() -> dict[str, int]:
-    """Entries per table (tests check the bounds)."""
-    return {"template specs": len(_TEMPLATE_SPECS), "pod claims": len(_POD_CLAIMS)}
+def remembered() -> int:
+    """Template specs remembered now (tests check the bound)."""
+    return len(_TEMPLATE_SPECS)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from webhook.engine import normalize, quota
 from webhook.engine.adminlabel import admin_label_reasons
-from webhook.engine.contentmemo import claims_of_pod, template_spec
+from webhook.engine.contentmemo import template_spec
 from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
 from webhook.engine.requests import Finding, check_request
 from webhook.engine.rules import RuleInputs
@@ -101,7 +101,7 @@ def _pod_claims(request: AdmissionRequest, facts: Facts) -> tuple[list[JudgedCla
     pod = request.object or {}
     uid = str((pod.get("metadata") or {}).get("uid") or request.uid)
     claims, notes = [], []
-    for pod_claim in claims_of_pod(pod):  # remembered by the spec
+    for pod_claim in normalize.pod_claims(pod):
         if pod_claim.template_name is None:
             continue  # an existing claim: judged and charged when it was created
         template = facts.templates.get(pod_claim.template_name)

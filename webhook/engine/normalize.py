@@ -118,8 +118,11 @@ def pod_claims(pod: Object) -> tuple[PodClaim, ...]:
     users = _claim_users(spec)
     claims = []
     for i, raw in enumerate(_list(spec.get("resourceClaims") or [], "spec.resourceClaims")):
-        item = _mapping(raw, f"spec.resourceClaims[{i}]")
-        name = _string(item.get("name"), f"spec.resourceClaims[{i}].name")
+        # the checks' paths are formatted only when the plain case does not hold
+        item = raw if type(raw) is dict else _mapping(raw, f"spec.resourceClaims[{i}]")
+        name = item.get("name")
+        if type(name) is not str or not name:
+            name = _string(name, f"spec.resourceClaims[{i}].name")
         claims.append(
             PodClaim(
                 name=name,

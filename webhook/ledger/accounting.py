@@ -116,7 +116,10 @@ def readmitted(
     """
     for key, devices in holds.items():
         known = current.get(key)
-        if known is None or not unchanged(known, {c: n for c, n in devices.items() if n}, now):
+        if known is None or (known.expires_at is not None and known.expires_at <= now):
+            return False
+        wanted = devices if all(devices.values()) else {c: n for c, n in devices.items() if n}
+        if dict(known.devices) != dict(wanted):  # `unchanged`, inlined: asked every review
             return False
     return True
 

@@ -65,10 +65,12 @@ def _templates(request: AdmissionRequest, state: ClusterState) -> dict[str, Obje
     """The ResourceClaimTemplates a Pod names, as the cluster has them."""
     if request.kind != "Pod" or request.object is None:
         return {}
-    found = {
-        name: state.template(request.namespace, name) for name in _template_names(request.object)
-    }
-    return {name: template for name, template in found.items() if template is not None}
+    found = {}
+    for name in _template_names(request.object):
+        template = state.template(request.namespace, name)
+        if template is not None:
+            found[name] = template
+    return found
 
 
 def _template_names(pod: Object) -> set[str]:
@@ -76,10 +78,9 @@ def _template_names(pod: Object) -> set[str]:
     engine reads the claims itself (`normalize.pod_claims`) and denies a malformed Pod."""
     spec = pod.get("spec")
     claims = spec.get("resourceClaims") if isinstance(spec, dict) else None
-    return {
-        name
-        for claim in (claims if isinstance(claims, list) else ())
-        if isinstance(claim, dict)
-        and isinstance(name := claim.get("resourceClaimTemplateName"), str)
-        and name
-    }
+    names = set()
+    for claim in claims if isinstance(claims, list) else ():
+        name = claim.get("resourceClaimTemplateName") if isinstance(claim, dict) else None
+        if isinstance(name, str) and name:
+            names.add(name)
+    return names
