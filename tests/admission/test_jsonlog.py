@@ -84,4 +84,3 @@ def test_the_timestamp_is_datetime_s_within_one_second_and_across(seed: int) -> 
     for created in instants:
         expected = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")
         assert jsonlog._timestamp(created) == expected, created
-
