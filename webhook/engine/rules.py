@@ -70,6 +70,10 @@ class RuleInputs:
             )
         return found[1]
 
+    def near_deadline(self) -> bool:
+        """Too little time left for a rule: every rule is evaluated, bounded, not remembered."""
+        return _near(self.deadline)
+
     def activation(self, names: frozenset[str], request: DeviceRequest) -> dict[str, Any]:
         values = {"request": to_cel(request_view(request))}
         for name in names - {"request"}:
@@ -197,6 +201,12 @@ class Memo:
     failures: dict[int, tuple[tuple[Validation, ...], tuple[RuleFailure, ...]]] = field(
         default_factory=dict
     )
+    findings: dict[Any, Any] = field(default_factory=dict)  # `requests.check_request`'s
+
+
+def memoizable(validations: tuple[Validation, ...]) -> bool:
+    """Whether every rule's result depends on the request, tenant and operation only."""
+    return _memoizable(validations)
 
 
 @lru_cache(maxsize=4096)
