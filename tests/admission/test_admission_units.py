@@ -35,6 +35,13 @@ def test_warnings_are_one_line_and_at_most_120(text: str, expected: str | None) 
     assert review.bound_warnings([text]) == ([expected] if expected else [])
 
 
+def test_printable_text_holds_nothing_the_control_pattern_replaces() -> None:
+    """`_one_line` skips the pattern for printable text: every code point it matches must be
+    unprintable, in this Python's Unicode tables too."""
+    matched = (chr(c) for c in range(0x110000) if review._CONTROL_CHARS.match(chr(c)))
+    assert not [c for c in matched if c.isprintable()]
+
+
 def test_warning_count_is_bounded() -> None:
     bounded = review.bound_warnings([f"w{i}" for i in range(50)], limit=20)
     assert len(bounded) == 20 and bounded[-1] == "31 more warnings not shown"

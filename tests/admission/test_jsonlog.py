@@ -5,10 +5,13 @@ from __future__ import annotations
 import io
 import json
 import logging
+import random
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 
+from webhook.admission import jsonlog
 from webhook.admission.jsonlog import JsonFormatter, info_line
 
 FIELDS = {"uid": "u-1", "name": "p", "allowed": True, "duration_ms": 0.25, "tenant": "名前"}
@@ -70,3 +73,14 @@ def test_anything_else_takes_the_ordinary_way(
         logger.removeHandler(other)
         logger.setLevel(logging.NOTSET)
     assert len(seen) == written == len(_lines(text))
+
+
+@pytest.mark.parametrize("seed", range(2), ids=["seed-0", "seed-1"])
+def test_the_timestamp_is_datetime_s_within_one_second_and_across(seed: int) -> None:
+    """The date and time of a second is remembered; every line still gets its own instant."""
+    rng = random.Random(seed)
+    start = rng.uniform(0, 2e9)
+    instants = [0.0, 1.9995, 59.9999996, start, *(start + rng.uniform(0, 3) for _ in range(500))]
+    for created in instants:
+        expected = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")
+        assert jsonlog._timestamp(created) == expected, created

@@ -270,3 +270,21 @@ def test_json_reply_is_what_jsonify_sends(body: dict[str, Any]) -> None:
     with app.app_context():
         expected = app.json.response(body).get_data()
     assert json_reply(200, body).body == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("", None),
+        ("timeout=10s", "10s"),
+        ("timeout=1s&timeout=2s", "1s"),
+        ("a=1&timeout=500ms", "500ms"),
+        ("timeout=", None),
+        ("timeout=%31s", "1s"),
+        ("x=1", None),
+    ],
+    ids=["none", "one", "first-of-two", "among-others", "empty", "escaped", "absent"],
+)
+def test_the_timeout_is_the_first_value_of_the_query(query: str, expected: str | None) -> None:
+    for _ in range(2):  # parsed once, then remembered
+        assert routes._timeout({"QUERY_STRING": query}) == expected

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+from dataclasses import fields, replace
 from typing import Any
 
 import pytest
@@ -105,3 +107,20 @@ def test_pod_claim_by_name_has_no_template() -> None:
     obj["spec"]["resourceClaims"] = [{"name": "shared", "resourceClaimName": "big-claim"}]
     (only,) = pod_claims(obj)
     assert (only.template_name, only.claim_name) == (None, "big-claim")
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=["v1", "v1beta2", "v1beta1"])
+def test_a_remembered_hash_is_the_fields_hash(version: str) -> None:
+    """ClaimSpec and DeviceRequest compute their (frozen) hash once; it must stay the one a
+    dataclass would generate, so equal specs from two normalizations are one memo key."""
+    obj = claim(
+        request(exact(count=2, selectors=("device.driver == 'x'",)), version),
+        first_available("g", exact("a"), exact("b", "mig.nvidia.com")),
+        version=version,
+    )
+    first, second = claim_spec(obj, "c"), claim_spec(copy.deepcopy(obj), "c")
+    assert first == second and first is not second and hash(first) == hash(second)
+    assert hash(first) == hash(tuple(getattr(first, f.name) for f in fields(first)))
+    for req in (*first.requests, *first.requests[1].alternatives):
+        assert hash(req) == hash(tuple(getattr(req, f.name) for f in fields(req)))
+    assert hash(replace(first, label="d")) != hash(first)

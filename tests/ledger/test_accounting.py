@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from ledger_contract import GPU
 
@@ -43,3 +45,31 @@ def test_readmitting_a_pending_holder_cannot_push_its_expiry_out() -> None:
         outcome = accounting.reserve(current, {"claim:a/x": {GPU: 2}}, {}, now=NOW + step)
         current = outcome.records
     assert current == {"claim:a/x": PENDING}
+
+
+def _random_records(rng: random.Random) -> dict[str, Record]:
+    records = {}
+    for i in range(rng.randrange(4)):
+        devices = {GPU: rng.randrange(3), "mig": rng.choice([0, 1])}
+        records[f"pod:{i}/gpu"] = Record(devices, rng.choice([None, NOW + 30]))
+    return records
+
+
+def _random_holds(rng: random.Random) -> dict[str, dict[str, int]]:
+    return {
+        f"pod:{rng.randrange(5)}/gpu": {GPU: rng.randrange(3), "mig": rng.choice([0, 1])}
+        for _ in range(rng.randrange(3))
+    }
+
+
+@pytest.mark.parametrize("seed", range(3), ids=[f"seed-{s}" for s in range(3)])
+def test_readmitted_is_exactly_when_reserve_grants_and_changes_nothing(seed: int) -> None:
+    """Over live records (what a ledger checks first): `readmitted` is the shortcut of
+    `reserve` granting with the records as they were, never a different answer."""
+    rng = random.Random(seed)
+    for _ in range(2000):
+        current, holds = _random_records(rng), _random_holds(rng)
+        limits = {GPU: rng.choice([1, 2, 4]), "mig": 1}
+        outcome = accounting.reserve(current, holds, limits, now=NOW, pending_seconds=BOUND)
+        same = outcome.granted and outcome.records == current
+        assert accounting.readmitted(current, holds, NOW) is same, (current, holds, limits)

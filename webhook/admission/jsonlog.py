@@ -7,6 +7,7 @@ Pass them as `extra={"fields": {...}}`; that also allows keys LogRecord reserves
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
@@ -83,7 +84,13 @@ def _timestamp(created: float) -> str:
     micros = round((created - seconds) * 1e6)  # as datetime rounds, then truncate to ms
     seconds, micros = (seconds + 1, 0) if micros == 1_000_000 else (seconds, micros)
     millis = micros // 1000
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}+00:00"
+    return _second(seconds) + f".{millis:03d}+00:00"
+
+
+@functools.lru_cache(maxsize=4)
+def _second(seconds: int) -> str:
+    """The date and time of one second: every line written within it shares the text."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
 def configure(level: str = "info") -> None:

@@ -45,6 +45,34 @@ class FeasibilityResult:
         return _message(self)
 
 
+def unsatisfied(
+    inventory: Inventory, spec: ClaimSpec, device_classes: Mapping[str, Object]
+) -> tuple[str, ...]:
+    """Why no node could satisfy the claim: the messages of `check_claim`'s failed results.
+
+    Remembered by the (immutable) inventory per claim spec and what the check reads of the
+    DeviceClasses (each named class's selectors, or its absence): every Pod of a workload
+    asks again, and a rebuilt inventory or a changed class is a different key.
+    """
+    key = ("unsatisfied", spec, _classes_read(spec, device_classes))
+    return inventory.remember(
+        key,
+        lambda: tuple(r.message for r in check_claim(inventory, spec, device_classes) if not r.ok),
+    )
+
+
+def _classes_read(
+    spec: ClaimSpec, device_classes: Mapping[str, Object]
+) -> tuple[tuple[str, bool, tuple[str, ...]], ...]:
+    read = []
+    for request in spec.requests:
+        for leaf in request.leaves():
+            found = device_classes.get(leaf.device_class)
+            known = found is not None or leaf.device_class in device_classes
+            read.append((leaf.device_class, known, class_selectors(found)))
+    return tuple(read)
+
+
 def check_claim(
     inventory: Inventory, spec: ClaimSpec, device_classes: Mapping[str, Object]
 ) -> tuple[FeasibilityResult, ...]:

@@ -46,6 +46,7 @@ MAX_CACHED_VERDICTS = 200_000
 """Selectors come from user objects, so every cache is bounded: past this it starts over."""
 MAX_CACHED_SELECTIONS = 4096
 """Selections an inventory remembers: each admission of the same claim shape asks again."""
+_ABSENT = object()
 
 
 # ---------------------------------------------------------------------- evaluation cache
@@ -201,9 +202,9 @@ class Inventory:
     def remember(self, key: Any, compute: Callable[[], T]) -> T:
         """`compute()`, once per key for this (immutable) inventory: answers derived from it,
         such as whether a claim shape can be placed, are asked again on every admission."""
-        if key in self._remembered:
-            found: T = self._remembered[key]
-            return found
+        found = self._remembered.get(key, _ABSENT)  # one lookup: keys can be dear to hash
+        if found is not _ABSENT:
+            return found  # type: ignore[no-any-return]
         value = compute()
         _store(self._remembered, key, value, MAX_CACHED_SELECTIONS)
         return value

@@ -118,8 +118,11 @@ def pod_claims(pod: Object) -> tuple[PodClaim, ...]:
     users = _claim_users(spec)
     claims = []
     for i, raw in enumerate(_list(spec.get("resourceClaims") or [], "spec.resourceClaims")):
-        item = _mapping(raw, f"spec.resourceClaims[{i}]")
-        name = _string(item.get("name"), f"spec.resourceClaims[{i}].name")
+        # the checks' paths are formatted only when the plain case does not hold
+        item = raw if type(raw) is dict else _mapping(raw, f"spec.resourceClaims[{i}]")
+        name = item.get("name")
+        if type(name) is not str or not name:
+            name = _string(name, f"spec.resourceClaims[{i}].name")
         claims.append(
             PodClaim(
                 name=name,
@@ -135,15 +138,19 @@ def _claim_users(spec: Mapping[str, Any]) -> dict[str, list[str]]:
     users: dict[str, list[str]] = {}
     for field in CONTAINER_FIELDS:
         for container in spec.get(field) or []:
-            if not isinstance(container, Mapping):
-                continue
+            if type(container) is not dict and not isinstance(container, Mapping):
+                continue  # (the concrete type first: an ABC's isinstance costs more)
             for ref in (container.get("resources") or {}).get("claims") or []:
-                if isinstance(ref, Mapping) and isinstance(ref.get("name"), str):
+                if (type(ref) is dict or isinstance(ref, Mapping)) and isinstance(
+                    ref.get("name"), str
+                ):
                     users.setdefault(ref["name"], []).append(str(container.get("name", "")))
     return users
 
 
 def _mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if type(value) is dict:  # decoded JSON: checked first, an ABC's isinstance costs more
+        return value
     if value is None:
         return {}
     if not isinstance(value, Mapping):

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from webhook.types import ClassUsage, Reason, Tenant
 
 HOLDERS_SHOWN = 5
+NO_USAGE = ClassUsage()
 
 
 def per_claim_reasons(tenant: Tenant, claim: str, charges: Mapping[str, int]) -> Iterator[Reason]:
@@ -46,7 +47,7 @@ def total_reasons(
         limit = tenant.limit_for(device_class)
         if limit is None or limit.max_devices is None:
             continue
-        class_usage = usage.get(device_class, ClassUsage())
+        class_usage = usage.get(device_class, NO_USAGE)
         used = class_usage.used - (replaced or {}).get(device_class, 0)
         if used + devices > limit.max_devices:
             yield _over_limit(

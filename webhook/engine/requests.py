@@ -6,10 +6,10 @@ once and a person fixes a manifest in one round trip.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from webhook.engine.rules import RuleInputs, failed_rules
+from webhook.engine.rules import RuleInputs, failed_rules, memoizable
 from webhook.types import (
     ADMIN_ACCESS_LABEL,
     Action,
@@ -38,15 +38,72 @@ def check_request(
     namespace_labels: dict[str, str],
     inputs: RuleInputs,
     prefix: str = "",
-) -> Iterator[Finding]:
-    """Every finding for each class the request (or one of its alternatives) may use."""
+) -> list[Finding]:
+    """Every finding for each class the request (or one of its alternatives) may use.
+
+    A list, built with plain calls: most requests have no finding, and every review checks
+    each of its requests, so the checks that find nothing should cost next to nothing."""
+    found: list[Finding] = []
     for leaf in request.leaves():
-        where = f"{prefix}request {leaf.name!r}"
-        yield from _class_allowed(leaf, tenant, where)
-        yield from _admin_access(leaf, tenant, namespace_labels, where)
-        for policy in policies.class_policies:
-            if policy.applies_to(leaf.device_class):
-                yield from _class_policy(policy, leaf, inputs, tenant, where)
+        found.extend(_remembered(leaf, policies, tenant, namespace_labels, inputs, prefix=prefix))
+    return found
+
+
+MAX_FINDINGS_PER_REQUEST = 64
+"""(prefix, label) entries one request's memo keeps; past this it starts over."""
+
+
+def _remembered(
+    leaf: DeviceRequest,
+    policies: PolicySet,
+    tenant: Tenant | None,
+    labels: dict[str, str],
+    inputs: RuleInputs,
+    *,
+    prefix: str,
+) -> Sequence[Finding]:
+    """`_leaf_findings`, remembered in the leaf's rules memo (one per request, tenant name and
+    operation) when every class policy that applies has only request-only rules.
+
+    What else the findings read is the key or is checked: the prefix, the namespace's
+    admin-access label (read only for an adminAccess request), and the class policies and
+    tenant objects themselves (kept, and compared by identity: a reload makes new ones).
+    Near the review's deadline nothing is remembered or answered from memory."""
+    if inputs.near_deadline():
+        return _leaf_findings(leaf, policies, tenant, labels, inputs, prefix=prefix)
+    memo = inputs.memo_of(leaf).findings
+    key = (prefix, labels.get(ADMIN_ACCESS_LABEL) if leaf.admin_access else None)
+    found = memo.get(key)
+    if found is not None and found[0] is policies.class_policies and found[1] is tenant:
+        return found[2]  # type: ignore[no-any-return]
+    findings = tuple(_leaf_findings(leaf, policies, tenant, labels, inputs, prefix=prefix))
+    applying = (p for p in policies.class_policies if p.applies_to(leaf.device_class))
+    if all(memoizable(p.validations) for p in applying) and not inputs.near_deadline():
+        if len(memo) >= MAX_FINDINGS_PER_REQUEST:
+            memo.clear()
+        memo[key] = (policies.class_policies, tenant, findings)
+    return findings
+
+
+def _leaf_findings(
+    leaf: DeviceRequest,
+    policies: PolicySet,
+    tenant: Tenant | None,
+    labels: dict[str, str],
+    inputs: RuleInputs,
+    *,
+    prefix: str,
+) -> list[Finding]:
+    found: list[Finding] = []
+    where = f"{prefix}request {leaf.name!r}"
+    if tenant is not None and tenant.allowed_device_classes is not None:
+        found.extend(_class_allowed(leaf, tenant, where))
+    if leaf.admin_access:
+        found.extend(_admin_access(leaf, tenant, labels, where))
+    for policy in policies.class_policies:
+        if policy.applies_to(leaf.device_class):
+            found.extend(_class_policy(policy, leaf, inputs, tenant, where))
+    return found
 
 
 def _deny(policy: str, message: str, tenant: Tenant | None, leaf: DeviceRequest) -> Finding:
@@ -100,14 +157,22 @@ def _class_policy(
     inputs: RuleInputs,
     tenant: Tenant | None,
     where: str,
-) -> Iterator[Finding]:
-    name = f"DeviceClassPolicy/{policy.name}"
+) -> list[Finding]:
     limit = policy.max_count_per_request
-    if (
+    over = (
         limit is not None
         and leaf.allocation_mode == AllocationMode.EXACT_COUNT
         and leaf.count > limit
-    ):
+    )
+    all_refused = (
+        leaf.allocation_mode == AllocationMode.ALL and not policy.allow_allocation_mode_all
+    )
+    failures = failed_rules(policy.validations, leaf, inputs)
+    if not over and not all_refused and not failures:
+        return []  # the common case: no message to build
+    name = f"DeviceClassPolicy/{policy.name}"
+    found = []
+    if over:
         finding = _deny(
             name,
             f"{where}: asks for {leaf.count} devices of class "
@@ -115,14 +180,19 @@ def _class_policy(
             tenant,
             leaf,
         )
-        yield Finding(Action.DENY, replace(finding.reason, limit=limit, requested=leaf.count))
-    if leaf.allocation_mode == AllocationMode.ALL and not policy.allow_allocation_mode_all:
-        yield _deny(
-            name,
-            f"{where}: allocationMode All is not allowed for class {leaf.device_class!r}",
-            tenant,
-            leaf,
+        found.append(
+            Finding(Action.DENY, replace(finding.reason, limit=limit, requested=leaf.count))
         )
-    for failure in failed_rules(policy.validations, leaf, inputs):
+    if all_refused:
+        found.append(
+            _deny(
+                name,
+                f"{where}: allocationMode All is not allowed for class {leaf.device_class!r}",
+                tenant,
+                leaf,
+            )
+        )
+    for failure in failures:
         finding = _deny(name, f"{where}: {failure.describe()}", tenant, leaf)
-        yield Finding(failure.action, finding.reason)
+        found.append(Finding(failure.action, finding.reason))
+    return found

@@ -3,8 +3,10 @@
 Most rules read only `request` (and perhaps `tenant` and `operation`); their outcome depends
 on nothing else, so it is memoized per (program, request, tenant, operation). Identical
 requests are the common case — every replica of a workload uses the same template — which
-keeps the steady-state cost of a rule near a dictionary lookup. Rules that read the object or
-the namespace are evaluated every time, with each variable converted to CEL at most once per
+keeps the steady-state cost of a rule near a dictionary lookup. When every rule of a policy is
+of that kind, the policy's whole list of failures is remembered too, so a request the policy
+has judged before costs one lookup, not one per rule. Rules that read the object or the
+namespace are evaluated every time, with each variable converted to CEL at most once per
 admission.
 """
 
@@ -55,6 +57,22 @@ class RuleInputs:
     sources: Mapping[str, Callable[[], Any]]
     deadline: Deadline | None = None
     _converted: dict[str, Any] = field(default_factory=dict)
+    _memos: dict[int, tuple[DeviceRequest, Memo]] = field(default_factory=dict)
+
+    def memo_of(self, request: DeviceRequest) -> Memo:
+        """The shared memo of `request` with this admission's tenant and operation, looked up
+        once per request of the admission (every class policy asks; hashing it is not free)."""
+        found = self._memos.get(id(request))
+        if found is None or found[0] is not request:
+            found = self._memos[id(request)] = (
+                request,
+                _results_of(request, self.tenant, self.operation),
+            )
+        return found[1]
+
+    def near_deadline(self) -> bool:
+        """Too little time left for a rule: every rule is evaluated, bounded, not remembered."""
+        return _near(self.deadline)
 
     def activation(self, names: frozenset[str], request: DeviceRequest) -> dict[str, Any]:
         values = {"request": to_cel(request_view(request))}
@@ -89,24 +107,50 @@ def failed_rules(
     validations: tuple[Validation, ...], request: DeviceRequest, inputs: RuleInputs
 ) -> list[RuleFailure]:
     """The validations `request` fails, in policy order."""
+    memo = inputs.memo_of(request)
+    if _near(inputs.deadline):
+        return _failures(validations, request, inputs, memo)
+    found = memo.failures.get(id(validations))
+    if found is not None and found[0] is validations:  # an id is reused only once freed
+        return list(found[1])
+    failures = _failures(validations, request, inputs, memo)
+    if _memoizable(validations) and not _near(inputs.deadline):  # none was cut short
+        if len(memo.failures) >= MAX_POLICIES_PER_REQUEST:
+            memo.failures.clear()
+        memo.failures[id(validations)] = (validations, tuple(failures))
+    return failures
+
+
+def _failures(
+    validations: tuple[Validation, ...], request: DeviceRequest, inputs: RuleInputs, memo: Memo
+) -> list[RuleFailure]:
     failures = []
-    memo = _results_of(request, inputs.tenant, inputs.operation)  # one lookup per request
     for validation in validations:
         program = validation.program
         if program is None:
             continue
-        result = _evaluate(program, request, inputs, memo)
+        result = _evaluate(program, request, inputs, memo.results)
         failure = _judge(validation, result)
         if failure is not None:
             failures.append(failure)
     return failures
 
 
+def _memoizable(validations: tuple[Validation, ...]) -> bool:
+    """Whether every rule's result depends on the request, tenant and operation only."""
+    return all(v.program is None or v.program.variables <= MEMOIZABLE for v in validations)
+
+
+def _near(deadline: Deadline | None) -> bool:
+    """Less than one evaluation's allowance left: each rule then goes by `_evaluate_near`."""
+    return deadline is not None and deadline.at - deadline.clock() < GUARD_SECONDS
+
+
 def _evaluate(
-    program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs, memo: Memo
+    program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs, memo: Results
 ) -> EvalResult:
     deadline = inputs.deadline
-    if deadline is not None and deadline.at - deadline.clock() < GUARD_SECONDS:
+    if deadline is not None and _near(deadline):
         return _evaluate_near(program, request, inputs, deadline)
     if not program.variables <= MEMOIZABLE:
         return program.evaluate(inputs.activation(program.variables, request))
@@ -141,17 +185,38 @@ def _activation(
     return inputs.activation(program.variables, request)
 
 
-Memo = dict[CompiledExpression, EvalResult]
+Results = dict[CompiledExpression, EvalResult]
+MAX_POLICIES_PER_REQUEST = 64
+"""Policies whose failures one request's memo keeps; past this (reloads leave old policies
+behind) it starts over."""
+
+
+@dataclass
+class Memo:
+    """What is known of one (request, tenant, operation): each request-only rule's result, and
+    per policy whose rules are all request-only, its failures (keyed by the validations
+    tuple's id, with the tuple kept, so an entry is never mistaken for another policy's)."""
+
+    results: Results = field(default_factory=dict)
+    failures: dict[int, tuple[tuple[Validation, ...], tuple[RuleFailure, ...]]] = field(
+        default_factory=dict
+    )
+    findings: dict[Any, Any] = field(default_factory=dict)  # `requests.check_request`'s
+
+
+def memoizable(validations: tuple[Validation, ...]) -> bool:
+    """Whether every rule's result depends on the request, tenant and operation only."""
+    return _memoizable(validations)
 
 
 @lru_cache(maxsize=4096)
 def _results_of(request: DeviceRequest, tenant: str, operation: str) -> Memo:
-    """Results of the request-only rules for these inputs, filled as rules are evaluated.
+    """The memo of these inputs, filled as rules are evaluated.
 
     A rule's result depends on nothing else, so every review of the same request shares the
-    table (a dict: filling it from several threads at once at worst evaluates a rule twice).
+    table (dicts: filling them from several threads at once at worst evaluates a rule twice).
     """
-    return {}
+    return Memo()
 
 
 def _request_activation(request: DeviceRequest, tenant: str, operation: str) -> dict[str, Any]:

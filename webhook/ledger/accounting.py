@@ -106,6 +106,24 @@ def reserve(
     return Outcome(True, updated)
 
 
+def readmitted(
+    current: Mapping[str, Record], holds: Mapping[str, Mapping[str, int]], now: float
+) -> bool:
+    """Whether every holder of `holds` already holds exactly these devices and is live.
+
+    When it is and no record of `current` has expired, `reserve` grants and returns `current`
+    as it is (nothing grows, nothing is dropped): a ledger may answer without the arithmetic.
+    """
+    for key, devices in holds.items():
+        known = current.get(key)
+        if known is None or (known.expires_at is not None and known.expires_at <= now):
+            return False
+        wanted = devices if all(devices.values()) else {c: n for c, n in devices.items() if n}
+        if dict(known.devices) != dict(wanted):  # `unchanged`, inlined: asked every review
+            return False
+    return True
+
+
 def live(records: Mapping[str, Record], *, now: float) -> Records:
     """Confirmed holders and pending ones within their bound: what counts against a quota.
 

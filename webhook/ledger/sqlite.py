@@ -10,12 +10,20 @@ WAL mode lets readers (`usage`) run while a writer holds the lock. Each thread h
 connection (sqlite3 connections must not be shared between threads) and a connection made
 before a fork is never reused in the child. A write lock held longer than the busy timeout
 raises `LedgerUnavailable` rather than hanging the admission request past its deadline.
+
+Outside a transaction a tenant's rows are read through `TenantRows`: each connection keeps
+the tenant's decoded rows with the `PRAGMA data_version` they were read under, and SQLite
+changes that number whenever another connection (another thread's, another worker
+process's) commits. So re-admitting an unchanged holder, the most common review, reads one
+number instead of decoding every holder's JSON, and is still exact as of that read.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
+import math
 import os
 import sqlite3
 import threading
@@ -133,9 +141,11 @@ class SqliteLedger:
 
     def usage(self, tenant: str, deadline: Deadline | None = None) -> Mapping[str, ClassUsage]:
         """A WAL read: it never waits for a writer, so `deadline` has nothing to bound."""
-        with self._errors():
-            records = _records(self._connection(), tenant)
-            return accounting.usage_of(accounting.live(records, now=self._clock()))
+        rows = self._read(tenant)
+        now = self._clock()
+        if rows.all_live(now):
+            return dict(rows.usage)
+        return accounting.usage_of(accounting.live(rows.records, now=now))
 
     def reserve(
         self,
@@ -151,8 +161,7 @@ class SqliteLedger:
         read, as a written one is as of its commit. The wait for the lock is bounded by
         `deadline`, and the deadline is checked again under the lock, before any write.
         """
-        with self._errors():
-            answer = self._reserve_unchanged(_records(self._connection(), tenant), holds, limits)
+        answer = self._reserve_unchanged(self._read(tenant), holds, limits)
         if answer is not None:
             return answer
         with self._transaction(deadline) as db:
@@ -172,11 +181,14 @@ class SqliteLedger:
         )
 
     def _reserve_unchanged(
-        self, current: Records, holds: Mapping[str, Mapping[str, int]], limits: Mapping[str, int]
+        self, rows: Rows, holds: Mapping[str, Mapping[str, int]], limits: Mapping[str, int]
     ) -> Reservation | None:
-        """The answer when reserving would leave `current` as it is; None when it writes."""
-        outcome = self._outcome(current, holds, limits)
-        if outcome.records != current:
+        """The answer when reserving would leave the rows as they are; None when it writes."""
+        now = self._clock()
+        if rows.all_live(now) and accounting.readmitted(rows.records, holds, now):
+            return Reservation(True, dict(rows.usage))  # what `_outcome` would grant
+        outcome = self._outcome(rows.records, holds, limits)
+        if outcome.records != rows.records:
             return None
         return Reservation(outcome.granted, accounting.usage_of(outcome.records))
 
@@ -212,7 +224,7 @@ class SqliteLedger:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is not None:
             db.close()
-            self._local.db = None
+            self._local.db = self._local.rows = None
 
     # ------------------------------------------------------------------ connections
 
@@ -223,7 +235,22 @@ class SqliteLedger:
             with self._errors():
                 db = self._open()
             self._local.db, self._local.pid = db, os.getpid()
+            self._local.rows = TenantRows(db)
         return db
+
+    def _rows(self) -> TenantRows:
+        """This thread's connection's remembered rows (made with the connection)."""
+        self._connection()
+        rows: TenantRows = self._local.rows
+        return rows
+
+    def _read(self, tenant: str) -> Rows:
+        """The tenant's rows outside a transaction; errors translated as `_errors` does (a
+        plain try: this is every review's read, and a context manager costs more)."""
+        try:
+            return self._rows().read(tenant)
+        except sqlite3.DatabaseError as error:
+            raise self._translated(error) from error
 
     def _open(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=self._busy_timeout_ms / 1000, isolation_level=None)
@@ -244,7 +271,9 @@ class SqliteLedger:
         The wait for the write lock ends at `deadline` when that comes before the busy timeout.
         """
         db = self._connection()
+        rows = self._rows()
         with self._gate.held(deadline), self._errors(), self._busy_wait(db, deadline):
+            rows.forget()  # this connection's own commits do not change its data_version
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -271,15 +300,79 @@ class SqliteLedger:
     def _errors(self) -> Iterator[None]:
         try:
             yield
-        except sqlite3.OperationalError as error:
+        except sqlite3.DatabaseError as error:
+            raise self._translated(error) from error
+
+    def _translated(self, error: sqlite3.DatabaseError) -> DragateError:
+        """A locked or failing file is unavailable (for now); anything else is not a ledger."""
+        if isinstance(error, sqlite3.OperationalError):
             if any(text in str(error) for text in _LOCKED):
-                raise LedgerUnavailable(
+                return LedgerUnavailable(
                     f"ledger {self.path} is locked by another writer for more than "
                     f"{self._busy_timeout_ms} ms ({error})"
-                ) from error
-            raise LedgerUnavailable(f"ledger {self.path}: {error}") from error
-        except sqlite3.DatabaseError as error:
-            raise LedgerFileError(f"{self.path} is not a usable dragate ledger: {error}") from error
+                )
+            return LedgerUnavailable(f"ledger {self.path}: {error}")
+        return LedgerFileError(f"{self.path} is not a usable dragate ledger: {error}")
+
+
+# ---------------------------------------------------------------------- remembered rows
+
+MAX_REMEMBERED_TENANTS = 256
+"""Tenants whose decoded rows one connection keeps; past this it starts over."""
+
+
+class Rows:
+    """One tenant's decoded rows as read once, and what follows from them alone.
+
+    Shared by later reads: callers must not change `records` (`accounting` builds new
+    records and never changes those it is given) and get copies of `usage`.
+    """
+
+    def __init__(self, records: Records) -> None:
+        self.records = records
+        expiries = [r.expires_at for r in records.values() if r.expires_at is not None]
+        self._live_until = min(expiries, default=math.inf)
+
+    def all_live(self, now: float) -> bool:
+        """Whether no pending holder has expired by `now` (`accounting.live` would keep all)."""
+        return now < self._live_until
+
+    @functools.cached_property
+    def usage(self) -> dict[str, ClassUsage]:
+        """`accounting.usage_of(records)`: the usage while `all_live`."""
+        return accounting.usage_of(self.records)
+
+
+class TenantRows:
+    """One connection's decoded rows per tenant, valid while its `PRAGMA data_version` holds.
+
+    The number is read before the rows, so rows read after another commit are kept under the
+    older number and read again next time: never stale, at worst read twice. The connection's
+    own writes do not change the number, so `SqliteLedger._transaction` forgets everything
+    before it writes.
+    """
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._tenants: dict[str, tuple[int, Rows]] = {}
+
+    def read(self, tenant: str) -> Rows:
+        version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        found = self._tenants.get(tenant)
+        if found is not None and found[0] == version:
+            return found[1]
+        rows = Rows(_records(self._db, tenant))
+        if len(self._tenants) >= MAX_REMEMBERED_TENANTS:
+            self._tenants.clear()
+        self._tenants[tenant] = (version, rows)
+        return rows
+
+    def forget(self) -> None:
+        self._tenants.clear()
+
+    def remembered(self) -> int:
+        """How many tenants' rows are kept now (tests check the bound)."""
+        return len(self._tenants)
 
 
 # ---------------------------------------------------------------------- schema and rows

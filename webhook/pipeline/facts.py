@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from webhook.engine import namespace_labels, resolve_tenant
-from webhook.engine.feasibility import check_claim
+from webhook.engine.feasibility import unsatisfied
 from webhook.engine.inventory import ClassCapacity, Inventory
 from webhook.pipeline.context import Context
 from webhook.types import (
@@ -55,8 +55,8 @@ Published = tuple[Mapping[str, int], Callable[[ClaimSpec], Sequence[str]] | None
 def _published(inventory: Inventory, classes: Mapping[str, Object]) -> Published:
     """What the published devices add: `All` counted exactly, and unsatisfiable requests."""
 
-    def problems(spec: ClaimSpec) -> list[str]:
-        return [r.message for r in check_claim(inventory, spec, classes) if not r.ok]
+    def problems(spec: ClaimSpec) -> Sequence[str]:
+        return unsatisfied(inventory, spec, classes)  # remembered by the inventory
 
     return ClassCapacity(inventory, classes), problems
 
@@ -65,10 +65,12 @@ def _templates(request: AdmissionRequest, state: ClusterState) -> dict[str, Obje
     """The ResourceClaimTemplates a Pod names, as the cluster has them."""
     if request.kind != "Pod" or request.object is None:
         return {}
-    found = {
-        name: state.template(request.namespace, name) for name in _template_names(request.object)
-    }
-    return {name: template for name, template in found.items() if template is not None}
+    found = {}
+    for name in _template_names(request.object):
+        template = state.template(request.namespace, name)
+        if template is not None:
+            found[name] = template
+    return found
 
 
 def _template_names(pod: Object) -> set[str]:
@@ -76,10 +78,9 @@ def _template_names(pod: Object) -> set[str]:
     engine reads the claims itself (`normalize.pod_claims`) and denies a malformed Pod."""
     spec = pod.get("spec")
     claims = spec.get("resourceClaims") if isinstance(spec, dict) else None
-    return {
-        name
-        for claim in (claims if isinstance(claims, list) else ())
-        if isinstance(claim, dict)
-        and isinstance(name := claim.get("resourceClaimTemplateName"), str)
-        and name
-    }
+    names = set()
+    for claim in claims if isinstance(claims, list) else ():
+        name = claim.get("resourceClaimTemplateName") if isinstance(claim, dict) else None
+        if isinstance(name, str) and name:
+            names.add(name)
+    return names

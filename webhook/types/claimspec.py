@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -31,6 +32,25 @@ class DeviceRequest:
         """The requests that name a class: itself, or its alternatives."""
         return self.alternatives or (self,)
 
+    def __hash__(self) -> int:
+        return self._hash
+
+    @functools.cached_property
+    def _hash(self) -> int:
+        """The generated hash of the fields, computed once: a request keys several memos per
+        review (the object is frozen, so the value cannot go stale)."""
+        return hash(
+            (
+                self.name,
+                self.device_class,
+                self.count,
+                self.allocation_mode,
+                self.admin_access,
+                self.selectors,
+                self.alternatives,
+            )
+        )
+
 
 @dataclass(frozen=True)
 class ClaimSpec:
@@ -39,6 +59,14 @@ class ClaimSpec:
     label: str
     requests: tuple[DeviceRequest, ...] = ()
     constraints: tuple[MatchConstraint, ...] = ()
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @functools.cached_property
+    def _hash(self) -> int:
+        """As DeviceRequest's: the fields' hash, computed once."""
+        return hash((self.label, self.requests, self.constraints))
 
 
 @dataclass(frozen=True)

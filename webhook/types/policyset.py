@@ -76,7 +76,10 @@ class Tenant:
     source: Source = Source()
 
     def limit_for(self, device_class: str) -> QuotaLimit | None:
-        return next((q for q in self.quota if q.device_class == device_class), None)
+        for limit in self.quota:  # a loop, not next(generator): asked per class per review
+            if limit.device_class == device_class:
+                return limit
+        return None
 
 
 class CompiledExpression(Protocol):

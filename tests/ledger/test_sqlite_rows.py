@@ -1,0 +1,193 @@
+"""The SQLite ledger's remembered rows never answer for a file another connection changed.
+
+Each connection keeps a tenant's decoded rows under `PRAGMA data_version`; these tests change
+the file from another worker process, another thread and the connection itself, and check that
+every answer is the one the rows in the file give. A randomized run of two ledgers on one file
+is compared with a memory ledger given the same operations (the same arithmetic, no SQLite).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import sqlite3
+import threading
+from typing import Any
+
+import pytest
+from ledger_contract import GPU, Clock
+
+from webhook.ledger import sqlite as sqlite_module
+from webhook.ledger.accounting import PENDING_SECONDS, live, usage_of
+from webhook.ledger.memory import MemoryLedger
+from webhook.ledger.sqlite import SqliteLedger, _records
+from webhook.types import ClassUsage, Reservation
+
+MIG = "mig.nvidia.com"
+
+
+@pytest.fixture
+def db_path(tmp_path: Any) -> str:
+    path = str(tmp_path / "ledger.sqlite")
+    SqliteLedger(path)  # the schema, made once as `serve` does before forking
+    return path
+
+
+def in_file(path: str, tenant: str, now: float) -> dict[str, ClassUsage]:
+    """The tenant's usage as the file holds it, read on a connection of its own."""
+    db = sqlite3.connect(path)
+    try:
+        return usage_of(live(_records(db, tenant), now=now))
+    finally:
+        db.close()
+
+
+def _in_another_process(path: str, operation: str, holder: str, devices: int) -> None:
+    ledger = SqliteLedger(path)
+    if operation == "release":
+        ledger.release("t", holder)
+    else:
+        ledger.reserve("t", {holder: {GPU: devices}}, {})
+
+
+def run_in_another_process(*args: Any) -> None:
+    process = multiprocessing.get_context("spawn").Process(target=_in_another_process, args=args)
+    process.start()
+    process.join(60)
+    assert process.exitcode == 0
+
+
+@pytest.mark.parametrize(
+    ("operation", "devices", "used_between"),
+    [("reserve", 2, 2), ("release", 0, None)],
+    ids=["changed-elsewhere", "released-elsewhere"],
+)
+def test_a_holder_another_process_changed_is_written_again(
+    db_path: str, operation: str, devices: int, used_between: int | None
+) -> None:
+    ledger = SqliteLedger(db_path)
+    assert ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {}).granted
+    assert ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {}).granted  # remembered now
+    run_in_another_process(db_path, operation, "pod:u/gpu", devices)
+    between = ledger.usage("t").get(GPU)
+    assert (between.used if between else None) == used_between
+    assert ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {}).granted
+    assert in_file(db_path, "t", 0)[GPU].used == 1
+    assert ledger.usage("t") == in_file(db_path, "t", 0)
+
+
+def test_another_process_filling_the_quota_refuses_a_new_holder(db_path: str) -> None:
+    ledger = SqliteLedger(db_path)
+    ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {GPU: 4})
+    ledger.usage("t")
+    run_in_another_process(db_path, "reserve", "pod:other/gpu", 3)
+    refused = ledger.reserve("t", {"pod:new/gpu": {GPU: 1}}, {GPU: 4})
+    assert not refused.granted
+    assert refused.usage[GPU].used == 4
+
+
+def test_another_thread_s_change_is_seen(db_path: str) -> None:
+    ledger = SqliteLedger(db_path)
+    ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {})
+    ledger.usage("t")
+    worker = threading.Thread(target=lambda: ledger.release("t", "pod:u/gpu"))
+    worker.start()
+    worker.join()
+    assert ledger.usage("t") == {}
+    assert ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {}).granted
+    assert in_file(db_path, "t", 0)[GPU].used == 1
+
+
+def test_the_connection_s_own_writes_are_seen(db_path: str) -> None:
+    """A connection's own commits leave its data_version as it was."""
+    ledger = SqliteLedger(db_path)
+    ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {})
+    ledger.usage("t")
+    ledger.release("t", "pod:u/gpu")
+    assert ledger.usage("t") == {}
+    ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {})
+    ledger.reconcile({"t": {"pod:u/gpu": {GPU: 3}}})
+    assert ledger.usage("t")[GPU].used == 3
+    ledger.seed({})
+    assert ledger.usage("t") == {}
+
+
+def test_an_expired_holder_readmitted_is_written_again(db_path: str) -> None:
+    clock = Clock()
+    ledger = SqliteLedger(db_path, clock=clock)
+    ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {GPU: 1})
+    clock.now += PENDING_SECONDS - 1
+    ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {GPU: 1})  # unchanged: nothing written
+    clock.now += 2
+    assert ledger.usage("t") == {}
+    assert ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {GPU: 1}).granted  # renewed
+    assert in_file(db_path, "t", clock.now)[GPU].used == 1
+    clock.now += PENDING_SECONDS - 1
+    assert ledger.usage("t")[GPU].used == 1
+
+
+def test_readmitting_beside_an_expired_holder_does_not_count_it(db_path: str) -> None:
+    clock = Clock()
+    ledger = SqliteLedger(db_path, clock=clock)
+    ledger.reserve("t", {"pod:old/gpu": {GPU: 2}}, {})
+    clock.now += PENDING_SECONDS / 2
+    ledger.reserve("t", {"pod:new/gpu": {GPU: 1}}, {})
+    clock.now += PENDING_SECONDS / 2 + 1  # the first holder has expired, the second has not
+    again = ledger.reserve("t", {"pod:new/gpu": {GPU: 1}}, {})
+    assert again.granted and again.usage[GPU].used == 1
+    assert in_file(db_path, "t", 0)[GPU].used == 1  # the expired holder's row is gone too
+
+
+def test_remembered_tenants_stay_bounded(db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_module, "MAX_REMEMBERED_TENANTS", 4)
+    ledger = SqliteLedger(db_path)
+    for i in range(20):
+        ledger.usage(f"t{i}")
+        assert ledger._rows().remembered() <= 4
+
+
+# ----------------------------------------------------------------------- randomized
+
+
+def _operation(rng: random.Random) -> tuple[Any, ...]:
+    tenant = rng.choice(["t", "u"])
+    holder = f"pod:{rng.randrange(6)}/gpu"
+    kind = rng.choices(["reserve", "usage", "release", "reconcile", "wait"], [6, 3, 1, 1, 1])[0]
+    if kind == "reserve":
+        devices = {GPU: rng.randrange(4), MIG: rng.choice([0, 0, 1])}
+        return kind, tenant, {holder: devices}, {GPU: rng.choice([4, 6, 8]), MIG: 2}
+    if kind == "reconcile":
+        return kind, {tenant: {holder: {GPU: 1}}}
+    if kind == "wait":
+        return kind, rng.choice([1.0, PENDING_SECONDS / 2])
+    return kind, tenant, holder
+
+
+def _apply(ledger: Any, clock: Clock, operation: tuple[Any, ...]) -> Any:
+    kind, *args = operation
+    if kind == "wait":
+        clock.now += args[0]
+        return None
+    if kind == "usage":
+        return ledger.usage(args[0])
+    if kind == "release":
+        return ledger.release(*args)
+    if kind == "reconcile":
+        return ledger.reconcile(*args)
+    reservation: Reservation = ledger.reserve(*args)
+    return reservation
+
+
+@pytest.mark.parametrize("seed", range(3), ids=[f"seed-{s}" for s in range(3)])
+def test_two_ledgers_on_one_file_answer_as_one_memory_ledger(db_path: str, seed: int) -> None:
+    """Two SqliteLedgers are two connections, as two workers are: data_version tells each
+    about the other's commits exactly as it would across processes."""
+    rng, clock = random.Random(seed), Clock()
+    ledgers = [SqliteLedger(db_path, clock=clock) for _ in range(2)]
+    oracle = MemoryLedger(clock=clock)
+    for step in range(400):
+        operation = _operation(rng)
+        answer = _apply(rng.choice(ledgers), clock, operation)
+        assert answer == _apply(oracle, clock, operation), (step, operation)
+        for tenant in ("t", "u"):
+            assert in_file(db_path, tenant, clock.now) == oracle.usage(tenant), (step, tenant)
