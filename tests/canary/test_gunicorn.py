@@ -116,6 +116,17 @@ def _listener_per_worker() -> None:
     assert "worker.sockets = sock.create_sockets(" in spawn, "workers get no listener of their own"
 
 
+def _bind_checks_certfile_only_exists() -> None:
+    """create_sockets(conf, log) tests certfile with os.path.exists and loads nothing from it;
+    contexts come from conf.ssl_context (a directory as certfile is then enough)."""
+    from gunicorn import sock
+
+    source = inspect.getsource(sock.create_sockets)
+    assert "os.path.exists(conf.certfile)" in source, "the certfile check changed"
+    assert "load_cert_chain" not in source, "create_sockets loads the certificate itself"
+    takes("gunicorn.sock.create_sockets", "conf", "log")()
+
+
 def _stop_disables_accept() -> None:
     """The graceful stop begins with set_accept_enabled(False), after the loop sees alive False."""
     from gunicorn.workers import gthread
@@ -196,6 +207,9 @@ INTERNALS = [
     Internal("gunicorn", "gunicorn.config.Config.is_ssl, suppress_ragged_eofs", _config_properties),
     Internal("gunicorn", "environ['gunicorn.socket']", _socket_in_environ),
     Internal("gunicorn", "gunicorn.arbiter.Arbiter.spawn_worker", _listener_per_worker),
+    Internal(
+        "gunicorn", "gunicorn.sock.create_sockets(conf, log)", _bind_checks_certfile_only_exists
+    ),
     Internal(
         "gunicorn", f"{GTHREAD}.ThreadWorker.set_accept_enabled(enabled)", _stop_disables_accept
     ),

@@ -14,6 +14,10 @@ Why these settings (the user-facing side is docs/security.md, "Security and fail
   workers instead of the first one awake taking most (listeners.py says what was measured).
 - `worker_tmp_dir` on /dev/shm: the heartbeat file's fchmod must never wait on a disk.
 - HTTP/2 stays off (CVE-2023-44487; the apiserver speaks HTTP/1.1 to webhooks anyway).
+
+Relies on (checked with gunicorn 27.0.1; canaries: tests/canary/test_gunicorn.py):
+- `gunicorn.sock.create_sockets(conf, log)`: only checks that `certfile` exists, loading
+  nothing from it (`tls_switch`).
 """
 
 from __future__ import annotations
@@ -45,8 +49,9 @@ def gunicorn_settings(config: ServeConfig) -> dict[str, Any]:
         "keepalive": config.keepalive,
         "graceful_timeout": config.graceful_timeout,
         "timeout": 30,
-        "certfile": str(config.tls.cert),
-        "keyfile": str(config.tls.key),
+        # TLS on; gunicorn only checks these paths exist when a worker binds its listener
+        # (reuse_port), and the certificate comes from the ssl_context hook: see tls_switch
+        "certfile": tls_switch(config),
         "ssl_context": tls.gunicorn_hook(config.tls),
         "http_protocols": "h1",
         "accesslog": None,
@@ -60,6 +65,18 @@ def gunicorn_settings(config: ServeConfig) -> dict[str, Any]:
     if os.path.isdir("/dev/shm"):
         settings["worker_tmp_dir"] = "/dev/shm"
     return settings
+
+
+def tls_switch(config: ServeConfig) -> str:
+    """What gunicorn gets as `certfile`: the directory of the live certificate.
+
+    `certfile` only turns gunicorn's TLS mode on (`is_ssl`) and, with a listener per worker,
+    is checked to exist each time a worker binds; the certificate itself is loaded by the
+    `ssl_context` hook, which keeps the last good pair. Given the file itself, a worker
+    restarted while a rotation had the files missing for a moment failed to boot and took
+    the master down with it; the directory (a Secret volume's mount point) stays.
+    """
+    return str(config.tls.cert.parent)
 
 
 def _child_exit(server: Any, worker: Any) -> None:
