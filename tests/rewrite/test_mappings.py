@@ -16,6 +16,7 @@ from webhook.rewrite import mappings as mapping_module
 from webhook.rewrite.mappings import (
     MAX_REMEMBERED_NAMES,
     MAX_REMEMBERED_SETS,
+    any_match,
     find_match,
 )
 from webhook.types import LegacyResourceMapping, ResourceMapping
@@ -45,6 +46,18 @@ def searched(resource: str, mappings: tuple[LegacyResourceMapping, ...]) -> obje
 def test_remembered_answers_are_the_searchs(mappings: tuple[LegacyResourceMapping, ...]) -> None:
     for _ in range(2):  # computed, then remembered
         assert [find_match(n, mappings) for n in NAMES] == [searched(n, mappings) for n in NAMES]
+
+
+@pytest.mark.parametrize("mappings", SETS.values(), ids=SETS.keys())
+@pytest.mark.parametrize("kind", [tuple, list], ids=["remembered", "searched"])
+def test_any_match_is_whether_some_name_has_a_match(
+    mappings: tuple[LegacyResourceMapping, ...], kind: type
+) -> None:
+    groups = [NAMES[i : i + 2] for i in range(len(NAMES))] + [(), ("cpu", "memory")]
+    for names in groups * 2:  # computed, then remembered
+        limits = dict.fromkeys(names, "1")
+        expected = any(searched(n, mappings) is not None for n in names)
+        assert any_match(limits, kind(mappings)) is expected, (names, limits)
 
 
 def test_exact_names_win_over_prefixes() -> None:

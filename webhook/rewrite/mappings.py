@@ -48,6 +48,21 @@ def find_match(resource: str, mappings: Sequence[LegacyResourceMapping]) -> Matc
     return found  # type: ignore[return-value]
 
 
+def any_match(names: Any, mappings: Sequence[LegacyResourceMapping]) -> bool:
+    """Whether any of `names` (a container's limits or requests) is a mapped resource: the
+    question every validated Pod asks of every container, without a call per name."""
+    known = _matches_of(mappings)
+    if known is None:
+        return any(_search(str(n), mappings) for n in names)
+    for name in names:
+        found = known.get(name, _UNSEEN)
+        if found is _UNSEEN:
+            found = find_match(str(name), mappings)
+        if found is not None:
+            return True
+    return False
+
+
 MAX_REMEMBERED_NAMES = 1024
 """Per mapping set: Pods name few resources, but a client may invent any number of them."""
 MAX_REMEMBERED_SETS = 8

@@ -20,7 +20,7 @@ from typing import Any
 
 from webhook.rewrite import initshare, nodes
 from webhook.rewrite.initshare import Member, Role
-from webhook.rewrite.mappings import Match, container_count, find_match
+from webhook.rewrite.mappings import Match, any_match, container_count, find_match
 from webhook.rewrite.names import (
     UniqueNames,
     class_prefix,
@@ -127,24 +127,22 @@ def rewrite_in_place(spec: dict[str, Any], opts: Options, out: Outcome) -> set[s
 
 def asks_legacy(spec: Any, mappings: Sequence[LegacyResourceMapping]) -> bool:
     """Whether a container of the pod spec asks for a mapped (legacy) resource. Without one,
-    a rewrite plans nothing: it makes no claim template and denies nothing."""
+    a rewrite plans nothing: it makes no claim template and denies nothing. On every
+    validated Pod, so plain loops: no lists, generators or call per resource name."""
     if not isinstance(spec, dict):
         return False
-    for key in ("initContainers", "containers"):  # every validated Pod: no lists built
+    for key in ("initContainers", "containers"):
         items = spec.get(key)
-        if isinstance(items, list) and any(_asks(c, mappings) for c in items):
-            return True
-    return False
-
-
-def _asks(container: Any, mappings: Sequence[LegacyResourceMapping]) -> bool:
-    resources = container.get("resources") if isinstance(container, dict) else None
-    if not isinstance(resources, dict):
-        return False
-    for section in ("limits", "requests"):
-        names = resources.get(section)
-        if isinstance(names, dict) and any(find_match(str(n), mappings) for n in names):
-            return True
+        if not isinstance(items, list):
+            continue
+        for container in items:
+            resources = container.get("resources") if isinstance(container, dict) else None
+            if not isinstance(resources, dict):
+                continue
+            for section in ("limits", "requests"):
+                names = resources.get(section)
+                if isinstance(names, dict) and names and any_match(names, mappings):
+                    return True
     return False
 
 
