@@ -8,6 +8,7 @@ import logging
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -84,3 +85,31 @@ def test_the_timestamp_is_datetime_s_within_one_second_and_across(seed: int) -> 
     for created in instants:
         expected = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")
         assert jsonlog._timestamp(created) == expected, created
+
+
+class _Opaque:
+    def __str__(self) -> str:
+        return "opaque!"
+
+
+@pytest.mark.parametrize(
+    ("entry", "read_back"),
+    [
+        (
+            {"a": "名前", "b": True, "c": None, "d": 0.25},
+            {"a": "名前", "b": True, "c": None, "d": 0.25},
+        ),
+        ({"big": 2**70}, {"big": 2**70}),  # past orjson's 64 bits: the stdlib encoder
+        ({"o": _Opaque()}, {"o": "opaque!"}),
+        ({1: "int key"}, {"1": "int key"}),
+        ({"nan": float("nan")}, {"nan": None}),
+        ({"t": (1, 2)}, {"t": [1, 2]}),
+    ],
+    ids=["plain", "big-int", "str-of-object", "int-key", "nan-is-null", "tuple"],
+)
+def test_a_line_is_json_whatever_the_values(
+    entry: dict[Any, Any], read_back: dict[str, Any]
+) -> None:
+    line = jsonlog.encode(entry)
+    assert "\n" not in line
+    assert json.loads(line) == read_back

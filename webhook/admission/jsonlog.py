@@ -14,11 +14,25 @@ import sys
 import time
 from typing import Any
 
+import orjson
+
 LOGGER_NAME = "dragate"
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 _NOT_EXTRA = _STANDARD | {"fields"}
 _ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
-"""`json.dumps(entry, default=str, ensure_ascii=False)`, built once: a review logs a line each."""
+"""`json.dumps(entry, default=str, ensure_ascii=False)`, built once: for what orjson refuses."""
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS
+
+
+def encode(entry: dict[str, Any]) -> str:
+    """One line of JSON: orjson (a seventh of the stdlib encoder's cost, on every review's
+    line), compact, UTF-8 as is, anything it cannot write as `str()`; the stdlib encoder
+    for what orjson refuses (integers past 64 bits). NaN and infinities are written `null`,
+    where the stdlib wrote `NaN`, which is not JSON."""
+    try:
+        return orjson.dumps(entry, default=str, option=_ORJSON_OPTIONS).decode()
+    except (TypeError, OverflowError):
+        return _ENCODER.encode(entry)
 
 
 class JsonFormatter(logging.Formatter):
@@ -35,7 +49,7 @@ class JsonFormatter(logging.Formatter):
         entry.update(getattr(record, "fields", None) or {})  # may hold reserved names: "name"
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        return _ENCODER.encode(entry)
+        return encode(entry)
 
 
 def info_line(logger: logging.Logger, msg: str, fields: dict[str, Any]) -> None:
@@ -52,7 +66,7 @@ def info_line(logger: logging.Logger, msg: str, fields: dict[str, Any]) -> None:
         logger.info(msg, extra={"fields": fields})
         return
     entry = {"ts": _timestamp(time.time()), "level": "info", "logger": logger.name, "msg": msg}
-    line = _ENCODER.encode({**entry, **fields}) + "\n"
+    line = encode({**entry, **fields}) + "\n"
     for handler in handlers:
         with handler.lock:  # type: ignore[union-attr]  # a StreamHandler always has one
             handler.stream.write(line)
