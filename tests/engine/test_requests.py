@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from webhook.engine import rules
 from webhook.engine.cel import compile_expression
 from webhook.engine.requests import MAX_FINDINGS_PER_REQUEST, check_request
 from webhook.engine.rules import RuleInputs
+from webhook.policy.kinds import VALIDATION_VARIABLES
 from webhook.types import (
     ADMIN_ACCESS_LABEL,
     Action,
@@ -32,14 +32,8 @@ from webhook.types import (
     Validation,
 )
 
-VARIABLES = ("request", "object", "oldObject", "namespace", "tenant", "operation", "userInfo")
-
-
-@pytest.fixture(autouse=True)
-def _cold() -> Iterator[None]:
-    rules._results_of.cache_clear()
-    yield
-    rules._results_of.cache_clear()
+VARIABLES = VALIDATION_VARIABLES
+pytestmark = pytest.mark.usefixtures("cold_rule_memos")
 
 
 def rule(expression: str, message: str, action: Action = Action.DENY) -> Validation:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from webhook.engine import rules
 from webhook.engine.cel import compile_expression
 from webhook.engine.rules import MAX_POLICIES_PER_REQUEST, RuleInputs, failed_rules
+from webhook.policy.kinds import VALIDATION_VARIABLES
 from webhook.types import (
     Action,
     AllocationMode,
@@ -27,14 +27,8 @@ from webhook.types import (
     Validation,
 )
 
-VARIABLES = ("request", "object", "oldObject", "namespace", "tenant", "operation", "userInfo")
-
-
-@pytest.fixture(autouse=True)
-def _cold() -> Iterator[None]:
-    rules._results_of.cache_clear()
-    yield
-    rules._results_of.cache_clear()
+VARIABLES = VALIDATION_VARIABLES
+pytestmark = pytest.mark.usefixtures("cold_rule_memos")
 
 
 def rule(expression: str, message: str = "", action: Action = Action.DENY) -> Validation:
