@@ -335,6 +335,7 @@ def markdown(results: dict[str, Any]) -> str:
         ]
     return "\n".join(
         parts
+        + _holders_table(results.get("holders") or [])
         + _kube_ledger_tables(results.get("kube-ledger") or {})
         + _apiserver_tables(results.get("apiserver") or {})
     )
@@ -437,6 +438,26 @@ def _apiserver_tables(api: dict[str, Any]) -> list[str]:
 
 def _ms(us: float) -> float:
     return round(us / 1000, 2)
+
+
+def _holders_table(levels: list[dict[str, Any]]) -> list[str]:
+    if not levels:
+        return []
+    rows = [
+        {
+            "holders": level["holders"],
+            "new Pod p50/p99 µs": f"{level['new_pod']['p50_us']} / {level['new_pod']['p99_us']}",
+            "re-admitted p50/p99 µs": (
+                f"{level['readmitted']['p50_us']} / {level['readmitted']['p99_us']}"
+            ),
+            "new Pod p50 over the first level (x)": level["new_pod_p50_ratio"],
+        }
+        for level in levels
+    ]
+    return [
+        "\n## One tenant's holders: a new Pod's /validate review (SQLite ledger)\n",
+        _table(rows, list(rows[0])),
+    ]
 
 
 def _kube_ledger_tables(kube: dict[str, Any]) -> list[str]:

@@ -4,7 +4,8 @@
                               [--client auto|wrk|python]
 
 Sections: http (dragate serve vs a no-op app under the same gunicorn and TLS, keep-alive
-connections 1..16), engine, inventory, migrate, ledger, growth, and two that need a real
+connections 1..16), engine, inventory, migrate, ledger, growth, holders (one tenant's
+claims, 0 to 6,000, under a new Pod's review), and two that need a real
 etcd + kube-apiserver: kube-ledger (the cluster ledger) and apiserver (create latency and
 creates/s with no admission, a ValidatingAdmissionPolicy, dragate validating, dragate
 validating + mutating); in a full run only when the e2e toolchain is built, never in
@@ -36,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import apiserver_bench
 import engine
 import growth
+import holders
 import http_bench
 import inventory
 import kube_ledger_bench
@@ -45,7 +47,7 @@ import migrate_bench
 import report
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth")
+SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth", "holders")
 OPTIONAL = ("kube-ledger", "apiserver")  # needs the e2e toolchain; never part of --quick by default
 
 
@@ -65,6 +67,8 @@ class Sizes:
     apiserver_counts: tuple[int, int] = (200, 400)  # sequential, concurrent creates
     http_rounds: int = 5
     migrate_repeats: int = migrate_bench.REPEATS
+    holder_levels: tuple[int, ...] = (0, 500, 2000, 6000)
+    holder_iterations: int = 200
 
 
 FULL = Sizes(
@@ -90,6 +94,8 @@ QUICK = Sizes(
     migrate_repeats=1,
     apiserver_counts=(20, 40),
     http_rounds=2,
+    holder_levels=(0, 100),
+    holder_iterations=20,
 )
 
 
@@ -109,6 +115,7 @@ def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any
         ),
         "ledger": lambda: ledger_bench.curve(sizes.ledger_per_process),
         "growth": lambda: growth.curve(sizes.growth_sizes, sizes.growth_iterations),
+        "holders": lambda: holders.curve(sizes.holder_levels, sizes.holder_iterations),
         "kube-ledger": lambda: kube_ledger_bench.curve(sizes.kube_ledger_per_process),
         "apiserver": lambda: apiserver_bench.curve(*sizes.apiserver_counts),
     }

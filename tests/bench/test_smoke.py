@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 RUN = Path(__file__).resolve().parent / "run.py"
-SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth")
+SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth", "holders")
 SUMMARY_KEYS = {"min_us", "p50_us", "p99_us", "max_us"}
 
 
@@ -60,6 +60,8 @@ def test_curves_and_targets(report: tuple[Path, dict]) -> None:  # type: ignore[
     assert {"migrate_docs_per_s", "ratio"} <= data["migrate"][0].keys()
     assert all(row["overcommit"] == 0 for row in data["ledger"])
     assert {"validate", "mutate", "rss_mib"} <= data["growth"][0].keys()
+    assert [level["holders"] > 0 for level in data["holders"]] == [True, True]
+    assert {"new_pod", "readmitted", "new_pod_p50_ratio"} <= data["holders"][0].keys()
     assert all({"name", "measured", "target", "met"} <= t.keys() for t in data["targets"])
 
 

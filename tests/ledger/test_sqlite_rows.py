@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 from ledger_contract import GPU, Clock
 
-from webhook.ledger import sqlite as sqlite_module
+from webhook.ledger import sqliterows
 from webhook.ledger.accounting import PENDING_SECONDS, live, usage_of
 from webhook.ledger.memory import MemoryLedger
-from webhook.ledger.sqlite import SqliteLedger, _records
+from webhook.ledger.sqlite import SqliteLedger
+from webhook.ledger.sqliterows import records_of
 from webhook.types import ClassUsage, Reservation
 
 MIG = "mig.nvidia.com"
@@ -37,7 +38,7 @@ def in_file(path: str, tenant: str, now: float) -> dict[str, ClassUsage]:
     """The tenant's usage as the file holds it, read on a connection of its own."""
     db = sqlite3.connect(path)
     try:
-        return usage_of(live(_records(db, tenant), now=now))
+        return usage_of(live(records_of(db, tenant), now=now))
     finally:
         db.close()
 
@@ -138,8 +139,102 @@ def test_readmitting_beside_an_expired_holder_does_not_count_it(db_path: str) ->
     assert in_file(db_path, "t", 0)[GPU].used == 1  # the expired holder's row is gone too
 
 
+def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tenants whose rows are decoded from the file, in order."""
+    reads: list[str] = []
+    decode = sqliterows.records_of
+
+    def counted(db: sqlite3.Connection, tenant: str) -> Any:
+        reads.append(tenant)
+        return decode(db, tenant)
+
+    monkeypatch.setattr(sqliterows, "records_of", counted)
+    return reads
+
+
+def test_a_connection_s_next_write_decodes_no_row(
+    db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A controller creating Pods one after another: each new holder is written from the
+    rows the last write left, not from every holder of the tenant decoded again."""
+    ledger = SqliteLedger(db_path)
+    ledger.reserve("t", {"pod:0/gpu": {GPU: 1}}, {GPU: 100})
+    reads = _counting_reads(monkeypatch)
+    for i in range(1, 20):
+        assert ledger.reserve("t", {f"pod:{i}/gpu": {GPU: 1}}, {GPU: 100}).granted
+    assert reads == []
+    assert in_file(db_path, "t", 0)[GPU].used == 20
+    assert ledger.usage("t") == in_file(db_path, "t", 0)
+
+
+def test_another_connection_s_write_between_two_of_ours_is_counted(
+    db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours, theirs = SqliteLedger(db_path), SqliteLedger(db_path)
+    assert ours.reserve("t", {"pod:a/gpu": {GPU: 1}}, {GPU: 3}).granted
+    assert theirs.reserve("t", {"pod:b/gpu": {GPU: 2}}, {GPU: 3}).granted
+    reads = _counting_reads(monkeypatch)
+    refused = ours.reserve("t", {"pod:c/gpu": {GPU: 1}}, {GPU: 3})
+    assert not refused.granted and refused.usage[GPU].used == 3
+    assert reads == ["t"]  # read again: the version moved
+    assert ours.reserve("t", {"pod:c/gpu": {GPU: 0}}, {GPU: 3}).granted
+    assert in_file(db_path, "t", 0)[GPU].used == 3
+
+
+def test_a_write_on_one_tenant_keeps_what_is_known_of_another(
+    db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = SqliteLedger(db_path)
+    ledger.reserve("u", {"pod:u/gpu": {GPU: 1}}, {})
+    ledger.usage("u")
+    reads = _counting_reads(monkeypatch)
+    ledger.reserve("t", {"pod:t/gpu": {GPU: 1}}, {})
+    assert ledger.usage("u")[GPU].used == 1
+    assert reads == ["t"]
+
+
+def test_a_refusal_keeps_the_rows_as_stored(db_path: str) -> None:
+    """A refused write changes nothing in the file, expired rows included; the next granted
+    write still deletes them."""
+    clock = Clock()
+    ledger = SqliteLedger(db_path, clock=clock)
+    ledger.reserve("t", {"pod:old/gpu": {GPU: 2}}, {GPU: 2})
+    clock.now += PENDING_SECONDS + 1  # expired: counts for nothing, still in the file
+    ledger.reserve("t", {"pod:a/gpu": {GPU: 2}}, {GPU: 2})
+    assert not ledger.reserve("t", {"pod:b/gpu": {GPU: 1}}, {GPU: 2}).granted
+    assert ledger.reserve("t", {"pod:a/gpu": {GPU: 1}}, {GPU: 2}).granted
+    db = sqlite3.connect(db_path)
+    try:
+        stored = {h for (h,) in db.execute("SELECT holder FROM holders WHERE tenant = 't'")}
+    finally:
+        db.close()
+    assert stored == {"pod:a/gpu"}
+
+
+def test_a_granted_reservation_s_usage_is_the_stored_usage(db_path: str) -> None:
+    ledger = SqliteLedger(db_path)
+    granted = ledger.reserve("t", {"pod:a/gpu": {GPU: 2}, "pod:b/gpu": {MIG: 1}}, {})
+    assert dict(granted.usage) == in_file(db_path, "t", 0)
+    assert granted.usage == in_file(db_path, "t", 0)
+    assert sorted(granted.usage) == [GPU, MIG] and len(granted.usage) == 2
+
+
+def test_decoded_devices_are_shared_read_only(db_path: str) -> None:
+    ledger = SqliteLedger(db_path)
+    ledger.reserve("t", {"pod:a/gpu": {GPU: 1}, "pod:b/gpu": {GPU: 1}}, {})
+    db = sqlite3.connect(db_path)
+    try:
+        records = records_of(db, "t")
+    finally:
+        db.close()
+    a, b = records["pod:a/gpu"].devices, records["pod:b/gpu"].devices
+    assert a is b and a == {GPU: 1}
+    with pytest.raises(TypeError):
+        a[GPU] = 5  # type: ignore[index]
+
+
 def test_remembered_tenants_stay_bounded(db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sqlite_module, "MAX_REMEMBERED_TENANTS", 4)
+    monkeypatch.setattr(sqliterows, "MAX_REMEMBERED_TENANTS", 4)
     ledger = SqliteLedger(db_path)
     for i in range(20):
         ledger.usage(f"t{i}")

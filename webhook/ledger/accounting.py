@@ -91,6 +91,8 @@ def reserve(
     """
     current = live(current, now=now)
     updated: Records = dict(current)
+    before = totals(current)
+    after = dict(before)  # then moved by the holders that change: one pass over the tenant
     for key, devices in holds.items():
         known = current.get(key)
         wanted = {c: n for c, n in devices.items() if n}
@@ -98,7 +100,7 @@ def reserve(
             continue
         expires = known.expires_at if known is not None else now + pending_seconds
         updated[key] = Record(wanted, expires)
-    before, after = totals(current), totals(updated)
+        _move(after, known.devices if known is not None else {}, wanted)
     for device_class, total in after.items():
         limit = limits.get(device_class)
         if limit is not None and total > before.get(device_class, 0) and total > limit:
@@ -162,6 +164,14 @@ def reconcile(
         elif record.expires_at is None and drop_grace > 0:
             records[key] = Record(record.devices, now + drop_grace)
     return records
+
+
+def _move(total: dict[str, int], was: Mapping[str, int], now: Mapping[str, int]) -> None:
+    """`total` with one holder's devices `was` replaced by `now`."""
+    for device_class, count in was.items():
+        total[device_class] = total.get(device_class, 0) - count
+    for device_class, count in now.items():
+        total[device_class] = total.get(device_class, 0) + count
 
 
 def totals(records: Mapping[str, Record]) -> dict[str, int]:

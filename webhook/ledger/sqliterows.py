@@ -1,0 +1,143 @@
+"""The SQLite ledger's rows as read: decoded once, remembered per connection and tenant.
+
+Each connection keeps a tenant's decoded rows with the `PRAGMA data_version` they were read
+under; SQLite changes that number whenever another connection (another thread's, another
+worker process's) commits, and never for the connection's own commits. So a read that finds
+the number unchanged is answered from memory and is still exact, and a write keeps what it
+wrote under the number it read while holding the write lock (no other connection can commit
+then). Rows are shared by later reads: nothing may change them (`accounting` builds new
+records and never changes those it is given).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import sqlite3
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+
+from webhook.ledger import accounting
+from webhook.ledger.accounting import Record, Records
+from webhook.types import ClassUsage
+
+MAX_REMEMBERED_TENANTS = 256
+"""Tenants whose decoded rows one connection keeps; past this it starts over."""
+
+
+class Rows:
+    """One tenant's decoded rows as read once, and what follows from them alone.
+
+    Shared by later reads: callers must not change `records` (`accounting` builds new
+    records and never changes those it is given) and get copies of `usage`.
+    """
+
+    def __init__(self, records: Records) -> None:
+        self.records = records
+        expiries = [r.expires_at for r in records.values() if r.expires_at is not None]
+        self._live_until = min(expiries, default=math.inf)
+
+    def all_live(self, now: float) -> bool:
+        """Whether no pending holder has expired by `now` (`accounting.live` would keep all)."""
+        return now < self._live_until
+
+    @functools.cached_property
+    def usage(self) -> dict[str, ClassUsage]:
+        """`accounting.usage_of(records)`: the usage while `all_live`."""
+        return accounting.usage_of(self.records)
+
+
+class UsageOf(Mapping[str, ClassUsage]):
+    """A granted reservation's usage, worked out when first read: only a refusal is judged
+    with it (and tests read it), and working it out walks every holder of the tenant."""
+
+    def __init__(self, rows: Rows) -> None:
+        self._rows = rows
+
+    def __getitem__(self, device_class: str) -> ClassUsage:
+        return self._rows.usage[device_class]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows.usage)
+
+    def __len__(self) -> int:
+        return len(self._rows.usage)
+
+
+class TenantRows:
+    """One connection's decoded rows per tenant, valid while its `PRAGMA data_version` holds.
+
+    The number is read before the rows, so rows read after another commit are kept under the
+    older number and read again next time: never stale, at worst read twice. The connection's
+    own writes do not change the number, so `SqliteLedger._transaction` forgets everything
+    before it writes.
+    """
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._tenants: dict[str, tuple[int, Rows]] = {}
+
+    def read(self, tenant: str) -> Rows:
+        version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        found = self._tenants.get(tenant)
+        if found is not None and found[0] == version:
+            return found[1]
+        rows = Rows(records_of(self._db, tenant))
+        if len(self._tenants) >= MAX_REMEMBERED_TENANTS:
+            self._tenants.clear()
+        self._tenants[tenant] = (version, rows)
+        return rows
+
+    def locked(self, tenant: str) -> tuple[int, Records]:
+        """Inside a write transaction: the version and the tenant's rows, exact as of now.
+
+        No other connection can commit while this one holds the write lock, so rows
+        remembered under the version read now are the stored rows; others are read."""
+        version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        found = self._tenants.pop(tenant, None)  # `keep` puts the rows written back
+        if found is not None and found[0] == version:
+            return version, found[1].records
+        return version, records_of(self._db, tenant)
+
+    def keep(self, tenant: str, version: int, rows: Rows) -> None:
+        """After this connection committed `rows` for `tenant` under the write lock, at
+        `version` (read under that lock): its own commit leaves the number as it was, and any
+        later commit by another connection changes it, so `rows` stay exact until then."""
+        if len(self._tenants) >= MAX_REMEMBERED_TENANTS:
+            self._tenants.clear()
+        self._tenants[tenant] = (version, rows)
+
+    def forget(self) -> None:
+        self._tenants.clear()
+
+    def remembered(self) -> int:
+        """How many tenants' rows are kept now (tests check the bound)."""
+        return len(self._tenants)
+
+
+def _record(devices: str, expires_at: float | None) -> Record:
+    return Record(_devices(devices), expires_at)
+
+
+@functools.lru_cache(maxsize=1024)
+def _devices(text: str) -> Mapping[str, int]:
+    """A row's devices, decoded once per distinct text: a tenant's thousands of holders
+    mostly hold the same few (`{"gpu.nvidia.com": 1}`), and a read decodes every row.
+    Shared between records, so read-only: `accounting` never changes a record's devices."""
+    parsed = json.loads(text)
+    return MappingProxyType({str(c): int(n) for c, n in parsed.items()})
+
+
+def records_of(db: sqlite3.Connection, tenant: str) -> Records:
+    rows = db.execute("SELECT holder, devices, expires_at FROM holders WHERE tenant = ?", (tenant,))
+    return {holder: _record(devices, expires) for holder, devices, expires in rows}
+
+
+def all_records(db: sqlite3.Connection) -> dict[str, Records]:
+    stored: dict[str, Records] = {}
+    for tenant, holder, devices, expires in db.execute(
+        "SELECT tenant, holder, devices, expires_at FROM holders"
+    ):
+        stored.setdefault(tenant, {})[holder] = _record(devices, expires)
+    return stored
