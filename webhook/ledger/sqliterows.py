@@ -70,8 +70,8 @@ class TenantRows:
 
     The number is read before the rows, so rows read after another commit are kept under the
     older number and read again next time: never stale, at worst read twice. The connection's
-    own writes do not change the number, so `SqliteLedger._transaction` forgets everything
-    before it writes.
+    own writes do not change the number, so a write either forgets everything first
+    (`forget`) or takes its tenant's rows out and puts back what it wrote (`locked`, `keep`).
     """
 
     def __init__(self, db: sqlite3.Connection) -> None:
