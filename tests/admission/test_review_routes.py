@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from admission import admission_support
 from admission.admission_support import encode, pod, review_body
 from flask import Flask
 from werkzeug.test import Client, TestResponse
@@ -288,3 +290,29 @@ def test_json_reply_is_what_jsonify_sends(body: dict[str, Any]) -> None:
 def test_the_timeout_is_the_first_value_of_the_query(query: str, expected: str | None) -> None:
     for _ in range(2):  # parsed once, then remembered
         assert routes._timeout({"QUERY_STRING": query}) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "budget"),
+    [("timeout=10s", 9.75), ("timeout=2s", 1.75), ("", 9.75), ("timeout=1m", 29.75)],
+    ids=["apiserver-10s", "apiserver-2s", "default", "capped-at-30s"],
+)
+def test_the_review_runs_in_the_request_thread_with_the_deadline_passed_down(
+    make_app: Callable[..., Flask], query: str, budget: float
+) -> None:
+    """No pool between the WSGI thread and the pipeline: the reviewer is called in the
+    thread serving the request, with a deadline made from the API server's `?timeout=`."""
+    seen: list[tuple[int, float]] = []
+
+    def recording(request: Any, context: Any, *, mutate: bool = False, deadline: Any) -> Any:
+        seen.append((threading.get_ident(), deadline.at - deadline.clock()))
+        return admission_support.review(request, context, mutate=mutate, deadline=deadline)
+
+    client = make_app(recording).test_client()
+    for path in ("/validate", "/mutate"):
+        answer = client.post(
+            path, query_string=query, data=encode(review_body()), content_type=JSON
+        )
+        assert answer.status_code == 200 and answer.get_json()["response"]["allowed"]
+    assert [ident for ident, _ in seen] == [threading.get_ident()] * 2
+    assert all(budget - 0.5 < left <= budget for _, left in seen), seen

@@ -108,13 +108,13 @@ def failed_rules(
 ) -> list[RuleFailure]:
     """The validations `request` fails, in policy order."""
     memo = inputs.memo_of(request)
-    if _near(inputs.deadline):
+    if inputs.near_deadline():
         return _failures(validations, request, inputs, memo)
     found = memo.failures.get(id(validations))
     if found is not None and found[0] is validations:  # an id is reused only once freed
         return list(found[1])
     failures = _failures(validations, request, inputs, memo)
-    if _memoizable(validations) and not _near(inputs.deadline):  # none was cut short
+    if memoizable(validations) and not inputs.near_deadline():  # none was cut short
         if len(memo.failures) >= MAX_POLICIES_PER_REQUEST:
             memo.failures.clear()
         memo.failures[id(validations)] = (validations, tuple(failures))
@@ -136,7 +136,7 @@ def _failures(
     return failures
 
 
-def _memoizable(validations: tuple[Validation, ...]) -> bool:
+def memoizable(validations: tuple[Validation, ...]) -> bool:
     """Whether every rule's result depends on the request, tenant and operation only."""
     return all(v.program is None or v.program.variables <= MEMOIZABLE for v in validations)
 
@@ -150,7 +150,7 @@ def _evaluate(
     program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs, memo: Results
 ) -> EvalResult:
     deadline = inputs.deadline
-    if deadline is not None and _near(deadline):
+    if deadline is not None and _near(deadline):  # (`is not None` for the type checker)
         return _evaluate_near(program, request, inputs, deadline)
     if not program.variables <= MEMOIZABLE:
         return program.evaluate(inputs.activation(program.variables, request))
@@ -202,11 +202,6 @@ class Memo:
         default_factory=dict
     )
     findings: dict[Any, Any] = field(default_factory=dict)  # `requests.check_request`'s
-
-
-def memoizable(validations: tuple[Validation, ...]) -> bool:
-    """Whether every rule's result depends on the request, tenant and operation only."""
-    return _memoizable(validations)
 
 
 @lru_cache(maxsize=4096)

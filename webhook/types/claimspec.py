@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 
 
 class AllocationMode(StrEnum):
     EXACT_COUNT = "ExactCount"
     ALL = "All"
+
+
+def _fields_hash(obj: object) -> int:
+    """The hash a frozen dataclass generates (its fields, in order), for one that keeps it."""
+    return hash(tuple(getattr(obj, f.name) for f in fields(obj)))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -37,19 +42,9 @@ class DeviceRequest:
 
     @functools.cached_property
     def _hash(self) -> int:
-        """The generated hash of the fields, computed once: a request keys several memos per
-        review (the object is frozen, so the value cannot go stale)."""
-        return hash(
-            (
-                self.name,
-                self.device_class,
-                self.count,
-                self.allocation_mode,
-                self.admin_access,
-                self.selectors,
-                self.alternatives,
-            )
-        )
+        """The fields' hash, computed once: a request keys several memos per review (the
+        object is frozen, so the value cannot go stale)."""
+        return _fields_hash(self)
 
 
 @dataclass(frozen=True)
@@ -66,7 +61,7 @@ class ClaimSpec:
     @functools.cached_property
     def _hash(self) -> int:
         """As DeviceRequest's: the fields' hash, computed once."""
-        return hash((self.label, self.requests, self.constraints))
+        return _fields_hash(self)
 
 
 @dataclass(frozen=True)
