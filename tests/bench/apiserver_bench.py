@@ -14,6 +14,9 @@ TenantUsage ledger), and the same objects for every variant:
                  webhook round trip costs through the API server
   validate       dragate's validating webhooks
   noop-mutate    the no-op behind the chart's validating and mutating webhooks
+  noop-patch     the same, but the no-op answers each Pod on /mutate with the very patch
+                 dragate's rewrite makes of it: what the API server's work on a rewritten
+                 Pod costs (the patch applied, a Pod with claims stored), without dragate
   mutate         dragate's validating and mutating webhooks
 
 Every webhook variant registers the chart's own configurations (`helm template` of
@@ -54,14 +57,16 @@ if str(TESTS) not in sys.path:
 
 from timing import summarize  # noqa: E402
 
-VARIANTS = ("none", "vap", "noop-validate", "validate", "noop-mutate", "mutate")
+VARIANTS = ("none", "vap", "noop-validate", "validate", "noop-mutate", "noop-patch", "mutate")
 WEBHOOKS = {  # variant: (server, mutating webhook registered)
     "noop-validate": ("noop", False),
     "validate": ("dragate", False),
     "noop-mutate": ("noop", True),
+    "noop-patch": ("noop-patch", True),
     "mutate": ("dragate", True),
 }
 NOOP_OF = {"validate": "noop-validate", "mutate": "noop-mutate"}
+PATCHED_OF = {"mutate": "noop-patch"}
 KINDS = ("claim", "pod")
 LABEL = "dragate-bench/variant"
 RELEASE = "dragate-bench"
@@ -414,13 +419,32 @@ def _prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
         "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
     )
     command = serve_command(cluster.kubeconfig, policies(workdir / "policies"))
-    dragate = DragateServer.launch(command, workdir, name="dragate-bench")
+    patch = workdir / "dragate-patch.json"
+    patch.write_text(json.dumps(dragate_patch(workdir / "policies")))
+    launched: dict[str, Any] = {}
     try:
-        noop = DragateServer.launch(NOOP_COMMAND, workdir, name="noop-bench")
+        launched["dragate"] = DragateServer.launch(command, workdir, name="dragate-bench")
+        launched["noop"] = DragateServer.launch(NOOP_COMMAND, workdir, name="noop-bench")
+        patching = [*NOOP_COMMAND, "--patch", str(patch)]
+        launched["noop-patch"] = DragateServer.launch(patching, workdir, name="noop-patch-bench")
     except BaseException:
-        dragate.stop()
+        for server in launched.values():
+            server.stop()
         raise
-    return {"dragate": dragate, "noop": noop}
+    return launched
+
+
+def dragate_patch(policy_dir: Path) -> list[dict[str, Any]]:
+    """The JSON patch dragate's rewrite makes of the bench's legacy Pod (`noop-patch`)."""
+    from webhook.policy.loading import load_policies
+    from webhook.rewrite import rewrite_pod
+
+    mappings = load_policies([str(policy_dir)]).mappings
+    ns = namespace("noop-patch", "pod", "seq")
+    rewrite = rewrite_pod(legacy_pod("bench"), mappings, namespace=ns)
+    if not rewrite.result.changed or rewrite.result.denied:
+        raise RuntimeError(f"the bench's legacy Pod is not rewritten: {rewrite.result.denied}")
+    return list(rewrite.patch)
 
 
 NOOP_COMMAND = [
@@ -513,6 +537,9 @@ def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         noop = by.get((NOOP_OF.get(row["variant"], ""), row["kind"]))
         if noop is not None:
             entry["over_noop_p50_ms"] = _ms_between(seq, noop["sequential"], "p50_us")
+        patched = by.get((PATCHED_OF.get(row["variant"], ""), row["kind"]))
+        if patched is not None:
+            entry["over_patch_p50_ms"] = _ms_between(seq, patched["sequential"], "p50_us")
         out.append(entry)
     return out
 

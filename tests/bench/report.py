@@ -415,7 +415,9 @@ def _apiserver_tables(api: dict[str, Any]) -> list[str]:
         _table(rows, list(rows[0])),
         "\n### Added over no admission, same run\n\nover_noop_p50_ms: dragate's p50 over the "
         "no-op webhook behind the same chart configurations (what dragate adds beyond the "
-        "webhook round trip itself).\n",
+        "webhook round trip itself). over_patch_p50_ms: dragate's p50 over the no-op that "
+        "answers each Pod with dragate's own patch (what dragate's reviews and ledger add "
+        "beyond the API server's work on the rewritten Pod).\n",
         _table(
             api["added"],
             [
@@ -424,6 +426,7 @@ def _apiserver_tables(api: dict[str, Any]) -> list[str]:
                 "added_p50_ms",
                 "added_p99_ms",
                 "over_noop_p50_ms",
+                "over_patch_p50_ms",
                 "creates_per_s_ratio",
             ],
         ),

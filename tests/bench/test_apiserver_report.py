@@ -38,6 +38,7 @@ ROWS = [
     _row("noop-validate", "claim", 4000, 160),
     _row("validate", "claim", 4500, 100),
     _row("noop-mutate", "claim", 4200, 150),
+    _row("noop-patch", "claim", 4300, 140),
     _row("mutate", "claim", 6000, 50),
     _row("none", "pod", 2000, 100),
     _row("validate", "pod", 2500, 50),
@@ -64,6 +65,12 @@ def test_added_is_measured_against_no_admission_and_the_noop_of_the_same_kind(
     )
     found = (row["added_p50_ms"], row["added_p99_ms"], row["creates_per_s_ratio"])
     assert (*found, row.get("over_noop_p50_ms")) == expected
+
+
+def test_mutate_is_also_measured_against_the_noop_that_returns_dragates_patch() -> None:
+    added = {(r["variant"], r["kind"]): r for r in apiserver_bench.added(ROWS)}
+    assert added[("mutate", "claim")]["over_patch_p50_ms"] == 1.7
+    assert "over_patch_p50_ms" not in added[("validate", "claim")]
 
 
 def test_targets_judge_dragate_and_name_the_vap_figure() -> None:
@@ -100,5 +107,6 @@ def test_tables_show_every_variant() -> None:
     text = "\n".join(report._apiserver_tables(api))
     for variant in apiserver_bench.VARIANTS:
         assert f"| {variant} | claim |" in text
-    assert "| claim | validate | 1.5 | 3.0 | 0.5 | 0.5 |" in text
+    assert "| claim | validate | 1.5 | 3.0 | 0.5 |  | 0.5 |" in text
+    assert "| claim | mutate | 3.0 | 6.0 | 1.8 | 1.7 | 0.25 |" in text
     assert "| validate | claim | validate | 10 | 0.9 | 1.5 |" in text

@@ -17,7 +17,7 @@ from dataclasses import replace
 import pytest
 from builders import V1BETA1, claim, exact, first_available, namespace, pod, request, template
 
-from webhook.engine import contentmemo, rules
+from webhook.engine import contentmemo, podshapes, rules
 from webhook.kube.inventorysource import InventorySource
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
@@ -47,7 +47,7 @@ spec:
   validations:
   - {{expression: "request.count <= {count}", message: "at most {count}", action: Deny}}
   - {{expression: "tenant == 'team-a'", message: "tenant", action: Warn}}
-  - {{expression: "object.metadata.name != 'forbidden'", message: "name", action: Deny}}
+{object_rule}
 ---
 apiVersion: dragate.io/v1alpha1
 kind: LegacyResourceMapping
@@ -55,9 +55,20 @@ metadata: {{name: legacy}}
 spec:
   resources: [{{resourceName: nvidia.com/gpu, deviceClassName: gpu.nvidia.com}}]
 """
+OBJECT_RULE = (
+    """  - {expression: "object.metadata.name != 'forbidden'", message: "name", action: Deny}"""
+)
 POLICIES = {
-    "loaded": parse_policies(POLICY_TEXT.format(feasibility="Deny", quota=10, count=3)),
-    "reloaded": parse_policies(POLICY_TEXT.format(feasibility="Warn", quota=2, count=1)),
+    "loaded": parse_policies(
+        POLICY_TEXT.format(feasibility="Deny", quota=10, count=3, object_rule=OBJECT_RULE)
+    ),
+    "reloaded": parse_policies(
+        POLICY_TEXT.format(feasibility="Warn", quota=2, count=1, object_rule=OBJECT_RULE)
+    ),
+    # every rule reads only the request: Pod shapes are remembered (engine/podshapes.py)
+    "request-only": parse_policies(
+        POLICY_TEXT.format(feasibility="Deny", quota=3, count=3, object_rule="")
+    ),
 }
 
 
@@ -117,6 +128,14 @@ CHANGES = [  # each replaces objects of STATE by kind and name, as a change in t
 ]
 
 
+CHANGES_AGAIN = [  # back and forth, so a Pod shape remembered before each change is stale
+    [TEMPLATES[1]],
+    [_gpu_class("device.driver == 'gpu.nvidia.com'")],
+    [{**TEMPLATES[0], "spec": template(request(exact(count=3)))["spec"]}],
+    [_slice("node-a", "40Gi", 4, version="3")],
+]
+
+
 def _pod(name: str, uid: str, claims: dict[str, str]) -> Object:
     return pod(name, claims=claims, uid=uid)
 
@@ -137,6 +156,7 @@ def _legacy(name: str, gpus: int) -> Object:
 OBJECTS: list[Object] = [
     *(_pod(f"web-{i}", f"uid-{i}", {"gpu": "one", "more": "two"}) for i in range(3)),
     _pod("forbidden", "uid-f", {"gpu": "one"}),
+    _pod("forbidden", "uid-fw", {"gpu": "one", "more": "two"}),  # claims as web-*'s
     _pod("big", "uid-b", {"gpu": "five"}),
     _pod("flat", "uid-fl", {"gpu": "flat"}),
     _pod("broken", "uid-x", {"gpu": "broken"}),
@@ -164,6 +184,7 @@ def _cold_memos() -> Iterator[None]:
 
 def _forget() -> None:
     contentmemo.forget()
+    podshapes.forget()
     rules._results_of.cache_clear()
 
 
@@ -192,7 +213,13 @@ def _replaced(objects: list[Object], changes: list[Object]) -> list[Object]:
     return [changed.get(key(obj), obj) for obj in objects]
 
 
-PHASES = [("loaded", []), ("reloaded", []), *(("reloaded", c) for c in CHANGES)]
+PHASES = [
+    ("loaded", []),
+    ("reloaded", []),
+    *(("reloaded", c) for c in CHANGES),
+    ("request-only", []),
+    *(("request-only", c) for c in CHANGES_AGAIN),
+]
 
 
 def test_warm_reviews_answer_as_cold_ones_through_a_reload_and_changed_objects() -> None:
@@ -205,6 +232,7 @@ def test_warm_reviews_answer_as_cold_ones_through_a_reload_and_changed_objects()
     current = {"policies": POLICIES["loaded"]}
     shared = _context(lambda: current["policies"], STATE)
     state: SnapshotState = shared.state  # type: ignore[assignment]
+    remembered: dict[str, int] = {}
     for (phase, changes), answers in zip(PHASES, expected, strict=True):
         current["policies"] = POLICIES[phase]
         for changed in changes:
@@ -212,6 +240,8 @@ def test_warm_reviews_answer_as_cold_ones_through_a_reload_and_changed_objects()
         pairs = zip(REQUESTS, answers, strict=True)
         for _, (review, answer) in itertools.product(range(2), list(pairs)):
             assert _warm(review, shared) == answer, (phase, changes, review.name)
+        remembered[phase] = max(remembered.get(phase, 0), podshapes.remembered())
+    assert remembered["request-only"] > 0  # the Pod shapes were answered from memory
 
 
 def test_the_corpus_is_judged_in_more_than_one_way() -> None:

@@ -7,14 +7,14 @@ benchmarks all measure and trust the same function.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from webhook.engine import normalize, quota
+from webhook.engine import normalize, podshapes, quota
 from webhook.engine.adminlabel import admin_label_reasons
 from webhook.engine.contentmemo import template_spec
 from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
+from webhook.engine.podshapes import Findings, PodShape
 from webhook.engine.requests import Finding, check_request
 from webhook.engine.rules import RuleInputs
 from webhook.engine.tenancy import namespace_labels
@@ -27,6 +27,7 @@ from webhook.types import (
     Deadline,
     Decision,
     Facts,
+    PodClaim,
     PolicySet,
     Reason,
 )
@@ -42,16 +43,11 @@ class JudgedClaim:
 
     spec: ClaimSpec
     holder: str | None
+    charges: Mapping[str, int]  # `devices_by_class(spec)`: quota and the holds both need it
 
-    @functools.cached_property
-    def charges(self) -> dict[str, int]:
-        """`devices_by_class(spec)`, counted once: quota and the holds both need it."""
-        return devices_by_class(self.spec)
-
-    @property
-    def prefix(self) -> str:
-        """What precedes a request's name in messages: nothing for the object's own claim."""
-        return f"{self.spec.label}, " if self.spec.label.startswith("pod claim") else ""
+    @classmethod
+    def of(cls, spec: ClaimSpec, holder: str | None) -> JudgedClaim:
+        return cls(spec, holder, devices_by_class(spec))
 
 
 def evaluate(
@@ -71,11 +67,12 @@ def evaluate(
     if request.kind == "Namespace":
         reasons = tuple(admin_label_reasons(request, policies.settings))
         return Decision(allowed=not reasons, reasons=reasons, tenant=_tenant_name(facts))
+    inputs = _rule_inputs(request, facts, deadline)
     try:
-        claims, notes = _claims(request, facts)
+        claims, notes, found = _judged(request, policies, facts, inputs)
     except normalize.ObjectError as err:
         return _invalid(err, facts)
-    findings = list(_findings(request, policies, facts, claims, deadline))
+    findings = [*found.before, *_quota_findings(claims, facts), *found.after]
     return _decide(findings, notes, facts, claims)
 
 
@@ -88,20 +85,60 @@ def _invalid(err: normalize.ObjectError, facts: Facts) -> Decision:
     return Decision(allowed=False, reasons=(reason,), tenant=_tenant_name(facts))
 
 
-def _claims(request: AdmissionRequest, facts: Facts) -> tuple[list[JudgedClaim], list[str]]:
+Judged = tuple[list[JudgedClaim], list[str], Findings]
+
+
+def _judged(
+    request: AdmissionRequest, policies: PolicySet, facts: Facts, inputs: RuleInputs
+) -> Judged:
+    if request.kind == "Pod":
+        return _pod_judged(request, policies, facts, inputs)
+    claims = _own_claims(request)
+    specs = [claim.spec for claim in claims]
+    return claims, [], _claim_findings(request, policies, facts, specs, inputs)
+
+
+def _own_claims(request: AdmissionRequest) -> list[JudgedClaim]:
     obj = request.object or {}
     if request.kind == "ResourceClaim":
-        return [JudgedClaim(normalize.claim_spec(obj, "the claim"), holder_key(obj))], []
+        return [JudgedClaim.of(normalize.claim_spec(obj, "the claim"), holder_key(obj))]
     if request.kind == "ResourceClaimTemplate":
-        return [JudgedClaim(normalize.template_claim_spec(obj, "the template"), None)], []
-    return _pod_claims(request, facts) if request.kind == "Pod" else ([], [])
+        return [JudgedClaim.of(normalize.template_claim_spec(obj, "the template"), None)]
+    return []
 
 
-def _pod_claims(request: AdmissionRequest, facts: Facts) -> tuple[list[JudgedClaim], list[str]]:
+def _pod_judged(
+    request: AdmissionRequest, policies: PolicySet, facts: Facts, inputs: RuleInputs
+) -> Judged:
+    """A Pod's claims and findings, its shape remembered when every rule reads only the
+    request (a Pod's own uid keys its holders, never its findings)."""
     pod = request.object or {}
+    refs = normalize.pod_claims(pod)
+    key, held = podshapes.shape_key(request, refs, policies, facts)
+    near = inputs.near_deadline()
+    shape = None if near else podshapes.SHAPES.get(key, held)
+    if shape is None:
+        shape = _pod_shape(request, policies, facts, refs, inputs)
+        specs = [spec for _, spec, _ in shape.claims]
+        if not near and not inputs.near_deadline() and podshapes.request_only(specs, policies):
+            podshapes.SHAPES.put(key, held, shape)
     uid = str((pod.get("metadata") or {}).get("uid") or request.uid)
+    claims = [
+        JudgedClaim(spec, pod_holder_key(uid, name), charges)
+        for name, spec, charges in shape.claims
+    ]
+    return claims, list(shape.notes), shape.findings
+
+
+def _pod_shape(
+    request: AdmissionRequest,
+    policies: PolicySet,
+    facts: Facts,
+    refs: tuple[PodClaim, ...],
+    inputs: RuleInputs,
+) -> PodShape:
     claims, notes = [], []
-    for pod_claim in normalize.pod_claims(pod):
+    for pod_claim in refs:
         if pod_claim.template_name is None:
             continue  # an existing claim: judged and charged when it was created
         template = facts.templates.get(pod_claim.template_name)
@@ -112,48 +149,59 @@ def _pod_claims(request: AdmissionRequest, facts: Facts) -> tuple[list[JudgedCla
             )
             continue
         spec = template_spec(template, f"pod claim {pod_claim.name!r}")  # remembered by content
-        claims.append(JudgedClaim(spec, pod_holder_key(uid, pod_claim.name)))
-    return claims, notes
+        claims.append((pod_claim.name, spec, devices_by_class(spec)))
+    specs = [spec for _, spec, _ in claims]
+    findings = _claim_findings(request, policies, facts, specs, inputs)
+    return PodShape(tuple(claims), tuple(notes), findings)
 
 
-def _findings(
+def _claim_findings(
     request: AdmissionRequest,
     policies: PolicySet,
     facts: Facts,
-    claims: list[JudgedClaim],
-    deadline: Deadline | None,
-) -> Iterator[Finding]:
+    specs: Sequence[ClaimSpec],
+    inputs: RuleInputs,
+) -> Findings:
     tenant = facts.tenant
     labels = namespace_labels(facts.namespace, request.namespace)
-    has_requests = any(claim.spec.requests for claim in claims)
+    before: list[Finding] = []
+    has_requests = any(spec.requests for spec in specs)
     if tenant is None and has_requests and policies.settings.deny_unknown_namespaces:
         message = f"namespace {request.namespace!r} belongs to no tenant; it may not use devices"
-        yield Finding(Action.DENY, Reason(policy="Settings", message=message))
-    inputs = _rule_inputs(request, facts, deadline)
-    for claim in claims:
-        for device_request in claim.spec.requests:
-            yield from check_request(
+        before.append(Finding(Action.DENY, Reason(policy="Settings", message=message)))
+    for spec in specs:
+        for device_request in spec.requests:
+            before += check_request(
                 device_request,
                 policies=policies,
                 tenant=tenant,
                 namespace_labels=labels,
                 inputs=inputs,
-                prefix=claim.prefix,
+                prefix=_prefix(spec),
             )
-    yield from _quota_findings(claims, facts)
-    yield from _all_mode_insight(claims, facts)
-    yield from _feasibility_findings(claims, facts, policies.settings.feasibility)
+    after = [
+        *_all_mode_insight(specs, facts),
+        *_feasibility_findings(specs, facts, policies.settings.feasibility),
+    ]
+    return Findings(tuple(before), tuple(after))
+
+
+def _prefix(spec: ClaimSpec) -> str:
+    """What precedes a request's name in messages: nothing for the object's own claim."""
+    return f"{spec.label}, " if spec.label.startswith("pod claim") else ""
 
 
 def _feasibility_findings(
-    claims: list[JudgedClaim], facts: Facts, action: Action | None
+    specs: Sequence[ClaimSpec], facts: Facts, action: Action | None
 ) -> Iterator[Finding]:
     if action is None or facts.feasibility is None:
         return
     tenant = _tenant_name(facts)
-    for claim in claims:
-        for message in facts.feasibility(claim.spec):
-            reason = Reason(policy="feasibility", message=f"{claim.prefix}{message}", tenant=tenant)
+    for spec in specs:
+        for message in facts.feasibility(spec):
+            reason = Reason(
+                policy="feasibility", message=f"{_prefix(spec)}{message}", tenant=tenant
+            )
             yield Finding(action, reason)
 
 
@@ -188,20 +236,20 @@ def _quota_findings(claims: list[JudgedClaim], facts: Facts) -> Iterator[Finding
         yield Finding(Action.DENY, reason)
 
 
-def _all_mode_insight(claims: list[JudgedClaim], facts: Facts) -> Iterator[Finding]:
+def _all_mode_insight(specs: Sequence[ClaimSpec], facts: Facts) -> Iterator[Finding]:
     """A warning, never a charge: what an `All` request would really get in this cluster.
 
     Quota charges `All` as ResourceQuota does (32); the published devices only inform.
     """
-    for claim in claims:
-        for leaf in (leaf for r in claim.spec.requests for leaf in r.leaves()):
+    for spec in specs:
+        for leaf in (leaf for r in spec.requests for leaf in r.leaves()):
             if leaf.allocation_mode != AllocationMode.ALL:
                 continue
             published = facts.class_capacity.get(leaf.device_class)
             if published is None:
                 continue
             message = (
-                f"{claim.prefix}request {leaf.name!r}: allocationMode All is charged "
+                f"{_prefix(spec)}request {leaf.name!r}: allocationMode All is charged "
                 f"{ALL_MODE_DEVICES} {leaf.device_class} devices (as ResourceQuota); "
                 f"{published} published devices match the class"
             )

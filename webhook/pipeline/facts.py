@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 
 from webhook.engine import namespace_labels, resolve_tenant
 from webhook.engine.feasibility import unsatisfied
@@ -32,14 +33,14 @@ def gather(request: AdmissionRequest, policies: PolicySet, context: Context) -> 
     tenant = resolve_tenant(policies, request.namespace, labels) if request.namespace else None
     classes = state.device_classes()
     inventory = context.inventory() if context.inventory is not None else None
-    capacity, feasibility = _published(inventory, classes) if inventory is not None else ({}, None)
+    published = NOTHING_PUBLISHED if inventory is None else _published(inventory, classes)
     return Facts(
         namespace=namespace,
         tenant=tenant,
         templates=_templates(request, state),
         device_classes=classes,
-        class_capacity=capacity,
-        feasibility=feasibility,
+        class_capacity=published[0],
+        feasibility=published[1],
     )
 
 
@@ -50,15 +51,32 @@ def out_of_time(deadline: Deadline, err: FactsUnavailable) -> None:
 
 
 Published = tuple[Mapping[str, int], Callable[[ClaimSpec], Sequence[str]] | None]
+NOTHING_PUBLISHED: Published = (MappingProxyType({}), None)
+"""Without an inventory: the same objects for every review (the engine's memos hold them)."""
+
+
+class _LastPublished:
+    """The last inventory and DeviceClasses looked at, and what they published."""
+
+    seen: tuple[Inventory, Mapping[str, Object], Published] | None = None
 
 
 def _published(inventory: Inventory, classes: Mapping[str, Object]) -> Published:
-    """What the published devices add: `All` counted exactly, and unsatisfiable requests."""
+    """What the published devices add: `All` counted exactly, and unsatisfiable requests.
+
+    The same objects while the inventory is the same one and the DeviceClasses are equal (the
+    state hands out the same class objects while unchanged, so the comparison is by identity
+    of each): the engine remembers a Pod's judgment while these stay the same objects."""
+    last = _LastPublished.seen
+    if last is not None and last[0] is inventory and last[1] == classes:
+        return last[2]
 
     def problems(spec: ClaimSpec) -> Sequence[str]:
         return unsatisfied(inventory, spec, classes)  # remembered by the inventory
 
-    return ClassCapacity(inventory, classes), problems
+    published = (ClassCapacity(inventory, classes), problems)
+    _LastPublished.seen = (inventory, classes, published)  # one assignment: thread-safe
+    return published
 
 
 def _templates(request: AdmissionRequest, state: ClusterState) -> dict[str, Object]:
