@@ -33,3 +33,15 @@ def test_past_its_bound_the_table_starts_over() -> None:
     for i in range(3):
         memo.put(i, (A,), i)
     assert len(memo) == 1 and memo.get(2, (A,)) == 2 and memo.get(0, (A,)) is None
+
+
+def test_an_answer_of_another_epoch_empties_the_table_first() -> None:
+    """What every entry shares (the policy set, the inventory) is kept alive once, not per
+    entry: an answer stored with other shared objects starts the table over."""
+    memo: HeldMemo[str] = HeldMemo(epoch=1)
+    memo.put("x", (A, "x"), "old x")
+    memo.put("y", (A, "y"), "old y")
+    assert len(memo) == 2
+    memo.put("x", (B, "x"), "new x")
+    assert len(memo) == 1 and memo.get("y", (A, "y")) is None
+    assert memo.get("x", (B, "x")) == "new x"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from webhook.engine import normalize, podshapes, quota
 from webhook.engine.adminlabel import admin_label_reasons
@@ -149,7 +150,7 @@ def _pod_shape(
             )
             continue
         spec = template_spec(template, f"pod claim {pod_claim.name!r}")  # remembered by content
-        claims.append((pod_claim.name, spec, devices_by_class(spec)))
+        claims.append((pod_claim.name, spec, MappingProxyType(devices_by_class(spec))))
     specs = [spec for _, spec, _ in claims]
     findings = _claim_findings(request, policies, facts, specs, inputs)
     return PodShape(tuple(claims), tuple(notes), findings)

@@ -6,12 +6,16 @@ derives from them is the same, so an answer is remembered under a hashable key w
 objects it read, compared by identity on every hit (held, so their ids cannot be reused).
 A reload, a changed template or a new inventory makes new objects, and the entry misses.
 
-Bounded (past `max_entries` the table starts over) and shared by the threads of a process:
-a lost race computes twice and stores the same answer.
+The first `epoch` held objects are those every entry shares at a time (the policy set, the
+published devices): storing an answer with other ones empties the table first, so a table
+never keeps an old inventory or policy set alive, only the current one. Bounded (past
+`max_entries` the table starts over too) and shared by the threads of a process: a lost race
+computes twice and stores the same answer.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
@@ -23,27 +27,35 @@ MAX_ENTRIES = 1024
 class HeldMemo(Generic[T]):
     """`answer` per key, valid while `held` are the very objects it was stored with."""
 
-    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+    def __init__(self, epoch: int = 0, max_entries: int = MAX_ENTRIES) -> None:
         self._table: dict[Hashable, tuple[tuple[object, ...], T]] = {}
+        self._epoch = epoch
+        self._current: tuple[object, ...] = ()
         self._max_entries = max_entries
 
     def get(self, key: Hashable, held: tuple[object, ...]) -> T | None:
         found = self._table.get(key)
-        if found is None or len(found[0]) != len(held):
+        if found is None:
             return None
-        for kept, given in zip(found[0], held, strict=True):
-            if kept is not given:
-                return None
-        return found[1]
+        return found[1] if _same(found[0], held) else None
 
     def put(self, key: Hashable, held: tuple[object, ...], answer: T) -> None:
-        if len(self._table) >= self._max_entries:
+        epoch = held[: self._epoch]
+        if len(self._table) >= self._max_entries or not _same(epoch, self._current):
             self._table.clear()
+            self._current = epoch
         self._table[key] = (held, answer)
 
     def forget(self) -> None:
         """Empty the table (tests)."""
         self._table.clear()
+        self._current = ()
 
     def __len__(self) -> int:
         return len(self._table)
+
+
+def _same(kept: tuple[object, ...], given: tuple[object, ...]) -> bool:
+    if len(kept) != len(given):
+        return False
+    return all(map(operator.is_, kept, given))

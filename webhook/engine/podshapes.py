@@ -51,7 +51,9 @@ class PodShape:
     findings: Findings
 
 
-SHAPES: HeldMemo[PodShape] = HeldMemo()
+SHAPES: HeldMemo[PodShape] = HeldMemo(epoch=3)
+"""Held: the policies and the published devices' feasibility and class capacity (shared by
+every entry at a time), then the tenant and each named template."""
 
 
 def shape_key(
@@ -62,7 +64,7 @@ def shape_key(
     templates = (facts.templates.get(r.template_name) for r in refs if r.template_name)
     tenant = facts.tenant.name if facts.tenant else ""
     key = (request.namespace, request.operation, refs, admin, tenant)
-    return key, (policies, facts.tenant, facts.feasibility, facts.class_capacity, *templates)
+    return key, (policies, facts.feasibility, facts.class_capacity, facts.tenant, *templates)
 
 
 def request_only(specs: Sequence[ClaimSpec], policies: PolicySet) -> bool:
