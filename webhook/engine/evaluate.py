@@ -11,10 +11,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from webhook.engine import normalize, podshapes, quota
+from webhook.engine import normalize, podshapes, quota, rules
 from webhook.engine.adminlabel import admin_label_reasons
 from webhook.engine.contentmemo import template_spec
 from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
+from webhook.engine.normalize import ClaimRef
 from webhook.engine.podshapes import Findings, PodShape
 from webhook.engine.requests import Finding, check_request
 from webhook.engine.rules import RuleInputs
@@ -28,7 +29,6 @@ from webhook.types import (
     Deadline,
     Decision,
     Facts,
-    PodClaim,
     PolicySet,
     Reason,
 )
@@ -68,9 +68,8 @@ def evaluate(
     if request.kind == "Namespace":
         reasons = tuple(admin_label_reasons(request, policies.settings))
         return Decision(allowed=not reasons, reasons=reasons, tenant=_tenant_name(facts))
-    inputs = _rule_inputs(request, facts, deadline)
     try:
-        claims, notes, found = _judged(request, policies, facts, inputs)
+        claims, notes, found = _judged(request, policies, facts, deadline)
     except normalize.ObjectError as err:
         return _invalid(err, facts)
     findings = [*found.before, *_quota_findings(claims, facts), *found.after]
@@ -90,12 +89,13 @@ Judged = tuple[list[JudgedClaim], list[str], Findings]
 
 
 def _judged(
-    request: AdmissionRequest, policies: PolicySet, facts: Facts, inputs: RuleInputs
+    request: AdmissionRequest, policies: PolicySet, facts: Facts, deadline: Deadline | None
 ) -> Judged:
     if request.kind == "Pod":
-        return _pod_judged(request, policies, facts, inputs)
+        return _pod_judged(request, policies, facts, deadline)
     claims = _own_claims(request)
     specs = [claim.spec for claim in claims]
+    inputs = _rule_inputs(request, facts, deadline)
     return claims, [], _claim_findings(request, policies, facts, specs, inputs)
 
 
@@ -109,19 +109,20 @@ def _own_claims(request: AdmissionRequest) -> list[JudgedClaim]:
 
 
 def _pod_judged(
-    request: AdmissionRequest, policies: PolicySet, facts: Facts, inputs: RuleInputs
+    request: AdmissionRequest, policies: PolicySet, facts: Facts, deadline: Deadline | None
 ) -> Judged:
     """A Pod's claims and findings, its shape remembered when every rule reads only the
     request (a Pod's own uid keys its holders, never its findings)."""
     pod = request.object or {}
-    refs = normalize.pod_claims(pod)
+    refs = normalize.pod_claim_refs(pod)
     key, held = podshapes.shape_key(request, refs, policies, facts)
-    near = inputs.near_deadline()
+    near = rules.near(deadline)
     shape = None if near else podshapes.SHAPES.get(key, held)
     if shape is None:
+        inputs = _rule_inputs(request, facts, deadline)  # only now: most Pods need no rule
         shape = _pod_shape(request, policies, facts, refs, inputs)
         specs = [spec for _, spec, _ in shape.claims]
-        if not near and not inputs.near_deadline() and podshapes.request_only(specs, policies):
+        if not near and not rules.near(deadline) and podshapes.request_only(specs, policies):
             podshapes.SHAPES.put(key, held, shape)
     uid = str((pod.get("metadata") or {}).get("uid") or request.uid)
     claims = [
@@ -135,22 +136,22 @@ def _pod_shape(
     request: AdmissionRequest,
     policies: PolicySet,
     facts: Facts,
-    refs: tuple[PodClaim, ...],
+    refs: tuple[ClaimRef, ...],
     inputs: RuleInputs,
 ) -> PodShape:
     claims, notes = [], []
-    for pod_claim in refs:
-        if pod_claim.template_name is None:
+    for name, template_name, _, _ in refs:
+        if template_name is None:
             continue  # an existing claim: judged and charged when it was created
-        template = facts.templates.get(pod_claim.template_name)
+        template = facts.templates.get(template_name)
         if template is None:
             notes.append(
-                f"pod claim {pod_claim.name!r}: ResourceClaimTemplate "
-                f"{pod_claim.template_name!r} not found; its claim is judged when created"
+                f"pod claim {name!r}: ResourceClaimTemplate "
+                f"{template_name!r} not found; its claim is judged when created"
             )
             continue
-        spec = template_spec(template, f"pod claim {pod_claim.name!r}")  # remembered by content
-        claims.append((pod_claim.name, spec, MappingProxyType(devices_by_class(spec))))
+        spec = template_spec(template, f"pod claim {name!r}")  # remembered by content
+        claims.append((name, spec, MappingProxyType(devices_by_class(spec))))
     specs = [spec for _, spec, _ in claims]
     findings = _claim_findings(request, policies, facts, specs, inputs)
     return PodShape(tuple(claims), tuple(notes), findings)

@@ -114,24 +114,29 @@ def _selectors(raw: Any, path: str) -> Iterator[str]:
 
 def pod_claims(pod: Object) -> tuple[PodClaim, ...]:
     """The Pod's `spec.resourceClaims`, each with the containers that reference it."""
+    return tuple(PodClaim(*ref) for ref in pod_claim_refs(pod))
+
+
+ClaimRef = tuple[str, str | None, str | None, tuple[str, ...]]
+"""`PodClaim`'s fields, as a plain tuple: hashed and compared in C, where a frozen
+dataclass is built and hashed in Python (every reviewed Pod keys a memo with them)."""
+
+
+def pod_claim_refs(pod: Object) -> tuple[ClaimRef, ...]:
+    """`pod_claims(pod)` as plain tuples: name, template name, claim name, containers."""
     spec = _mapping(pod.get("spec"), "spec")
     users = _claim_users(spec)
-    claims = []
+    refs = []
     for i, raw in enumerate(_list(spec.get("resourceClaims") or [], "spec.resourceClaims")):
         # the checks' paths are formatted only when the plain case does not hold
         item = raw if type(raw) is dict else _mapping(raw, f"spec.resourceClaims[{i}]")
         name = item.get("name")
         if type(name) is not str or not name:
             name = _string(name, f"spec.resourceClaims[{i}].name")
-        claims.append(
-            PodClaim(
-                name=name,
-                template_name=item.get("resourceClaimTemplateName") or None,
-                claim_name=item.get("resourceClaimName") or None,
-                containers=tuple(users.get(name, ())),
-            )
-        )
-    return tuple(claims)
+        template = item.get("resourceClaimTemplateName") or None
+        claim = item.get("resourceClaimName") or None
+        refs.append((name, template, claim, tuple(users.get(name, ()))))
+    return tuple(refs)
 
 
 def _claim_users(spec: Mapping[str, Any]) -> dict[str, list[str]]:

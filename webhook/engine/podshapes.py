@@ -19,6 +19,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from webhook.engine.heldmemo import HeldMemo
+from webhook.engine.normalize import ClaimRef
 from webhook.engine.requests import Finding
 from webhook.engine.rules import memoizable
 from webhook.engine.tenancy import namespace_labels
@@ -27,7 +28,6 @@ from webhook.types import (
     AdmissionRequest,
     ClaimSpec,
     Facts,
-    PodClaim,
     PolicySet,
 )
 
@@ -57,11 +57,11 @@ every entry at a time), then the tenant and each named template."""
 
 
 def shape_key(
-    request: AdmissionRequest, refs: tuple[PodClaim, ...], policies: PolicySet, facts: Facts
+    request: AdmissionRequest, refs: tuple[ClaimRef, ...], policies: PolicySet, facts: Facts
 ) -> tuple[Hashable, tuple[object, ...]]:
     """What a Pod's shape reads: the key, and the objects it must have been computed from."""
     admin = namespace_labels(facts.namespace, request.namespace).get(ADMIN_ACCESS_LABEL)
-    templates = (facts.templates.get(r.template_name) for r in refs if r.template_name)
+    templates = (facts.templates.get(ref[1]) for ref in refs if ref[1])
     tenant = facts.tenant.name if facts.tenant else ""
     key = (request.namespace, request.operation, refs, admin, tenant)
     return key, (policies, facts.feasibility, facts.class_capacity, facts.tenant, *templates)

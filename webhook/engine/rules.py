@@ -72,7 +72,7 @@ class RuleInputs:
 
     def near_deadline(self) -> bool:
         """Too little time left for a rule: every rule is evaluated, bounded, not remembered."""
-        return _near(self.deadline)
+        return near(self.deadline)
 
     def activation(self, names: frozenset[str], request: DeviceRequest) -> dict[str, Any]:
         values = {"request": to_cel(request_view(request))}
@@ -141,8 +141,9 @@ def memoizable(validations: tuple[Validation, ...]) -> bool:
     return all(v.program is None or v.program.variables <= MEMOIZABLE for v in validations)
 
 
-def _near(deadline: Deadline | None) -> bool:
-    """Less than one evaluation's allowance left: each rule then goes by `_evaluate_near`."""
+def near(deadline: Deadline | None) -> bool:
+    """Less than one evaluation's allowance left: each rule then goes by `_evaluate_near`, and
+    nothing a rule decides is remembered or answered from memory."""
     return deadline is not None and deadline.at - deadline.clock() < GUARD_SECONDS
 
 
@@ -150,7 +151,7 @@ def _evaluate(
     program: CompiledExpression, request: DeviceRequest, inputs: RuleInputs, memo: Results
 ) -> EvalResult:
     deadline = inputs.deadline
-    if deadline is not None and _near(deadline):  # (`is not None` for the type checker)
+    if deadline is not None and near(deadline):  # (`is not None` for the type checker)
         return _evaluate_near(program, request, inputs, deadline)
     if not program.variables <= MEMOIZABLE:
         return program.evaluate(inputs.activation(program.variables, request))
