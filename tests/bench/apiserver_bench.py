@@ -48,6 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,7 @@ LABEL = "dragate-bench/variant"
 RELEASE = "dragate-bench"
 PROBED_WEBHOOK = "claims.validate.dragate.io"  # the chart's webhook a claim probe reaches
 CONNECTIONS = 8
+ROUNDS = 3
 CLASS = "gpu.nvidia.com"
 MAX_PER_CLAIM = 8
 REPO = TESTS.parent
@@ -246,32 +248,58 @@ def connect(cluster: Any) -> Client:
 # ------------------------------------------------------------------------- measuring
 
 
-def sequential(cluster: Any, kind: str, ns: str, count: int, warmup: int = 10) -> dict[str, Any]:
+@dataclass
+class Measured:
+    """One variant and kind's creates, gathered over the rounds."""
+
+    sequential: list[float] = field(default_factory=list)
+    sequential_failed: int = 0
+    concurrent: list[float] = field(default_factory=list)
+    concurrent_failed: int = 0
+    concurrent_wall: float = 0.0
+
+    def row(self, name: str, kind: str) -> dict[str, Any]:
+        return {
+            "variant": name,
+            "kind": kind,
+            "sequential": {**summarize(self.sequential), "failed": self.sequential_failed},
+            "concurrent": {
+                **summarize(self.concurrent),
+                "failed": self.concurrent_failed,
+                "connections": CONNECTIONS,
+                "creates_per_s": round(len(self.concurrent) / self.concurrent_wall, 1),
+            },
+        }
+
+
+def sequential(
+    cluster: Any, kind: str, ns: str, count: int, *, into: Measured, prefix: str, warmup: int = 5
+) -> None:
     """`count` creates one after another on one connection: latency as one user feels it."""
     client = connect(cluster)
-    samples, failed, first_failure = [], 0, ""
+    failed, first_failure = 0, ""
     try:
         for i in range(warmup + count):
             started = time.perf_counter_ns()
-            status, body = client.create(path(kind, ns), make(kind, f"s{i}"))
+            status, body = client.create(path(kind, ns), make(kind, f"{prefix}s{i}"))
             elapsed = (time.perf_counter_ns() - started) / 1000
             if status != 201:
                 failed += 1
                 first_failure = first_failure or f"{status}: {str(body)[:300]}"
             if i >= warmup:
-                samples.append(elapsed)
+                into.sequential.append(elapsed)
     finally:
         client.close()
     if failed == warmup + count:  # a variant that admits nothing measures nothing
         raise RuntimeError(f"every create of {kind} in {ns} failed, the first: {first_failure}")
-    return {**summarize(samples), "failed": failed}
+    into.sequential_failed += failed
 
 
-def concurrent(cluster: Any, kind: str, ns: str, count: int) -> dict[str, Any]:
+def concurrent(
+    cluster: Any, kind: str, ns: str, count: int, *, into: Measured, prefix: str
+) -> None:
     """`count` creates over CONNECTIONS connections in a closed loop: creates/s."""
     per_connection = max(1, count // CONNECTIONS)
-    samples: list[float] = []
-    failures = [0]
     lock = threading.Lock()
 
     def work(worker: int) -> None:
@@ -279,14 +307,14 @@ def concurrent(cluster: Any, kind: str, ns: str, count: int) -> dict[str, Any]:
         try:
             for i in range(per_connection):
                 started = time.perf_counter_ns()
-                status, _ = client.create(path(kind, ns), make(kind, f"c{worker}-{i}"))
+                status, _ = client.create(path(kind, ns), make(kind, f"{prefix}c{worker}-{i}"))
                 own.append((time.perf_counter_ns() - started) / 1000)
                 failed += status != 201
         finally:
             client.close()
         with lock:
-            samples.extend(own)
-            failures[0] += failed
+            into.concurrent.extend(own)
+            into.concurrent_failed += failed
 
     threads = [threading.Thread(target=work, args=(w,)) for w in range(CONNECTIONS)]
     started = time.perf_counter()
@@ -294,13 +322,7 @@ def concurrent(cluster: Any, kind: str, ns: str, count: int) -> dict[str, Any]:
         thread.start()
     for thread in threads:
         thread.join()
-    wall = time.perf_counter() - started
-    return {
-        **summarize(samples),
-        "failed": failures[0],
-        "connections": CONNECTIONS,
-        "creates_per_s": round(len(samples) / wall, 1),
-    }
+    into.concurrent_wall += time.perf_counter() - started
 
 
 # ------------------------------------------------------------------------- variants
@@ -462,40 +484,40 @@ NOOP_COMMAND = [
 ]  # fmt: skip
 
 
-def run(bin_dir: Path, sequential_count: int, concurrent_count: int) -> dict[str, Any]:
+def run(
+    bin_dir: Path, sequential_count: int, concurrent_count: int, rounds: int = ROUNDS
+) -> dict[str, Any]:
+    """Every variant in each of `rounds` interleaved rounds (each a share of the creates),
+    so a slow minute of the shared machine lands on every variant alike."""
     from e2e.cluster import running_cluster
 
-    rows: list[dict[str, Any]] = []
+    measured = {(v, k): Measured() for v in VARIANTS for k in KINDS}
     with running_cluster(bin_dir, controller_manager=False) as cluster:
         servers = _prepare(cluster, cluster.workdir)
         try:
-            for name in VARIANTS:
-                with variant(cluster, name, servers):
-                    for kind in KINDS:
-                        seq = sequential(
-                            cluster, kind, namespace(name, kind, "seq"), sequential_count
-                        )
-                        conc = concurrent(
-                            cluster, kind, namespace(name, kind, "conc"), concurrent_count
-                        )
-                        rows.append(
-                            {"variant": name, "kind": kind, "sequential": seq, "concurrent": conc}
-                        )
-                        print(
-                            f"apiserver: {name} {kind} p50 {seq['p50_us']} µs, "
-                            f"{conc['creates_per_s']}/s",
-                            file=sys.stderr,
-                            flush=True,
-                        )
+            for turn in range(rounds):
+                for name in VARIANTS:
+                    with variant(cluster, name, servers):
+                        for kind in KINDS:
+                            into, prefix = measured[(name, kind)], f"r{turn}-"
+                            ns = namespace(name, kind, "seq")
+                            count = sequential_count // rounds
+                            sequential(cluster, kind, ns, count, into=into, prefix=prefix)
+                            ns = namespace(name, kind, "conc")
+                            count = concurrent_count // rounds
+                            concurrent(cluster, kind, ns, count, into=into, prefix=prefix)
+                print(f"apiserver: round {turn + 1} of {rounds} done", file=sys.stderr, flush=True)
             reviews = review_times(servers["dragate"].process.log_path)
         finally:
             for served in servers.values():
                 served.stop()
+    rows = [m.row(name, kind) for (name, kind), m in measured.items()]
     return {
         "rows": rows,
         "added": added(rows),
         "reviews": reviews,
         "connections": CONNECTIONS,
+        "rounds": rounds,
         "sequential_count": sequential_count,
         "concurrent_count": concurrent_count,
     }

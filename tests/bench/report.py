@@ -411,7 +411,8 @@ def _apiserver_tables(api: dict[str, Any]) -> list[str]:
     parts = [
         f"\n## Through a real kube-apiserver: create latency at 1 connection "
         f"({api['sequential_count']} creates) and creates/s at {api['connections']} "
-        f"connections ({api['concurrent_count']} creates)\n",
+        f"connections ({api['concurrent_count']} creates), every variant in each of "
+        f"{api.get('rounds', 1)} interleaved rounds\n",
         _table(rows, list(rows[0])),
         "\n### Added over no admission, same run\n\nover_noop_p50_ms: dragate's p50 over the "
         "no-op webhook behind the same chart configurations (what dragate adds beyond the "
