@@ -40,6 +40,22 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 2.0,
                 "ms",
             ),
+            (
+                f"/{endpoint} p50 at 1 conn minus no-op p50, load generator on its own CPU",
+                "delta",
+                http.get(f"{endpoint}_p50_delta_ms_at_1_apart"),
+                "<=",
+                0.3,
+                "ms",
+            ),
+            (
+                f"/{endpoint} p99 at 1 conn, load generator on its own CPU",
+                "p99",
+                http.get(f"{endpoint}_p99_ms_at_1_apart"),
+                "<=",
+                2.0,
+                "ms",
+            ),
         ]
     engine = _first(results.get("engine", []), "cel_rules", 20)
     rows += [
@@ -249,6 +265,10 @@ def markdown(results: dict[str, Any]) -> str:
             "ratios to the no-op are taken within each round.\n"
         )
         rows = [{"target": t, **r} for t, curve in http["curves"].items() for r in curve]
+        rows += [
+            {"target": t, **r, "connections": "1, load generator on its own CPU"}
+            for t, r in (http.get("apart") or {}).items()
+        ]
         parts.append(
             _table(
                 rows,

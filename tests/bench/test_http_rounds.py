@@ -56,3 +56,19 @@ def test_ratios_are_taken_within_each_round(
     assert found["validate_rps_ratio_at_8"] == ratio
     assert found["validate_rps_ratio_range_at_8"] == spread
     assert found["validate_p50_delta_ms_at_1"] == 0.3
+
+
+def test_one_connection_apart_is_judged_on_its_own_rounds() -> None:
+    """The `apart` cells (load generator on its own CPU) give their own p50 difference; a
+    machine with one CPU measures none, and then no figure is made up."""
+    result = _curves([1000.0], [500.0])
+    result["apart"] = {
+        "noop": http_bench.cell(1, [_run(2000.0, 400.0), _run(2000.0, 600.0)]),
+        "validate": http_bench.cell(1, [_run(1500.0, 550.0), _run(1500.0, 800.0)]),
+    }
+    found = http_bench.ratios(result)
+    assert found["validate_p50_delta_ms_at_1_apart"] == 0.175  # rounds: +150, +200 µs
+    assert found["validate_p99_ms_at_1_apart"] == 0.675
+    assert found["validate_p50_delta_ms_at_1"] == 0.3  # the shared measurement is kept
+    assert "mutate_p50_delta_ms_at_1_apart" not in found  # no apart cell for /mutate
+    assert "validate_p50_delta_ms_at_1_apart" not in http_bench.ratios(_curves([1.0], [1.0]))
