@@ -3,8 +3,9 @@
 One Context is shared by a corpus of requests (Pods of one workload, missing and malformed
 templates, infeasible claims, legacy Pods that are rewritten, a policy reload, a template and
 a DeviceClass changed in place of the old ones); each verdict is compared with the one a fresh
-Context gives after the process-wide memos (template specs, rule results) are emptied. The
-ledger is fresh for each request on both sides: what it holds is its own tests' concern.
+Context gives after the process-wide memos (template specs, rule results, Pod shapes) are
+emptied. The ledger is fresh for each request on both sides: what it holds is its own tests'
+concern.
 """
 
 from __future__ import annotations
