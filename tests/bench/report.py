@@ -48,14 +48,6 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 0.3,
                 "ms",
             ),
-            (
-                f"/{endpoint} p99 at 1 conn, load generator on its own CPU",
-                "p99",
-                http.get(f"{endpoint}_p99_ms_at_1_apart"),
-                "<=",
-                2.0,
-                "ms",
-            ),
         ]
     engine = _first(results.get("engine", []), "cel_rules", 20)
     rows += [
