@@ -3,7 +3,8 @@ without dragate, next to a ValidatingAdmissionPolicy doing the same checks in CE
 
 One control plane (etcd + kube-apiserver of the e2e toolchain, tests/e2e/toolchain/build.sh),
 one `dragate serve --kubeconfig` (cluster mode, as the chart runs it: watch caches and the
-TenantUsage ledger), and the same objects for every variant:
+TenantUsage ledger, under the chart's service account, whose own requests the chart's
+webhooks skip), and the same objects for every variant:
 
   none           no admission webhook or policy (the baseline)
   vap            a ValidatingAdmissionPolicy: class allow-list and per-claim count cap in CEL
@@ -444,7 +445,8 @@ def _prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
     cluster.kubectl(
         "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
     )
-    command = serve_command(cluster.kubeconfig, policies(workdir / "policies"))
+    kubeconfig = service_account_kubeconfig(cluster, workdir / "dragate.kubeconfig")
+    command = serve_command(kubeconfig, policies(workdir / "policies"))
     patch = workdir / "dragate-patch.json"
     patch.write_text(json.dumps(dragate_patch(workdir / "policies")))
     launched: dict[str, Any] = {}
@@ -458,6 +460,39 @@ def _prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
             server.stop()
         raise
     return launched
+
+
+def chart_user(cluster: Any) -> str:
+    """The user the chart runs dragate as: its webhooks' `not-dragate-itself` condition."""
+    from e2e import chart_webhooks
+
+    helm, ca = cluster.bin_dir / "helm", cluster.pki.ca.cert_pem
+    rendered = chart_webhooks.render(helm, RELEASE, "https://127.0.0.1", ca)
+    objects: list[dict[str, Any]] = json.loads(json.dumps(rendered))
+    for webhook in (w for obj in objects for w in obj.get("webhooks", [])):
+        for condition in webhook.get("matchConditions", []):
+            if condition["name"] == "not-dragate-itself":
+                return str(condition["expression"]).split("'")[1]
+    raise RuntimeError("the chart's webhooks name no not-dragate-itself condition")
+
+
+def service_account_kubeconfig(cluster: Any, path: Path) -> Path:
+    """A kubeconfig for the chart's service account (bound to cluster-admin here), so that
+    dragate's own requests, such as creating a managed template, are skipped by the chart's
+    webhooks as they are in a cluster, instead of calling back into dragate."""
+    _, _, ns, name = chart_user(cluster).split(":")
+    cluster.kubectl("create", "namespace", ns, check=False)
+    cluster.kubectl("create", "serviceaccount", name, "-n", ns)
+    cluster.kubectl(
+        "create", "clusterrolebinding", f"{name}-bench", "--clusterrole=cluster-admin",
+        f"--serviceaccount={ns}:{name}",
+    )  # fmt: skip
+    token = cluster.kubectl("create", "token", name, "-n", ns, "--duration=4h").stdout.strip()
+    config = json.loads(Path(cluster.kubeconfig).read_text())
+    config["users"] = [{"name": "admin", "user": {"token": token}}]
+    path.write_text(json.dumps(config))
+    path.chmod(0o600)
+    return path
 
 
 def dragate_patch(policy_dir: Path) -> list[dict[str, Any]]:
