@@ -61,7 +61,7 @@ def offline_context(
         policies=policies,
         state=state,
         ledger=ledger,
-        templates=lambda namespace, templates, dry_run: _add_templates(
+        templates=lambda namespace, templates, dry_run, _seconds: _add_templates(
             state, namespace, templates, dry_run
         ),
         inventory=InventorySource(state.slices).current,

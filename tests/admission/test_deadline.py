@@ -58,13 +58,15 @@ class SlowState(SnapshotState):
 
 
 class Templates:
-    """A TemplateSink that records what it was asked to create."""
+    """A TemplateSink that records what it was asked to create, and in how many seconds."""
 
     def __init__(self) -> None:
         self.created: list[Object] = []
+        self.seconds: list[float] = []
 
-    def __call__(self, namespace: str, templates: Any, dry_run: bool) -> None:
+    def __call__(self, namespace: str, templates: Any, dry_run: bool, seconds: float) -> None:
         self.created.extend(templates)
+        self.seconds.append(seconds)
 
 
 def _claim() -> dict[str, Any]:
@@ -154,9 +156,17 @@ def test_in_time_the_same_review_reserves(tmp_path: Path) -> None:
     assert ledger.usage("team-a")["gpu.nvidia.com"].used == 2
 
 
-def test_in_time_the_same_mutation_creates_its_template() -> None:
+@pytest.mark.parametrize(
+    ("timeout", "budget"), [("10s", 10.0), ("2s", 2.0)], ids=["10s", "the chart's 2s"]
+)
+def test_in_time_the_same_mutation_creates_its_template_within_what_is_left(
+    timeout: str, budget: float
+) -> None:
+    """The template sink is told what the review has left (the slow read took some of it),
+    so creating a template never outlasts the API server's own wait for the answer."""
     templates = Templates()
     client = _client(MemoryLedger(), SlowState(), templates)
-    answer = client.post("/mutate?timeout=10s", json=_review(_legacy_pod(), "pods"))
+    answer = client.post(f"/mutate?timeout={timeout}", json=_review(_legacy_pod(), "pods"))
     assert "patch" in answer.get_json()["response"]
     assert len(templates.created) == 1
+    assert 0 < templates.seconds[0] <= budget - SLOW_SECONDS

@@ -203,6 +203,21 @@ def test_ensure_templates_creates_once_and_never_on_dry_run(
     assert names == ["resourceclaimtemplate.resource.k8s.io/gpu-1"]
 
 
+def test_ensure_templates_creates_nothing_when_the_review_has_no_time_left(
+    cluster: Cluster, state: KubeState
+) -> None:
+    """A review with no time left is refused the creation, not answered after the API server
+    has given up on it; with time left, the same call creates the template."""
+    cluster.kubectl("create", "namespace", "ks-late")
+    wanted = [template("ks-late", "gpu-late")]
+    with pytest.raises(FactsUnavailable, match="no time left"):
+        state.ensure_templates("ks-late", wanted, dry_run=False, seconds=0.0)
+    listed = cluster.kubectl("get", "resourceclaimtemplates", "-n", "ks-late", "-o", "name")
+    assert listed.stdout.split() == []
+    state.ensure_templates("ks-late", wanted, dry_run=False, seconds=1.5)
+    assert state.template("ks-late", "gpu-late") is not None
+
+
 def test_ensure_templates_fails_closed_when_the_api_refuses(state: KubeState) -> None:
     with pytest.raises(FactsUnavailable, match="cannot create"):
         state.ensure_templates("no-such-namespace", [template("x", "gpu-1")], dry_run=False)

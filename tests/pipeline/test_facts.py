@@ -45,16 +45,17 @@ def _slice(devices: int) -> Object:
 
 
 INVENTORY = Inventory.from_slices([_slice(2)])
+POLICIES = PolicySet()
 
 
 def _facts(state: SnapshotState, inventory: Inventory | None) -> Facts:
     context = Context(
-        policies=PolicySet,
+        policies=lambda: POLICIES,
         state=state,
         ledger=MemoryLedger(),
         inventory=(lambda: inventory) if inventory is not None else None,
     )
-    return gather(request_from_object(pod(claims={"gpu": "t"})), PolicySet(), context)
+    return gather(request_from_object(pod(claims={"gpu": "t"})), POLICIES, context)
 
 
 def _published(facts: Facts) -> tuple[Any, Any]:

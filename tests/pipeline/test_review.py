@@ -51,7 +51,7 @@ def context(*objects: dict[str, Any]) -> tuple[Context, SnapshotState, MemoryLed
         policies=lambda: POLICIES,
         state=state,
         ledger=ledger,
-        templates=lambda ns, templates, dry: added.extend(templates) if not dry else None,
+        templates=lambda ns, templates, dry, seconds: added.extend(templates) if not dry else None,
     )
     return ctx, state, ledger
 
@@ -133,7 +133,7 @@ def test_mutation_rewrites_a_legacy_pod_and_validation_judges_the_result() -> No
     created: list[Any] = []
     ctx = replace(
         ctx,
-        templates=lambda ns, templates, dry: (
+        templates=lambda ns, templates, dry, seconds: (
             [state.add({**t, "metadata": {**t["metadata"], "namespace": ns}}) for t in templates]
             and None
         ),
@@ -155,7 +155,7 @@ def test_a_rewrite_that_breaks_policy_is_denied_on_both_sides_with_one_message()
     on the device plugin, and `check` (admit) says exactly what the cluster says."""
     ctx, _, ledger = context()
     made: list[Any] = []
-    ctx = replace(ctx, templates=lambda ns, templates, dry: made.extend(templates))
+    ctx = replace(ctx, templates=lambda ns, templates, dry, seconds: made.extend(templates))
     over = request_from_object(legacy_pod(gpus=5))
     mutation = review(over, ctx, mutate=True)
     unchanged = review(over, ctx)

@@ -168,17 +168,24 @@ class KubeState:
 
     # ------------------------------------------------------ managed templates
 
-    def ensure_templates(self, namespace: str, templates: Sequence[Object], dry_run: bool) -> None:
+    def ensure_templates(
+        self,
+        namespace: str,
+        templates: Sequence[Object],
+        dry_run: bool,
+        seconds: float = TEMPLATE_TIMEOUT,
+    ) -> None:
         """Create the managed ResourceClaimTemplates a rewritten Pod refers to (a TemplateSink).
 
         Existing ones are left alone: a managed template's name is derived from its content.
-        Raises FactsUnavailable when they cannot be made within TEMPLATE_TIMEOUT: the pipeline
-        then leaves the Pod unrewritten with a warning (never pointing at a template that does
-        not exist), and validation still judges it as its rewrite.
+        Raises FactsUnavailable when they cannot be made within TEMPLATE_TIMEOUT or `seconds`
+        (what the review has left), whichever ends first: the pipeline then leaves the Pod
+        unrewritten with a warning (never pointing at a template that does not exist), and
+        validation still judges it as its rewrite.
         """
         if dry_run:
             return
-        deadline = time.monotonic() + TEMPLATE_TIMEOUT
+        deadline = time.monotonic() + min(TEMPLATE_TIMEOUT, seconds)
         cache = self._caches["ResourceClaimTemplate"]
         for template in templates:
             name = str((template.get("metadata") or {}).get("name", ""))

@@ -9,8 +9,10 @@ from webhook.engine.inventory import Inventory
 from webhook.pipeline.scope import Identity
 from webhook.types import ClusterState, Ledger, Object, PolicySet
 
-TemplateSink = Callable[[str, Sequence[Object], bool], None]
-"""Makes sure managed ResourceClaimTemplates exist: (namespace, templates, dry_run)."""
+TemplateSink = Callable[[str, Sequence[Object], bool, float], None]
+"""Makes sure managed ResourceClaimTemplates exist: (namespace, templates, dry_run, seconds),
+`seconds` what the review has left: a sink that cannot finish in time raises
+FactsUnavailable rather than answer after the API server has given up on the review."""
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,9 @@ def _rewrite(
         return Verdict(denial)
     if result.templates and context.templates is not None:
         deadline.check("creating ResourceClaimTemplates")
-        context.templates(request.namespace, result.templates, request.dry_run)
+        context.templates(
+            request.namespace, result.templates, request.dry_run, deadline.remaining()
+        )
     return Verdict(
         Decision(warnings=result.notes, tenant=facts.tenant.name if facts.tenant else ""),
         patch=list(rewrite.patch) if result.changed else (),
