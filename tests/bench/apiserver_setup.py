@@ -1,0 +1,239 @@
+"""The apiserver benchmark's setup: a client of the API server, each variant's admission
+registered (the chart's own webhook configurations, or the ValidatingAdmissionPolicy) and
+removed again, and the servers behind them: `dragate serve` under the chart's service
+account, the no-op, and the no-op that answers with dragate's patch."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from apiserver_objects import admission_policy, claim, dragate_patch, namespace, namespaces, path
+from apiserver_objects import policies as bench_policies
+
+WEBHOOKS = {  # variant: (server, mutating webhook registered)
+    "noop-validate": ("noop", False),
+    "validate": ("dragate", False),
+    "noop-mutate": ("noop", True),
+    "noop-patch": ("noop-patch", True),
+    "mutate": ("dragate", True),
+}
+LABEL = "dragate-bench/variant"
+RELEASE = "dragate-bench"
+PROBED_WEBHOOK = "claims.validate.dragate.io"  # the chart's webhook a claim probe reaches
+REPO = Path(__file__).resolve().parents[2]
+CRD = REPO / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
+
+
+# ------------------------------------------------------------------------- the client
+
+
+class Client:
+    """One keep-alive HTTPS connection to the API server as the admin user."""
+
+    def __init__(self, host: str, port: int, context: ssl.SSLContext) -> None:
+        self._connection = http.client.HTTPSConnection(host, port, context=context, timeout=30)
+
+    def create(self, url: str, obj: dict[str, Any], dry_run: bool = False) -> tuple[int, Any]:
+        body = json.dumps(obj).encode()
+        query = "?dryRun=All" if dry_run else ""
+        self._connection.request("POST", url + query, body, {"Content-Type": "application/json"})
+        reply = self._connection.getresponse()
+        return reply.status, json.loads(reply.read() or b"null")
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+def tls_context(cluster: Any) -> ssl.SSLContext:
+    pki = cluster.pki
+    context = ssl.create_default_context(cafile=str(pki.ca_path))
+    context.load_cert_chain(pki.directory / "admin.crt", pki.directory / "admin.key")
+    return context
+
+
+def connect(cluster: Any) -> Client:
+    host, _, port = cluster.server_url.removeprefix("https://").rpartition(":")
+    return Client(host, int(port), tls_context(cluster))
+
+
+# ------------------------------------------------------------------------- variants
+
+
+def _wait(probe: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if probe():
+            return
+        time.sleep(0.3)
+    raise TimeoutError(f"{what} did not take effect in {timeout:.0f}s")
+
+
+def _denied_by(cluster: Any, ns: str, marker: str | None) -> bool:
+    """Whether an over-cap claim (dry run) is refused, and by whom (`marker` in the message)."""
+    client = connect(cluster)
+    try:
+        status, body = client.create(path("claim", ns), claim("probe", 100), dry_run=True)
+    finally:
+        client.close()
+    if marker is None:
+        return status == 201
+    return status != 201 and marker in json.dumps(body)
+
+
+def _webhook_calls(cluster: Any) -> float:
+    """How many calls the API server made to PROBED_WEBHOOK so far (its /metrics)."""
+    client = connect(cluster)
+    try:
+        client._connection.request("GET", "/metrics")
+        text = client._connection.getresponse().read().decode()
+    finally:
+        client.close()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("apiserver_admission_webhook_admission_duration_seconds_count{")
+        and f'name="{PROBED_WEBHOOK}"' in line
+    )
+
+
+def _called(cluster: Any, ns: str) -> bool:
+    """Whether an allowed claim (dry run) in `ns` reaches the chart's claim webhook."""
+    before = _webhook_calls(cluster)
+    client = connect(cluster)
+    try:
+        client.create(path("claim", ns), claim("probe"), dry_run=True)
+    finally:
+        client.close()
+    return _webhook_calls(cluster) > before
+
+
+@contextmanager
+def _policy(cluster: Any, probe_ns: str) -> Iterator[None]:
+    cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": admission_policy()}),
+    )
+    _wait(lambda: _denied_by(cluster, probe_ns, "bench-gpu-claims"), "the VAP")
+    try:
+        yield
+    finally:
+        for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
+            for what in ("claims", "pods"):
+                cluster.kubectl("delete", kind, f"bench-gpu-{what}", "--ignore-not-found")
+        _wait(lambda: _denied_by(cluster, probe_ns, None), "removing the VAP")
+
+
+@contextmanager
+def variant(cluster: Any, name: str, servers: dict[str, Any]) -> Iterator[None]:
+    """Admission configured for `name`, and removed again afterwards."""
+    from e2e import chart_webhooks
+
+    probe_ns = namespace(name, "claim", "seq")
+    if name == "none":
+        yield
+        return
+    if name == "vap":
+        with _policy(cluster, probe_ns):
+            yield
+        return
+    server_name, mutating = WEBHOOKS[name]
+    served = servers[server_name].server
+    objects = chart_webhooks.render(
+        cluster.bin_dir / "helm", RELEASE, served.base_url, served.ca_bundle_pem, mutating=mutating
+    )
+    registration = chart_webhooks.apply(cluster, chart_webhooks.scoped(objects, {LABEL: name}))
+    if server_name == "dragate":
+        _wait(lambda: _denied_by(cluster, probe_ns, "dragate"), f"dragate ({name})")
+    else:
+        _wait(lambda: _called(cluster, probe_ns), f"the no-op webhook ({name})")
+    try:
+        yield
+    finally:
+        registration.delete(cluster)
+        _wait(lambda: not _called(cluster, probe_ns), f"removing {name}")
+
+
+def prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
+    """CRD, DeviceClasses, namespaces, a running dragate and no-op (not registered yet)."""
+    from e2e.dragate_server import DATA, DragateServer, serve_command
+
+    cluster.kubectl("apply", "-f", str(CRD))
+    cluster.kubectl(
+        "wait", "--for=condition=Established", "crd/tenantusages.dragate.io", "--timeout=60s"
+    )
+    cluster.kubectl("apply", "-f", str(DATA / "inventory.yaml"))
+    items = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": ns, "labels": {LABEL: variant}},
+        }
+        for ns, (variant, _) in namespaces().items()
+    ]
+    cluster.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    )
+    kubeconfig = service_account_kubeconfig(cluster, workdir / "dragate.kubeconfig")
+    command = serve_command(kubeconfig, bench_policies(workdir / "policies"))
+    patch = workdir / "dragate-patch.json"
+    patch.write_text(json.dumps(dragate_patch(workdir / "policies")))
+    launched: dict[str, Any] = {}
+    try:
+        launched["dragate"] = DragateServer.launch(command, workdir, name="dragate-bench")
+        launched["noop"] = DragateServer.launch(NOOP_COMMAND, workdir, name="noop-bench")
+        patching = [*NOOP_COMMAND, "--patch", str(patch)]
+        launched["noop-patch"] = DragateServer.launch(patching, workdir, name="noop-patch-bench")
+    except BaseException:
+        for server in launched.values():
+            server.stop()
+        raise
+    return launched
+
+
+def chart_user(cluster: Any) -> str:
+    """The user the chart runs dragate as: its webhooks' `not-dragate-itself` condition."""
+    from e2e import chart_webhooks
+
+    helm, ca = cluster.bin_dir / "helm", cluster.pki.ca.cert_pem
+    rendered = chart_webhooks.render(helm, RELEASE, "https://127.0.0.1", ca)
+    objects: list[dict[str, Any]] = json.loads(json.dumps(rendered))
+    for webhook in (w for obj in objects for w in obj.get("webhooks", [])):
+        for condition in webhook.get("matchConditions", []):
+            if condition["name"] == "not-dragate-itself":
+                return str(condition["expression"]).split("'")[1]
+    raise RuntimeError("the chart's webhooks name no not-dragate-itself condition")
+
+
+def service_account_kubeconfig(cluster: Any, path: Path) -> Path:
+    """A kubeconfig for the chart's service account (bound to cluster-admin here), so that
+    dragate's own requests, such as creating a managed template, are skipped by the chart's
+    webhooks as they are in a cluster, instead of calling back into dragate."""
+    _, _, ns, name = chart_user(cluster).split(":")
+    cluster.kubectl("create", "namespace", ns, check=False)
+    cluster.kubectl("create", "serviceaccount", name, "-n", ns)
+    cluster.kubectl(
+        "create", "clusterrolebinding", f"{name}-bench", "--clusterrole=cluster-admin",
+        f"--serviceaccount={ns}:{name}",
+    )  # fmt: skip
+    token = cluster.kubectl("create", "token", name, "-n", ns, "--duration=4h").stdout.strip()
+    config = json.loads(Path(cluster.kubeconfig).read_text())
+    config["users"] = [{"name": "admin", "user": {"token": token}}]
+    path.write_text(json.dumps(config))
+    path.chmod(0o600)
+    return path
+
+
+NOOP_COMMAND = [
+    sys.executable, str(Path(__file__).resolve().with_name("noop_server.py")),
+    "--host", "{host}", "--port", "{port}", "--cert-dir", "{cert_dir}",
+]  # fmt: skip
