@@ -52,9 +52,9 @@ def test_offline_templates_land_in_the_snapshot_unless_dry_run() -> None:
     state = SnapshotState()
     context = offline_context(lambda: POLICIES, state)
     made = {"kind": "ResourceClaimTemplate", "metadata": {"name": "t"}}
-    context.templates("team-a", [made], True)
+    context.templates("team-a", [made], True, 10.0)
     assert state.template("team-a", "t") is None
-    context.templates("team-a", [made], False)
+    context.templates("team-a", [made], False, 10.0)
     assert state.template("team-a", "t") is not None
 
 
