@@ -15,7 +15,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from apiserver_objects import admission_policy, claim, dragate_patch, namespace, namespaces, path
+from apiserver_objects import (
+    REPO,
+    admission_policy,
+    claim,
+    dragate_patch,
+    namespace,
+    namespaces,
+    path,
+)
 from apiserver_objects import policies as bench_policies
 
 WEBHOOKS = {  # variant: (server, mutating webhook registered)
@@ -28,7 +36,6 @@ WEBHOOKS = {  # variant: (server, mutating webhook registered)
 LABEL = "dragate-bench/variant"
 RELEASE = "dragate-bench"
 PROBED_WEBHOOK = "claims.validate.dragate.io"  # the chart's webhook a claim probe reaches
-REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
 
 
