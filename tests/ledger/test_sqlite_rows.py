@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from ledger_contract import GPU, Clock
 
-from webhook.ledger import sqliterows
-from webhook.ledger.accounting import PENDING_SECONDS, live, usage_of
+from webhook.ledger import accounting, sqliterows
+from webhook.ledger.accounting import PENDING_SECONDS, Record, live, usage_of
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.ledger.sqliterows import records_of
@@ -167,6 +167,35 @@ def test_a_connection_s_next_write_decodes_no_row(
     assert ledger.usage("t") == in_file(db_path, "t", 0)
 
 
+def test_a_connection_s_next_new_holder_recounts_no_holder(
+    db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new holder among thousands: checked against the totals the last write left, and
+    stored as one row; neither the tenant's totals, its usage nor its live holders are
+    worked out again from every holder (`tests/bench/holders.py` measures the cost)."""
+    ledger = SqliteLedger(db_path)
+    ledger.reserve("t", {f"seed:{i}": {GPU: 1} for i in range(50)}, {GPU: 100})
+    assert ledger.reserve("t", {"pod:0/gpu": {GPU: 1}}, {GPU: 100}).granted
+    walked: list[str] = []
+    for name in ("totals", "usage_of", "live", "reserve"):
+        original = getattr(accounting, name)
+        monkeypatch.setattr(accounting, name, _noting(walked, name, original))
+    for i in range(1, 20):
+        assert ledger.reserve("t", {f"pod:{i}/gpu": {GPU: 1}}, {GPU: 100}).granted
+    assert walked == []
+    refused = ledger.reserve("t", {"pod:big/gpu": {GPU: 40}}, {GPU: 100})
+    assert not refused.granted and walked == ["usage_of"]  # the denial names the holders
+    assert refused.usage[GPU].used == 70 == in_file(db_path, "t", 0)[GPU].used
+
+
+def _noting(walked: list[str], name: str, original: Any) -> Any:
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        walked.append(name)
+        return original(*args, **kwargs)
+
+    return noted
+
+
 def test_another_connection_s_write_between_two_of_ours_is_counted(
     db_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -286,3 +315,45 @@ def test_two_ledgers_on_one_file_answer_as_one_memory_ledger(db_path: str, seed:
         assert answer == _apply(oracle, clock, operation), (step, operation)
         for tenant in ("t", "u"):
             assert in_file(db_path, tenant, clock.now) == oracle.usage(tenant), (step, tenant)
+
+
+def _random_rows(rng: random.Random, now: float) -> sqliterows.Rows:
+    """Rows as read (expired holders too), or as left by a chain of written changes."""
+    records = {
+        f"pod:{i}/gpu": Record({GPU: rng.randrange(3)}, rng.choice([None, now + 30, now - 1]))
+        for i in range(rng.randrange(5))
+    }
+    rows = sqliterows.Rows(records)
+    for step in range(rng.randrange(3)):
+        if rows.all_live(now):
+            changed = {f"pod:{rng.randrange(6)}/gpu": Record({GPU: rng.randrange(3)}, now + step)}
+            rows = rows.with_changes(changed)
+    return rows
+
+
+def _nonzero(totals: dict[str, int]) -> dict[str, int]:
+    return {c: n for c, n in totals.items() if n}
+
+
+@pytest.mark.parametrize("seed", range(3), ids=[f"seed-{s}" for s in range(3)])
+def test_a_plan_on_kept_totals_is_what_reserve_decides_on_the_records(seed: int) -> None:
+    """Rows plan a reservation from the totals they keep while every holder is live, and by
+    `accounting.reserve` otherwise: over random rows the answer, the rows left, their totals
+    and the holders written are always `reserve`'s."""
+    rng, now = random.Random(seed), 1000.0
+    for _ in range(2000):
+        rows = _random_rows(rng, now)
+        holds = {f"pod:{rng.randrange(6)}/gpu": {GPU: rng.randrange(4)}}
+        limits = {GPU: rng.choice([2, 4, 8])}
+        plan = rows.planned(holds, limits, now=now, pending_seconds=PENDING_SECONDS)
+        outcome = accounting.reserve(
+            rows.records, holds, limits, now=now, pending_seconds=PENDING_SECONDS
+        )
+        assert plan.granted is outcome.granted, (rows.records, holds, limits)
+        left = plan.after.records if plan.granted else live(plan.after.records, now=now)
+        assert left == outcome.records
+        assert _nonzero(plan.after.totals) == _nonzero(accounting.totals(plan.after.records))
+        assert plan.reservation().usage == usage_of(outcome.records)
+        written = {**{k: r for k, r in rows.records.items() if k not in plan.deletes}, **plan.puts}
+        assert written == (outcome.records if plan.granted else rows.records)
+        assert not plan.after.all_live(now) or live(plan.after.records, now=now) == left

@@ -90,22 +90,52 @@ def reserve(
     retry changes nothing, so a ledger need not write.
     """
     current = live(current, now=now)
-    updated: Records = dict(current)
-    before = totals(current)
-    after = dict(before)  # then moved by the holders that change: one pass over the tenant
+    change = changes(
+        current, totals(current), holds, limits, now=now, pending_seconds=pending_seconds
+    )
+    if not change.granted:
+        return Outcome(False, current)
+    return Outcome(True, {**current, **change.changed})
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a reservation does to live records: whether it is granted, and the holders it
+    sets (new or changed records; none when refused or when nothing changes)."""
+
+    granted: bool
+    changed: Records = field(default_factory=dict)
+
+
+def changes(
+    current: Mapping[str, Record],
+    current_totals: Mapping[str, int],
+    holds: Mapping[str, Mapping[str, int]],
+    limits: Mapping[str, int],
+    *,
+    now: float,
+    pending_seconds: float = PENDING_SECONDS,
+) -> Change:
+    """`reserve` on records all live, given their `totals`: only the holders that change.
+
+    A ledger that keeps its records' totals (the SQLite ledger's rows) checks a new holder
+    without walking the tenant's thousands of others; `reserve` is this over `live` records.
+    """
+    after = dict(current_totals)  # moved by the holders that change
+    changed: Records = {}
     for key, devices in holds.items():
         known = current.get(key)
         wanted = {c: n for c, n in devices.items() if n}
         if known is not None and unchanged(known, wanted, now):
             continue
         expires = known.expires_at if known is not None else now + pending_seconds
-        updated[key] = Record(wanted, expires)
-        _move(after, known.devices if known is not None else {}, wanted)
+        changed[key] = Record(wanted, expires)
+        move(after, known.devices if known is not None else {}, wanted)
     for device_class, total in after.items():
         limit = limits.get(device_class)
-        if limit is not None and total > before.get(device_class, 0) and total > limit:
-            return Outcome(False, dict(current))
-    return Outcome(True, updated)
+        if limit is not None and total > current_totals.get(device_class, 0) and total > limit:
+            return Change(False)
+    return Change(True, changed)
 
 
 def readmitted(
@@ -166,7 +196,7 @@ def reconcile(
     return records
 
 
-def _move(total: dict[str, int], was: Mapping[str, int], now: Mapping[str, int]) -> None:
+def move(total: dict[str, int], was: Mapping[str, int], now: Mapping[str, int]) -> None:
     """`total` with one holder's devices `was` replaced by `now`."""
     for device_class, count in was.items():
         total[device_class] = total.get(device_class, 0) - count

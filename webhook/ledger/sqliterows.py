@@ -20,7 +20,7 @@ from types import MappingProxyType
 
 from webhook.ledger import accounting
 from webhook.ledger.accounting import Record, Records
-from webhook.types import ClassUsage
+from webhook.types import ClassUsage, Reservation
 
 MAX_REMEMBERED_TENANTS = 256
 """Tenants whose decoded rows one connection keeps; past this it starts over."""
@@ -30,13 +30,23 @@ class Rows:
     """One tenant's decoded rows as read once, and what follows from them alone.
 
     Shared by later reads: callers must not change `records` (`accounting` builds new
-    records and never changes those it is given) and get copies of `usage`.
+    records and never changes those it is given) and get copies of `usage`. `live_until`
+    may be earlier than the first expiry (never later): rows then take the longer way.
     """
 
-    def __init__(self, records: Records) -> None:
+    def __init__(
+        self,
+        records: Records,
+        totals: dict[str, int] | None = None,
+        live_until: float | None = None,
+    ) -> None:
         self.records = records
-        expiries = [r.expires_at for r in records.values() if r.expires_at is not None]
-        self._live_until = min(expiries, default=math.inf)
+        if live_until is None:
+            expiries = [r.expires_at for r in records.values() if r.expires_at is not None]
+            live_until = min(expiries, default=math.inf)
+        self._live_until = live_until
+        if totals is not None:
+            self.__dict__["totals"] = totals
 
     def all_live(self, now: float) -> bool:
         """Whether no pending holder has expired by `now` (`accounting.live` would keep all)."""
@@ -46,6 +56,79 @@ class Rows:
     def usage(self) -> dict[str, ClassUsage]:
         """`accounting.usage_of(records)`: the usage while `all_live`."""
         return accounting.usage_of(self.records)
+
+    @functools.cached_property
+    def totals(self) -> dict[str, int]:
+        """`accounting.totals(records)`, kept from one write to the next (`with_changes`)."""
+        return accounting.totals(self.records)
+
+    def with_changes(self, changed: Records) -> Rows:
+        """These rows with `changed` set, their totals and first expiry moved, not recounted:
+        a new holder among thousands costs a copy of the table, not a walk of every holder."""
+        totals = dict(self.totals)
+        live_until = self._live_until
+        for key, record in changed.items():
+            known = self.records.get(key)
+            accounting.move(totals, known.devices if known is not None else {}, record.devices)
+            if record.expires_at is not None:
+                live_until = min(live_until, record.expires_at)
+        return Rows({**self.records, **changed}, totals, live_until)
+
+    def planned(
+        self,
+        holds: Mapping[str, Mapping[str, int]],
+        limits: Mapping[str, int],
+        *,
+        now: float,
+        pending_seconds: float,
+    ) -> Plan:
+        """What reserving `holds` on these rows answers, leaves and writes: from the kept
+        totals while every holder is live, else by `accounting.reserve` over the records."""
+        if self.all_live(now):
+            change = accounting.changes(
+                self.records, self.totals, holds, limits, now=now, pending_seconds=pending_seconds
+            )
+            if not change.granted or not change.changed:
+                return Plan(change.granted, self)
+            return Plan(True, self.with_changes(change.changed), change.changed)
+        outcome = accounting.reserve(
+            self.records, holds, limits, now=now, pending_seconds=pending_seconds
+        )
+        if not outcome.granted:
+            return Plan(False, self, refused_usage=accounting.usage_of(outcome.records))
+        after, before = outcome.records, self.records
+        puts = {k: r for k, r in after.items() if before.get(k) is not r and before.get(k) != r}
+        return Plan(True, Rows(after), puts, tuple(before.keys() - after.keys()))
+
+
+class Plan:
+    """A reservation worked out on rows as read: granted or not, the rows it leaves (the rows
+    themselves when it changes nothing) and the holders to store and to delete for that."""
+
+    def __init__(
+        self,
+        granted: bool,
+        after: Rows,
+        puts: Records | None = None,
+        deletes: tuple[str, ...] = (),
+        refused_usage: dict[str, ClassUsage] | None = None,
+    ) -> None:
+        self.granted = granted
+        self.after = after
+        self.puts: Records = puts or {}
+        self.deletes = deletes
+        self._refused_usage = refused_usage
+
+    @property
+    def writes(self) -> bool:
+        return bool(self.puts or self.deletes)
+
+    def reservation(self) -> Reservation:
+        """The answer: a grant's usage worked out when read, a refusal's the live usage."""
+        if self.granted:
+            return Reservation(True, UsageOf(self.after))
+        usage = self._refused_usage
+        return Reservation(False, dict(self.after.usage) if usage is None else usage)
 
 
 class UsageOf(Mapping[str, ClassUsage]):
@@ -89,7 +172,7 @@ class TenantRows:
         self._tenants[tenant] = (version, rows)
         return rows
 
-    def locked(self, tenant: str) -> tuple[int, Records]:
+    def locked(self, tenant: str) -> tuple[int, Rows]:
         """Inside a write transaction: the version and the tenant's rows, exact as of now.
 
         No other connection can commit while this one holds the write lock, so rows
@@ -97,8 +180,8 @@ class TenantRows:
         version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
         found = self._tenants.pop(tenant, None)  # `keep` puts the rows written back
         if found is not None and found[0] == version:
-            return version, found[1].records
-        return version, records_of(self._db, tenant)
+            return version, found[1]
+        return version, Rows(records_of(self._db, tenant))
 
     def keep(self, tenant: str, version: int, rows: Rows) -> None:
         """After this connection committed `rows` for `tenant` under the write lock, at
