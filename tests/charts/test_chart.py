@@ -649,6 +649,24 @@ def test_url_mode(helm: Helm) -> None:
         }  # fmt: skip
 
 
+@pytest.mark.parametrize(("values", "own"), [
+    ({}, f"system:serviceaccount:{NAMESPACE}:{FULLNAME}"),
+    (URL_MODE, f"system:serviceaccount:{NAMESPACE}:{FULLNAME}"),
+    ({**URL_MODE, "webhook": {**URL_MODE["webhook"], "ownUsername": "dragate-dev"}}, "dragate-dev"),
+], ids=["service-account", "url-mode-default", "url-mode-own-user"])  # fmt: skip
+def test_dragate_s_own_requests_skip_every_webhook(helm: Helm, values: dict[str, Any],
+                                                   own: str) -> None:  # fmt: skip
+    """The templates dragate creates while rewriting a Pod never come back to it: in url mode
+    its kubeconfig user is named by `webhook.ownUsername`, else the chart's service account."""
+    hooks = webhooks(helm.template(values))
+    named = {n for n, hook in hooks.items() if "not-dragate-itself" in conditions(hook)}
+    assert {"pods.validate.dragate.io", "claims.validate.dragate.io"} <= named
+    for name in named:
+        expression = conditions(hooks[name])["not-dragate-itself"]
+        for user, sent in ((own, False), ("alice", True), (f"{own}-other", True)):
+            assert evaluate(expression, request={"userInfo": {"username": user}}) is sent, name
+
+
 # --- values that must be refused -----------------------------------------------------------------
 
 
@@ -659,8 +677,9 @@ def test_url_mode(helm: Helm) -> None:
     ({"webhook": {"mutating": {"timeoutSeconds": 31}}}, "timeoutSeconds"),
     ({"certs": {"mode": "cert-manager"}}, "mode"),
     ({"webhook": {"gpuResourcePrefixes": ["nvidia.com/' || true || '"]}}, "gpuResourcePrefixes"),
+    ({"webhook": {"ownUsername": "x' || true || '"}}, "ownUsername"),
 ], ids=["top-level-typo", "nested-typo", "failure-policy-case", "timeout-range", "cert-mode",
-        "cel-injection"])  # fmt: skip
+        "cel-injection", "own-user-cel-injection"])  # fmt: skip
 def test_schema_rejects_bad_values(helm: Helm, values: dict[str, Any], message: str) -> None:
     assert message in helm.template_error(values)
 

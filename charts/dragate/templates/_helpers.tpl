@@ -247,7 +247,7 @@ object.spec.containers.exists(c, {{ include "dragate.celGpuContainer" . }}) ||
     !(request.userInfo.username in {{ include "dragate.celList" .Values.webhook.skipUpdatesFromUsers }} ||
     (has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {{ include "dragate.celList" .Values.webhook.skipUpdatesFromGroups }})))
 - name: not-dragate-itself
-  expression: request.userInfo.username != '{{ include "dragate.serviceAccountUser" . }}'
+  expression: request.userInfo.username != '{{ .Values.webhook.ownUsername | default (include "dragate.serviceAccountUser" .) }}'
 {{- end }}
 
 {{/* Restricted Pod Security Standard, plus a read-only root filesystem. */}}
