@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import socket
 import threading
 import time
@@ -16,6 +17,7 @@ from kubernetes import config as k8s_config
 
 from webhook.engine.counting import holder_key, pod_holder_key
 from webhook.engine.normalize import claim_spec
+from webhook.kube import caches
 from webhook.kube.api import KubeApi
 from webhook.kube.caches import FactsUnavailable, KubeState
 
@@ -216,6 +218,29 @@ def test_ensure_templates_creates_nothing_when_the_review_has_no_time_left(
     assert listed.stdout.split() == []
     state.ensure_templates("ks-late", wanted, dry_run=False, seconds=1.5)
     assert state.template("ks-late", "gpu-late") is not None
+
+
+@pytest.mark.parametrize("slow", [False, True], ids=["fast-not-logged", "slow-logged"])
+def test_a_slow_template_creation_is_logged_with_what_waited(
+    cluster: Cluster, state: KubeState, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch, slow: bool,
+) -> None:  # fmt: skip
+    """The step a slow rewrite waited on is named in the log (namespace, template, seconds);
+    a creation under the threshold writes nothing."""
+    namespace = f"ks-slow-{str(slow).lower()}"
+    cluster.kubectl("create", "namespace", namespace)
+    if slow:
+        monkeypatch.setattr(caches, "SLOW_TEMPLATE_SECONDS", 0.0)
+    with caplog.at_level(logging.WARNING, logger="dragate.kube"):
+        state.ensure_templates(namespace, [template(namespace, "gpu-1")], dry_run=False)
+    noted = [r for r in caplog.records if r.name == "dragate.kube"]
+    if not slow:
+        assert noted == []
+        return
+    (record,) = noted
+    fields = record.fields  # type: ignore[attr-defined]
+    assert (fields["namespace"], fields["template"]) == (namespace, "gpu-1")
+    assert fields["seconds"] >= 0 and "webhook.ownUsername" in record.getMessage()
 
 
 def test_ensure_templates_fails_closed_when_the_api_refuses(state: KubeState) -> None:

@@ -12,6 +12,7 @@ what the cluster would refuse, so the caller fails closed instead.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,9 @@ KINDS = (NAMESPACES, CLAIMS, TEMPLATES, CLASSES, SLICES)
 
 TEMPLATE_TIMEOUT = 2.0
 """Seconds the mutating webhook may spend creating managed templates for one Pod."""
+SLOW_TEMPLATE_SECONDS = 0.5
+"""A template creation this slow is logged: the step a slow /mutate review waited on."""
+log = logging.getLogger("dragate.kube")
 
 
 class KubeState:
@@ -197,10 +201,13 @@ class KubeState:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise FactsUnavailable("no time left to create managed ResourceClaimTemplates")
+        started = time.monotonic()
         try:
             self.post_template(namespace, template, remaining)
         except (ApiError, Unreachable) as error:
             raise FactsUnavailable(f"cannot create ResourceClaimTemplate: {error}") from error
+        finally:
+            _note_slow_creation(namespace, template, time.monotonic() - started)
 
     def post_template(self, namespace: str, template: Object, timeout: float) -> None:
         """Create one template and cache it; AlreadyExists (409) is success.
@@ -235,3 +242,17 @@ class KubeState:
 
 def _age(since: float | None) -> float | None:
     return None if since is None else round(time.monotonic() - since, 1)
+
+
+def _note_slow_creation(namespace: str, template: Object, seconds: float) -> None:
+    """Name the step a slow rewrite waited on. The usual cause in url mode: the API server
+    sent the creation back to this dragate (chart value `webhook.ownUsername` unset)."""
+    if seconds < SLOW_TEMPLATE_SECONDS:
+        return
+    name = str((template.get("metadata") or {}).get("name", ""))
+    fields = {"namespace": namespace, "template": name, "seconds": round(seconds, 3)}
+    log.warning(
+        "creating a managed ResourceClaimTemplate was slow; if dragate reviews its own "
+        "creations (url mode), set the chart's webhook.ownUsername to its user",
+        extra={"fields": fields},
+    )
