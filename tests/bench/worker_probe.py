@@ -97,8 +97,6 @@ def serve(args: argparse.Namespace) -> None:
                 gc.set_threshold(*STOCK_THRESHOLDS)
             if args.switch_interval is not None:
                 sys.setswitchinterval(args.switch_interval)
-            if os.environ.get('PROBE_EXEC'):
-                exec(open(os.environ['PROBE_EXEC']).read(), {'app': app})
             probe = _Probe(out)
             gc.callbacks.append(probe.on_gc)
             atexit.register(probe.dump)
@@ -109,7 +107,7 @@ def serve(args: argparse.Namespace) -> None:
     config = build_config(
         policy_dir=Path(args.policies), host="127.0.0.1", port=args.port,
         cert_dir=Path(args.cert_dir), state_file=Path(args.state), ledger_file=Path(args.ledger),
-        dns_names=(), workers=int(os.environ.get("PROBE_WORKERS", "2")), threads=int(os.environ.get("PROBE_THREADS", "4")), max_body_bytes=3 * 1024 * 1024, client_ca=None,
+        dns_names=(), workers=2, threads=4, max_body_bytes=3 * 1024 * 1024, client_ca=None,
         on_timeout="deny", own_namespace="", own_service_account="", reload_interval=1.0,
         graceful_timeout=5, log_level="warning", kubeconfig=None, in_cluster=False,
         quota_grants=True,
