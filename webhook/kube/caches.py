@@ -246,7 +246,7 @@ def _age(since: float | None) -> float | None:
 
 def _note_slow_creation(namespace: str, template: Object, seconds: float) -> None:
     """Name the step a slow rewrite waited on. The usual cause in url mode: the API server
-    sent the creation back to this dragate (the chart value webhook.ownUsername unset)."""
+    sent the creation back to this dragate (the chart's `ownUsername` value left unset)."""
     if seconds < SLOW_TEMPLATE_SECONDS:
         return
     name = str((template.get("metadata") or {}).get("name", ""))
