@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from webhook.admission import jsonlog, metrics
@@ -21,6 +21,7 @@ from webhook.admission.config import AdmissionOptions, TimeoutOutcome
 from webhook.admission.review import render_response
 from webhook.pipeline import Context
 from webhook.types import AdmissionRequest, Deadline, DeadlineExceeded, Decision, Reason, Verdict
+from webhook.types.records import record
 
 log = logging.getLogger("dragate.admission")
 KNOWN_KINDS = frozenset({"Pod", "ResourceClaim", "ResourceClaimTemplate", "Namespace"})
@@ -29,7 +30,7 @@ Reviewer = Callable[..., Verdict]
 shape; it raises DeadlineExceeded when the deadline passes before it is done."""
 
 
-@dataclass(frozen=True)
+@record
 class Outcome:
     """A verdict and the label it is counted under: allowed, denied, exempt or timeout."""
 

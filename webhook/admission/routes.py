@@ -16,7 +16,6 @@ import functools
 import json
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -27,6 +26,7 @@ from webhook.admission import bounds, metrics
 from webhook.admission.deadline import budget
 from webhook.admission.handler import Admitter
 from webhook.admission.review import BadReview, encode_review, parse_review, render_response
+from webhook.types.records import record
 
 log = logging.getLogger("dragate.http")
 Environ = dict[str, Any]
@@ -41,7 +41,7 @@ NOT_ALLOWED = "The method is not allowed for the requested URL."
 UNCERTIFIED = "reviews need a client certificate signed by --client-ca"
 
 
-@dataclass(frozen=True)
+@record
 class Reply:
     """An HTTP status code and a JSON body, ready for WSGI or for a Flask Response."""
 

@@ -8,7 +8,6 @@ benchmarks all measure and trust the same function.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
 
 from webhook.engine import normalize, podshapes, quota, rules
@@ -32,13 +31,14 @@ from webhook.types import (
     PolicySet,
     Reason,
 )
+from webhook.types.records import record
 
 CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod"})
 """Kinds whose creation is judged here (besides Namespaces' labels); `pipeline.scope.handles`
 decides which requests reach `evaluate` at all."""
 
 
-@dataclass(frozen=True)
+@record
 class JudgedClaim:
     """A claim spec the object brings, and the ledger holder charged for it (if any)."""
 

@@ -38,6 +38,7 @@ from webhook.rewrite.podspec import Options, Outcome
 from webhook.rewrite.shapes import mark, rewrite_spec
 from webhook.rewrite.workloads import group_kind, rewrite_object
 from webhook.types import LegacyResourceMapping, MappingAction, Object, RewriteResult
+from webhook.types.records import record
 
 SPEC_KEYS = frozenset(
     {"initContainers", "containers", "resourceClaims", "nodeSelector", "affinity"}
@@ -59,7 +60,7 @@ class SpecEdits:
     removed: frozenset[str]
 
 
-@dataclass(frozen=True)
+@record
 class PodRewrite:
     """A rewrite and its JSON patch against the object it was made from (empty: unchanged)."""
 

@@ -36,12 +36,13 @@ from webhook.types import (
     MappingAction,
     RewriteResult,
 )
+from webhook.types.records import record
 
 REPLACES_ANNOTATION = "dragate.io/replaces"
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
-@dataclass(frozen=True)
+@record
 class Options:
     mappings: Sequence[LegacyResourceMapping]
     native_resources: frozenset[str] = frozenset()

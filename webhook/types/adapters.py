@@ -13,6 +13,7 @@ from typing import Protocol
 from webhook.types.basics import DragateError, Object
 from webhook.types.claimspec import ClaimSpec
 from webhook.types.policyset import Tenant
+from webhook.types.records import record
 
 
 class DeadlineExceeded(DragateError):
@@ -22,7 +23,7 @@ class DeadlineExceeded(DragateError):
     """
 
 
-@dataclass(frozen=True)
+@record
 class Deadline:
     """When a review must be done, on `clock` (monotonic seconds), handed to every blocking step.
 
@@ -78,7 +79,7 @@ class ClassUsage:
     holders: tuple[Holder, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Facts:
     """Everything the engine may know about the cluster, gathered once per request."""
 
@@ -107,7 +108,7 @@ class ClusterState(Protocol):
     def slices(self) -> Sequence[Object]: ...
 
 
-@dataclass(frozen=True)
+@record
 class Reservation:
     """The outcome of asking the ledger to hold devices: granted, or the usage that refused it."""
 

@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from webhook.types.basics import Object
+from webhook.types.records import record
 
 
 class Operation(StrEnum):
@@ -19,7 +20,7 @@ class Operation(StrEnum):
     CONNECT = "CONNECT"
 
 
-@dataclass(frozen=True)
+@record
 class AdmissionRequest:
     """The parts of an AdmissionReview request that dragate reads (or a CLI stand-in)."""
 
@@ -59,7 +60,7 @@ class Reason:
         return f"[{self.policy}] {self.message}"
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     """The engine's answer for one object.
 
@@ -75,7 +76,7 @@ class Decision:
     holds: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record
 class RewriteResult:
     """What the legacy rewriter made of an object; `templates` must exist for it to run."""
 
@@ -86,7 +87,7 @@ class RewriteResult:
     denied: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Verdict:
     """The pipeline's answer: the decision, and for mutation the patch that gets there."""
 
