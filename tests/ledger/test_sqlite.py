@@ -130,6 +130,25 @@ def test_processes_reserving_at_once_grant_exactly_the_quota(db_path: str) -> No
     assert SqliteLedger(db_path).usage("t")[GPU].used == 37
 
 
+def _in_forked_child(ledger: SqliteLedger) -> None:
+    inherited = ledger._local.db  # the parent's connection, as the fork copied it
+    assert ledger.reserve("t", {"claim:child/x": {GPU: 1}}, {GPU: 4}).granted
+    assert ledger._connection() is not inherited  # the parent's is never used here
+    assert ledger.usage("t")[GPU].used == 2
+
+
+def test_a_forked_worker_opens_its_own_connection(db_path: str) -> None:
+    """As gunicorn forks workers from the process that made the ledger: the child's first
+    use opens a connection of its own and takes the writer lock file anew."""
+    ledger = SqliteLedger(db_path)
+    assert ledger.reserve("t", {"claim:parent/x": {GPU: 1}}, {GPU: 4}).granted
+    child = multiprocessing.get_context("fork").Process(target=_in_forked_child, args=(ledger,))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    assert ledger.usage("t")[GPU].used == 2  # the child's write seen: its epoch moved
+
+
 def test_a_lock_held_past_the_busy_timeout_raises_instead_of_hanging(db_path: str) -> None:
     ledger = SqliteLedger(db_path, busy_timeout_ms=200)
     blocker = sqlite3.connect(db_path, isolation_level=None)

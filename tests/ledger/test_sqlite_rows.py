@@ -8,6 +8,7 @@ is compared with a memory ledger given the same operations (the same arithmetic,
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import random
 import sqlite3
@@ -194,6 +195,48 @@ def _noting(walked: list[str], name: str, original: Any) -> Any:
         return original(*args, **kwargs)
 
     return noted
+
+
+def _traced(ledger: SqliteLedger) -> list[str]:
+    """Every SQL statement this thread's connection of `ledger` runs from now on."""
+    statements: list[str] = []
+    ledger._connection().set_trace_callback(statements.append)
+    return statements
+
+
+def test_an_unchanged_re_admission_asks_sqlite_nothing(db_path: str) -> None:
+    """The most common review: answered from the rows remembered under the write epoch,
+    without a read transaction; once anything is written, rows are checked again."""
+    ours, theirs = SqliteLedger(db_path), SqliteLedger(db_path)
+    ours.reserve("t", {"pod:a/gpu": {GPU: 1}}, {GPU: 4})
+    ours.reserve("u", {"pod:u/gpu": {GPU: 1}}, {GPU: 4})
+    ours.usage("t")
+    statements = _traced(ours)
+    for _ in range(3):
+        assert ours.reserve("t", {"pod:a/gpu": {GPU: 1}}, {GPU: 4}).granted
+        assert ours.usage("t")[GPU].used == 1
+    assert statements == []
+    theirs.reserve("t", {"pod:b/gpu": {GPU: 2}}, {GPU: 4})  # another connection writes
+    assert ours.usage("t")[GPU].used == 3 and statements  # seen: read again
+    ours.reserve("u", {"pod:v/gpu": {GPU: 1}}, {GPU: 4})  # our own write, to another tenant
+    statements.clear()
+    assert ours.usage("t")[GPU].used == 3
+    assert statements == ["PRAGMA data_version"]  # t's rows checked, not decoded again
+
+
+def test_a_write_outside_dragate_is_counted_by_the_next_write(db_path: str) -> None:
+    """Reads trust the epoch, which only a SqliteLedger moves; a write checks the file's own
+    data_version under the lock, so a row stored by anything else still counts against it."""
+    ledger = SqliteLedger(db_path)
+    assert ledger.reserve("t", {"pod:a/gpu": {GPU: 1}}, {GPU: 4}).granted
+    outside = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        devices = json.dumps({GPU: 3})
+        outside.execute("INSERT INTO holders VALUES ('t', 'pod:outside/gpu', ?, NULL)", (devices,))
+    finally:
+        outside.close()
+    refused = ledger.reserve("t", {"pod:b/gpu": {GPU: 1}}, {GPU: 4})
+    assert not refused.granted and refused.usage[GPU].used == 4
 
 
 def test_another_connection_s_write_between_two_of_ours_is_counted(

@@ -1,12 +1,14 @@
 """The SQLite ledger's rows as read: decoded once, remembered per connection and tenant.
 
-Each connection keeps a tenant's decoded rows with the `PRAGMA data_version` they were read
-under; SQLite changes that number whenever another connection (another thread's, another
-worker process's) commits, and never for the connection's own commits. So a read that finds
-the number unchanged is answered from memory and is still exact, and a write keeps what it
-wrote under the number it read while holding the write lock (no other connection can commit
-then). Rows are shared by later reads: nothing may change them (`accounting` builds new
-records and never changes those it is given).
+Each connection keeps a tenant's decoded rows with the write epoch and the `PRAGMA
+data_version` they were read under (`TenantRows`). The epoch moves with every write of any
+SqliteLedger; SQLite changes `data_version` whenever another connection (another thread's,
+another worker process's, anything's) commits, and never for the connection's own commits.
+So a read that finds the epoch unchanged is answered from memory and is still exact, and a
+write, holding the write lock (no other connection can commit then), trusts remembered rows
+only under an unchanged `data_version` and keeps what it wrote. Rows are shared by later
+reads: nothing may change them (`accounting` builds new records and never changes those it
+is given).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import math
 import sqlite3
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
+from typing import NamedTuple
 
 from webhook.ledger import accounting
 from webhook.ledger.accounting import Record, Records
+from webhook.ledger.epoch import Epoch, WriteEpoch, after
 from webhook.types import ClassUsage, Reservation
 
 MAX_REMEMBERED_TENANTS = 256
@@ -101,6 +105,13 @@ class Rows:
         return Plan(True, Rows(after), puts, tuple(before.keys() - after.keys()))
 
 
+class Stamp(NamedTuple):
+    """What a write transaction read before its rows: the epoch and `data_version`."""
+
+    epoch: Epoch
+    version: int
+
+
 class Plan:
     """A reservation worked out on rows as read: granted or not, the rows it leaves (the rows
     themselves when it changes nothing) and the holders to store and to delete for that."""
@@ -149,47 +160,63 @@ class UsageOf(Mapping[str, ClassUsage]):
 
 
 class TenantRows:
-    """One connection's decoded rows per tenant, valid while its `PRAGMA data_version` holds.
+    """One connection's decoded rows per tenant, with the write epoch and the connection's
+    `PRAGMA data_version` they were read under.
 
-    The number is read before the rows, so rows read after another commit are kept under the
-    older number and read again next time: never stale, at worst read twice. The connection's
-    own writes do not change the number, so a write either forgets everything first
-    (`forget`) or takes its tenant's rows out and puts back what it wrote (`locked`, `keep`).
+    A read answers from memory while the epoch (`epoch.WriteEpoch`: moved by every write of
+    any SqliteLedger, in any process) is where it was: no SQLite call at all. A write, under
+    the write lock, trusts remembered rows only while `data_version` (which SQLite moves for
+    every other connection's commit, whoever made it) is unchanged: what is stored never
+    rests on the epoch alone. Both are read before the rows, so rows read after a commit are
+    kept under the older marks and read again next time: never stale, at worst read twice.
+    The connection's own commits do not change `data_version`, so a write either forgets
+    everything first (`forget`) or takes its tenant's rows out and puts back what it wrote
+    (`locked`, `keep`).
     """
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, epoch: WriteEpoch) -> None:
         self._db = db
-        self._tenants: dict[str, tuple[int, Rows]] = {}
+        self._epoch = epoch
+        self._tenants: dict[str, tuple[Epoch, int, Rows]] = {}
 
     def read(self, tenant: str) -> Rows:
-        version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        epoch = self._epoch.current()
         found = self._tenants.get(tenant)
-        if found is not None and found[0] == version:
-            return found[1]
-        rows = Rows(records_of(self._db, tenant))
-        if len(self._tenants) >= MAX_REMEMBERED_TENANTS:
-            self._tenants.clear()
-        self._tenants[tenant] = (version, rows)
+        if found is not None and found[0] == epoch:
+            return found[2]
+        version = self._data_version()
+        if found is not None and found[1] == version:  # moved by this connection's writes
+            rows = found[2]  # to other tenants only: this one's are taken out or forgotten
+        else:
+            rows = Rows(records_of(self._db, tenant))
+        self._remember(tenant, (epoch, version, rows))
         return rows
 
-    def locked(self, tenant: str) -> tuple[int, Rows]:
-        """Inside a write transaction: the version and the tenant's rows, exact as of now.
+    def locked(self, tenant: str) -> tuple[Stamp, Rows]:
+        """Inside a write transaction: the marks to `keep` the result under, and the tenant's
+        rows exact as of now.
 
         No other connection can commit while this one holds the write lock, so rows
-        remembered under the version read now are the stored rows; others are read."""
-        version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        remembered under the `data_version` read now are the stored rows; others are read."""
+        stamp = Stamp(self._epoch.current(), self._data_version())
         found = self._tenants.pop(tenant, None)  # `keep` puts the rows written back
-        if found is not None and found[0] == version:
-            return version, found[1]
-        return version, Rows(records_of(self._db, tenant))
+        if found is not None and found[1] == stamp.version:
+            return stamp, found[2]
+        return stamp, Rows(records_of(self._db, tenant))
 
-    def keep(self, tenant: str, version: int, rows: Rows) -> None:
-        """After this connection committed `rows` for `tenant` under the write lock, at
-        `version` (read under that lock): its own commit leaves the number as it was, and any
-        later commit by another connection changes it, so `rows` stay exact until then."""
+    def keep(self, tenant: str, stamp: Stamp, rows: Rows) -> None:
+        """After this connection committed `rows` for `tenant` under the write lock `stamp`
+        was read under: its own commit leaves `data_version` as it was and moved the epoch by
+        one, and any later write moves them again, so `rows` stay exact until then."""
+        self._remember(tenant, (after(stamp.epoch), stamp.version, rows))
+
+    def _remember(self, tenant: str, entry: tuple[Epoch, int, Rows]) -> None:
         if len(self._tenants) >= MAX_REMEMBERED_TENANTS:
             self._tenants.clear()
-        self._tenants[tenant] = (version, rows)
+        self._tenants[tenant] = entry
+
+    def _data_version(self) -> int:
+        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
 
     def forget(self) -> None:
         self._tenants.clear()
