@@ -260,10 +260,7 @@ def _all_mode_insight(specs: Sequence[ClaimSpec], facts: Facts) -> Iterator[Find
 
 def _already_held(claims: list[JudgedClaim], facts: Facts) -> dict[str, int]:
     holders = {claim.holder for claim in claims if claim.holder is not None}
-    held: dict[str, int] = {}
-    for device_class, usage in facts.usage.items():
-        held[device_class] = sum(h.devices for h in usage.holders if h.key in holders)
-    return held
+    return {device_class: usage.held_by(holders) for device_class, usage in facts.usage.items()}
 
 
 def _warning(reason: Reason) -> str:

@@ -4,9 +4,10 @@ bounds every blocking call; the facts gathered once per request.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -77,6 +78,21 @@ class Holder:
 class ClassUsage:
     used: int = 0
     holders: tuple[Holder, ...] = ()
+
+    def held_by(self, keys: Collection[str]) -> int:
+        """Devices the holders named by `keys` hold (a re-admitted object's own share): asked
+        by every review, so by an index made once per usage, not a walk of every holder."""
+        if not keys:
+            return 0
+        index = self._index
+        return sum(index.get(key, 0) for key in keys)
+
+    @functools.cached_property
+    def _index(self) -> dict[str, int]:
+        index: dict[str, int] = {}
+        for holder in self.holders:
+            index[holder.key] = index.get(holder.key, 0) + holder.devices
+        return index
 
 
 @record
