@@ -38,7 +38,14 @@ from webhook.ledger import accounting
 from webhook.ledger.accounting import PENDING_SECONDS, Holds, Record
 from webhook.ledger.epoch import WriteEpoch
 from webhook.ledger.sqliterows import Plan, Rows, TenantRows, UsageOf, all_records
-from webhook.types import ClassUsage, Deadline, DragateError, FactsUnavailable, Reservation
+from webhook.types import (
+    ClassUsage,
+    Deadline,
+    DragateError,
+    FactsUnavailable,
+    Reservation,
+    processid,
+)
 
 SCHEMA_VERSION = 1
 """Stored in `PRAGMA user_version`; a file with a newer version is refused, never rewritten."""
@@ -56,10 +63,6 @@ CREATE TABLE IF NOT EXISTS holders (
 ) WITHOUT ROWID
 """
 _LOCKED = ("database is locked", "database is busy", "database table is locked")
-_PROCESS = [os.getpid()]
-"""This process's id, kept current across forks: asked on every review, and `os.getpid` is a
-system call each time (glibc does not cache it)."""
-os.register_at_fork(after_in_child=lambda: _PROCESS.__setitem__(0, os.getpid()))
 
 
 class LedgerUnavailable(FactsUnavailable):
@@ -121,9 +124,9 @@ class WriterGate:
 
     def _descriptor(self) -> int:
         """This process's descriptor: one inherited through fork would share its lock."""
-        if self._fd is None or self._pid != _PROCESS[0]:
+        if self._fd is None or self._pid != processid.current():
             self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
-            self._pid = _PROCESS[0]
+            self._pid = processid.current()
         return self._fd
 
 
@@ -235,10 +238,10 @@ class SqliteLedger:
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection; a new one after a fork (a parent's must not be reused)."""
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None or getattr(self._local, "pid", None) != _PROCESS[0]:
+        if db is None or getattr(self._local, "pid", None) != processid.current():
             with self._errors():
                 db = self._open()
-            self._local.db, self._local.pid = db, _PROCESS[0]
+            self._local.db, self._local.pid = db, processid.current()
             self._local.rows = TenantRows(db, self._epoch)
         return db
 
