@@ -131,3 +131,18 @@ REFUSED: list[type[Any]] = [_Slots, _KeywordOnly, _NotInit, _PostInit]
 def test_what_a_record_cannot_build_is_refused_when_decorated(cls: type[Any]) -> None:
     with pytest.raises(TypeError, match="only plain fields"):
         record(cls)
+
+
+@pytest.mark.parametrize(("cls", "method", "field_name"), [
+    (Facts, "with_usage", "usage"),
+    (Facts, "with_templates", "templates"),
+    (AdmissionRequest, "with_object", "object"),
+], ids=["facts-usage", "facts-templates", "request-object"])  # fmt: skip
+def test_a_with_method_is_replace_of_its_one_field(
+    cls: type[Any], method: str, field_name: str
+) -> None:
+    """Every other field kept, whatever is added to the class later."""
+    every = {f.name: f"other-{f.name}" for f in dataclasses.fields(cls)}
+    value = cls(**every)
+    changed = getattr(value, method)("changed")
+    assert changed == dataclasses.replace(value, **{field_name: "changed"})

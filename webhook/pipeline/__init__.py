@@ -10,7 +10,7 @@ rewrites legacy Pods.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from webhook.pipeline.context import Context, TemplateSink
 from webhook.pipeline.facts import gather
@@ -107,4 +107,4 @@ def admit(request: AdmissionRequest, context: Context) -> Applied:
     final = mutation.patched if mutation.patched is not None else (request.object or {})
     if not mutation.allowed:
         return Applied(mutation, None, final)
-    return Applied(mutation, review(replace(request, object=final), context), final)
+    return Applied(mutation, review(request.with_object(final), context), final)

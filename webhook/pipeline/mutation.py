@@ -107,9 +107,9 @@ def _rewrite_denial(
         return None
     made = {str(t["metadata"]["name"]): t for t in result.templates}
     judged = evaluate(
-        replace(request, object=result.object),
+        request.with_object(result.object),
         policies,
-        replace(facts, templates={**facts.templates, **made}),
+        facts.with_templates({**facts.templates, **made}),
     )
     if judged.allowed:
         return None

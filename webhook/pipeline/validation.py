@@ -62,7 +62,7 @@ def _validate_with_facts(
         return Verdict(legacy)
     if facts.tenant is not None and _needs_usage(request):
         deadline.check("reading the tenant's usage")
-        facts = replace(facts, usage=context.ledger.usage(facts.tenant.name, deadline))
+        facts = facts.with_usage(context.ledger.usage(facts.tenant.name, deadline))
     if (request.group, request.kind) in PREDICTED_KINDS:
         warnings = _predictions(request, policies, context, facts)
         tenant = facts.tenant.name if facts.tenant else ""
@@ -75,7 +75,7 @@ def _validate_with_facts(
     reservation = context.ledger.reserve(facts.tenant.name, decision.holds, limits, deadline)
     if reservation.granted:
         return Verdict(decision)
-    return Verdict(_refused(request, policies, replace(facts, usage=reservation.usage)))
+    return Verdict(_refused(request, policies, facts.with_usage(reservation.usage)))
 
 
 def _needs_usage(request: AdmissionRequest) -> bool:
