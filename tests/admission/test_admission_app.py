@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import logging
 import time
 from typing import Any
 
@@ -13,6 +14,7 @@ from admission.admission_support import encode, pod, review_body
 
 from webhook import pipeline
 from webhook.admission.config import TimeoutOutcome
+from webhook.admission.routes import Sent
 from webhook.types import Decision, Verdict
 
 JSON = "application/json"
@@ -276,8 +278,40 @@ def test_health_and_readiness(client: Any) -> None:
     }
 
 
+def _review_counts(client: Any) -> str:
+    text: str = client.get("/metrics").get_data(as_text=True)
+    return "\n".join(line for line in text.splitlines() if "dragate_admission_requests" in line)
+
+
+def test_a_review_is_counted_and_logged_once_its_reply_is_sent(
+    client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As a WSGI server does, the test client closes the response after sending it: only then
+    are the review's metrics and log line written, once, however often it is closed."""
+    before = _review_counts(client)
+    with caplog.at_level(logging.INFO, logger="dragate"):
+        response = client.post("/validate", json=review_body(pod(), operation="UPDATE"))
+        assert response.status_code == 200 and _review_counts(client) == before
+        assert not [r for r in caplog.records if r.getMessage() == "review"]
+        response.close()
+        response.close()
+    counted = _review_counts(client)
+    assert counted != before and 'operation="UPDATE",result="allowed"} 1.0' in counted
+    assert len([r for r in caplog.records if r.getMessage() == "review"]) == 1
+
+
+def test_accounting_that_fails_is_logged_never_raised(caplog: pytest.LogCaptureFixture) -> None:
+    def broken() -> None:
+        raise RuntimeError("a full disk")
+
+    sent = Sent([b"{}"], broken)
+    with caplog.at_level(logging.ERROR, logger="dragate"):
+        sent.close()
+    assert [r.getMessage() for r in caplog.records] == ["accounting a sent reply failed"]
+
+
 def test_metrics_count_reviews(client: Any) -> None:
-    client.post("/validate", json=review_body(pod(deny="yes"), operation="UPDATE"))
+    client.post("/validate", json=review_body(pod(deny="yes"), operation="UPDATE")).close()
     text = client.get("/metrics").get_data(as_text=True)
     assert (
         'dragate_admission_requests_total{endpoint="validate",kind="Pod",'

@@ -51,7 +51,10 @@ def _wsgi(app: Callable[..., Iterable[bytes]], path: str, body: bytes) -> Call:
             "wsgi.url_scheme": "https",
             "SERVER_PROTOCOL": "HTTP/1.1",
         }
-        return b"".join(app(environ, lambda status, headers: None))
+        sent = app(environ, lambda status, headers: None)
+        reply = b"".join(sent)
+        getattr(sent, "close", lambda: None)()  # what the server runs after sending it
+        return reply
 
     return call
 

@@ -33,6 +33,8 @@ import servers
 import workload
 from timing import summarize
 
+from webhook.admission.routes import Sent
+
 STOCK_THRESHOLDS = (700, 10, 10)
 
 
@@ -54,10 +56,12 @@ class _Probe:
     def wrap(self, app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
         def timed(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
             started = time.perf_counter()
-            body = b"".join(app(environ, start_response))
+            sent = app(environ, start_response)
+            body = b"".join(sent)
             if environ.get("PATH_INFO") in ("/validate", "/mutate"):
                 self.requests.append((time.perf_counter() - started) * 1e6)
-            return [body]
+            close = getattr(sent, "close", None)  # a review's accounting, after the send
+            return [body] if close is None else Sent([body], close)
 
         return timed
 

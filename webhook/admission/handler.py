@@ -5,11 +5,13 @@ top to bottom in one place: `Admitter.admit`. The review runs here, in the reque
 with its deadline passed down (`webhook.types.Deadline`); a review that runs out of time
 raises DeadlineExceeded before any step that would change state, and is answered as a timeout.
 Whether a request is reviewed at all is the pipeline's decision (`webhook.pipeline.handles`);
-an exempt verdict is counted as such.
+an exempt verdict is counted as such. The counting and the log line are handed back with the
+reply (`Admitted.account`) and run once it has been sent (`routes.ReviewRoutes`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -28,6 +30,15 @@ KNOWN_KINDS = frozenset({"Pod", "ResourceClaim", "ResourceClaimTemplate", "Names
 Reviewer = Callable[..., Verdict]
 """`webhook.pipeline.review(request, context, *, mutate, deadline)` or a test double with that
 shape; it raises DeadlineExceeded when the deadline passes before it is done."""
+
+
+@record
+class Admitted:
+    """A review's reply, and its accounting: run after the reply is sent (the client is not
+    kept waiting for a counter and a log line), always, once."""
+
+    reply: dict[str, Any]
+    account: Callable[[], None]
 
 
 @record
@@ -53,17 +64,17 @@ class Admitter:
         self._reviewer = reviewer
         self._clock = clock
 
-    def admit(self, request: AdmissionRequest, *, mutate: bool, budget: float) -> dict[str, Any]:
-        """The reply body; exceptions from the pipeline propagate (the caller answers 500)."""
+    def admit(self, request: AdmissionRequest, *, mutate: bool, budget: float) -> Admitted:
+        """The reply body, and its accounting (metrics, the log line) to run once it is sent;
+        exceptions from the pipeline propagate (the caller answers 500)."""
         started = time.perf_counter()
         endpoint = "mutate" if mutate else "validate"
         outcome = self._outcome(request, mutate=mutate, budget=budget)
         elapsed = time.perf_counter() - started
-        _count(request, endpoint, outcome, elapsed)
-        _log(request, endpoint, outcome, elapsed)
-        return render_response(
+        reply = render_response(
             request.uid, outcome.verdict, mutate=mutate, max_warnings=self.options.max_warnings
         )
+        return Admitted(reply, functools.partial(account, request, endpoint, outcome, elapsed))
 
     def _outcome(self, request: AdmissionRequest, *, mutate: bool, budget: float) -> Outcome:
         deadline = Deadline.after(budget, self._clock)
@@ -92,6 +103,12 @@ class Admitter:
             "it persists ask the cluster admins (denied because --on-timeout=deny)",
         )
         return Verdict(Decision(allowed=False, reasons=(reason,)))
+
+
+def account(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: float) -> None:
+    """What a review is counted and logged as (`elapsed`: the review's own time)."""
+    _count(request, endpoint, outcome, elapsed)
+    _log(request, endpoint, outcome, elapsed)
 
 
 def _count(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: float) -> None:

@@ -43,10 +43,12 @@ UNCERTIFIED = "reviews need a client certificate signed by --client-ca"
 
 @record
 class Reply:
-    """An HTTP status code and a JSON body, ready for WSGI or for a Flask Response."""
+    """An HTTP status code and a JSON body, ready for WSGI or for a Flask Response, and what
+    to do once it has been sent (a review's metrics and log line)."""
 
     code: int
     body: bytes
+    after: Callable[[], None] | None = None
 
     @property
     def status(self) -> str:
@@ -82,7 +84,7 @@ class ReviewRoutes:
             return self.app(environ, start_response)
         reply = self._reply(environ, mutate)
         start_response(reply.status, reply.headers())
-        return [reply.body]
+        return [reply.body] if reply.after is None else Sent([reply.body], reply.after)
 
     def _reply(self, environ: Environ, mutate: bool) -> Reply:
         if environ.get("REQUEST_METHOD") != "POST":
@@ -90,6 +92,25 @@ class ReviewRoutes:
         if self._admitter.options.require_client_cert and not peer_certified(environ):
             return json_error(403, UNCERTIFIED)
         return guarded(self._admitter, environ, mutate=mutate)
+
+
+class Sent(list[bytes]):
+    """The body, and what runs once the server has written it: WSGI servers call `close` on
+    what the app returned after sending it (PEP 3333; gunicorn in `handle_request`'s finally),
+    so the client never waits for what follows. It runs once; what it raises is logged."""
+
+    def __init__(self, body: list[bytes], after: Callable[[], None]) -> None:
+        super().__init__(body)
+        self._after: Callable[[], None] | None = after
+
+    def close(self) -> None:
+        after, self._after = self._after, None
+        if after is None:
+            return
+        try:
+            after()
+        except Exception:
+            log.exception("accounting a sent reply failed")
 
 
 def peer_certified(environ: Environ) -> bool:
@@ -127,7 +148,8 @@ def answer(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
     options = admitter.options
     seconds = budget(_timeout(environ), options.default_timeout, options.timeout_margin)
     try:
-        return Reply(200, encode_review(admitter.admit(parsed, mutate=mutate, budget=seconds)))
+        admitted = admitter.admit(parsed, mutate=mutate, budget=seconds)
+        return Reply(200, encode_review(admitted.reply), admitted.account)
     except Exception:
         log.exception("internal error during review", extra={"uid": parsed.uid})
         return json_error(500, "internal error; see the webhook log for this uid", parsed.uid)
