@@ -19,7 +19,7 @@ call of a review cost about 40 µs); and a write starts from the rows the connec
 write left when no other connection has committed since, so a controller
 creating Pods one after another in a tenant does not decode every holder for each one. The
 rows also keep their totals and first expiry, so a new holder is checked and stored without
-walking the others (`Rows.planned`): a new Pod at 6,000 holders about 0.2 ms, was 3.3 ms
+walking the others (`Rows.planned`): a new Pod at 6,000 holders about 0.3 ms, was 3.3 ms
 with the totals recounted and 101 ms with every holder decoded (`tests/bench/holders.py`).
 """
 
