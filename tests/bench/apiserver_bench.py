@@ -22,15 +22,19 @@ webhooks skip), and the same objects for every variant:
 
 Every webhook variant registers the chart's own configurations (`helm template` of
 charts/dragate in url mode, tests/e2e/chart_webhooks.py: its rules, matchConditions, failure
-policies and timeouts), each webhook also scoped to the variant's namespaces by the label
-`dragate-bench/variant`, so the bench calls dragate exactly when a chart install would (the
-mutating webhook only for Pods that still ask for legacy GPUs, never for claims).
+policies and timeouts), renamed after the variant and each webhook also scoped to the
+variant's namespaces by the label `dragate-bench/variant`, so the bench calls dragate
+exactly when a chart install would (the mutating webhook only for Pods that still ask for
+legacy GPUs, never for claims). Every variant's admission is registered at once: switching
+variants is only creating in another namespace, so each round (ROUNDS of them) runs a short
+block of every variant in turn, and a slow second of the shared machine lands on every
+variant alike instead of on one variant's whole share.
 
 Kinds: a ResourceClaim (one GPU) and a legacy Pod (`nvidia.com/gpu: 1`, rewritten to a claim
 template by the mutating webhook). For each variant and kind: sequential creates on one
 keep-alive connection (latency as `kubectl apply` feels it) and CONNECTIONS concurrent
-connections (creates/s as a controller creating Pods feels it), each in fresh namespaces and
-a fresh tenant so no variant inherits another's ledger. Figures are client-side, over TLS,
+connections (creates/s as a controller creating Pods feels it), each in namespaces and a
+tenant of its own so no variant inherits another's ledger. Figures are client-side, over TLS,
 with the load generator on the same machine: compare each variant with `none` of the same run.
 
     python tests/bench/apiserver_bench.py [--sequential N] [--concurrent N]
@@ -53,13 +57,16 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))  # the e2e package (pyproject: pythonpath = ["tests"])
 
 from apiserver_objects import KINDS, VARIANTS, make, namespace, namespaces, path  # noqa: E402
-from apiserver_setup import connect, prepare, variant  # noqa: E402
+from apiserver_setup import connect, prepare, register  # noqa: E402
 from timing import summarize  # noqa: E402
 
 NOOP_OF = {"validate": "noop-validate", "mutate": "noop-mutate"}
 PATCHED_OF = {"mutate": "noop-patch"}
 CONNECTIONS = 8
-ROUNDS = 3
+ROUNDS = 12
+WARMUP = 2
+"""Creates at the start of each block not measured (see `sequential`)."""
+SETTLE_SECONDS = 0.3
 
 
 # ------------------------------------------------------------------------- measuring
@@ -89,51 +96,44 @@ class Measured:
         }
 
 
-def sequential(
-    cluster: Any, kind: str, ns: str, count: int, *, into: Measured, prefix: str, warmup: int = 5
-) -> None:
-    """`count` creates one after another on one connection: latency as one user feels it."""
-    client = connect(cluster)
+def sequential(client: Any, kind: str, ns: str, count: int, *, into: Measured, prefix: str) -> None:
+    """`count` creates one after another on one connection: latency as one user feels it.
+    The first WARMUP of a block are not measured: they bring the API server's connection to
+    the variant's webhook back (its keep-alive may have ended while other variants ran)."""
     failed, first_failure = 0, ""
-    try:
-        for i in range(warmup + count):
-            started = time.perf_counter_ns()
-            status, body = client.create(path(kind, ns), make(kind, f"{prefix}s{i}"))
-            elapsed = (time.perf_counter_ns() - started) / 1000
-            if status != 201:
-                failed += 1
-                first_failure = first_failure or f"{status}: {str(body)[:300]}"
-            if i >= warmup:
-                into.sequential.append(elapsed)
-    finally:
-        client.close()
-    if failed == warmup + count:  # a variant that admits nothing measures nothing
+    for i in range(WARMUP + count):
+        started = time.perf_counter_ns()
+        status, body = client.create(path(kind, ns), make(kind, f"{prefix}s{i}"))
+        elapsed = (time.perf_counter_ns() - started) / 1000
+        if status != 201:
+            failed += 1
+            first_failure = first_failure or f"{status}: {str(body)[:300]}"
+        if i >= WARMUP:
+            into.sequential.append(elapsed)
+    if failed == WARMUP + count:  # a variant that admits nothing measures nothing
         raise RuntimeError(f"every create of {kind} in {ns} failed, the first: {first_failure}")
     into.sequential_failed += failed
 
 
 def concurrent(
-    cluster: Any, kind: str, ns: str, count: int, *, into: Measured, prefix: str
+    clients: list[Any], kind: str, ns: str, count: int, *, into: Measured, prefix: str
 ) -> None:
-    """`count` creates over CONNECTIONS connections in a closed loop: creates/s."""
-    per_connection = max(1, count // CONNECTIONS)
+    """`count` creates over the clients' connections in a closed loop: creates/s."""
+    per_connection = max(1, count // len(clients))
     lock = threading.Lock()
 
     def work(worker: int) -> None:
-        client, own, failed = connect(cluster), [], 0
-        try:
-            for i in range(per_connection):
-                started = time.perf_counter_ns()
-                status, _ = client.create(path(kind, ns), make(kind, f"{prefix}c{worker}-{i}"))
-                own.append((time.perf_counter_ns() - started) / 1000)
-                failed += status != 201
-        finally:
-            client.close()
+        client, own, failed = clients[worker], [], 0
+        for i in range(per_connection):
+            started = time.perf_counter_ns()
+            status, _ = client.create(path(kind, ns), make(kind, f"{prefix}c{worker}-{i}"))
+            own.append((time.perf_counter_ns() - started) / 1000)
+            failed += status != 201
         with lock:
             into.concurrent.extend(own)
             into.concurrent_failed += failed
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(CONNECTIONS)]
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(len(clients))]
     started = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -142,29 +142,54 @@ def concurrent(
     into.concurrent_wall += time.perf_counter() - started
 
 
+def rotated(turn: int) -> tuple[str, ...]:
+    """The variants in a different order each round: none always follows the same one."""
+    shift = turn % len(VARIANTS)
+    return VARIANTS[shift:] + VARIANTS[:shift]
+
+
+def measure(
+    cluster: Any, sequential_count: int, concurrent_count: int, rounds: int
+) -> dict[tuple[str, str], Measured]:
+    """Every variant and kind in blocks, each round through all of them in turn (admission
+    of every variant registered at once), so a slow second of the shared machine lands on
+    every variant alike; between the sequential and the concurrent half of a round, a
+    pause lets the background work of the blocks before settle."""
+    measured = {(v, k): Measured() for v in VARIANTS for k in KINDS}
+    one, many = connect(cluster), [connect(cluster) for _ in range(CONNECTIONS)]
+    try:
+        for client in (one, *many):  # every connection's TLS handshake before timing
+            client.create(
+                path("claim", namespace("none", "claim", "seq")), make("claim", f"w{id(client)}")
+            )
+        for turn in range(rounds):
+            order, prefix = rotated(turn), f"r{turn}-"
+            for name, kind in ((v, k) for v in order for k in KINDS):
+                ns, count = namespace(name, kind, "seq"), sequential_count // rounds
+                sequential(one, kind, ns, count, into=measured[(name, kind)], prefix=prefix)
+            time.sleep(SETTLE_SECONDS)
+            for name, kind in ((v, k) for v in order for k in KINDS):
+                ns, count = namespace(name, kind, "conc"), concurrent_count // rounds
+                concurrent(many, kind, ns, count, into=measured[(name, kind)], prefix=prefix)
+            time.sleep(SETTLE_SECONDS)
+            print(f"apiserver: round {turn + 1} of {rounds} done", file=sys.stderr, flush=True)
+    finally:
+        for client in (one, *many):
+            client.close()
+    return measured
+
+
 def run(
     bin_dir: Path, sequential_count: int, concurrent_count: int, rounds: int = ROUNDS
 ) -> dict[str, Any]:
-    """Every variant in each of `rounds` interleaved rounds (each a share of the creates),
-    so a slow minute of the shared machine lands on every variant alike."""
+    """The whole comparison on a fresh control plane: every variant and kind measured."""
     from e2e.cluster import running_cluster
 
-    measured = {(v, k): Measured() for v in VARIANTS for k in KINDS}
     with running_cluster(bin_dir, controller_manager=False) as cluster:
         servers = prepare(cluster, cluster.workdir)
         try:
-            for turn in range(rounds):
-                for name in VARIANTS:
-                    with variant(cluster, name, servers):
-                        for kind in KINDS:
-                            into, prefix = measured[(name, kind)], f"r{turn}-"
-                            ns = namespace(name, kind, "seq")
-                            count = sequential_count // rounds
-                            sequential(cluster, kind, ns, count, into=into, prefix=prefix)
-                            ns = namespace(name, kind, "conc")
-                            count = concurrent_count // rounds
-                            concurrent(cluster, kind, ns, count, into=into, prefix=prefix)
-                print(f"apiserver: round {turn + 1} of {rounds} done", file=sys.stderr, flush=True)
+            register(cluster, servers)
+            measured = measure(cluster, sequential_count, concurrent_count, rounds)
             reviews = review_times(servers["dragate"].process.log_path)
         finally:
             for served in servers.values():
@@ -182,9 +207,10 @@ def run(
 
 
 def review_times(log: Path) -> list[dict[str, Any]]:
-    """dragate's own time per review (its log's `duration_ms`), by variant, kind, endpoint:
-    what of the added latency is the review itself, and what is the webhook call around it."""
-    found: dict[tuple[str, str, str], list[float]] = {}
+    """dragate's own time per review (its log's `duration_ms`), by variant, kind, level
+    (seq: one connection, conc: CONNECTIONS) and endpoint: what of the added latency is the
+    review itself, and what is the webhook call around it."""
+    found: dict[tuple[str, str, str, str], list[float]] = {}
     for line in log.read_text(errors="replace").splitlines():
         if not line.startswith("{"):
             continue
@@ -192,14 +218,15 @@ def review_times(log: Path) -> list[dict[str, Any]]:
             entry = json.loads(line)
         except ValueError:
             continue
-        measured = namespaces().get(str(entry.get("namespace", "")))
+        ns = str(entry.get("namespace", ""))
+        measured = namespaces().get(ns)
         if entry.get("msg") != "review" or measured is None:
             continue
-        key = (*measured, str(entry.get("endpoint")))
+        key = (*measured, ns.rsplit("-", 1)[1], str(entry.get("endpoint")))
         found.setdefault(key, []).append(float(entry["duration_ms"]) * 1000)
     return [
-        {"variant": v, "kind": k, "endpoint": e, **summarize(samples)}
-        for (v, k, e), samples in sorted(found.items())
+        {"variant": v, "kind": k, "level": level, "endpoint": e, **summarize(samples)}
+        for (v, k, level, e), samples in sorted(found.items())
     ]
 
 
@@ -251,8 +278,8 @@ def main() -> None:
     from kube_ledger_bench import toolchain
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sequential", type=int, default=200)
-    parser.add_argument("--concurrent", type=int, default=400)
+    parser.add_argument("--sequential", type=int, default=480)
+    parser.add_argument("--concurrent", type=int, default=960)
     args = parser.parse_args()
     bin_dir = toolchain()
     if bin_dir is None:

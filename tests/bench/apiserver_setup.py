@@ -10,8 +10,7 @@ import json
 import ssl
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -122,52 +121,45 @@ def _called(cluster: Any, ns: str) -> bool:
     return _webhook_calls(cluster) > before
 
 
-@contextmanager
-def _policy(cluster: Any, probe_ns: str) -> Iterator[None]:
+def _register_policy(cluster: Any) -> None:
     cluster.kubectl(
         "apply",
         "-f",
         "-",
         input=json.dumps({"apiVersion": "v1", "kind": "List", "items": admission_policy()}),
     )
-    _wait(lambda: _denied_by(cluster, probe_ns, "bench-gpu-claims"), "the VAP")
-    try:
-        yield
-    finally:
-        for kind in ("validatingadmissionpolicybinding", "validatingadmissionpolicy"):
-            for what in ("claims", "pods"):
-                cluster.kubectl("delete", kind, f"bench-gpu-{what}", "--ignore-not-found")
-        _wait(lambda: _denied_by(cluster, probe_ns, None), "removing the VAP")
+    _wait(
+        lambda: _denied_by(cluster, namespace("vap", "claim", "seq"), "bench-gpu-claims"), "the VAP"
+    )
 
 
-@contextmanager
-def variant(cluster: Any, name: str, servers: dict[str, Any]) -> Iterator[None]:
-    """Admission configured for `name`, and removed again afterwards."""
+def _register_webhooks(cluster: Any, name: str, servers: dict[str, Any]) -> None:
+    """The chart's configurations for variant `name`, renamed after it (one set per variant
+    at once) and scoped to its namespaces; returns once the API server calls them."""
     from e2e import chart_webhooks
 
-    probe_ns = namespace(name, "claim", "seq")
-    if name == "none":
-        yield
-        return
-    if name == "vap":
-        with _policy(cluster, probe_ns):
-            yield
-        return
     server_name, mutating = WEBHOOKS[name]
     served = servers[server_name].server
     objects = chart_webhooks.render(
         cluster.bin_dir / "helm", RELEASE, served.base_url, served.ca_bundle_pem, mutating=mutating
     )
-    registration = chart_webhooks.apply(cluster, chart_webhooks.scoped(objects, {LABEL: name}))
+    for obj in objects:
+        obj["metadata"]["name"] = f"{obj['metadata']['name']}-{name}"  # type: ignore[index]
+    chart_webhooks.apply(cluster, chart_webhooks.scoped(objects, {LABEL: name}))
+    probe_ns = namespace(name, "claim", "seq")
     if server_name == "dragate":
         _wait(lambda: _denied_by(cluster, probe_ns, "dragate"), f"dragate ({name})")
     else:
         _wait(lambda: _called(cluster, probe_ns), f"the no-op webhook ({name})")
-    try:
-        yield
-    finally:
-        registration.delete(cluster)
-        _wait(lambda: not _called(cluster, probe_ns), f"removing {name}")
+
+
+def register(cluster: Any, servers: dict[str, Any]) -> None:
+    """Every variant's admission at once, each scoped to its own namespaces (the label
+    LABEL), so the bench can switch variants between two creates with no registration in
+    between: a create in a `none` namespace meets only selectors that do not match it."""
+    _register_policy(cluster)
+    for name in WEBHOOKS:
+        _register_webhooks(cluster, name, servers)
 
 
 def prepare(cluster: Any, workdir: Path) -> dict[str, Any]:

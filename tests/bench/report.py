@@ -413,6 +413,7 @@ def _apiserver_tables(api: dict[str, Any]) -> list[str]:
         {
             "variant": r["variant"],
             "kind": r["kind"],
+            "level": r.get("level", ""),
             "endpoint": r["endpoint"],
             "reviews": r["samples"],
             "p50_ms": _ms(r["p50_us"]),

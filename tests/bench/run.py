@@ -64,7 +64,7 @@ class Sizes:
     growth_sizes: tuple[tuple[int, int], ...]
     growth_iterations: int
     kube_ledger_per_process: int = 300
-    apiserver_counts: tuple[int, int] = (200, 400)  # sequential, concurrent creates
+    apiserver_counts: tuple[int, int] = (480, 960)  # sequential, concurrent creates
     http_rounds: int = 5
     migrate_repeats: int = migrate_bench.REPEATS
     holder_levels: tuple[int, ...] = (0, 500, 2000, 6000)

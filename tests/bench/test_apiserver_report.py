@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,7 @@ def test_tables_show_every_variant() -> None:
             {
                 "variant": "validate",
                 "kind": "claim",
+                "level": "seq",
                 "endpoint": "validate",
                 "samples": 10,
                 "p50_us": 900.0,
@@ -109,4 +111,41 @@ def test_tables_show_every_variant() -> None:
         assert f"| {variant} | claim |" in text
     assert "| claim | validate | 1.5 | 3.0 | 0.5 |  | 0.5 |" in text
     assert "| claim | mutate | 3.0 | 6.0 | 1.8 | 1.7 | 0.25 |" in text
-    assert "| validate | claim | validate | 10 | 0.9 | 1.5 |" in text
+    assert "| validate | claim | seq | validate | 10 | 0.9 | 1.5 |" in text
+
+
+def test_review_times_are_split_by_variant_kind_level_and_endpoint(tmp_path: Path) -> None:
+    def line(ns: str, endpoint: str, ms: float, msg: str = "review") -> str:
+        entry = {"msg": msg, "namespace": ns, "endpoint": endpoint, "duration_ms": ms}
+        return json.dumps(entry)
+
+    log = tmp_path / "dragate.log"
+    log.write_text(
+        "\n".join(
+            [
+                "not json: a gunicorn line",
+                line("bench-validate-claim-seq", "validate", 0.25),
+                line("bench-validate-claim-seq", "validate", 0.75),
+                line("bench-validate-claim-conc", "validate", 9.0),
+                line("bench-mutate-pod-seq", "mutate", 0.5),
+                line("bench-validate-claim-seq", "validate", 7.0, msg="template created"),
+                line("elsewhere", "validate", 3.0),
+            ]
+        )
+    )
+    found = {
+        (r["variant"], r["kind"], r["level"], r["endpoint"]): (r["samples"], r["max_us"])
+        for r in apiserver_bench.review_times(log)
+    }
+    assert found == {
+        ("validate", "claim", "seq", "validate"): (2, 750.0),
+        ("validate", "claim", "conc", "validate"): (1, 9000.0),
+        ("mutate", "pod", "seq", "mutate"): (1, 500.0),
+    }
+
+
+@pytest.mark.parametrize("turn", [0, 1, 6, 7, 13], ids=lambda t: f"turn-{t}")
+def test_every_round_runs_every_variant_once_in_another_order(turn: int) -> None:
+    order = apiserver_bench.rotated(turn)
+    assert sorted(order) == sorted(apiserver_bench.VARIANTS)
+    assert order[0] == apiserver_bench.VARIANTS[turn % len(apiserver_bench.VARIANTS)]

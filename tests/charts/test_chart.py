@@ -302,7 +302,8 @@ def rules_of(role: Doc) -> list[tuple[tuple[str, ...], ...]]:
 def test_cluster_role_is_least_privilege(default: Rendered) -> None:
     """Exactly the API calls webhook/ is seen to make (KubeApi.request and the informers):
     GET one namespace; list+watch the five cached kinds; POST managed templates; GET, list,
-    POST and PUT TenantUsages. No Pods, Secrets, ConfigMaps, patch, delete or webhook edits."""
+    watch (the wanted ones), POST and PUT TenantUsages. No Pods, Secrets, ConfigMaps, patch,
+    delete or webhook edits."""
     expected = [
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["resource.k8s.io"],
@@ -312,7 +313,7 @@ def test_cluster_role_is_least_privilege(default: Rendered) -> None:
         {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates"],
          "verbs": ["create"]},
         {"apiGroups": ["dragate.io"], "resources": ["tenantusages"],
-         "verbs": ["get", "list", "create", "update"]},
+         "verbs": ["get", "list", "watch", "create", "update"]},
     ]  # fmt: skip
     role = default.one("ClusterRole")
     assert rules_of(role) == rules_of({"rules": expected})

@@ -19,12 +19,13 @@ from ledger_contract import CONTRACT, EXPIRY_CONTRACT, GPU, MakeTimedLedger
 
 from webhook.kube.caches import KubeState
 from webhook.kube.informer import Informer, Resource
-from webhook.ledger import recordtext
+from webhook.ledger import recordtext, wants
 from webhook.ledger.accounting import PENDING_SECONDS
 from webhook.ledger.kube import KubeLedger
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.reconciler import Reconcilable, Reconciler, claims_truth
 from webhook.ledger.tenantusage import COLLECTION, TOTALS_KEY, object_name, records_of
+from webhook.ledger.wantwatch import WANTED
 from webhook.policy.loading import parse_policies
 
 from .cluster import Cluster
@@ -200,6 +201,37 @@ def test_informer_relists_after_410_gone(crd: Cluster, fresh: Any) -> None:
         wait_for(lambda: informer.relists >= 2, timeout=10, what="relist after 410 Gone")
         KubeLedger(api).reserve("after-gone", {"claim:g/x": {GPU: 1}}, {})
         wait_for(lambda: informer.get("", "after-gone") is not None, timeout=10, what="watched")
+    finally:
+        stop.set()
+        informer.restart_watch()
+
+
+def test_the_wanted_tenant_usages_alone_are_listed_and_watched(crd: Cluster, fresh: Any) -> None:
+    """The CRD's selectable field `spec.wanted`: set by a write while a live want is among
+    the records, cleared by the write that drops it; a watch with the selector sees the
+    object arrive and leave, and never sees the others."""
+    ledger = fresh()
+    ledger.reserve("quiet", {"claim:q/x": {GPU: 1}}, {})
+    informer = Informer(ledger.api, WANTED)
+    stop = threading.Event()
+    thread = threading.Thread(target=informer.run, args=(stop,), daemon=True)
+    thread.start()
+
+    def want(records: Any) -> tuple[Any, None]:
+        return wants.with_want(records, "b/2-bbb", time.time()), None
+
+    def unwant(records: Any) -> tuple[Any, None]:
+        return {k: r for k, r in records.items() if not k.startswith(wants.WANT_PREFIX)}, None
+
+    try:
+        assert informer.synced.wait(10)
+        ledger.update("asked", want, 5.0)
+        wait_for(lambda: informer.get("", "asked") is not None, timeout=10, what="wanted")
+        assert informer.get("", "quiet") is None
+        ledger.update("asked", unwant, 5.0)
+        wait_for(lambda: informer.get("", "asked") is None, timeout=10, what="no longer wanted")
+        ledger.update("quiet", want, 5.0)
+        wait_for(lambda: informer.get("", "quiet") is not None, timeout=10, what="wanted")
     finally:
         stop.set()
         informer.restart_watch()

@@ -115,13 +115,19 @@ def test_racing_processes_with_grants_grant_exactly_the_quota(
 
 
 def test_an_idle_grant_comes_back_to_a_process_that_needs_it(crd: Cluster, fresh: Fresh) -> None:
-    """A holds a grant while B needs the capacity: B's request, refused only because of A's
-    grant, leaves a want and is granted once A gives the grant back (A idle)."""
+    """A holds a standing grant, idle, while B needs the capacity: B's request, refused only
+    because of A's grant, leaves a want; A sees it on its watch of wanted TenantUsages and
+    gives the grant back at once (it would keep it for STANDING_SECONDS otherwise), so B is
+    granted within its budget."""
     first = granted(fresh, owner="replica-a/1-aaa")
-    for name in ("a1", "a2"):  # a burst: the second write takes a grant
+    for name in ("a1", "a2"):  # the first write takes a grant, the second comes from it
         assert first.reserve("lend", {f"claim:lend/{name}": {GPU: 1}}, {GPU: 10}).granted
+    book = first.grants
+    assert book is not None
+    wait_for(lambda: book.pending() == 0, timeout=5, what="A's holders written")
     lent = stored(crd, "lend")[grants.grant_key("replica-a/1-aaa")]["devices"][GPU]
-    assert lent == 4  # twice the demand, half of the 8 left free
+    assert lent == 4  # twice the demand of the burst, half of the 8 left free
+    assert grants.STANDING_SECONDS > 5.0 + 1, "B's budget must end before A would go idle"
     second = KubeLedger.from_kubeconfig(str(crd.kubeconfig), budget=5.0,
                                         grants=GrantBook("replica-b/2-bbb"))  # fmt: skip
     try:
@@ -174,9 +180,9 @@ KILLED = textwrap.dedent(
     from webhook.ledger.grants import GrantBook
     from webhook.ledger.kube import KubeLedger
     ledger = KubeLedger.from_kubeconfig(sys.argv[1], grants=GrantBook("replica-k/9-dead"))
-    for name in ("first", "second"):  # a burst: the second write takes a grant
-        ledger.reserve("killed", {f"claim:killed/{name}": {"gpu.nvidia.com": 1}},
-                       {"gpu.nvidia.com": 10})
+    # the write of the first admission takes a grant: twice its 2 devices
+    ledger.reserve("killed", {"claim:killed/first": {"gpu.nvidia.com": 2}},
+                   {"gpu.nvidia.com": 10})
     ledger._flusher.start = lambda: None  # nothing more is written: killed before its flush
     ledger._flusher.flush = lambda tenant: None
     for n in range(2):

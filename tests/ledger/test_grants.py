@@ -14,6 +14,7 @@ from webhook.ledger.grants import (
     LEASE_SECONDS,
     MIN_LEASE_LEFT,
     RENEW_LEFT,
+    STANDING_SECONDS,
     GrantBook,
 )
 
@@ -44,7 +45,7 @@ def keep(records: Records) -> tuple[Records, None]:
 
 def stored_grant(book: GrantBook, clocks: Clocks, devices: dict[str, int]) -> None:
     """Give the book a stored grant of `devices`, as a landed write would."""
-    for seed in ("claim:x/seed-1", "claim:x/seed-2"):  # a burst: BURST admissions
+    for seed in ("claim:x/seed-1", "claim:x/seed-2"):
         book.note("t", {seed: {c: n // 2 or 1 for c, n in devices.items()}}, LIMITS)
     written, _ = book.plan("t", {}, keep)
     book.landed("t")
@@ -197,7 +198,7 @@ def sized_after(
 ) -> int:
     clocks = clocks or Clocks()
     book = book_at(clocks)
-    book.note("t", {}, {GPU: limit})  # with the next one, a burst (BURST admissions)
+    book.note("t", {}, {GPU: limit})  # an admission of no devices: sizes nothing
     if demand:
         book.note("t", {"claim:a/seed": {GPU: demand}}, {GPU: limit})
     written, _ = book.plan("t", records, keep)
@@ -249,22 +250,82 @@ def test_a_grant_is_sized_by_demand_within_half_the_free_capacity(
     assert sized_after(demand, records) == size
 
 
-def test_a_lone_admission_takes_no_grant() -> None:
+def test_the_write_deciding_a_first_admission_takes_a_grant_for_the_next() -> None:
+    """A burst pays one write on its request path: the next admission fits the grant."""
     clocks = Clocks()
     book = book_at(clocks)
     book.note("t", {"claim:a/x": {GPU: 1}}, {GPU: 100})
     written, _ = book.plan("t", {}, keep)
-    assert MINE not in written
+    book.landed("t")
+    assert written[MINE].devices == {GPU: 2}
+    assert book.admit("t", {"claim:a/y": {GPU: 1}}, {GPU: 100})
 
 
-def test_demand_older_than_the_window_no_longer_counts() -> None:
+def test_a_grant_keeps_its_size_while_the_tenant_admits_then_goes_back() -> None:
+    """Twice the burst's demand; past the demand window still that size (standing), under
+    half of what is left free; nothing once idle for STANDING_SECONDS."""
     clocks = Clocks()
     book = book_at(clocks)
+    sizes = []
     book.note("t", {"claim:a/x": {GPU: 3}}, {GPU: 100})
     book.note("t", {"claim:a/y": {GPU: 3}}, {GPU: 100})
-    clocks.advance(DEMAND_SECONDS + 0.01)
+    for advance, records in ((0.0, {}), (DEMAND_SECONDS + 0.01, {}), (1.0, holders(80))):
+        clocks.advance(advance)
+        written, _ = book.plan("t", records, keep)
+        book.landed("t")
+        sizes.append(written[MINE].devices[GPU] if MINE in written else 0)
+    clocks.advance(STANDING_SECONDS)
     written, _ = book.plan("t", {}, keep)
+    assert sizes == [12, 12, 10]
     assert MINE not in written
+
+
+def test_a_want_seen_on_the_watch_gives_the_grant_back_at_once() -> None:
+    clocks = Clocks()
+    book = book_at(clocks)
+    stored_grant(book, clocks, {GPU: 4})
+    book.admit("t", {"claim:a/x": {GPU: 1}}, LIMITS)
+    book.wanted("t")
+    assert book.due() == ["t"], "due at once, flush interval or not"
+    assert book.next_due_in() == 0.0
+    written, _ = book.plan("t", {}, keep)
+    assert MINE not in written and "claim:a/x" in written
+    book.landed("t")
+    assert not book._grants["t"].give_back, "given back: later writes size it as usual"
+    assert book.due() == []
+
+
+def test_a_wanted_grant_whose_flush_failed_waits_before_trying_again() -> None:
+    """The flusher sleeps until the retry, instead of spinning on a grant it cannot give back."""
+    clocks = Clocks()
+    book = book_at(clocks)
+    stored_grant(book, clocks, {GPU: 4})
+    book.wanted("t")
+    book.retry_later("t", 0.5)
+    assert book.due() == []
+    assert book.next_due_in() == pytest.approx(0.5)
+
+
+def test_a_want_for_a_tenant_without_a_grant_changes_nothing() -> None:
+    clocks = Clocks()
+    book = book_at(clocks)
+    book.wanted("t")
+    book.note("u", {"claim:a/x": {GPU: 1}}, LIMITS)
+    book.wanted("u")
+    assert book.due() == [] and not book._grants["u"].give_back
+
+
+def test_a_want_during_a_write_that_sets_a_grant_gives_it_back_after() -> None:
+    clocks = Clocks()
+    book = book_at(clocks)
+    stored_grant(book, clocks, {GPU: 4})
+    book.admit("t", {"claim:a/x": {GPU: 1}}, LIMITS)
+    written, _ = book.plan("t", {}, keep)
+    assert written[MINE].devices
+    book.wanted("t")
+    book.landed("t")
+    assert book.due() == ["t"]
+    assert MINE not in book.plan("t", written, keep)[0]
 
 
 def test_the_stored_grant_is_never_counted_as_used_by_the_plan() -> None:
@@ -368,10 +429,16 @@ def test_an_idle_grant_is_due_to_be_given_back() -> None:
     book.landed("t")
     assert book._grants["t"].holds_any()
     assert book.due() == []
-    clocks.advance(DEMAND_SECONDS * 0.9)
-    assert book.due() == []
-    clocks.advance(DEMAND_SECONDS * 0.11)
+    clocks.advance(LEASE_SECONDS - RENEW_LEFT - 1)
+    assert book.due() == [], "idle, but standing, its lease far from its end"
+    clocks.advance(2)
+    assert book.due() == ["t"], "its lease to renew"
+    renewed, _ = book.plan("t", {}, keep)
+    book.landed("t")
+    assert renewed[MINE].expires_at == clocks.wall + LEASE_SECONDS
+    clocks.advance(STANDING_SECONDS - (LEASE_SECONDS - RENEW_LEFT + 1) + 0.1)
     assert book.due() == ["t"]
+    assert MINE not in book.plan("t", renewed, keep)[0], "idle for STANDING_SECONDS"
 
 
 def test_a_failed_flush_waits_before_it_is_due_again() -> None:
@@ -402,7 +469,7 @@ def test_forgotten_tenants_are_dropped_from_the_book() -> None:
     clocks = Clocks()
     book = book_at(clocks)
     book.note("t", {"claim:a/x": {GPU: 1}}, LIMITS)
-    clocks.advance(DEMAND_SECONDS + 1)
+    clocks.advance(STANDING_SECONDS + 1)
     book.due()
     assert "t" not in book._grants
 

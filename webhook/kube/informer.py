@@ -26,10 +26,12 @@ Key = tuple[str, str]
 
 @dataclass(frozen=True)
 class Resource:
-    """A list path, e.g. `/apis/resource.k8s.io/v1/resourceclaims`, and its kind."""
+    """A list path, e.g. `/apis/resource.k8s.io/v1/resourceclaims`, its kind, and a field
+    selector narrowing the list and watch ("" for every object)."""
 
     kind: str
     path: str
+    field_selector: str = ""
 
 
 class Gone(Exception):
@@ -145,7 +147,8 @@ class Informer:
     def relist(self) -> None:
         """Replace the cache with a fresh, paginated list."""
         objects: list[Object] = []
-        query = {"limit": "500"}
+        selector = {"fieldSelector": self.resource.field_selector}
+        query = {"limit": "500", **(selector if self.resource.field_selector else {})}
         while True:
             page = self.api.request("GET", self.resource.path, query=query)
             stamp = {"kind": self.resource.kind, "apiVersion": page.get("apiVersion", "")}
@@ -153,7 +156,7 @@ class Informer:
             meta = page.get("metadata") or {}
             if not meta.get("continue"):
                 break
-            query = {"limit": "500", "continue": str(meta["continue"])}
+            query = {**query, "continue": str(meta["continue"])}
         self._replace(objects, str(meta.get("resourceVersion", "")))
         self._healthy()
         self.synced.set()
@@ -162,7 +165,9 @@ class Informer:
     def _watch_once(self, stop: threading.Event) -> None:
         seconds = max(1, int(self.watch_seconds * random.uniform(0.8, 1.0)))
         try:
-            self._stream = self.api.watch(self.resource.path, self.resource_version, seconds)
+            self._stream = self.api.watch(
+                self.resource.path, self.resource_version, seconds, self.resource.field_selector
+            )
             if stop.is_set():  # stop() ran before the stream was visible to it
                 self._stream.close()
             self._healthy()

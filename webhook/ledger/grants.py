@@ -21,13 +21,16 @@ whatever the number of replicas and workers:
   still counts their devices for that long: longer than the reconciler (every 15 s in every
   worker) takes to see their claims and record them itself.
 - Size: twice the devices the process admitted for the class in the last DEMAND_SECONDS,
-  never more than half of what is left free, and none for a lone admission (BURST: a
-  tenant creating a claim now and then pays one write per claim, not a grant written and
-  given back each time). Near the limit grants shrink to nothing and every admission is
-  decided exactly, as without grants; a process idle for DEMAND_SECONDS gives its grant
-  back with its next flush.
+  so the write that decides the first admission of a burst already takes a grant for the
+  next one, and never less than the size it had while the tenant keeps admitting (a
+  standing grant: claims created a few seconds apart, or a controller's bursts, are
+  admitted from it instead of each waiting for a write); never more than half of what is
+  left free. Near the limit grants shrink to nothing and every admission is decided
+  exactly, as without grants; a process idle for STANDING_SECONDS gives its grant back.
 - A request refused only because other processes hold grants asks for them back (`wants`);
-  a process that sees another's live want sizes its own grant 0.
+  a process that sees another's live want sizes its own grant 0, and one that holds a
+  grant learns of a want from its watch of wanted TenantUsages (`wantwatch`) and gives the
+  grant back at once, idle or not.
 
 The book is pure bookkeeping under one lock; `KubeLedger` does the reads and writes.
 """
@@ -55,13 +58,17 @@ MIN_LEASE_LEFT = 40.0
 RENEW_LEFT = 50.0
 """A flush that changes nothing else still renews a grant whose lease ends sooner than this."""
 DEMAND_SECONDS = 0.5
-"""The window of recent admissions a grant is sized for; idle this long, it is given back."""
-BURST = 2
-"""Admissions within DEMAND_SECONDS before a grant is taken."""
-FLUSH_INTERVAL = 0.05
-"""At most one flush per tenant this often: a burst of admissions shares one write (each
-write costs the worker O(holders) and the API server a PUT; 20 ms kept a busy tenant's
-worker flushing a third of the time, measured with py-spy at 1,000 holders)."""
+"""The window of recent admissions a grant is sized for (twice their devices)."""
+STANDING_SECONDS = 30.0
+"""A grant outlives the tenant's last admission this long (renewed by a flush when its lease
+runs short); idle this long, it is given back. A request it blocks meanwhile gets it back
+through a want (`wants`, `wantwatch`)."""
+FLUSH_INTERVAL = 0.2
+"""At most one flush per tenant this often: a burst of admissions shares one write. Each
+write costs the worker O(holders) and the API server a PUT of the whole TenantUsage (3-4 ms
+of its CPU at 500 holders): through the e2e API server one client's claims a create every
+~6 ms apart shared a 50 ms flush by about 8, and the flushes were most of the 1 ms a claim's
+create cost over a Pod's; at 20 ms a busy tenant's worker flushed a third of the time."""
 
 T = TypeVar("T")
 Devices = dict[str, int]
@@ -112,6 +119,9 @@ class Grant:
     flight: Flight | None = None
     limits: dict[str, int] = field(default_factory=dict)  # the latest admission's
     admitted: deque[tuple[float, Devices]] = field(default_factory=deque)  # (monotonic, taken)
+    last_admission: float | None = None  # monotonic
+    peak: Devices = field(default_factory=dict)  # the largest size since the tenant went busy
+    give_back: bool = False  # another process wants capacity: size 0 at the next flush
     last_flush: float = 0.0  # monotonic time the last flush began
     retry_at: float = 0.0  # monotonic: no flush before (the last one failed)
 
@@ -133,12 +143,20 @@ class Grant:
                 total[device_class] = total.get(device_class, 0) + count
         return total
 
+    def record(self, now: float, taken: Devices) -> None:
+        self.admitted.append((now, taken))
+        self.last_admission = now
+
+    def standing(self, now: float) -> bool:
+        """Whether the tenant admitted anything in the last STANDING_SECONDS."""
+        return self.last_admission is not None and now - self.last_admission < STANDING_SECONDS
+
     def holds_any(self) -> bool:
         return any(self.size.values())
 
     def is_empty(self, now: float) -> bool:
-        """Nothing to remember: no grant, nothing queued or in flight, no recent demand."""
-        return not (self.holds_any() or self.queued or self.flight or self.demand(now))
+        """Nothing to remember: no grant, nothing queued or in flight, no recent admission."""
+        return not (self.holds_any() or self.queued or self.flight or self.standing(now))
 
 
 class GrantBook:
@@ -181,7 +199,7 @@ class GrantBook:
             for device_class, count in taken.items():
                 grant.used[device_class] = grant.used.get(device_class, 0) + count
             grant.queued.update(new)
-            grant.admitted.append((self.monotonic(), taken))
+            grant.record(self.monotonic(), taken)
         self.queued_signal.set()
         return True
 
@@ -192,7 +210,7 @@ class GrantBook:
         with self._lock:
             grant = self._grants.setdefault(tenant, Grant())
             grant.limits = dict(limits)
-            grant.admitted.append((self.monotonic(), consumption(holds, limits)))
+            grant.record(self.monotonic(), consumption(holds, limits))
 
     # ------------------------------------------------------------------ writes
 
@@ -237,6 +255,7 @@ class GrantBook:
             grant.size, grant.expires_at = flight.size, flight.expires_at
             grant.sized_under = flight.limits
             grant.used = _minus(grant.used, flight.taken)
+            grant.give_back = grant.give_back and bool(flight.size)
             for key, devices in flight.holds.items():
                 if grant.queued.get(key) == devices:
                     del grant.queued[key]
@@ -291,9 +310,11 @@ class GrantBook:
             for grant in self._grants.values():
                 if grant.queued:
                     waits.append(grant.last_flush + FLUSH_INTERVAL - now)
+                if grant.give_back:
+                    waits.append(grant.retry_at - now)  # at once, unless it just failed
                 if grant.holds_any():
-                    last = grant.admitted[-1][0] if grant.admitted else grant.last_flush
-                    waits.append(last + DEMAND_SECONDS - now)
+                    last = grant.last_admission or grant.last_flush
+                    waits.append(last + STANDING_SECONDS - now)
                     waits.append(grant.expires_at - RENEW_LEFT - wall)
             return max(0.0, min(waits))
 
@@ -307,6 +328,16 @@ class GrantBook:
         shown.pop(self.key, None)
         return shown
 
+    def wanted(self, tenant: str) -> None:
+        """Another process wants capacity of the tenant back (seen on the API server's watch
+        of wanted TenantUsages): a grant held for it is given back at once."""
+        with self._lock:
+            grant = self._grants.get(tenant)
+            if grant is None or not (grant.holds_any() or grant.flight):
+                return
+            grant.give_back = True
+        self.queued_signal.set()
+
     def pending(self) -> int:
         """Holders admitted and not stored yet, over every tenant (metrics, shutdown)."""
         with self._lock:
@@ -317,29 +348,37 @@ class GrantBook:
     def _is_due(self, grant: Grant, now: float, wall: float) -> bool:
         if grant.flight is not None or now < grant.retry_at:
             return False  # a flush is under way, or failed a moment ago
+        if self.closing or grant.give_back:
+            return bool(grant.queued) or grant.holds_any()
         if grant.queued:
-            return self.closing or now - grant.last_flush >= FLUSH_INTERVAL
+            return now - grant.last_flush >= FLUSH_INTERVAL
         if not grant.holds_any():
             return False
-        idle = not grant.admitted or grant.admitted[-1][0] <= now - DEMAND_SECONDS
-        return self.closing or idle or grant.expires_at - wall < RENEW_LEFT
+        return not grant.standing(now) or grant.expires_at - wall < RENEW_LEFT
 
     def _size(self, grant: Grant, records: Records, now: float) -> Devices:
-        """Twice the recent demand per limited class, at most half of what is left free;
-        nothing for a lone admission, while another process wants capacity back, or while
-        shutting down."""
-        if self.closing or wants.others_want(records, self.owner, now):
+        """Twice the recent demand per limited class, at least the largest size since the
+        tenant went busy (a standing grant), at most half of what is left free; nothing once
+        it is idle, while another process wants capacity back, or while shutting down."""
+        mono = self.monotonic()
+        if (
+            self.closing
+            or grant.give_back
+            or not grant.standing(mono)
+            or wants.others_want(records, self.owner, now)
+        ):
+            grant.peak = {}
             return {}
-        demand = grant.demand(self.monotonic())
-        if len(grant.admitted) < BURST:
-            return {}
+        demand = grant.demand(mono)
         live = accounting.totals(accounting.live(records, now=now))
         size: Devices = {}
         for device_class, limit in grant.limits.items():
             free = limit - live.get(device_class, 0)
-            count = min(2 * demand.get(device_class, 0), free // 2)
+            wanted = max(2 * demand.get(device_class, 0), grant.peak.get(device_class, 0))
+            count = min(wanted, free // 2)
             if count > 0:
                 size[device_class] = count
+        grant.peak = size
         return size
 
     def _lease(self, grant: Grant, stored: Record | None, size: Devices, now: float) -> float:

@@ -42,6 +42,7 @@ from webhook.ledger.flusher import Flusher
 from webhook.ledger.grants import GrantBook
 from webhook.ledger.share import Copy, Share, Turn
 from webhook.ledger.tenantusage import COLLECTION, Stored, object_name, stored_of, tenant_usage
+from webhook.ledger.wantwatch import WantWatch
 from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation
 
 T = TypeVar("T")
@@ -74,6 +75,7 @@ class KubeLedger:
         self._known: dict[str, Stored] = {}  # per tenant: as this process last read or wrote
         self._last_write: dict[str, tuple[float, float]] = {}  # per tenant: (ended, seconds)
         self._flusher = Flusher(grants, self._flush) if grants is not None else None
+        self._wants = WantWatch(api, grants, clock=clock) if grants is not None else None
 
     @classmethod
     def from_kubeconfig(cls, path: str | None = None, **options: Any) -> KubeLedger:
@@ -128,10 +130,11 @@ class KubeLedger:
     ) -> bool:
         """Admitted from this process's grant, without a write now; otherwise counted as
         demand, so the write that decides it sizes the grant for what comes next."""
-        book, flusher = self.grants, self._flusher
-        if book is None or flusher is None:
+        book, flusher, watch = self.grants, self._flusher, self._wants
+        if book is None or flusher is None or watch is None:
             return False
         flusher.start()  # a grant taken by a write is given back by it when idle
+        watch.start()  # ... or at once when another process wants it
         if deadline is not None:
             deadline.check("reserving quota")
         if book.admit(tenant, holds, limits):
@@ -286,6 +289,8 @@ class KubeLedger:
         """Write what the grants admitted and give every grant back (shutting down)."""
         if self._flusher is not None:
             self._flusher.drain(timeout)
+        if self._wants is not None:
+            self._wants.stop()
 
     def _busy(self, tenant: str) -> bool:
         """True while this process wrote the tenant less than half a write's time ago.
@@ -351,7 +356,8 @@ class KubeLedger:
 
     def _put(self, tenant: str, records: Records, base: Stored, deadline: float) -> bool:
         lines = dict(base.lines)
-        body = tenant_usage(tenant, records, base.resource_version, lines)
+        wanted = wants.any_live(records, self.clock())
+        body = tenant_usage(tenant, records, base.resource_version, lines, wanted=wanted)
         if base.uid:
             body["metadata"]["uid"] = base.uid
         began = time.monotonic()

@@ -19,6 +19,8 @@ from webhook.ledger.accounting import Records
 
 GROUP, VERSION, PLURAL = "dragate.io", "v1alpha1", "tenantusages"
 COLLECTION = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+WANTED_SELECTOR = "spec.wanted=true"
+"""The TenantUsages with a live want in their records (a CRD selectable field)."""
 TOTALS_KEY = "totals:spec.records"
 """The one holder in `spec.holders`: the totals of `spec.records`, for older readers."""
 _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
@@ -65,9 +67,13 @@ def tenant_usage(
     records: Records,
     resource_version: str | None,
     lines: recordtext.Lines | None = None,
+    *,
+    wanted: bool = False,
 ) -> dict[str, Any]:
     """The object to write; raises recordtext.Unstorable when the records do not fit in it.
-    `lines` (as `recordtext.encode`) spares formatting the records that did not change.
+    `lines` (as `recordtext.encode`) spares formatting the records that did not change;
+    `wanted` (a live want among the records) sets `spec.wanted`, which the processes
+    holding grants watch (`wants`).
 
     Besides `spec.records`, `spec.holders` carries one holder, TOTALS_KEY, holding the totals
     per class: a replica of the version before (which reads only `holders`) sees the tenant's
@@ -79,13 +85,16 @@ def tenant_usage(
     metadata: dict[str, Any] = {"name": object_name(tenant)}
     if resource_version is not None:
         metadata["resourceVersion"] = resource_version
+    spec: dict[str, Any] = {
+        "tenant": tenant,
+        "records": recordtext.encode(records, tenant, lines),
+        "holders": {TOTALS_KEY: {"devices": accounting.totals(records)}},
+    }
+    if wanted:
+        spec["wanted"] = "true"
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "TenantUsage",
         "metadata": metadata,
-        "spec": {
-            "tenant": tenant,
-            "records": recordtext.encode(records, tenant, lines),
-            "holders": {TOTALS_KEY: {"devices": accounting.totals(records)}},
-        },
+        "spec": spec,
     }

@@ -3,14 +3,17 @@
 A grant (`grants`) is quota one process set aside for itself. When another process's
 request would fit if no process held a grant, it is refused for now, leaves a `want:<owner>`
 record (no devices, so it counts for nothing, expiring after WANT_SECONDS) and tries again
-within its budget; every process that sees another's live want sizes its own grant 0 at its
-next write (an active process writes within a flush interval, an idle one gives its grant
-back after `grants.DEMAND_SECONDS`), so the request is granted, or refused by real holders.
-"""
+within its budget. Every write of the records marks the TenantUsage `spec.wanted` while a
+live want is in them; every process holding a grant watches the wanted TenantUsages
+(`wantwatch`) and, seeing another's want, gives its grant back with an immediate flush (a
+process that writes anyway sizes its grant 0 while it sees the want), so the request is
+granted, or refused by real holders. Without that watch (an API server without CRD
+selectable fields) a want is still answered by the holder's next write, at the latest when
+it goes idle (`grants.STANDING_SECONDS`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from webhook.ledger import accounting
 from webhook.ledger.accounting import Record, Records
@@ -83,3 +86,36 @@ def others_want(records: Mapping[str, Record], owner: str, now: float) -> bool:
         key.startswith(WANT_PREFIX) and key != mine and (r.expires_at or 0) > now
         for key, r in records.items()
     )
+
+
+def any_live(records: Mapping[str, Record], now: float) -> bool:
+    """Whether any process's want is live: the TenantUsage is then written as wanted."""
+    return others_want(records, "", now)
+
+
+def wanting(text: str, now: float) -> set[str]:
+    """The owners with a live want in a TenantUsage's `spec.records` text, read from its
+    want lines alone (sorted by key, so together): a watch event carries every holder."""
+    owners: set[str] = set()
+    for line in _want_lines(text):
+        fields = line.split(" ")
+        if len(fields) == 3 and _later_than(fields[2], now):
+            owners.add(fields[0].removeprefix(WANT_PREFIX))
+    return owners
+
+
+def _want_lines(text: str) -> Iterator[str]:
+    marker = "\n" + WANT_PREFIX
+    start = 0 if text.startswith(WANT_PREFIX) else text.find(marker) + 1 or -1
+    while start != -1:
+        end = text.find("\n", start)
+        yield text[start:] if end == -1 else text[start:end]
+        found = -1 if end == -1 else text.find(marker, end)
+        start = -1 if found == -1 else found + 1
+
+
+def _later_than(expires: str, now: float) -> bool:
+    try:
+        return float(expires) > now
+    except ValueError:
+        return False

@@ -1,0 +1,71 @@
+"""The watch that tells a process holding quota grants that another process wants them back.
+
+A request refused only because other processes hold grants writes a want (`wants`), which
+marks its TenantUsage `spec.wanted` (a CRD selectable field). Each process that takes part in
+grants watches only the wanted TenantUsages (an `Informer` with that field selector, so the
+API server sends nothing for the others): an object whose records carry another owner's
+live want makes the process give its grant of that tenant back at once
+(`grants.GrantBook.wanted`), instead of at its next write or when it goes idle
+(`grants.STANDING_SECONDS`). Only liveness rests on this watch: grants and holders stay
+within the limit whatever it sees, since every write is a compare-and-swap.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from webhook.kube.api import KubeApi
+from webhook.kube.informer import Informer, Resource
+from webhook.ledger import wants
+from webhook.ledger.grants import GrantBook
+from webhook.ledger.tenantusage import COLLECTION, WANTED_SELECTOR
+from webhook.types import Object
+
+WANTED = Resource("TenantUsage", COLLECTION, WANTED_SELECTOR)
+
+
+class WantWatch:
+    """Gives the book's grants back when another process wants their tenant's capacity."""
+
+    def __init__(
+        self, api: KubeApi, book: GrantBook, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.book = book
+        self.clock = clock
+        self.informer = Informer(api, WANTED, listener=self._seen)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the watch thread once (after fork); cheap to call on every admission."""
+        if self._thread is not None:
+            return
+        with self._lock:
+            if self._thread is None:
+                thread = threading.Thread(
+                    target=self.informer.run, args=(self._stop,), name="ledger-wants", daemon=True
+                )
+                thread.start()
+                self._thread = thread
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.informer.restart_watch()
+
+    def _seen(self, kind: str, obj: Object) -> None:
+        if kind == "RELISTED":  # the list that (re)starts the watch: every wanted tenant
+            for listed in self.informer.items():
+                self._check(listed)
+        elif kind in ("ADDED", "MODIFIED"):
+            self._check(obj)
+
+    def _check(self, obj: Object) -> None:
+        spec = obj.get("spec") or {}
+        text, tenant = spec.get("records"), spec.get("tenant")
+        if not isinstance(text, str) or not isinstance(tenant, str):
+            return
+        if wants.wanting(text, self.clock()) - {self.book.owner}:
+            self.book.wanted(tenant)
