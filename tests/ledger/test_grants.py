@@ -429,16 +429,16 @@ def test_an_idle_grant_is_due_to_be_given_back() -> None:
     book.landed("t")
     assert book._grants["t"].holds_any()
     assert book.due() == []
-    clocks.advance(LEASE_SECONDS - RENEW_LEFT - 1)
-    assert book.due() == [], "idle, but standing, its lease far from its end"
-    clocks.advance(2)
-    assert book.due() == ["t"], "its lease to renew"
-    renewed, _ = book.plan("t", {}, keep)
-    book.landed("t")
-    assert renewed[MINE].expires_at == clocks.wall + LEASE_SECONDS
-    clocks.advance(STANDING_SECONDS - (LEASE_SECONDS - RENEW_LEFT + 1) + 0.1)
+    clocks.advance(STANDING_SECONDS - 0.5)
+    assert book.due() == [], "idle, but standing: never written just to renew it"
+    assert book.next_due_in() == pytest.approx(0.5)
+    clocks.advance(0.6)
     assert book.due() == ["t"]
-    assert MINE not in book.plan("t", renewed, keep)[0], "idle for STANDING_SECONDS"
+    assert MINE not in book.plan("t", {}, keep)[0], "idle for STANDING_SECONDS: given back"
+
+
+def test_a_standing_grant_lasts_while_its_lease_still_admits() -> None:
+    assert STANDING_SECONDS == LEASE_SECONDS - MIN_LEASE_LEFT
 
 
 def test_a_failed_flush_waits_before_it_is_due_again() -> None:

@@ -2,8 +2,8 @@
 
 An admission answered from a grant (`grants.GrantBook.admit`) only queues its holder; this
 thread, one per process, writes each tenant's queued holders within FLUSH_INTERVAL of the
-first (a burst shares one write), sizes the grant again in the same write, gives back the
-grant of a tenant that went idle, and renews a lease before it runs short. It starts with
+first (a burst shares one write), sizes the grant again in the same write, and gives back
+the grant of a tenant that went idle or that another process wants. It starts with
 the first admission from a grant (after fork: threads do not survive it) and `drain` gives
 everything back at shutdown, also from an `atexit` hook for a worker that exits normally.
 """

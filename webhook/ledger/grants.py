@@ -56,13 +56,15 @@ LEASE_SECONDS = 60.0
 MIN_LEASE_LEFT = 40.0
 """No admission from a grant whose stored lease ends sooner (see the module docstring)."""
 RENEW_LEFT = 50.0
-"""A flush that changes nothing else still renews a grant whose lease ends sooner than this."""
+"""A write that leaves the grant's size as it was renews its lease only if it ends sooner."""
 DEMAND_SECONDS = 0.5
 """The window of recent admissions a grant is sized for (twice their devices)."""
-STANDING_SECONDS = 30.0
-"""A grant outlives the tenant's last admission this long (renewed by a flush when its lease
-runs short); idle this long, it is given back. A request it blocks meanwhile gets it back
-through a want (`wants`, `wantwatch`)."""
+STANDING_SECONDS = LEASE_SECONDS - MIN_LEASE_LEFT
+"""A grant outlives the tenant's last admission this long, then it is given back: about as
+long as its lease, renewed by the writes of that admission at the latest, still lets it
+admit (an idle grant is never written just to renew it; an admission that finds the lease
+too short is decided by a write, which renews it). A request it blocks meanwhile gets it
+back through a want (`wants`, `wantwatch`)."""
 FLUSH_INTERVAL = 0.2
 """At most one flush per tenant this often: a burst of admissions shares one write. Each
 write costs the worker O(holders) and the API server a PUT of the whole TenantUsage (3-4 ms
@@ -283,12 +285,12 @@ class GrantBook:
     # ------------------------------------------------------------------ flushing
 
     def due(self) -> list[str]:
-        """Tenants with holders to write, or a grant to size again, give back or renew."""
+        """Tenants with holders to write, or a grant to give back."""
         with self._lock:
-            now, wall = self.monotonic(), self.clock()
+            now = self.monotonic()
             for tenant in [t for t, g in self._grants.items() if g.is_empty(now)]:
                 del self._grants[tenant]
-            return [t for t, g in self._grants.items() if self._is_due(g, now, wall)]
+            return [t for t, g in self._grants.items() if self._is_due(g, now)]
 
     def has_work(self) -> bool:
         """Whether any holder is still queued or any grant still held (shutdown waits)."""
@@ -305,7 +307,7 @@ class GrantBook:
     def next_due_in(self) -> float:
         """Seconds until a grant will need a flush with no further admission (at most 1)."""
         with self._lock:
-            now, wall = self.monotonic(), self.clock()
+            now = self.monotonic()
             waits = [1.0]
             for grant in self._grants.values():
                 if grant.queued:
@@ -315,7 +317,6 @@ class GrantBook:
                 if grant.holds_any():
                     last = grant.last_admission or grant.last_flush
                     waits.append(last + STANDING_SECONDS - now)
-                    waits.append(grant.expires_at - RENEW_LEFT - wall)
             return max(0.0, min(waits))
 
     def overlay(self, tenant: str, records: Records) -> Records:
@@ -345,7 +346,7 @@ class GrantBook:
 
     # ------------------------------------------------------------------ internals
 
-    def _is_due(self, grant: Grant, now: float, wall: float) -> bool:
+    def _is_due(self, grant: Grant, now: float) -> bool:
         if grant.flight is not None or now < grant.retry_at:
             return False  # a flush is under way, or failed a moment ago
         if self.closing or grant.give_back:
@@ -354,7 +355,7 @@ class GrantBook:
             return now - grant.last_flush >= FLUSH_INTERVAL
         if not grant.holds_any():
             return False
-        return not grant.standing(now) or grant.expires_at - wall < RENEW_LEFT
+        return not grant.standing(now)
 
     def _size(self, grant: Grant, records: Records, now: float) -> Devices:
         """Twice the recent demand per limited class, at least the largest size since the
