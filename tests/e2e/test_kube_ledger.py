@@ -207,9 +207,9 @@ def test_informer_relists_after_410_gone(crd: Cluster, fresh: Any) -> None:
 
 
 def test_the_wanted_tenant_usages_alone_are_listed_and_watched(crd: Cluster, fresh: Any) -> None:
-    """The CRD's selectable field `spec.wanted`: set by a write while a live want is among
-    the records, cleared by the write that drops it; a watch with the selector sees the
-    object arrive and leave, and never sees the others."""
+    """The wanted label: set by a write while a live want is among the records, dropped by
+    the write that drops the want; a watch with the selector sees the object arrive and
+    leave, and never sees the others."""
     ledger = fresh()
     ledger.reserve("quiet", {"claim:q/x": {GPU: 1}}, {})
     informer = Informer(ledger.api, WANTED)

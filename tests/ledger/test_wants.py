@@ -1,4 +1,4 @@
-"""Wants as written and as read back off a watch event: `spec.wanted`, the want lines."""
+"""Wants as written and as read back off a watch event: the wanted label, the want lines."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from webhook.kube.api import KubeApi
 from webhook.ledger import recordtext, wants
 from webhook.ledger.accounting import Record, Records
 from webhook.ledger.grants import GrantBook
-from webhook.ledger.tenantusage import tenant_usage
+from webhook.ledger.tenantusage import WANTED_LABEL, tenant_usage
 from webhook.ledger.wantwatch import WantWatch
 
 NOW = 1_000_000.0
@@ -66,8 +66,9 @@ def test_want_lines_are_found_wherever_they_are(text: str) -> None:
 
 @pytest.mark.parametrize("wanted", [False, True], ids=["not-wanted", "wanted"])
 def test_a_wanted_tenant_usage_is_marked_for_the_watch(wanted: bool) -> None:
-    spec = tenant_usage("t", records(), "7", wanted=wanted)["spec"]
-    assert spec.get("wanted") == ("true" if wanted else None)
+    metadata = tenant_usage("t", records(), "7", wanted=wanted)["metadata"]
+    assert metadata.get("labels") == ({WANTED_LABEL: "true"} if wanted else None)
+    assert metadata["resourceVersion"] == "7"
 
 
 class Book(GrantBook):

@@ -103,7 +103,7 @@ class KubeApi:
         return decoded
 
     def watch(
-        self, path: str, resource_version: str, timeout_seconds: int, field_selector: str = ""
+        self, path: str, resource_version: str, timeout_seconds: int, label_selector: str = ""
     ) -> WatchStream:
         """Watch events after `resource_version` until the server ends the watch."""
         query = {
@@ -112,8 +112,8 @@ class KubeApi:
             "resourceVersion": resource_version,
             "timeoutSeconds": str(timeout_seconds),
         }
-        if field_selector:
-            query["fieldSelector"] = field_selector
+        if label_selector:
+            query["labelSelector"] = label_selector
         timeout = (self.timeout, timeout_seconds + 30.0)
         response = self._send("GET", path, query, None, timeout)
         if not 200 <= response.status < 300:

@@ -26,12 +26,12 @@ Key = tuple[str, str]
 
 @dataclass(frozen=True)
 class Resource:
-    """A list path, e.g. `/apis/resource.k8s.io/v1/resourceclaims`, its kind, and a field
+    """A list path, e.g. `/apis/resource.k8s.io/v1/resourceclaims`, its kind, and a label
     selector narrowing the list and watch ("" for every object)."""
 
     kind: str
     path: str
-    field_selector: str = ""
+    label_selector: str = ""
 
 
 class Gone(Exception):
@@ -147,8 +147,8 @@ class Informer:
     def relist(self) -> None:
         """Replace the cache with a fresh, paginated list."""
         objects: list[Object] = []
-        selector = {"fieldSelector": self.resource.field_selector}
-        query = {"limit": "500", **(selector if self.resource.field_selector else {})}
+        selector = {"labelSelector": self.resource.label_selector}
+        query = {"limit": "500", **(selector if self.resource.label_selector else {})}
         while True:
             page = self.api.request("GET", self.resource.path, query=query)
             stamp = {"kind": self.resource.kind, "apiVersion": page.get("apiVersion", "")}
@@ -166,7 +166,7 @@ class Informer:
         seconds = max(1, int(self.watch_seconds * random.uniform(0.8, 1.0)))
         try:
             self._stream = self.api.watch(
-                self.resource.path, self.resource_version, seconds, self.resource.field_selector
+                self.resource.path, self.resource_version, seconds, self.resource.label_selector
             )
             if stop.is_set():  # stop() ran before the stream was visible to it
                 self._stream.close()

@@ -3,13 +3,13 @@
 A grant (`grants`) is quota one process set aside for itself. When another process's
 request would fit if no process held a grant, it is refused for now, leaves a `want:<owner>`
 record (no devices, so it counts for nothing, expiring after WANT_SECONDS) and tries again
-within its budget. Every write of the records marks the TenantUsage `spec.wanted` while a
-live want is in them; every process holding a grant watches the wanted TenantUsages
-(`wantwatch`) and, seeing another's want, gives its grant back with an immediate flush (a
-process that writes anyway sizes its grant 0 while it sees the want), so the request is
-granted, or refused by real holders. Without that watch (an API server without CRD
-selectable fields) a want is still answered by the holder's next write, at the latest when
-it goes idle (`grants.STANDING_SECONDS`)."""
+within its budget. Every write of the records labels the TenantUsage wanted while a live
+want is in them (`tenantusage.WANTED_LABEL`); every process holding a grant watches the
+wanted TenantUsages (`wantwatch`) and, seeing another's want, gives its grant back with an
+immediate flush (a process that writes anyway sizes its grant 0 while it sees the want), so
+the request is granted, or refused by real holders. Should that watch fail, a want is still
+answered by the holder's next write, at the latest when it goes idle
+(`grants.STANDING_SECONDS`)."""
 
 from __future__ import annotations
 

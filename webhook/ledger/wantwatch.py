@@ -1,8 +1,8 @@
 """The watch that tells a process holding quota grants that another process wants them back.
 
 A request refused only because other processes hold grants writes a want (`wants`), which
-marks its TenantUsage `spec.wanted` (a CRD selectable field). Each process that takes part in
-grants watches only the wanted TenantUsages (an `Informer` with that field selector, so the
+labels its TenantUsage wanted (`tenantusage.WANTED_LABEL`). Each process that takes part in
+grants watches only the wanted TenantUsages (an `Informer` with that label selector, so the
 API server sends nothing for the others): an object whose records carry another owner's
 live want makes the process give its grant of that tenant back at once
 (`grants.GrantBook.wanted`), instead of at its next write or when it goes idle
