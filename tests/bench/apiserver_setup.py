@@ -1,7 +1,7 @@
-"""The apiserver benchmark's setup: a client of the API server, each variant's admission
-registered (the chart's own webhook configurations, or the ValidatingAdmissionPolicy) and
-removed again, and the servers behind them: `dragate serve` under the chart's service
-account, the no-op, and the no-op that answers with dragate's patch."""
+"""The apiserver benchmark's setup: a client of the API server, every variant's admission
+registered at once (the chart's own webhook configurations, or the ValidatingAdmissionPolicy,
+each scoped to the variant's namespaces), and the servers behind them: `dragate serve` under
+the chart's service account, the no-op, and the no-op that answers with dragate's patch."""
 
 from __future__ import annotations
 

@@ -19,13 +19,23 @@ class BackgroundLoop:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._starting = threading.Lock()
 
     def start(self) -> Self:
-        """Start the loop; idempotent. Call after forking."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name=self.thread_name, daemon=True)
-            self._thread.start()
+        """Start the loop; idempotent, also from racing threads, and cheap once started.
+        Call after forking."""
+        if self._thread is not None:
+            return self
+        with self._starting:
+            if self._thread is None:
+                thread = threading.Thread(target=self._loop, name=self.thread_name, daemon=True)
+                thread.start()
+                self._thread = thread
+                self._started()
         return self
+
+    def _started(self) -> None:
+        """Called once, right after the thread started."""
 
     def stop(self, timeout: float = 1.0) -> None:
         self._stop.set()

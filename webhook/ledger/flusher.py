@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import atexit
 import logging
-import threading
 import time
 from collections.abc import Callable
 
+from webhook.kube.background import BackgroundLoop
 from webhook.ledger.grants import GrantBook
 from webhook.types import DragateError
 
@@ -25,29 +25,22 @@ RETRY_SECONDS = 0.5
 """A tenant whose flush failed (the API unreachable) is tried again after this."""
 
 
-class Flusher:
-    """Calls `flush(tenant)` for every tenant the book says is due, until stopped."""
+class Flusher(BackgroundLoop):
+    """Calls `flush(tenant)` for every tenant the book says is due, until stopped; `start()`
+    is cheap enough to call on every admission from a grant."""
+
+    thread_name = "ledger-flusher"
 
     def __init__(self, book: GrantBook, flush: Callable[[str], None]) -> None:
+        super().__init__()
         self.book = book
         self.flush = flush
         self.flushes = 0  # tenants flushed (for tests and metrics)
         self.failures = 0
         self._flush_ok = True  # whether the last flush succeeded
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
 
-    def start(self) -> None:
-        """Start the thread once; cheap to call on every admission from a grant."""
-        if self._thread is not None:
-            return
-        with self._lock:
-            if self._thread is None:
-                thread = threading.Thread(target=self._loop, name="ledger-flusher", daemon=True)
-                thread.start()
-                self._thread = thread
-                atexit.register(self.drain)
+    def _started(self) -> None:
+        atexit.register(self.drain)
 
     def drain(self, timeout: float = 2.0) -> None:
         """Write what is queued and give every grant back, for at most `timeout` seconds."""

@@ -12,11 +12,11 @@ within the limit whatever it sees, since every write is a compare-and-swap.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 
 from webhook.kube.api import KubeApi
+from webhook.kube.background import BackgroundLoop
 from webhook.kube.informer import Informer, Resource
 from webhook.ledger import wants
 from webhook.ledger.grants import GrantBook
@@ -26,34 +26,27 @@ from webhook.types import Object
 WANTED = Resource("TenantUsage", COLLECTION, WANTED_SELECTOR)
 
 
-class WantWatch:
-    """Gives the book's grants back when another process wants their tenant's capacity."""
+class WantWatch(BackgroundLoop):
+    """Gives the book's grants back when another process wants their tenant's capacity;
+    `start()` it (after fork) before the first admission from a grant."""
+
+    thread_name = "ledger-wants"
 
     def __init__(
         self, api: KubeApi, book: GrantBook, *, clock: Callable[[], float] = time.time
     ) -> None:
+        super().__init__()
         self.book = book
         self.clock = clock
         self.informer = Informer(api, WANTED, listener=self._seen)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
 
-    def start(self) -> None:
-        """Start the watch thread once (after fork); cheap to call on every admission."""
-        if self._thread is not None:
-            return
-        with self._lock:
-            if self._thread is None:
-                thread = threading.Thread(
-                    target=self.informer.run, args=(self._stop,), name="ledger-wants", daemon=True
-                )
-                thread.start()
-                self._thread = thread
-
-    def stop(self) -> None:
+    def stop(self, timeout: float = 1.0) -> None:
         self._stop.set()
-        self.informer.restart_watch()
+        self.informer.restart_watch()  # a quiet watch would block the thread until it ends
+        super().stop(timeout)
+
+    def _loop(self) -> None:
+        self.informer.run(self._stop)
 
     def _seen(self, kind: str, obj: Object) -> None:
         if kind == "RELISTED":  # the list that (re)starts the watch: every wanted tenant
