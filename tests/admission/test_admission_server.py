@@ -180,7 +180,10 @@ def test_certificate_rotation_without_failures(tmp_path: Path) -> None:
         for name in ("ca.crt", "ca.key", "tls.crt", "tls.key"):
             (staging / name).write_bytes((live / name).read_bytes())
         certificates.renew(staging, rotate_ca=True)
-        trust.write_bytes((staging / "ca-bundle.crt").read_bytes())
+        # published whole, as the API server takes a new caBundle: the client reads it for
+        # every connection, and a half-written file fails its own TLS setup, not the server
+        bundle = (staging / "ca-bundle.crt").read_bytes()
+        certificates.write_file(trust, bundle, private=False)
         published = calls[0]
         _eventually(lambda: calls[0] >= published + 2)  # a whole connection with the new bundle
         for name in ("tls.key", "tls.crt"):

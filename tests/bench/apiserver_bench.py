@@ -143,7 +143,8 @@ def concurrent(
 
 
 def rotated(turn: int) -> tuple[str, ...]:
-    """The variants in a different order each round: none always follows the same one."""
+    """The variants in a different order each round, so that no variant always runs right
+    after the same other one (and takes on the background work it left)."""
     shift = turn % len(VARIANTS)
     return VARIANTS[shift:] + VARIANTS[:shift]
 
