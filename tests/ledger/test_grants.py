@@ -437,10 +437,6 @@ def test_an_idle_grant_is_due_to_be_given_back() -> None:
     assert MINE not in book.plan("t", {}, keep)[0], "idle for STANDING_SECONDS: given back"
 
 
-def test_a_standing_grant_lasts_while_its_lease_still_admits() -> None:
-    assert STANDING_SECONDS == LEASE_SECONDS - MIN_LEASE_LEFT
-
-
 def test_a_failed_flush_waits_before_it_is_due_again() -> None:
     clocks = Clocks()
     book = book_at(clocks)

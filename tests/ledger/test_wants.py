@@ -44,7 +44,8 @@ def test_the_live_wants_are_read_from_the_records_text(
 ) -> None:
     text = recordtext.encode(records(**wanted))
     assert wants.wanting(text, NOW) == owners
-    assert wants.any_live(records(**wanted), NOW) is bool(owners)
+    labels = tenant_usage("t", records(**wanted), "7", now=NOW)["metadata"].get("labels")
+    assert labels == ({WANTED_LABEL: "true"} if owners else None)
 
 
 @pytest.mark.parametrize(
@@ -64,11 +65,9 @@ def test_want_lines_are_found_wherever_they_are(text: str) -> None:
     assert wants.wanting(text, NOW) == ({"b/1"} if live else set())
 
 
-@pytest.mark.parametrize("wanted", [False, True], ids=["not-wanted", "wanted"])
-def test_a_wanted_tenant_usage_is_marked_for_the_watch(wanted: bool) -> None:
-    metadata = tenant_usage("t", records(), "7", wanted=wanted)["metadata"]
-    assert metadata.get("labels") == ({WANTED_LABEL: "true"} if wanted else None)
-    assert metadata["resourceVersion"] == "7"
+def test_without_a_clock_no_want_is_read_and_no_label_written() -> None:
+    metadata = tenant_usage("t", records(b_1=NOW + 2), "7")["metadata"]
+    assert "labels" not in metadata and metadata["resourceVersion"] == "7"
 
 
 class Book(GrantBook):

@@ -356,8 +356,7 @@ class KubeLedger:
 
     def _put(self, tenant: str, records: Records, base: Stored, deadline: float) -> bool:
         lines = dict(base.lines)
-        wanted = wants.any_live(records, self.clock())
-        body = tenant_usage(tenant, records, base.resource_version, lines, wanted=wanted)
+        body = tenant_usage(tenant, records, base.resource_version, lines, now=self.clock())
         if base.uid:
             body["metadata"]["uid"] = base.uid
         began = time.monotonic()

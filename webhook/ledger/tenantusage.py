@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.ledger import accounting, recordtext
+from webhook.ledger import accounting, recordtext, wants
 from webhook.ledger.accounting import Records
 
 GROUP, VERSION, PLURAL = "dragate.io", "v1alpha1", "tenantusages"
@@ -72,12 +72,13 @@ def tenant_usage(
     resource_version: str | None,
     lines: recordtext.Lines | None = None,
     *,
-    wanted: bool = False,
+    now: float | None = None,
 ) -> dict[str, Any]:
     """The object to write; raises recordtext.Unstorable when the records do not fit in it.
     `lines` (as `recordtext.encode`) spares formatting the records that did not change;
-    `wanted` (a live want among the records) sets the WANTED_LABEL, which the processes
-    holding grants watch (`wants`); a write without it drops the label.
+    with `now`, a live want among the records (read off the text's want lines) sets the
+    WANTED_LABEL, which the processes holding grants watch (`wants`); a write without one
+    drops the label.
 
     Besides `spec.records`, `spec.holders` carries one holder, TOTALS_KEY, holding the totals
     per class: a replica of the version before (which reads only `holders`) sees the tenant's
@@ -89,7 +90,8 @@ def tenant_usage(
     metadata: dict[str, Any] = {"name": object_name(tenant)}
     if resource_version is not None:
         metadata["resourceVersion"] = resource_version
-    if wanted:
+    text = recordtext.encode(records, tenant, lines)
+    if now is not None and wants.wanting(text, now):
         metadata["labels"] = {WANTED_LABEL: "true"}
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
@@ -97,7 +99,7 @@ def tenant_usage(
         "metadata": metadata,
         "spec": {
             "tenant": tenant,
-            "records": recordtext.encode(records, tenant, lines),
+            "records": text,
             "holders": {TOTALS_KEY: {"devices": accounting.totals(records)}},
         },
     }

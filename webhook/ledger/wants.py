@@ -88,11 +88,6 @@ def others_want(records: Mapping[str, Record], owner: str, now: float) -> bool:
     )
 
 
-def any_live(records: Mapping[str, Record], now: float) -> bool:
-    """Whether any process's want is live: the TenantUsage is then written as wanted."""
-    return others_want(records, "", now)
-
-
 def wanting(text: str, now: float) -> set[str]:
     """The owners with a live want in a TenantUsage's `spec.records` text, read from its
     want lines alone (sorted by key, so together): a watch event carries every holder."""
