@@ -45,9 +45,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +60,7 @@ if str(TESTS) not in sys.path:
 
 from apiserver_objects import KINDS, VARIANTS, make, namespace, namespaces, path  # noqa: E402
 from apiserver_setup import connect, prepare, register  # noqa: E402
+from processcpu import CpuMeter, per_create_ms, with_children  # noqa: E402
 from timing import summarize  # noqa: E402
 
 NOOP_OF = {"validate": "noop-validate", "mutate": "noop-mutate"}
@@ -81,12 +84,21 @@ class Measured:
     concurrent: list[float] = field(default_factory=list)
     concurrent_failed: int = 0
     concurrent_wall: float = 0.0
+    sequential_cpu: dict[str, int] = field(default_factory=dict)
+    """Nanoseconds each process group ran during the sequential blocks (warm-ups included)."""
+    sequential_creates: int = 0
+
+    def add_cpu(self, spent: dict[str, int], creates: int) -> None:
+        for name, ns in spent.items():
+            self.sequential_cpu[name] = self.sequential_cpu.get(name, 0) + ns
+        self.sequential_creates += creates
 
     def row(self, name: str, kind: str) -> dict[str, Any]:
         return {
             "variant": name,
             "kind": kind,
             "sequential": {**summarize(self.sequential), "failed": self.sequential_failed},
+            "cpu_ms_per_create": per_create_ms(self.sequential_cpu, self.sequential_creates),
             "concurrent": {
                 **summarize(self.concurrent),
                 "failed": self.concurrent_failed,
@@ -149,13 +161,33 @@ def rotated(turn: int) -> tuple[str, ...]:
     return VARIANTS[shift:] + VARIANTS[:shift]
 
 
+def meter(cluster: Any, servers: dict[str, Any]) -> CpuMeter:
+    """The processes a create can wake: the control plane, the webhook servers (with their
+    workers) and this process, the load generator."""
+    control = {p.name: p.pid for p in cluster.processes}
+
+    def served(*names: str) -> Callable[[], list[int]]:
+        return lambda: [pid for n in names for pid in with_children(servers[n].process.pid)]
+
+    return CpuMeter(
+        {
+            "kube-apiserver": lambda: [control["kube-apiserver"]],
+            "etcd": lambda: [control["etcd"]],
+            "dragate": served("dragate"),
+            "no-op": served("noop", "noop-patch"),
+            "load generator": lambda: [os.getpid()],
+        }
+    )
+
+
 def measure(
-    cluster: Any, sequential_count: int, concurrent_count: int, rounds: int
+    cluster: Any, sequential_count: int, concurrent_count: int, rounds: int, cpu: CpuMeter
 ) -> dict[tuple[str, str], Measured]:
     """Every variant and kind in blocks, each round through all of them in turn (admission
     of every variant registered at once), so a slow second of the shared machine lands on
     every variant alike; between the sequential and the concurrent half of a round, a
-    pause lets the background work of the blocks before settle."""
+    pause lets the background work of the blocks before settle. The CPU of each sequential
+    block is read from /proc (`cpu`)."""
     measured = {(v, k): Measured() for v in VARIANTS for k in KINDS}
     one, many = connect(cluster), [connect(cluster) for _ in range(CONNECTIONS)]
     try:
@@ -167,7 +199,9 @@ def measure(
             order, prefix = rotated(turn), f"r{turn}-"
             for name, kind in ((v, k) for v in order for k in KINDS):
                 ns, count = namespace(name, kind, "seq"), sequential_count // rounds
+                cpu.start()
                 sequential(one, kind, ns, count, into=measured[(name, kind)], prefix=prefix)
+                measured[(name, kind)].add_cpu(cpu.stop(), WARMUP + count)
             time.sleep(SETTLE_SECONDS)
             for name, kind in ((v, k) for v in order for k in KINDS):
                 ns, count = namespace(name, kind, "conc"), concurrent_count // rounds
@@ -190,7 +224,8 @@ def run(
         servers = prepare(cluster, cluster.workdir)
         try:
             register(cluster, servers)
-            measured = measure(cluster, sequential_count, concurrent_count, rounds)
+            cpu = meter(cluster, servers)
+            measured = measure(cluster, sequential_count, concurrent_count, rounds, cpu)
             reviews = review_times(servers["dragate"].process.log_path)
         finally:
             for served in servers.values():
@@ -251,6 +286,7 @@ def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 conc["creates_per_s"] / none["concurrent"]["creates_per_s"], 3
             ),
         }
+        entry.update(_cpu_added(row.get("cpu_ms_per_create"), none.get("cpu_ms_per_create")))
         noop = by.get((NOOP_OF.get(row["variant"], ""), row["kind"]))
         if noop is not None:
             entry["over_noop_p50_ms"] = _ms_between(seq, noop["sequential"], "p50_us")
@@ -259,6 +295,16 @@ def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             entry["over_patch_p50_ms"] = _ms_between(seq, patched["sequential"], "p50_us")
         out.append(entry)
     return out
+
+
+def _cpu_added(mine: dict[str, float] | None, base: dict[str, float] | None) -> dict[str, float]:
+    """The API server's CPU per create over no admission's, and every process's together."""
+    if not mine or not base:
+        return {}
+    return {
+        "apiserver_cpu_added_ms": round(mine["kube-apiserver"] - base["kube-apiserver"], 2),
+        "cpu_added_ms": round(mine["total"] - base["total"], 2),
+    }
 
 
 def _ms_between(mine: dict[str, Any], base: dict[str, Any], key: str) -> float:

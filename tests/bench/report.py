@@ -442,8 +442,11 @@ def _apiserver_tables(api: dict[str, Any]) -> list[str]:
                 "over_noop_p50_ms",
                 "over_patch_p50_ms",
                 "creates_per_s_ratio",
+                "apiserver_cpu_added_ms",
+                "cpu_added_ms",
             ],
         ),
+        *_cpu_table(api["rows"]),
     ]
     if reviews:
         parts += [
@@ -451,6 +454,27 @@ def _apiserver_tables(api: dict[str, Any]) -> list[str]:
             _table(reviews, list(reviews[0])),
         ]
     return parts
+
+
+CPU_GROUPS = ("kube-apiserver", "etcd", "dragate", "no-op", "load generator", "total")
+
+
+def _cpu_table(rows: list[dict[str, Any]]) -> list[str]:
+    """CPU per sequential create by process (absent from runs before it was measured)."""
+    cpu = [
+        {"variant": r["variant"], "kind": r["kind"], **r["cpu_ms_per_create"]}
+        for r in rows
+        if r.get("cpu_ms_per_create")
+    ]
+    if not cpu:
+        return []
+    return [
+        "\n### CPU per create at 1 connection (ms, each process's threads from /proc, "
+        "sequential blocks with their warm-ups)\n\nOn this machine's shared CPUs all of "
+        "it lands on the create's latency; the no-op and dragate columns are the webhook "
+        "servers with their workers (dragate's include its watches of the created claims).\n",
+        _table(cpu, ["variant", "kind", *CPU_GROUPS]),
+    ]
 
 
 def _ms(us: float) -> float:

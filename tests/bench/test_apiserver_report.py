@@ -149,3 +149,26 @@ def test_every_round_runs_every_variant_once_in_another_order(turn: int) -> None
     order = apiserver_bench.rotated(turn)
     assert sorted(order) == sorted(apiserver_bench.VARIANTS)
     assert order[0] == apiserver_bench.VARIANTS[turn % len(apiserver_bench.VARIANTS)]
+
+
+def _with_cpu(row: dict[str, Any], apiserver: float, webhook: float) -> dict[str, Any]:
+    groups = {"kube-apiserver": apiserver, "etcd": 1.0, "no-op": webhook, "load generator": 0.5}
+    return {**row, "cpu_ms_per_create": {**groups, "total": sum(groups.values())}}
+
+
+def test_cpu_per_create_is_added_over_no_admission_and_shown_by_process() -> None:
+    rows = [
+        _with_cpu(_row("none", "claim", 3000, 200), 2.5, 0.0),
+        _with_cpu(_row("noop-validate", "claim", 4000, 160), 3.75, 0.9),
+        _row("vap", "claim", 3500, 190),  # a run from before CPU was measured
+    ]
+    added = {r["variant"]: r for r in apiserver_bench.added(rows)}
+    assert added["noop-validate"]["apiserver_cpu_added_ms"] == 1.25
+    assert added["noop-validate"]["cpu_added_ms"] == 2.15
+    assert "cpu_added_ms" not in added["vap"]
+    api = {"rows": rows, "added": list(added.values()), "connections": 8}
+    text = "\n".join(
+        report._apiserver_tables({**api, "sequential_count": 1, "concurrent_count": 8})
+    )
+    assert "| noop-validate | claim | 3.75 | 1.0 |  | 0.9 | 0.5 | 6.15 |" in text
+    assert "| vap | claim | 3.75" not in text
