@@ -419,6 +419,35 @@ def test_a_queued_holder_is_due_once_the_flush_interval_passed() -> None:
     assert book.due() == [], "not due while its write is in flight"
 
 
+def test_the_first_holder_after_a_quiet_spell_waits_for_the_ones_after_it() -> None:
+    clocks = Clocks()
+    book = book_at(clocks)
+    stored_grant(book, clocks, {GPU: 4})
+    clocks.advance(10 * FLUSH_INTERVAL)  # long after the seed's flush
+    book.admit("t", {"claim:a/x": {GPU: 1}}, LIMITS)
+    assert book.due() == [], "written at once, it would take a write of its own"
+    assert book.next_due_in() == pytest.approx(FLUSH_INTERVAL)
+    clocks.advance(FLUSH_INTERVAL / 2)
+    book.admit("t", {"claim:a/y": {GPU: 1}}, LIMITS)
+    assert book.next_due_in() == pytest.approx(FLUSH_INTERVAL / 2), "the window is the first's"
+    clocks.advance(FLUSH_INTERVAL / 2 + 0.001)
+    assert book.due() == ["t"]
+    written, _ = book.plan("t", {}, keep)
+    assert {"claim:a/x", "claim:a/y"} <= set(written), "one write for both"
+
+
+def test_only_the_holder_that_opens_a_flush_window_wakes_the_flusher() -> None:
+    clocks = Clocks()
+    book = book_at(clocks)
+    stored_grant(book, clocks, {GPU: 4})
+    book.queued_signal.clear()
+    book.admit("t", {"claim:a/x": {GPU: 1}}, LIMITS)
+    assert book.queued_signal.is_set()
+    book.queued_signal.clear()
+    book.admit("t", {"claim:a/y": {GPU: 1}}, LIMITS)
+    assert not book.queued_signal.is_set(), "its write is already scheduled with the first"
+
+
 def test_an_idle_grant_is_due_to_be_given_back() -> None:
     clocks = Clocks()
     book = book_at(clocks)

@@ -65,12 +65,14 @@ long as its lease, renewed by the writes of that admission at the latest, still 
 admit (an idle grant is never written just to renew it; an admission that finds the lease
 too short is decided by a write, which renews it). A request it blocks meanwhile gets it
 back through a want (`wants`, `wantwatch`)."""
-FLUSH_INTERVAL = 0.2
-"""At most one flush per tenant this often: a burst of admissions shares one write. Each
-write costs the worker O(holders) and the API server a PUT of the whole TenantUsage (3-4 ms
-of its CPU at 500 holders): through the e2e API server one client's claims a create every
-~6 ms apart shared a 50 ms flush by about 8, and the flushes were most of the 1 ms a claim's
-create cost over a Pod's; at 20 ms a busy tenant's worker flushed a third of the time."""
+FLUSH_INTERVAL = 0.5
+"""Queued holders are written this long after the first of them was queued, and at most one
+flush per tenant this often: a burst of admissions shares one write. Each write costs the
+worker O(holders) and the API server a PUT of the whole TenantUsage (3-4 ms of its CPU at 500
+holders). Through the e2e API server, with the first holder written at once and then every
+200 ms, a block of 40 sequential claims paid three writes, 0.4 ms of dragate's CPU and 0.45 ms
+of the API server's per create (tests/bench/processcpu.py); the lease, not this interval,
+keeps a crashed process's admissions counted."""
 
 T = TypeVar("T")
 Devices = dict[str, int]
@@ -125,6 +127,7 @@ class Grant:
     peak: Devices = field(default_factory=dict)  # the largest size since the tenant went busy
     give_back: bool = False  # another process wants capacity: size 0 at the next flush
     last_flush: float = 0.0  # monotonic time the last flush began
+    queued_since: float = 0.0  # monotonic time a holder was queued into an empty queue
     retry_at: float = 0.0  # monotonic: no flush before (the last one failed)
 
     def room(self, device_class: str) -> int:
@@ -153,6 +156,11 @@ class Grant:
         """Whether the tenant admitted anything in the last STANDING_SECONDS."""
         return self.last_admission is not None and now - self.last_admission < STANDING_SECONDS
 
+    def flush_window_start(self) -> float:
+        """Queued holders are written FLUSH_INTERVAL after this: the first of them was queued,
+        or the last flush began (monotonic)."""
+        return max(self.last_flush, self.queued_since)
+
     def holds_any(self) -> bool:
         return any(self.size.values())
 
@@ -176,7 +184,7 @@ class GrantBook:
         self.clock = clock
         self.monotonic = monotonic
         self.closing = False  # set on shutdown: every grant is sized 0 and given back
-        self.queued_signal = threading.Event()  # set when an admission queued a holder
+        self.queued_signal = threading.Event()  # set when a holder opens a flush window
         self._lock = threading.Lock()
         self._grants: dict[str, Grant] = {}
 
@@ -200,9 +208,13 @@ class GrantBook:
                 return False
             for device_class, count in taken.items():
                 grant.used[device_class] = grant.used.get(device_class, 0) + count
+            opens = bool(new) and not grant.queued
+            if opens:
+                grant.queued_since = self.monotonic()
             grant.queued.update(new)
             grant.record(self.monotonic(), taken)
-        self.queued_signal.set()
+        if opens:  # the holders after it are written with it: no deadline moves for them
+            self.queued_signal.set()
         return True
 
     def note(
@@ -311,7 +323,7 @@ class GrantBook:
             waits = [1.0]
             for grant in self._grants.values():
                 if grant.queued:
-                    waits.append(grant.last_flush + FLUSH_INTERVAL - now)
+                    waits.append(grant.flush_window_start() + FLUSH_INTERVAL - now)
                 if grant.give_back:
                     waits.append(grant.retry_at - now)  # at once, unless it just failed
                 if grant.holds_any():
@@ -352,7 +364,7 @@ class GrantBook:
         if self.closing or grant.give_back:
             return bool(grant.queued) or grant.holds_any()
         if grant.queued:
-            return now - grant.last_flush >= FLUSH_INTERVAL
+            return now - grant.flush_window_start() >= FLUSH_INTERVAL
         if not grant.holds_any():
             return False
         return not grant.standing(now)
