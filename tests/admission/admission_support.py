@@ -6,7 +6,9 @@ tests, so HTTP, TLS, deadlines and reload are tested without depending on engine
 Behaviour is chosen by labels on the admitted object:
   deny=yes    -> denied by a quota reason with numbers
   crash=yes   -> raises (an internal bug: HTTP 500)
-  sleep=<s>   -> works that long first, stopping at the deadline as the pipeline does
+  sleep=<s>   -> waits that long first (as on the API server: never in the worker's loop,
+                 `blocking`), stopping at the deadline as the pipeline does
+  thread=yes  -> a warning names the thread that answered
 A namespace that no tenant of the current policy set lists is denied by policy "tenancy", so
 policy reloads are visible from outside.
 """
@@ -14,6 +16,7 @@ policy reloads are visible from outside.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
@@ -25,6 +28,7 @@ from webhook.types import (
     Reason,
     Tenant,
     Verdict,
+    blocking,
 )
 
 PATCH = ({"op": "add", "path": "/metadata/labels/dragate.io~1seen", "value": "yes"},)
@@ -39,6 +43,7 @@ def review(
 ) -> Verdict:
     labels = ((request.object or {}).get("metadata") or {}).get("labels") or {}
     if "sleep" in labels:
+        blocking.check("the double's wait")
         deadline = deadline or Deadline.never()
         time.sleep(deadline.bound(float(labels["sleep"])))
         deadline.check("the double's next step")
@@ -51,7 +56,9 @@ def review(
     tenant = tenants[0].name
     if labels.get("deny"):
         return Verdict(Decision(allowed=False, reasons=(quota_reason(tenant),), tenant=tenant))
-    warnings = ("dry run: nothing reserved",) if request.dry_run else ()
+    warnings: tuple[str, ...] = ("dry run: nothing reserved",) if request.dry_run else ()
+    if labels.get("thread"):
+        warnings += (f"answered by {threading.current_thread().name}",)
     audit = {"dragate.io/tenant": tenant}
     if mutate:
         notes = (*warnings, "labelled dragate.io/seen")

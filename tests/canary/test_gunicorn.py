@@ -70,10 +70,31 @@ def _parser_unreads() -> None:
 
 
 def _thread_blocks_socket() -> None:
-    """A pool thread switches the socket to blocking (where DeadlineSocket starts its clock)."""
+    """A pool thread switches the socket to blocking (where DeadlineSocket starts its clock),
+    and an exception of the app reaches handle_error (where loopserving sees WouldBlock)."""
     from gunicorn.workers import gthread
 
-    assert "conn.sock.setblocking(True)" in inspect.getsource(gthread.ThreadWorker.handle)
+    source = inspect.getsource(gthread.ThreadWorker.handle)
+    assert "conn.sock.setblocking(True)" in source
+    assert "self.handle_error(req, conn.sock, conn.client, e)" in source
+
+
+def _method_queue_defers() -> None:
+    """The worker's method queue runs a deferred callback on the loop's next turn."""
+    from gunicorn.workers import gthread
+
+    assert "self.method_queue = PollableMethodQueue()" in inspect.getsource(
+        gthread.ThreadWorker.__init__
+    )
+    queue = gthread.PollableMethodQueue()
+    queue.init()
+    try:
+        ran: list[int] = []
+        queue.defer(ran.append, 1)
+        queue.run_callbacks(None)
+        assert ran == [1]
+    finally:
+        queue.close()
 
 
 def _socket_in_environ() -> None:
@@ -197,6 +218,11 @@ INTERNALS = [
         takes(f"{GTHREAD}.ThreadWorker.enqueue_req", "self", "conn"),
     ),
     Internal("gunicorn", f"{GTHREAD}.ThreadWorker.handle(conn)", _thread_blocks_socket),
+    Internal(
+        "gunicorn",
+        f"{GTHREAD}.ThreadWorker.method_queue.defer(callback, *args)",
+        _method_queue_defers,
+    ),
     Internal("gunicorn", f"{GTHREAD}.TConn(cfg, sock, client, server)", _connection_shape),
     Internal("gunicorn", f"{GTHREAD}.TConn.init", _initialized_connection_kept),
     Internal("gunicorn", "gunicorn.http.get_parser(cfg, sock, client)", _parser_unreads),

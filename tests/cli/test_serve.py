@@ -188,13 +188,13 @@ def test_multiprocess_metrics_dir_is_set_and_removed(
 
 def test_gunicorn_settings() -> None:
     from webhook.admission.config import TlsFiles
+    from webhook.admission.loopserving import LoopServingWorker
     from webhook.admission.server import gunicorn_settings
-    from webhook.admission.slowclients import GuardedThreadWorker
 
     config = ServeConfig(Path("p"), TlsFiles(Path("c"), Path("k")), host="::1", port=9443)
     settings = gunicorn_settings(config)
     assert settings["bind"] == ["[::1]:9443"]
-    assert settings["worker_class"] is GuardedThreadWorker and settings["http_protocols"] == "h1"
+    assert settings["worker_class"] is LoopServingWorker and settings["http_protocols"] == "h1"
     assert settings["keepalive"] == 120 and settings["control_socket_disable"] is True
     assert callable(settings["ssl_context"])
 

@@ -29,6 +29,8 @@ class DeadlineSocket(ssl.SSLSocket):
     """
 
     _deadline: float | None = None
+    write_seconds = REQUEST_SECONDS
+    """How long each write of the answer may take (`loopserving` shortens it in the loop)."""
 
     def setblocking(self, flag: bool) -> None:
         if not flag:
@@ -47,7 +49,7 @@ class DeadlineSocket(ssl.SSLSocket):
 
     def sendall(self, data: Any, flags: int = 0) -> None:
         if self.gettimeout() != 0.0:
-            super().settimeout(REQUEST_SECONDS)
+            super().settimeout(self.write_seconds)
         super().sendall(data, flags)
 
     def _arm(self) -> None:

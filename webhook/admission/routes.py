@@ -26,6 +26,7 @@ from webhook.admission import bounds, metrics
 from webhook.admission.deadline import budget
 from webhook.admission.handler import Admitter
 from webhook.admission.review import BadReview, encode_review, parse_review, render_response
+from webhook.types.blocking import WouldBlock
 from webhook.types.records import record
 
 log = logging.getLogger("dragate.http")
@@ -124,9 +125,12 @@ def peer_certified(environ: Environ) -> bool:
 
 
 def guarded(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
-    """`answer`, with a JSON 500 for what escapes it (a bug must not become an HTML page)."""
+    """`answer`, with a JSON 500 for what escapes it (a bug must not become an HTML page);
+    WouldBlock goes on to the worker, which serves the request again on a pool thread."""
     try:
         return answer(admitter, environ, mutate=mutate)
+    except WouldBlock:
+        raise  # the worker serves the request again where it may wait
     except Exception as err:
         return internal_error(err)
 
@@ -150,6 +154,8 @@ def answer(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
     try:
         admitted = admitter.admit(parsed, mutate=mutate, budget=seconds)
         return Reply(200, encode_review(admitted.reply), admitted.account)
+    except WouldBlock:
+        raise
     except Exception:
         log.exception("internal error during review", extra={"uid": parsed.uid})
         return json_error(500, "internal error; see the webhook log for this uid", parsed.uid)

@@ -4,7 +4,9 @@ Why these settings (the user-facing side is docs/security.md, "Security and fail
 - gthread keeps apiserver connections alive, and calls the `ssl_context` hook per connection,
   which is what lets a rotated certificate take effect without a restart.
 - gthread as `slowclients.GuardedThreadWorker`: a client that connects and stalls cannot hold a
-  thread (stock gthread blocks in the handshake and request read with no time limit).
+  thread (stock gthread blocks in the handshake and request read with no time limit); as
+  `loopserving.LoopServingWorker`, a review that needs no wait on the network is answered
+  in the worker's event loop instead of being handed to a pool thread and back.
 - keep-alive 120 s: longer than the API server's 90 s idle timeout (Go's default), so it is
   always the API server that closes an idle connection. A server closing one just as the
   client reuses it fails that POST with EOF, which the API server does not retry. A stopping
@@ -30,7 +32,7 @@ from prometheus_client import multiprocess
 
 from webhook.admission import listeners, tls
 from webhook.admission.config import ServeConfig
-from webhook.admission.slowclients import GuardedThreadWorker
+from webhook.admission.loopserving import LoopServingWorker
 from webhook.types import PolicySet
 
 
@@ -43,7 +45,7 @@ def gunicorn_settings(config: ServeConfig) -> dict[str, Any]:
     settings: dict[str, Any] = {
         "bind": [bind_address(config.host, config.port)],
         "reuse_port": True,
-        "worker_class": GuardedThreadWorker,
+        "worker_class": LoopServingWorker,
         "workers": config.workers,
         "threads": config.threads,
         "keepalive": config.keepalive,

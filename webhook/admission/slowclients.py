@@ -325,16 +325,25 @@ class GuardedThreadWorker(ReusePortThreadWorker):
         self._drop(reading)
 
     def _dispatch(self, reading: _Reading) -> None:
-        """Hand the connection and its buffered request to a pool thread."""
+        """Hand the connection and its buffered request on to be answered (`_serve`)."""
         conn = self._finish(reading)
-        if conn.parser is None:  # a new connection: what gthread's TConn.init() would do
-            conn.parser = http.get_parser(self.cfg, conn.sock, conn.client)
-            conn.initialized = True
         end = reading.reader.end
-        conn.parser.unreader.unread(bytes(reading.reader.data[:end]))
         conn.dragate_ahead = bytes(reading.reader.data[end:])
         conn.data_ready = True
+        path = b"".join(reading.reader.path).partition(b"?")[0]
+        self._serve(conn, bytes(reading.reader.data[:end]), path)
+
+    def _serve(self, conn: Any, request: bytes, path: bytes) -> None:
+        """A pool thread answers the request (`loopserving` answers reviews in the loop)."""
+        self._buffer(conn, request)
         self.enqueue_req(conn)
+
+    def _buffer(self, conn: Any, request: bytes, *, fresh: bool = False) -> None:
+        """Give the connection's parser (a new one when `fresh`) the buffered request."""
+        if conn.parser is None or fresh:  # a new connection: what gthread's TConn.init() does
+            conn.parser = http.get_parser(self.cfg, conn.sock, conn.client)
+            conn.initialized = True
+        conn.parser.unreader.unread(request)
 
     def _drop(self, reading: _Reading) -> None:
         conn = self._finish(reading)

@@ -25,7 +25,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from webhook.types import Object
+from webhook.types import Object, blocking
 
 
 class ApiError(Exception):
@@ -131,6 +131,7 @@ class KubeApi:
         body: Object | None,
         timeout: float | tuple[float, float],
     ) -> Any:
+        blocking.check(f"{method} {path}")
         headers = {"Accept": "application/json", "Content-Type": "application/json"}
         try:
             params = self._client.param_serialize(

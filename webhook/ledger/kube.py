@@ -43,7 +43,7 @@ from webhook.ledger.grants import GrantBook
 from webhook.ledger.share import Copy, Share, Turn
 from webhook.ledger.tenantusage import COLLECTION, Stored, object_name, stored_of, tenant_usage
 from webhook.ledger.wantwatch import WantWatch
-from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation
+from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation, blocking
 
 T = TypeVar("T")
 
@@ -203,7 +203,9 @@ class KubeLedger:
         Raises FactsUnavailable when the API does not let the change through in `budget` s.
         Threads of one process queue per tenant and the first in line writes for all of them
         (`batch.GroupCommit`), so compare-and-swap races only happen between processes.
+        A thread that may not wait (`blocking`) gets WouldBlock before it joins a batch.
         """
+        blocking.check(f"a write of tenant {tenant!r}'s records")
         return self._turns.run(tenant, change, time.monotonic() + budget)
 
     def _commit(self, tenant: str, jobs: Sequence[Job[Any]], deadline: float) -> None:
