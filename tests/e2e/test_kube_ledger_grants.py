@@ -111,11 +111,15 @@ def test_a_thread_that_may_not_wait_is_answered_from_the_grant_or_told_so(
         return original(method, path, **options)
 
     ledger.api.request = counting  # type: ignore[method-assign]
+    assert ledger.grants is not None
+    demand = ledger.grants._grants["loop"].admitted
     with blocking.forbidden():
         assert ledger.reserve("loop", {"claim:loop/from-grant": {GPU: 1}}, {GPU: 100}).granted
+        counted = len(demand)
         with pytest.raises(blocking.WouldBlock):
             ledger.reserve("loop", {"claim:loop/too-big": {GPU: 50}}, {GPU: 100})
     assert made == [], "a request was made where waiting is forbidden"
+    assert len(demand) == counted, "the attempt counted demand its retry counts again"
     assert "claim:loop/too-big" not in settled(ledger, crd, "loop")
     assert ledger.reserve("loop", {"claim:loop/too-big": {GPU: 50}}, {GPU: 100}).granted
     assert "claim:loop/too-big" in settled(ledger, crd, "loop")

@@ -139,6 +139,7 @@ class KubeLedger:
             deadline.check("reserving quota")
         if book.admit(tenant, holds, limits):
             return True
+        blocking.check("a write of the tenant's records")  # the retry counts the demand
         book.note(tenant, holds, limits)
         return False
 
