@@ -37,15 +37,18 @@ def test_a_spinning_process_is_charged_its_cpu_and_an_idle_one_nothing() -> None
     try:
         time.sleep(0.3)  # both past their start-up
         meter = processcpu.CpuMeter({"spinner": lambda: [spinner.pid], "idle": lambda: [idle.pid]})
+        started = time.monotonic_ns()
         meter.start()
         time.sleep(0.5)
         spent = meter.stop()
+        wall = time.monotonic_ns() - started
     finally:
         for process in (spinner, idle):
             process.kill()
             process.wait()
-    assert 0.2e9 < spent["spinner"] < 0.8e9  # one CPU for about half a second (ns)
-    assert spent["idle"] < 20e6
+    # at most one CPU for the time measured; on a shared machine, some of it at least (ns)
+    assert wall / 10 < spent["spinner"] <= wall * 1.05
+    assert spent["idle"] < spent["spinner"] / 10
 
 
 def test_a_servers_group_includes_its_children(sleeper: subprocess.Popen[str]) -> None:
