@@ -11,8 +11,8 @@ matches failing, for as long as anyone who can reach the Service keeps a few soc
 So a thread only ever gets a connection whose whole request has arrived: the worker's event
 loop, which waits on many sockets without a thread each, performs the TLS handshake and reads
 the request, headers and body of any framing (framing.py decides where it ends), then hands
-the buffered request to a thread (and reads a pipelined next one itself, once the first is
-answered). What the loop bounds:
+the buffered request to a thread (`loopserving` answers a review in the loop itself) and
+reads a pipelined next one itself, once the first is answered. What the loop bounds:
 - time: a request not whole within REQUEST_SECONDS of the connection (or of its first byte
   on a kept-alive one) is answered 408 (once its headers ended) and closed;
 - size, per connection: headers up to 64 KiB, a body up to the server's `--max-body-bytes`
