@@ -448,6 +448,19 @@ def test_only_the_holder_that_opens_a_flush_window_wakes_the_flusher() -> None:
     assert not book.queued_signal.is_set(), "its write is already scheduled with the first"
 
 
+def test_the_flush_after_a_burst_sizes_the_grant_for_the_whole_burst() -> None:
+    clocks = Clocks()
+    book = book_at(clocks)
+    stored_grant(book, clocks, {GPU: 8})
+    book._grants["t"].peak = {}
+    for i in range(4):
+        assert book.admit("t", {f"claim:a/c{i}": {GPU: 1}}, LIMITS)
+    clocks.advance(FLUSH_INTERVAL * 1.01)
+    assert book.due() == ["t"]
+    written, _ = book.plan("t", {}, keep)
+    assert written[MINE].devices[GPU] == 8, "twice the 4 devices of the burst it writes"
+
+
 def test_an_idle_grant_is_due_to_be_given_back() -> None:
     clocks = Clocks()
     book = book_at(clocks)

@@ -57,8 +57,9 @@ MIN_LEASE_LEFT = 40.0
 """No admission from a grant whose stored lease ends sooner (see the module docstring)."""
 RENEW_LEFT = 50.0
 """A write that leaves the grant's size as it was renews its lease only if it ends sooner."""
-DEMAND_SECONDS = 0.5
-"""The window of recent admissions a grant is sized for (twice their devices)."""
+DEMAND_SECONDS = 1.0
+"""The window of recent admissions a grant is sized for (twice their devices): twice
+FLUSH_INTERVAL, so the flush at the end of a burst's window still sees the whole burst."""
 STANDING_SECONDS = LEASE_SECONDS - MIN_LEASE_LEFT
 """A grant outlives the tenant's last admission this long, then it is given back: about as
 long as its lease, renewed by the writes of that admission at the latest, still lets it
