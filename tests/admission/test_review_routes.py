@@ -21,6 +21,7 @@ from werkzeug.test import Client, TestResponse
 
 from webhook.admission import routes
 from webhook.admission.routes import json_reply
+from webhook.types import blocking
 
 JSON = "application/json"
 Case = dict[str, Any]
@@ -316,3 +317,18 @@ def test_the_review_runs_in_the_request_thread_with_the_deadline_passed_down(
         assert answer.status_code == 200 and answer.get_json()["response"]["allowed"]
     assert [ident for ident, _ in seen] == [threading.get_ident()] * 2
     assert all(budget - 0.5 < left <= budget for _, left in seen), seen
+
+
+@pytest.mark.parametrize("endpoint", ["/validate", "/mutate"])
+def test_a_review_that_would_wait_reaches_the_worker_unanswered(
+    make_app: Callable[..., Flask], endpoint: str
+) -> None:
+    """WouldBlock is no internal error: it leaves the app with nothing answered, so the
+    worker can answer the request again where waiting is allowed (loopserving)."""
+
+    def waits(request: Any, context: Any, *, mutate: bool = False, deadline: Any = None) -> Any:
+        raise blocking.WouldBlock("a ledger write")
+
+    client = make_app(waits).test_client()
+    with pytest.raises(blocking.WouldBlock):
+        client.post(endpoint, data=encode(review_body()), content_type=JSON)

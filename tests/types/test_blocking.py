@@ -39,9 +39,3 @@ def test_other_threads_may_still_wait() -> None:
         thread.start()
         thread.join()
     assert failures == []
-
-
-def test_it_is_no_dragate_error_that_a_layer_would_turn_into_an_outcome() -> None:
-    from webhook.types import DragateError
-
-    assert not issubclass(blocking.WouldBlock, DragateError)
