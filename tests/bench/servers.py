@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from processcpu import with_children
 from timing import rss_mib
 
 HERE = Path(__file__).resolve().parent
@@ -36,8 +37,7 @@ class Served:
         return f"https://127.0.0.1:{self.port}"
 
     def workers(self) -> list[int]:
-        path = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
-        return [int(pid) for pid in path.read_text().split()] if path.exists() else []
+        return with_children(self.process.pid)[1:]
 
     def worker_memory(self) -> list[dict[str, float]]:
         return [rss_mib(pid) for pid in self.workers()]
