@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -28,8 +29,15 @@ def _warnings(answer: dict[str, Any]) -> list[str]:
 
 
 def _reviews_logged(server: Server, uid: str) -> int:
-    lines = [json.loads(line) for line in server.logs().splitlines() if line.startswith("{")]
-    return sum(1 for entry in lines if entry.get("msg") == "review" and entry.get("uid") == uid)
+    """How often `uid` was logged as a review, once its log line is in: the line is written
+    after the answer is sent, so it may land just after the client has read the answer."""
+    deadline = time.monotonic() + 5
+    while True:
+        lines = [json.loads(line) for line in server.logs().splitlines() if line.startswith("{")]
+        count = sum(1 for e in lines if e.get("msg") == "review" and e.get("uid") == uid)
+        if count or time.monotonic() > deadline:
+            return count
+        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("endpoint", ["/validate", "/mutate"])
@@ -67,6 +75,48 @@ def test_pipelined_reviews_are_answered_in_order_on_one_connection(server: Serve
         tls.sendall(requests)
         answered = _read_answers(tls, 2)
     assert [a["response"]["uid"] for a in answered] == uids
+
+
+def test_a_review_is_answered_alike_with_and_without_gunicorns_parser(server: Server) -> None:
+    """The API server's request is answered from the loop's bytes (`buffered`: no `Server`
+    header); with `Connection: close`, left to gunicorn, the same review gets the same
+    status, headers and body from gunicorn's parser and Response."""
+    body = json.dumps(review_body(pod(thread="yes"))).encode()
+    head = b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    length = b"Content-Length: %d\r\n" % len(body)
+    direct = _exchange(server, head + length + b"\r\n" + body)
+    gunicorn = _exchange(server, head + length + b"Connection: close\r\n\r\n" + body)
+    assert "server" not in direct[1] and gunicorn[1].pop("server").startswith("gunicorn")
+    assert gunicorn[1].pop("connection") == "close"
+    assert direct[1].keys() == gunicorn[1].keys() == {"content-type", "content-length", "date"}
+    assert direct[0] == gunicorn[0] == "HTTP/1.1 200 OK"
+    assert direct[1]["content-type"] == gunicorn[1]["content-type"] == "application/json"
+    assert direct[2] == gunicorn[2] and json.loads(direct[2])["response"]["allowed"] is True
+
+
+def _exchange(server: Server, data: bytes) -> tuple[str, dict[str, str], bytes]:
+    """One request on a connection of its own: the status line, headers and body."""
+    context = ssl.create_default_context(cafile=str(server.trust))
+    raw = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    with context.wrap_socket(raw, server_hostname="localhost") as tls:
+        tls.sendall(data)
+        answer = b""
+        while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < int(
+            _header(answer, "content-length")
+        ):
+            chunk = tls.recv(65536)
+            assert chunk, "the server closed the connection before answering"
+            answer += chunk
+    head, _, rest = answer.partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    headers = {n.lower(): v.strip() for n, _, v in (line.partition(":") for line in lines)}
+    return status, headers, rest
+
+
+def _header(answer: bytes, name: str) -> str:
+    head = answer.partition(b"\r\n\r\n")[0].decode("latin-1").lower()
+    found = [line.partition(":")[2] for line in head.split("\r\n") if line.startswith(name)]
+    return found[0].strip() if found else "0"
 
 
 def _read_answers(tls: ssl.SSLSocket, count: int) -> list[dict[str, Any]]:

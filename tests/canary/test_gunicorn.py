@@ -121,6 +121,36 @@ def _parse_errors() -> None:
     assert not missing, f"gunicorn.http.errors has no {missing}"
 
 
+def _request_counting() -> None:
+    """What `handle_request` counts and decides keep-alive by, as ThreadWorker() sets it; the
+    app as `Worker.load_wsgi` stores it."""
+    from gunicorn.config import Config
+    from gunicorn.workers import base, gthread
+
+    worker = gthread.ThreadWorker(0, os.getppid(), [], None, 30, Config(), logging.getLogger())
+    try:
+        counts = {a: getattr(worker, a, None) for a in ("nr", "max_requests", "max_keepalived")}
+        assert all(isinstance(v, int) for v in counts.values()), counts
+    finally:
+        worker.tmp.close()
+    assert "self.wsgi = " in inspect.getsource(base.Worker.load_wsgi), "load_wsgi sets no wsgi"
+
+
+def _request_limits() -> None:
+    from gunicorn.config import Config
+
+    config = Config()
+    limits = (config.limit_request_line, config.limit_request_fields,
+              config.limit_request_field_size)  # fmt: skip
+    assert limits == (4094, 100, 8190), limits
+
+
+def _server_software() -> None:
+    import gunicorn
+
+    assert f"gunicorn/{gunicorn.__version__}" == gunicorn.SERVER_SOFTWARE
+
+
 def _config_properties() -> None:
     from gunicorn.config import Config
 
@@ -230,6 +260,17 @@ INTERNALS = [
         "gunicorn", "gunicorn.sock.ssl_context(conf)", takes("gunicorn.sock.ssl_context", "conf")
     ),
     Internal("gunicorn", "gunicorn.http.errors", _parse_errors),
+    Internal(
+        "gunicorn",
+        f"{GTHREAD}.ThreadWorker.wsgi, nr, max_requests, max_keepalived",
+        _request_counting,
+    ),
+    Internal(
+        "gunicorn",
+        "gunicorn.config.Config.limit_request_line, limit_request_fields, limit_request_field_size",
+        _request_limits,
+    ),
+    Internal("gunicorn", "gunicorn.SERVER_SOFTWARE", _server_software),
     Internal("gunicorn", "gunicorn.config.Config.is_ssl, suppress_ragged_eofs", _config_properties),
     Internal("gunicorn", "environ['gunicorn.socket']", _socket_in_environ),
     Internal("gunicorn", "gunicorn.arbiter.Arbiter.spawn_worker", _listener_per_worker),
