@@ -97,8 +97,9 @@ class ReviewRoutes:
 
 class Sent(list[bytes]):
     """The body, and what runs once the server has written it: WSGI servers call `close` on
-    what the app returned after sending it (PEP 3333; gunicorn in `handle_request`'s finally),
-    so the client never waits for what follows. It runs once; what it raises is logged."""
+    what the app returned after sending it (PEP 3333; gunicorn in `handle_request`'s finally,
+    the loop after writing a `buffered` answer), so the client never waits for what follows.
+    It runs once; what it raises is logged."""
 
     def __init__(self, body: list[bytes], after: Callable[[], None]) -> None:
         super().__init__(body)
