@@ -142,7 +142,7 @@ def _request_limits() -> None:
     config = Config()
     limits = (config.limit_request_line, config.limit_request_fields,
               config.limit_request_field_size)  # fmt: skip
-    assert limits == (4094, 100, 8190), limits
+    assert all(type(limit) is int and limit >= 0 for limit in limits), limits
 
 
 def _server_software() -> None:
