@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from gunicorn.http.wsgi import create
 from webhook.admission.buffered import Limits, http_date, parse, respond
 from webhook.admission.buffered import environ as buffered_environ
 
+DEFAULTS = Limits.of(Config())  # gunicorn's own: 4094-byte line, 100 fields of 8190 bytes
 BODY = b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u"}}'
 CLIENT, SERVER = ("10.0.0.7", 51234), ("0.0.0.0", 8443)
 
@@ -91,7 +93,7 @@ IGNORED = {"wsgi.input", "wsgi.errors", "wsgi.file_wrapper", "gunicorn.socket", 
 
 @pytest.mark.parametrize("data", TAKEN.values(), ids=TAKEN.keys())
 def test_the_environ_is_gunicorns(data: bytes) -> None:
-    parsed = parse(data, Limits())
+    parsed = parse(data, DEFAULTS)
     assert parsed is not None
     mine = buffered_environ(parsed, "sock", CLIENT, SERVER, multiprocess=True)
     theirs = gunicorn_environ(data)
@@ -104,13 +106,13 @@ def test_the_environ_is_gunicorns(data: bytes) -> None:
 
 @pytest.mark.parametrize("data", LEFT.values(), ids=LEFT.keys())
 def test_what_the_api_server_never_sends_is_left_to_gunicorn(data: bytes) -> None:
-    assert parse(data, Limits()) is None
+    assert parse(data, DEFAULTS) is None
 
 
 def test_gunicorns_limits_are_the_ones_given() -> None:
-    assert parse(API_SERVER, Limits(line=20)) is None
-    assert parse(API_SERVER, Limits(fields=4)) is None
-    assert parse(API_SERVER, Limits(field_size=30)) is None
+    assert parse(API_SERVER, replace(DEFAULTS, line=20)) is None
+    assert parse(API_SERVER, replace(DEFAULTS, fields=4)) is None
+    assert parse(API_SERVER, replace(DEFAULTS, field_size=30)) is None
     assert parse(API_SERVER, Limits(line=0, fields=0, field_size=0)) is not None  # 0: none
 
 

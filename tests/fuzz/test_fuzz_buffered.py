@@ -4,12 +4,12 @@ has the cases by name)."""
 
 from __future__ import annotations
 
-from admission.test_buffered import IGNORED, gunicorn_environ, request
+from admission.test_buffered import DEFAULTS, IGNORED, gunicorn_environ, request
 from fuzz.fuzz_support import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.admission.buffered import Limits, environ, parse
+from webhook.admission.buffered import environ, parse
 
 TOKEN = st.text("aZ-.!~0", min_size=1, max_size=8).map(str.encode)
 NAME = st.one_of(TOKEN, TOKEN, TOKEN, st.text("aZ-_ 0:\t", max_size=8).map(str.encode))
@@ -32,7 +32,7 @@ def test_what_parse_takes_gunicorn_reads_the_same(
     fields: list[bytes], target: bytes, method: bytes, version: bytes, body: bytes
 ) -> None:
     data = request(*fields, line=method + b" " + target + b" " + version, body=body)
-    parsed = parse(data, Limits())
+    parsed = parse(data, DEFAULTS)
     if parsed is None:
         return
     theirs = gunicorn_environ(data)  # raises on whatever gunicorn refuses

@@ -44,9 +44,14 @@ _SET_BY_SERVER = frozenset({"content-length", "connection", "date", "transfer-en
 class Limits:
     """gunicorn's request limits (`limit_request_line`, `_fields`, `_field_size`; 0: none)."""
 
-    line: int = 4094
-    fields: int = 100
-    field_size: int = 8190
+    line: int
+    fields: int
+    field_size: int
+
+    @classmethod
+    def of(cls, cfg: Any) -> Limits:
+        """The limits a gunicorn Config applies, so nothing it refuses is taken here."""
+        return cls(cfg.limit_request_line, cfg.limit_request_fields, cfg.limit_request_field_size)
 
 
 @dataclass(frozen=True)

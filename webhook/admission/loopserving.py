@@ -56,10 +56,7 @@ class LoopServingWorker(GuardedThreadWorker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._would_block = False  # set by handle_error, read right after handle (the loop)
-        cfg = self.cfg
-        self._limits = buffered.Limits(
-            cfg.limit_request_line, cfg.limit_request_fields, cfg.limit_request_field_size
-        )
+        self._limits = buffered.Limits.of(self.cfg)
 
     def _serve(self, conn: Any, request: bytes, path: bytes) -> None:
         if path not in REVIEW_PATHS or not isinstance(conn.sock, DeadlineSocket):
