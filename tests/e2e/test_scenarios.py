@@ -48,11 +48,14 @@ pytestmark = pytest.mark.e2e
 
 RELEASE = "dragate-scn"  # contains the chart name, so it is also the objects' full name
 RELEASE_NS = "dragate-scn"
-TENANT_NAMESPACES = ("scn-rewrite", "scn-quota", "scn-dryrun", "scn-beta", "scn-outage", "scn-race")
+TENANT_NAMESPACES = (
+    "scn-rewrite", "scn-quota", "scn-dryrun", "scn-beta", "scn-outage", "scn-race", "scn-judged",
+)  # fmt: skip
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 ADMIN_ACCESS = "resource.kubernetes.io/admin-access"
 CLAIMS_HOOK = "claims.validate.dragate.io"
+PODS_HOOK, REWRITE_HOOK = "pods.validate.dragate.io", "pods.mutate.dragate.io"
 GOLDEN = Path(__file__).resolve().parents[1] / "rewrite" / "golden"
 SLICES = (resource_slice("scn-node-a", gpus=8), resource_slice("scn-node-b", gpus=8, migs=7))
 
@@ -301,6 +304,36 @@ def test_deployment_pod_claim_counted_once(cluster: Cluster, dragate: DragateSer
         assert [k for k in usage if uid in k] == [key]
     finally:
         cluster.kubectl("delete", "deployment", "trainer", "-n", ns, "--wait=false")
+
+
+# --- 2b. a rewrite over quota: judged before its template is made, by validation after -----
+
+
+def test_rewrite_over_quota_is_denied_before_and_after_its_template_exists(
+    cluster: Cluster, dragate: DragateServer
+) -> None:
+    """The first Pod of a shape has its template made, so the mutating webhook judges the
+    rewrite first and nothing is left behind a denial; once the template exists the mutating
+    webhook only patches, and the validating webhook denies the patched Pod with the numbers,
+    kubectl still showing the rewrite's warning."""
+    ns = "scn-judged"
+    first = cluster.apply(json.dumps(legacy_pod("first", 2)), ns)  # reserves the tenant's 2
+    assert 'Warning: dragate: container "main"' in first.stderr
+
+    again = kubectl_input(cluster, "create", legacy_pod("again", 2), ns)
+    message = denial(again)
+    assert f'admission webhook "{PODS_HOOK}" denied the request' in again.stderr
+    assert "used 2 + requested 2 > limit 2" in message
+    assert 'Warning: dragate: container "main": nvidia.com/gpu=2 -> claim' in again.stderr
+
+    bigger = kubectl_input(cluster, "create", legacy_pod("bigger", 3), ns)
+    assert f'admission webhook "{REWRITE_HOOK}" denied the request' in bigger.stderr
+    assert "used 2 + requested 3 > limit 2" in denial(bigger)
+    templates = cluster.get_json("resourceclaimtemplates", "-n", ns)["items"]
+    assert [t["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] for t in templates] == [
+        2
+    ]
+    assert {p["metadata"]["name"] for p in cluster.get_json("pods", "-n", ns)["items"]} == {"first"}
 
 
 # --- 3. over quota ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context, admit, request_from_object, review
 from webhook.policy.loading import parse_policies
+from webhook.rewrite import rewrite_pod
 from webhook.types import FactsUnavailable, Operation
 
 POLICIES = parse_policies(
@@ -167,6 +168,41 @@ def test_a_rewrite_that_breaks_policy_is_denied_on_both_sides_with_one_message()
     assert "requested 5 > limit 4" in messages[0]
     assert not made, "no managed template may be created for a denied rewrite"
     assert ledger.usage("team-a") == {}
+
+
+def test_a_denied_rewrite_names_the_tenants_usage_as_validation_does() -> None:
+    """Judged without the usage first (as validation judges before the ledger's reserve), a
+    denial is judged again with it: the mutating side's numbers and holders are the ledger's,
+    and a legacy Pod reaching validation unchanged gets the very same message."""
+    ctx, _, _ = context()
+    assert review(request_from_object(claim(request(exact(count=3)), name="a")), ctx).allowed
+    over = request_from_object(legacy_pod(gpus=5))
+    mutation, unchanged = review(over, ctx, mutate=True), review(over, ctx)
+    [reason] = mutation.decision.reasons
+    assert "used 3 + requested 5 > limit 4; held by claim:team-a/a (3)" in reason.message
+    assert [r.message for r in unchanged.decision.reasons] == [reason.message]
+
+
+def test_once_its_templates_exist_a_rewrite_is_judged_by_validation_alone() -> None:
+    """Nothing is created for a Pod whose templates exist, so the mutating side patches it and
+    the validating side judges the patched Pod: the verdict and message the mutating side gave
+    while they did not exist (and `check` the same), the judgement made once, not twice."""
+    ctx, state, _ = context()
+    over = request_from_object(legacy_pod(gpus=5))
+    before = review(over, ctx, mutate=True)
+    for t in rewrite_pod(
+        legacy_pod(gpus=5), POLICIES.mappings, namespace="team-a"
+    ).result.templates:
+        state.add({**t, "metadata": {**t["metadata"], "namespace": "team-a"}})
+    mutation = review(over, ctx, mutate=True)
+    assert mutation.allowed and mutation.patch and mutation.patched is not None
+    validation = review(over.with_object(mutation.patched), ctx)
+    checked = admit(over, ctx)
+    messages = [r.message for r in before.decision.reasons]
+    assert not before.allowed and "requested 5 > limit 4" in messages[0]
+    assert [r.message for r in validation.decision.reasons] == messages
+    assert [r.message for r in checked.decision.reasons] == messages
+    assert checked.warnings[: len(mutation.decision.warnings)] == mutation.decision.warnings
 
 
 def test_a_legacy_pod_within_policy_is_admitted_unchanged_by_validation_alone() -> None:

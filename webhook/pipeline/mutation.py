@@ -47,7 +47,11 @@ def _rewrite(
     facts = gather(request, policies, context)
     rewrite = _rewritten(request, policies, facts)
     result = rewrite.result
-    denial = _rewrite_denial(request, policies, facts, result)
+    denial = (
+        None
+        if _made_already(request, result, context)
+        else _counted_denial(request, policies, facts, result, context=context, deadline=deadline)
+    )
     if denial is not None:
         return Verdict(denial)
     if result.templates and context.templates is not None:
@@ -62,8 +66,25 @@ def _rewrite(
     )
 
 
+def _made_already(request: AdmissionRequest, result: RewriteResult, context: Context) -> bool:
+    """Every template the rewrite refers to is in the cluster already: nothing is created, so
+    nothing would be left behind by a denial, and the validating webhook judges the rewritten
+    Pod against those very templates (the one judgement, instead of the same one twice)."""
+    if result.denied or not result.templates:
+        return False
+    template = context.state.template
+    return all(
+        template(request.namespace, str(t["metadata"]["name"])) is not None
+        for t in result.templates
+    )
+
+
 def legacy_pod_denial(
-    request: AdmissionRequest, policies: PolicySet, facts: Facts
+    request: AdmissionRequest,
+    policies: PolicySet,
+    facts: Facts,
+    context: Context,
+    deadline: Deadline,
 ) -> Decision | None:
     """A legacy Pod that reached validation unchanged (the mutating webhook was skipped, or
     failed open) is judged as its rewrite: it may not bypass the policy by keeping the
@@ -73,7 +94,8 @@ def legacy_pod_denial(
         (request.object or {}).get("spec"), policies.mappings
     ):
         return None
-    return _rewrite_denial(request, policies, facts, _rewritten(request, policies, facts).result)
+    result = _rewritten(request, policies, facts).result
+    return _counted_denial(request, policies, facts, result, context=context, deadline=deadline)
 
 
 def _rewritten(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> PodRewrite:
@@ -86,6 +108,26 @@ def _rewritten(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> 
         action_override=facts.tenant.mapping_action if facts.tenant else None,
         namespace=request.namespace,
     )
+
+
+def _counted_denial(
+    request: AdmissionRequest,
+    policies: PolicySet,
+    facts: Facts,
+    result: RewriteResult,
+    *,
+    context: Context,
+    deadline: Deadline,
+) -> Decision | None:
+    """`_rewrite_denial`, judged first without the tenant's usage as validation judges (most
+    rewrites are allowed, and the ledger's reserve is what counts); a denial is judged again
+    with the usage, so that its numbers and holders are the ledger's, as validation's are."""
+    denial = _rewrite_denial(request, policies, facts, result)
+    if denial is None or facts.tenant is None:
+        return denial
+    deadline.check("reading the tenant's usage")
+    usage = context.ledger.usage(facts.tenant.name, deadline)
+    return _rewrite_denial(request, policies, facts.with_usage(usage), result) or denial
 
 
 def _rewrite_denial(

@@ -57,7 +57,7 @@ def _validate_with_facts(
     request: AdmissionRequest, policies: PolicySet, context: Context, deadline: Deadline
 ) -> Verdict:
     facts = gather(request, policies, context)
-    legacy = legacy_pod_denial(request, policies, facts)
+    legacy = legacy_pod_denial(request, policies, facts, context, deadline)
     if legacy is not None:
         return Verdict(legacy)
     if facts.tenant is not None and _needs_usage(request):
