@@ -183,6 +183,22 @@ def test_a_denied_rewrite_names_the_tenants_usage_as_validation_does() -> None:
     assert [r.message for r in unchanged.decision.reasons] == [reason.message]
 
 
+class UnreadableLedger(MemoryLedger):
+    def usage(self, tenant: str, deadline: Any = None) -> Any:
+        raise FactsUnavailable("the ledger did not answer")
+
+
+def test_a_denied_rewrite_stays_denied_when_the_usage_cannot_be_read() -> None:
+    """Reading the usage only adds numbers to a denial: a ledger that cannot answer leaves
+    the denial as it was judged, on both sides, even where Settings admit on an outage."""
+    ctx, _, _ = context()
+    ctx = replace(ctx, ledger=UnreadableLedger())
+    over = request_from_object(legacy_pod(gpus=5))
+    for verdict in (review(over, ctx, mutate=True), review(over, ctx)):
+        assert not verdict.allowed
+        assert "requested 5 > limit 4" in verdict.decision.reasons[0].message
+
+
 def test_once_its_templates_exist_a_rewrite_is_judged_by_validation_alone() -> None:
     """Nothing is created for a Pod whose templates exist, so the mutating side patches it and
     the validating side judges the patched Pod: the verdict and message the mutating side gave

@@ -1,7 +1,9 @@
 """/mutate: a legacy Pod rewritten into DRA claims, refused when its rewrite breaks policy.
 
-Validation uses the same judgement (`legacy_pod_denial`): a legacy Pod that reaches it
-unchanged is judged as its rewrite would be.
+The rewrite is judged here only when a template must be created for it, so that nothing is
+left behind a denial; once every template it refers to exists, validation judges the patched
+Pod (the one judgement, not the same one twice). Validation uses the same judgement
+(`legacy_pod_denial`): a legacy Pod that reaches it unchanged is judged as its rewrite would be.
 """
 
 from __future__ import annotations
@@ -126,7 +128,10 @@ def _counted_denial(
     if denial is None or facts.tenant is None:
         return denial
     deadline.check("reading the tenant's usage")
-    usage = context.ledger.usage(facts.tenant.name, deadline)
+    try:
+        usage = context.ledger.usage(facts.tenant.name, deadline)
+    except FactsUnavailable:
+        return denial  # refused all the same; only its numbers lack the usage
     return _rewrite_denial(request, policies, facts.with_usage(usage), result) or denial
 
 
