@@ -74,9 +74,6 @@ def _add_templates(
     if dry_run:
         return
     for template in templates:
-        known = state.template(namespace, str(template["metadata"]["name"]))
-        if known is not None and known.get("spec") is template.get("spec"):
-            continue  # the same template, added for an earlier Pod
         metadata = {**(template.get("metadata") or {}), "namespace": namespace}
         state.add({**template, "metadata": metadata})
 

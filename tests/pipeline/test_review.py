@@ -204,6 +204,8 @@ def test_once_its_templates_exist_a_rewrite_is_judged_by_validation_alone() -> N
     the validating side judges the patched Pod: the verdict and message the mutating side gave
     while they did not exist (and `check` the same), the judgement made once, not twice."""
     ctx, state, _ = context()
+    handed: list[Any] = []
+    ctx = replace(ctx, templates=lambda ns, templates, dry, seconds: handed.extend(templates))
     over = request_from_object(legacy_pod(gpus=5))
     before = review(over, ctx, mutate=True)
     for t in rewrite_pod(
@@ -219,6 +221,7 @@ def test_once_its_templates_exist_a_rewrite_is_judged_by_validation_alone() -> N
     assert [r.message for r in validation.decision.reasons] == messages
     assert [r.message for r in checked.decision.reasons] == messages
     assert checked.warnings[: len(mutation.decision.warnings)] == mutation.decision.warnings
+    assert not handed, "templates that exist are not handed to the sink again"
 
 
 def test_a_legacy_pod_within_policy_is_admitted_unchanged_by_validation_alone() -> None:

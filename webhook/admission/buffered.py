@@ -20,6 +20,7 @@ Relies on (checked with gunicorn 27.0.1; canaries: tests/canary/test_gunicorn.py
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import time
@@ -212,14 +213,11 @@ def _close(result: Iterable[bytes]) -> None:
         close()
 
 
-_dates: dict[int, str] = {}
-
-
 def http_date() -> str:
     """The Date header's value (RFC 9110 IMF-fixdate), formatted once a second."""
-    now = int(time.time())
-    date = _dates.get(now)
-    if date is None:
-        _dates.clear()
-        date = _dates[now] = formatdate(now, usegmt=True)
-    return date
+    return _imf_date(int(time.time()))
+
+
+@functools.lru_cache(maxsize=2)
+def _imf_date(second: int) -> str:
+    return formatdate(second, usegmt=True)

@@ -49,18 +49,13 @@ def _rewrite(
     facts = gather(request, policies, context)
     rewrite = _rewritten(request, policies, facts)
     result = rewrite.result
-    denial = (
-        None
-        if _made_already(request, result, context)
-        else _counted_denial(request, policies, facts, result, context=context, deadline=deadline)
-    )
-    if denial is not None:
-        return Verdict(denial)
-    if result.templates and context.templates is not None:
-        deadline.check("creating ResourceClaimTemplates")
-        context.templates(
-            request.namespace, result.templates, request.dry_run, deadline.remaining()
+    if not _made_already(request, result, context):
+        denial = _counted_denial(
+            request, policies, facts, result, context=context, deadline=deadline
         )
+        if denial is not None:
+            return Verdict(denial)
+        _create_templates(request, result, context, deadline)
     return Verdict(
         Decision(warnings=result.notes, tenant=facts.tenant.name if facts.tenant else ""),
         patch=list(rewrite.patch) if result.changed else (),
@@ -68,10 +63,20 @@ def _rewrite(
     )
 
 
+def _create_templates(
+    request: AdmissionRequest, result: RewriteResult, context: Context, deadline: Deadline
+) -> None:
+    if result.templates and context.templates is not None:
+        deadline.check("creating ResourceClaimTemplates")
+        context.templates(
+            request.namespace, result.templates, request.dry_run, deadline.remaining()
+        )
+
+
 def _made_already(request: AdmissionRequest, result: RewriteResult, context: Context) -> bool:
-    """Every template the rewrite refers to is in the cluster already: nothing is created, so
-    nothing would be left behind by a denial, and the validating webhook judges the rewritten
-    Pod against those very templates (the one judgement, instead of the same one twice)."""
+    """Every template the rewrite refers to is in the cluster already: none is handed to the
+    template sink, nothing would be left behind by a denial, and the validating webhook judges
+    the rewritten Pod against those very templates (one judgement, not the same one twice)."""
     if result.denied or not result.templates:
         return False
     template = context.state.template
