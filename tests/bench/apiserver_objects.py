@@ -159,6 +159,6 @@ def dragate_patch(policy_dir: Path) -> list[dict[str, Any]]:
         resources["requests"] = {**resources["limits"], **resources.get("requests", {})}
     ns = namespace("noop-patch", "pod", "seq")
     rewrite = rewrite_pod(pod, mappings, namespace=ns)
-    if not rewrite.result.changed or rewrite.result.denied:
-        raise RuntimeError(f"the bench's legacy Pod is not rewritten: {rewrite.result.denied}")
+    if not rewrite.changed or rewrite.denied:
+        raise RuntimeError(f"the bench's legacy Pod is not rewritten: {rewrite.denied}")
     return list(rewrite.patch)

@@ -84,8 +84,12 @@ def check_same(pod: dict[str, Any], options: dict[str, Any]) -> None:
     expected_patch = make_patch(pod, dict(expected.object)) if expected.changed else []
     for _ in range(2):  # once computed (or remembered from an earlier test), once remembered
         got = rewrite_pod(pod, default_mappings(), **options)
-        assert exactly(got.result) == exactly(expected)
+        said = (got.changed, got.notes, got.templates, got.denied)
+        assert exactly(said) == exactly(
+            (expected.changed, expected.notes, expected.templates, expected.denied)
+        )
         assert exactly(list(got.patch)) == exactly(expected_patch)
+        assert exactly(got.result) == exactly(expected)
         assert jsonpatch.apply_patch(pod, list(got.patch)) == got.result.object
         assert exactly(pod) == exactly(before)
 
@@ -325,6 +329,15 @@ def test_results_do_not_share_what_the_memo_keeps() -> None:
     for op in first.patch:
         op["path"] = "/changed"
     check_same(pod, {})
+
+
+def test_the_rewritten_pod_is_built_only_when_read() -> None:
+    """The webhook sends the patch: a remembered rewrite copies nothing of the Pod for it."""
+    pod = legacy_pod()
+    rewrite_pod(pod, default_mappings())
+    got = rewrite_pod(pod, default_mappings())
+    assert got.patch and "result" not in vars(got)
+    assert got.rewritten() is got.result.object and got.result.object["spec"] is not pod["spec"]
 
 
 def test_the_memo_is_bounded() -> None:

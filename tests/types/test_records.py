@@ -34,9 +34,19 @@ RECORDS = [AdmissionRequest, Decision, Verdict, RewriteResult, Facts, Reservatio
 
 
 def twin(cls: type[Any]) -> type[Any]:
-    """A frozen dataclass with `cls`'s fields, defaults and factories: the reference."""
+    """A frozen dataclass with `cls`'s fields, defaults, factories and whether each is
+    compared and shown: the reference."""
     spec = [
-        (f.name, f.type, dataclasses.field(default=f.default, default_factory=f.default_factory))
+        (
+            f.name,
+            f.type,
+            dataclasses.field(
+                default=f.default,
+                default_factory=f.default_factory,
+                compare=f.compare,
+                repr=f.repr,
+            ),
+        )
         for f in dataclasses.fields(cls)
     ]
     return dataclasses.make_dataclass(cls.__name__, spec, frozen=True)

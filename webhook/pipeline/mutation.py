@@ -23,7 +23,6 @@ from webhook.types import (
     FactsUnavailable,
     PolicySet,
     Reason,
-    RewriteResult,
     Verdict,
 )
 
@@ -48,41 +47,40 @@ def _rewrite(
 ) -> Verdict:
     facts = gather(request, policies, context)
     rewrite = _rewritten(request, policies, facts)
-    result = rewrite.result
-    if not _made_already(request, result, context):
+    if not _made_already(request, rewrite, context):
         denial = _counted_denial(
-            request, policies, facts, result, context=context, deadline=deadline
+            request, policies, facts, rewrite, context=context, deadline=deadline
         )
         if denial is not None:
             return Verdict(denial)
-        _create_templates(request, result, context, deadline)
+        _create_templates(request, rewrite, context, deadline)
     return Verdict(
-        Decision(warnings=result.notes, tenant=facts.tenant.name if facts.tenant else ""),
-        patch=list(rewrite.patch) if result.changed else (),
-        patched=result.object if result.changed else None,
+        Decision(warnings=rewrite.notes, tenant=facts.tenant.name if facts.tenant else ""),
+        patch=list(rewrite.patch) if rewrite.changed else (),
+        rewritten=rewrite.rewritten if rewrite.changed else None,
     )
 
 
 def _create_templates(
-    request: AdmissionRequest, result: RewriteResult, context: Context, deadline: Deadline
+    request: AdmissionRequest, rewrite: PodRewrite, context: Context, deadline: Deadline
 ) -> None:
-    if result.templates and context.templates is not None:
+    if rewrite.templates and context.templates is not None:
         deadline.check("creating ResourceClaimTemplates")
         context.templates(
-            request.namespace, result.templates, request.dry_run, deadline.remaining()
+            request.namespace, rewrite.templates, request.dry_run, deadline.remaining()
         )
 
 
-def _made_already(request: AdmissionRequest, result: RewriteResult, context: Context) -> bool:
+def _made_already(request: AdmissionRequest, rewrite: PodRewrite, context: Context) -> bool:
     """Every template the rewrite refers to is in the cluster already: none is handed to the
     template sink, nothing would be left behind by a denial, and the validating webhook judges
     the rewritten Pod against those very templates (one judgement, not the same one twice)."""
-    if result.denied or not result.templates:
+    if rewrite.denied or not rewrite.templates:
         return False
     template = context.state.template
     return all(
         template(request.namespace, str(t["metadata"]["name"])) is not None
-        for t in result.templates
+        for t in rewrite.templates
     )
 
 
@@ -101,8 +99,8 @@ def legacy_pod_denial(
         (request.object or {}).get("spec"), policies.mappings
     ):
         return None
-    result = _rewritten(request, policies, facts).result
-    return _counted_denial(request, policies, facts, result, context=context, deadline=deadline)
+    rewrite = _rewritten(request, policies, facts)
+    return _counted_denial(request, policies, facts, rewrite, context=context, deadline=deadline)
 
 
 def _rewritten(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> PodRewrite:
@@ -121,7 +119,7 @@ def _counted_denial(
     request: AdmissionRequest,
     policies: PolicySet,
     facts: Facts,
-    result: RewriteResult,
+    rewrite: PodRewrite,
     *,
     context: Context,
     deadline: Deadline,
@@ -129,7 +127,7 @@ def _counted_denial(
     """`_rewrite_denial`, judged first without the tenant's usage as validation judges (most
     rewrites are allowed, and the ledger's reserve is what counts); a denial is judged again
     with the usage, so that its numbers and holders are the ledger's, as validation's are."""
-    denial = _rewrite_denial(request, policies, facts, result)
+    denial = _rewrite_denial(request, policies, facts, rewrite)
     if denial is None or facts.tenant is None:
         return denial
     deadline.check("reading the tenant's usage")
@@ -137,11 +135,11 @@ def _counted_denial(
         usage = context.ledger.usage(facts.tenant.name, deadline)
     except FactsUnavailable:
         return denial  # refused all the same; only its numbers lack the usage
-    return _rewrite_denial(request, policies, facts.with_usage(usage), result) or denial
+    return _rewrite_denial(request, policies, facts.with_usage(usage), rewrite) or denial
 
 
 def _rewrite_denial(
-    request: AdmissionRequest, policies: PolicySet, facts: Facts, result: RewriteResult
+    request: AdmissionRequest, policies: PolicySet, facts: Facts, rewrite: PodRewrite
 ) -> Decision | None:
     """Why the rewritten Pod must be refused, judged exactly as validation will judge it.
 
@@ -150,22 +148,22 @@ def _rewrite_denial(
     letting the Pod through unchanged on the device plugin. `check` meets the same denial.
     """
     tenant = facts.tenant.name if facts.tenant else ""
-    if result.denied:
+    if rewrite.denied:
         reasons = tuple(
-            Reason(policy="LegacyResourceMapping", message=m, tenant=tenant) for m in result.denied
+            Reason(policy="LegacyResourceMapping", message=m, tenant=tenant) for m in rewrite.denied
         )
         return Decision(allowed=False, reasons=reasons, tenant=tenant)
-    if not result.templates:
+    if not rewrite.templates:
         return None
-    made = {str(t["metadata"]["name"]): t for t in result.templates}
+    made = {str(t["metadata"]["name"]): t for t in rewrite.templates}
     judged = evaluate(
-        request.with_object(result.object),
+        request.with_object(rewrite.rewritten()),
         policies,
         facts.with_templates({**facts.templates, **made}),
     )
     if judged.allowed:
         return None
-    return replace(judged, warnings=(*result.notes, *judged.warnings), holds={})
+    return replace(judged, warnings=(*rewrite.notes, *judged.warnings), holds={})
 
 
 def _native_resources(facts: Facts) -> frozenset[str]:

@@ -19,8 +19,9 @@ the rewrite left as they were (the request's own).
 from __future__ import annotations
 
 import copy
+import functools
 import marshal
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +55,7 @@ class SpecEdits:
     """What the rewrite does to one pod spec projection (shared by every Pod that has it)."""
 
     steps: Steps
+    operations: tuple[Operation, ...]  # `steps` as applied under /spec (values shared)
     notes: tuple[str, ...]
     templates: tuple[Object, ...]
     denied: tuple[str, ...]
@@ -62,10 +64,26 @@ class SpecEdits:
 
 @record
 class PodRewrite:
-    """A rewrite and its JSON patch against the object it was made from (empty: unchanged)."""
+    """A rewrite's JSON patch against the object it was made from (empty: unchanged), what it
+    says and needs, and the rewritten object, built only when `result` is first read."""
 
-    result: RewriteResult
     patch: tuple[Operation, ...]
+    notes: tuple[str, ...]
+    templates: tuple[Object, ...]
+    denied: tuple[str, ...]
+    build: Callable[[], RewriteResult]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.patch)
+
+    @functools.cached_property
+    def result(self) -> RewriteResult:
+        """What `rewrite_object` makes of the object (built once, on the first read)."""
+        return self.build()
+
+    def rewritten(self) -> Object:
+        return self.result.object
 
 
 _memo: LruTable[Hashable, tuple[Sequence[LegacyResourceMapping], SpecEdits]] = LruTable(MEMO_SIZE)
@@ -84,25 +102,19 @@ def rewrite_pod(
     metadata = pod.get("metadata")
     ns = namespace or _namespace_of(metadata)
     opts = Options(mappings, native_resources, action_override, ns)
-    edits = None
-    if type(pod) is dict and type(spec) is dict and group_kind(pod) == ("", "Pod"):
-        edits = spec_edits(spec, opts)
+    if type(pod) is not dict or type(spec) is not dict or group_kind(pod) != ("", "Pod"):
+        return _generally(pod, opts)
+    edits = spec_edits(spec, opts)
     if edits is None:
         return _generally(pod, opts)
-    new = dict(pod)
-    new["spec"], operations = apply_copied(spec, edits.steps, "/spec")
-    if edits.removed:
-        if isinstance(metadata, dict):
-            new["metadata"] = _with_own_annotations(metadata)
-        mark(new, edits.removed)
-    result = RewriteResult(
-        object=new,
-        changed=new != pod,
+    marked = _marked(pod, edits.removed)
+    return PodRewrite(
+        patch=tuple(_pod_patch(pod, marked, edits.operations)),
         notes=edits.notes,
         templates=edits.templates,
         denied=edits.denied,
+        build=functools.partial(_built, pod, spec, marked, edits),
     )
-    return PodRewrite(result, tuple(_pod_patch(pod, new, operations)))
 
 
 def spec_edits(spec: dict[str, Any], opts: Options) -> SpecEdits | None:
@@ -162,12 +174,40 @@ def _edits(projection: dict[str, Any], opts: Options) -> SpecEdits:
     new = copy_tree(projection)
     out = Outcome()
     removed = rewrite_spec(new, opts, out)
+    operations = make_patch(projection, new, "/spec")
     return SpecEdits(
         steps=steps(projection, make_patch(projection, new)),
+        operations=tuple(operations),
         notes=tuple(dict.fromkeys(out.notes)),
         templates=tuple(out.templates.values()),
         denied=tuple(dict.fromkeys(out.denied)),
         removed=frozenset(removed),
+    )
+
+
+def _marked(pod: Object, removed: frozenset[str]) -> dict[str, Any]:
+    """The Pod's `metadata` as the rewrite leaves it, under its key (`{}`: untouched)."""
+    if not removed:
+        return {}
+    metadata = pod.get("metadata")
+    marked = {"metadata": _with_own_annotations(metadata)} if isinstance(metadata, dict) else {}
+    mark(marked, removed)
+    return marked
+
+
+def _built(
+    pod: Object, spec: dict[str, Any], marked: dict[str, Any], edits: SpecEdits
+) -> RewriteResult:
+    """The rewritten Pod: `pod` with the spec's edits applied (copy on write) and `marked`."""
+    new = dict(pod)
+    new["spec"], _ = apply_copied(spec, edits.steps)
+    new.update(marked)
+    return RewriteResult(
+        object=new,
+        changed=new != pod,
+        notes=edits.notes,
+        templates=edits.templates,
+        denied=edits.denied,
     )
 
 
@@ -181,18 +221,20 @@ def _with_own_annotations(metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pod_patch(
-    old: Object, new: dict[str, Any], spec_operations: list[Operation]
+    old: Object, marked: dict[str, Any], spec_operations: Sequence[Operation]
 ) -> list[Operation]:
-    """`make_patch(old, new)`, given the spec's part of it (paths under /spec): `new` removes
-    no key of `old`, and shares every value it did not change with it."""
+    """`make_patch(old, new)` for the rewritten Pod `new`, given the spec's part of it (paths
+    under /spec) and its metadata as marked: in the order of `old`'s keys, a metadata the
+    rewrite added last, as `new` has them."""
     operations: list[Operation] = []
-    for key, value in new.items():
+    for key in old:
         if key == "spec":
-            operations += spec_operations
-        elif key not in old:
+            operations += [dict(op) for op in spec_operations]  # each Pod's own, values shared
+        elif key in marked:
+            operations += make_patch(old[key], marked[key], f"/{escape(key)}")
+    for key, value in marked.items():
+        if key not in old:
             operations.append({"op": "add", "path": f"/{escape(key)}", "value": value})
-        elif value is not old[key]:
-            operations += make_patch(old[key], value, f"/{escape(key)}")
     return operations
 
 
@@ -205,7 +247,13 @@ def _generally(pod: Object, opts: Options) -> PodRewrite:
         namespace=opts.namespace,
     )
     patch = make_patch(dict(pod), dict(result.object)) if result.changed else []
-    return PodRewrite(result, tuple(patch))
+    return PodRewrite(
+        patch=tuple(patch),
+        notes=result.notes,
+        templates=result.templates,
+        denied=result.denied,
+        build=lambda: result,
+    )
 
 
 def _namespace_of(metadata: Any) -> str | None:

@@ -4,7 +4,7 @@ the pipeline's verdict.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -100,9 +100,15 @@ class Verdict:
 
     decision: Decision
     patch: Sequence[Mapping[str, Any]] = ()
-    patched: Object | None = None
+    rewritten: Callable[[], Object] | None = field(default=None, compare=False, repr=False)
+    """Builds the patched object when `patched` is read (None: unchanged); `patch` says it."""
     exempt: str = ""  # why the request was answered unreviewed; "" once reviewed
 
     @property
     def allowed(self) -> bool:
         return self.decision.allowed
+
+    @property
+    def patched(self) -> Object | None:
+        """The object with `patch` applied (None: unchanged); the webhook sends only the patch."""
+        return self.rewritten() if self.rewritten is not None else None
