@@ -213,6 +213,8 @@ def test_once_its_templates_exist_a_rewrite_is_judged_by_validation_alone() -> N
     ).result.templates:
         state.add({**t, "metadata": {**t["metadata"], "namespace": "team-a"}})
     mutation = review(over, ctx, mutate=True)
+    rewrite = getattr(mutation.rewritten, "__self__", None)
+    assert rewrite is not None and "result" not in vars(rewrite), "the webhook needs the patch only"
     assert mutation.allowed and mutation.patch and mutation.patched is not None
     validation = review(over.with_object(mutation.patched), ctx)
     checked = admit(over, ctx)
