@@ -174,10 +174,10 @@ def _edits(projection: dict[str, Any], opts: Options) -> SpecEdits:
     new = copy_tree(projection)
     out = Outcome()
     removed = rewrite_spec(new, opts, out)
-    operations = make_patch(projection, new, "/spec")
+    patch = make_patch(projection, new)
     return SpecEdits(
-        steps=steps(projection, make_patch(projection, new)),
-        operations=tuple(operations),
+        steps=steps(projection, patch),
+        operations=tuple({**op, "path": "/spec" + op["path"]} for op in patch),
         notes=tuple(dict.fromkeys(out.notes)),
         templates=tuple(out.templates.values()),
         denied=tuple(dict.fromkeys(out.denied)),
