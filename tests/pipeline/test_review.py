@@ -208,9 +208,7 @@ def test_once_its_templates_exist_a_rewrite_is_judged_by_validation_alone() -> N
     ctx = replace(ctx, templates=lambda ns, templates, dry, seconds: handed.extend(templates))
     over = request_from_object(legacy_pod(gpus=5))
     before = review(over, ctx, mutate=True)
-    for t in rewrite_pod(
-        legacy_pod(gpus=5), POLICIES.mappings, namespace="team-a"
-    ).result.templates:
+    for t in rewrite_pod(legacy_pod(gpus=5), POLICIES.mappings, namespace="team-a").templates:
         state.add({**t, "metadata": {**t["metadata"], "namespace": "team-a"}})
     mutation = review(over, ctx, mutate=True)
     rewrite = getattr(mutation.rewritten, "__self__", None)
