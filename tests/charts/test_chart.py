@@ -27,6 +27,8 @@ import yaml
 from cryptography import x509
 from e2e.toolchain_bins import ToolchainMissing, require_binaries, toolchain_bin_dir
 
+from webhook.rewrite import REWRITTEN_LABEL
+
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "dragate"
 NAMESPACE = "dragate-system"
@@ -359,6 +361,9 @@ EXPECTED_RULES = {
     "pods.validate.dragate.io": [
         {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
          "resources": ["pods"], "scope": "Namespaced"}],
+    "rewritten-pods.validate.dragate.io": [
+        {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+         "resources": ["pods"], "scope": "Namespaced"}],
     "claims.validate.dragate.io": [
         {"operations": ["CREATE", "UPDATE"], "apiGroups": ["resource.k8s.io"],
          "apiVersions": ["v1"],
@@ -378,7 +383,7 @@ def test_webhook_configurations(default: Rendered) -> None:
     hooks = webhooks(default)
     assert set(hooks) == set(EXPECTED_RULES)
     assert [h["name"] for h in mutating["webhooks"]] == ["pods.mutate.dragate.io"]
-    assert len(validating["webhooks"]) == 3
+    assert len(validating["webhooks"]) == 4
     for name, hook in hooks.items():
         mutate = name.endswith(".mutate.dragate.io")
         assert hook["rules"] == EXPECTED_RULES[name], name
@@ -399,6 +404,32 @@ def test_webhook_configurations(default: Rendered) -> None:
             "key": "kubernetes.io/metadata.name", "operator": "NotIn",
             "values": [NAMESPACE, "kube-system"],
         }]}  # fmt: skip
+
+
+def test_pods_meet_one_validating_entry_by_the_rewrite_s_label(default: Rendered) -> None:
+    """The rewrite labels a Pod (REWRITTEN_LABEL); the two Pod entries split on that key, so
+    every Pod meets exactly one, and a rewritten Pod's entry has no matchConditions (no CEL in
+    the API server). The mutating webhook keeps seeing labelled Pods: a later webhook may add
+    a legacy container that the reinvocation round rewrites."""
+    hooks = webhooks(default)
+    plain, rewritten = (
+        hooks["pods.validate.dragate.io"],
+        hooks["rewritten-pods.validate.dragate.io"],
+    )
+    on_label = [{"key": REWRITTEN_LABEL, "operator": operator} for operator in ("DoesNotExist",
+                                                                             "Exists")]  # fmt: skip
+    assert [plain["objectSelector"], rewritten["objectSelector"]] == [
+        {"matchExpressions": [expression]} for expression in on_label
+    ]
+    assert "matchConditions" not in rewritten
+    assert {k: v for k, v in rewritten.items() if k not in ("name", "objectSelector")} == {
+        k: v for k, v in plain.items() if k not in ("name", "objectSelector", "matchConditions")
+    }
+    assert "objectSelector" not in hooks["pods.mutate.dragate.io"]
+    # A rewritten Pod would meet every condition of the other entry: it has claims, and it is
+    # a CREATE by a user (dragate creates no Pods).
+    rewritten_pod = pod(BARE, claims=True)
+    assert all_match(plain, rewritten_pod)
 
 
 def test_ca_bundle_is_the_secret_ca_and_signs_the_serving_cert(default: Rendered) -> None:
@@ -425,7 +456,7 @@ def evaluate(expression: str, **activation: Any) -> bool:
 
 
 def conditions(hook: Doc) -> dict[str, str]:
-    return {c["name"]: c["expression"] for c in hook["matchConditions"]}
+    return {c["name"]: c["expression"] for c in hook.get("matchConditions", ())}
 
 
 def all_match(hook: Doc, obj: Any, old: Any = None, *, operation: str = "CREATE",

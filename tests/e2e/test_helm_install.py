@@ -156,12 +156,16 @@ def test_url_mode_install(cluster: Cluster, install: Install) -> None:
     validating = get(cluster, "validatingwebhookconfiguration", release)
     mutating = get(cluster, "mutatingwebhookconfiguration", release)
     hooks = {h["name"]: h for h in validating["webhooks"] + mutating["webhooks"]}
-    assert set(hooks) == {"pods.validate.dragate.io", "claims.validate.dragate.io",
-                          "namespaces.validate.dragate.io", "pods.mutate.dragate.io"}  # fmt: skip
+    assert set(hooks) == {"pods.validate.dragate.io", "rewritten-pods.validate.dragate.io",
+                          "claims.validate.dragate.io", "namespaces.validate.dragate.io",
+                          "pods.mutate.dragate.io"}  # fmt: skip
     for name, hook in hooks.items():
         path = "/mutate" if ".mutate." in name else "/validate"
         assert hook["clientConfig"] == {"url": closed + path, "caBundle": bundle}
-        assert len(hook["matchConditions"]) >= 1  # compiled and accepted by the apiserver
+        # Compiled and accepted by the apiserver; rewritten Pods are chosen by label alone.
+        assert len(hook.get("matchConditions", [])) >= (
+            name != "rewritten-pods.validate.dragate.io"
+        )
 
     # Policies ConfigMap, service account and RBAC.
     data = get(cluster, "configmap", "-n", own_ns, f"{release}-policies")["data"]

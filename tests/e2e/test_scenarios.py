@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,9 +26,11 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from webhook.ledger import wants
 from webhook.ledger.tenantusage import records_of
+from webhook.rewrite import REWRITTEN_LABEL
 
 from .cluster import Cluster
 from .dragate_server import (
@@ -56,6 +59,8 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 ADMIN_ACCESS = "resource.kubernetes.io/admin-access"
 CLAIMS_HOOK = "claims.validate.dragate.io"
 PODS_HOOK, REWRITE_HOOK = "pods.validate.dragate.io", "pods.mutate.dragate.io"
+REWRITTEN_PODS_HOOK = "rewritten-pods.validate.dragate.io"
+POD_HOOKS = (PODS_HOOK, REWRITTEN_PODS_HOOK, REWRITE_HOOK)
 GOLDEN = Path(__file__).resolve().parents[1] / "rewrite" / "golden"
 SLICES = (resource_slice("scn-node-a", gpus=8), resource_slice("scn-node-b", gpus=8, migs=7))
 
@@ -122,6 +127,25 @@ def denial(result: subprocess.CompletedProcess[str]) -> str:
     marker = "denied the request: "
     assert marker in result.stderr, result.stderr
     return result.stderr.split(marker, 1)[1].strip()
+
+
+def admission_work(cluster: Cluster) -> Counter[tuple[str, str]]:
+    """The API server's own counts, for the chart's Pod webhooks: ("called", name) from
+    `apiserver_admission_webhook_request_total`, ("excluded", name): skipped on a false
+    matchCondition, `apiserver_admission_match_condition_exclusions_total` (the API server
+    counts no evaluation that holds)."""
+    text = cluster.kubectl("get", "--raw", "/metrics").stdout
+    families = {
+        "apiserver_admission_webhook_request_total": "called",
+        "apiserver_admission_match_condition_exclusions_total": "excluded",
+    }
+    work: Counter[tuple[str, str]] = Counter()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            what, name = families.get(sample.name), sample.labels.get("name", "")
+            if what and name in POD_HOOKS:
+                work[what, name] += int(sample.value)
+    return work
 
 
 def stored_holders(cluster: Cluster, tenant: str) -> dict[str, dict[str, int]]:
@@ -242,10 +266,18 @@ def dragate(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 def test_legacy_gpu_pod_is_rewritten(cluster: Cluster, dragate: DragateServer) -> None:
     ns = "scn-rewrite"
+    before = admission_work(cluster)
     applied = cluster.apply(json.dumps(legacy_pod("vllm", 2)), ns)
+    work = admission_work(cluster) - before
 
     assert 'Warning: dragate: container "main": nvidia.com/gpu=2 -> claim ' in applied.stderr
+    # The API server's count: the mutating webhook called, then skipped on its CEL in the
+    # reinvocation round the patch causes; the labelled Pod meets the validating entry
+    # without matchConditions, never the other.
+    assert work == {("called", REWRITE_HOOK): 1, ("excluded", REWRITE_HOOK): 1,
+                    ("called", REWRITTEN_PODS_HOOK): 1}, work  # fmt: skip
     pod = cluster.get_json("pod", "vllm", "-n", ns)
+    assert pod["metadata"]["labels"] == {REWRITTEN_LABEL: "true"}
     [pod_claim] = pod["spec"]["resourceClaims"]
     [container] = pod["spec"]["containers"]
     assert container["resources"]["claims"] == [{"name": pod_claim["name"]}]
@@ -258,6 +290,30 @@ def test_legacy_gpu_pod_is_rewritten(cluster: Cluster, dragate: DragateServer) -
     [request] = template["spec"]["spec"]["devices"]["requests"]
     assert request["exactly"]["deviceClassName"] == "gpu.nvidia.com"
     assert request["exactly"]["count"] == 2
+
+
+def test_a_pod_labelled_by_hand_is_reviewed_all_the_same(
+    cluster: Cluster, dragate: DragateServer
+) -> None:
+    """The rewrite's label only picks which validating entry judges a Pod: one without GPUs
+    labelled by hand is sent (and allowed), one that asks for legacy GPUs is rewritten."""
+    ns = "scn-rewrite"
+    labels = {REWRITTEN_LABEL: "true"}
+    app = {"name": "main", "image": "registry.example/app:1"}
+    plain = {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [app]},
+             "metadata": {"name": "labelled-plain", "labels": labels}}  # fmt: skip
+    legacy = legacy_pod("labelled-legacy", 1)
+    legacy["metadata"]["labels"] = {REWRITTEN_LABEL: "yes"}
+    before = admission_work(cluster)
+    cluster.apply(json.dumps(plain), ns)
+    cluster.apply(json.dumps(legacy), ns)
+    work = admission_work(cluster) - before
+
+    assert work == {("called", REWRITTEN_PODS_HOOK): 2, ("called", REWRITE_HOOK): 1,
+                    ("excluded", REWRITE_HOOK): 2}, work  # fmt: skip
+    rewritten = cluster.get_json("pod", "labelled-legacy", "-n", ns)
+    assert rewritten["metadata"]["labels"] == {REWRITTEN_LABEL: "true"}
+    assert "nvidia.com/gpu" not in json.dumps(rewritten["spec"]["containers"])
 
 
 # --- 2. Deployment -> ReplicaSet -> Pod -> generated claim, counted once --------------------
@@ -322,7 +378,7 @@ def test_rewrite_over_quota_is_denied_before_and_after_its_template_exists(
 
     again = kubectl_input(cluster, "create", legacy_pod("again", 2), ns)
     message = denial(again)
-    assert f'admission webhook "{PODS_HOOK}" denied the request' in again.stderr
+    assert f'admission webhook "{REWRITTEN_PODS_HOOK}" denied the request' in again.stderr
     assert "used 2 + requested 2 > limit 2" in message
     assert 'Warning: dragate: container "main": nvidia.com/gpu=2 -> claim' in again.stderr
 

@@ -9,12 +9,19 @@ remembered edits.
 from webhook.rewrite.mappings import resource_markers
 from webhook.rewrite.podedits import PodRewrite, rewrite_pod
 from webhook.rewrite.podspec import REPLACES_ANNOTATION, rewrite_pod_spec
-from webhook.rewrite.workloads import POD_PATHS, REWRITTEN_ANNOTATION, pod_specs, rewrite_object
+from webhook.rewrite.workloads import (
+    POD_PATHS,
+    REWRITTEN_ANNOTATION,
+    REWRITTEN_LABEL,
+    pod_specs,
+    rewrite_object,
+)
 
 __all__ = [
     "POD_PATHS",
     "REPLACES_ANNOTATION",
     "REWRITTEN_ANNOTATION",
+    "REWRITTEN_LABEL",
     "PodRewrite",
     "pod_specs",
     "resource_markers",

@@ -190,8 +190,8 @@ def _marked(pod: Object, removed: frozenset[str]) -> dict[str, Any]:
     if not removed:
         return {}
     metadata = pod.get("metadata")
-    marked = {"metadata": _with_own_annotations(metadata)} if isinstance(metadata, dict) else {}
-    mark(marked, removed)
+    marked = {"metadata": _with_own_marks(metadata)} if isinstance(metadata, dict) else {}
+    mark(marked, removed, label=pod.get("kind") == "Pod")
     return marked
 
 
@@ -211,12 +211,13 @@ def _built(
     )
 
 
-def _with_own_annotations(metadata: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `metadata` with its own annotations, for `mark` to write into (shallow
-    copies of the same types, as `rewrite_object`'s deep copy would have)."""
+def _with_own_marks(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `metadata` with its own annotations and labels, for `mark` to write into
+    (shallow copies of the same types, as `rewrite_object`'s deep copy would have)."""
     own = copy.copy(metadata)
-    if isinstance(own.get("annotations"), dict):
-        own["annotations"] = copy.copy(own["annotations"])
+    for key in ("annotations", "labels"):
+        if isinstance(own.get(key), dict):
+            own[key] = copy.copy(own[key])
     return own
 
 

@@ -20,6 +20,10 @@ from webhook.rewrite.notes import note
 from webhook.rewrite.podspec import Options, Outcome, containers_of, rewrite_in_place
 
 REWRITTEN_ANNOTATION = "dragate.io/rewritten"
+REWRITTEN_LABEL = "dragate.io/rewritten"
+"""Set (`"true"`) on a Pod the rewrite changed, never on a template. The chart's validating
+webhooks select on it (`objectSelector`), so the API server sends a rewritten Pod to the
+validating entry without matchConditions, and runs no CEL for it there."""
 
 Path = tuple[str, ...]
 _POD_KEYS = ("resourceClaims", "nodeSelector", "affinity")
@@ -62,7 +66,7 @@ def find_nodes(root: Any, path: Path) -> Iterator[dict[str, Any]]:
 def _pod(pod: dict[str, Any], opts: Options, out: Outcome) -> None:
     spec = pod.get("spec")
     if isinstance(spec, dict):
-        mark(pod, rewrite_spec(spec, opts, out))
+        mark(pod, rewrite_spec(spec, opts, out), label=pod.get("kind") == "Pod")
 
 
 def _podspec(spec: dict[str, Any], opts: Options, out: Outcome) -> None:
@@ -139,10 +143,11 @@ def _type(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def mark(holder: dict[str, Any], removed: AbstractSet[str]) -> None:
-    """Record on the Pod (template) which legacy resources were replaced.
+def mark(holder: dict[str, Any], removed: AbstractSet[str], *, label: bool) -> None:
+    """Record on the Pod (template) which legacy resources were replaced; `label`: `holder`
+    holds a Pod's metadata (not a template's), which gets `REWRITTEN_LABEL` too.
 
-    A `metadata:` or `annotations:` left empty (null) in the file becomes a mapping.
+    A `metadata:`, `annotations:` or `labels:` left empty (null) in the file becomes a mapping.
     """
     if not removed:
         return
@@ -154,6 +159,10 @@ def mark(holder: dict[str, Any], removed: AbstractSet[str]) -> None:
     annotations = metadata["annotations"]
     old = [v for v in str(annotations.get(REWRITTEN_ANNOTATION) or "").split(",") if v]
     annotations[REWRITTEN_ANNOTATION] = ",".join(sorted({*old, *removed}))
+    if label:
+        if not isinstance(metadata.get("labels"), dict):
+            metadata["labels"] = {}
+        metadata["labels"][REWRITTEN_LABEL] = "true"
 
 
 def _named(container: dict[str, Any], default: str) -> dict[str, Any]:

@@ -20,10 +20,23 @@ from webhook.rewrite.mappings import find_match
 from webhook.rewrite.notes import note
 from webhook.rewrite.patch import copy_tree
 from webhook.rewrite.podspec import Options, Outcome
-from webhook.rewrite.shapes import REWRITTEN_ANNOTATION, SHAPES, find_nodes, train_job
+from webhook.rewrite.shapes import (
+    REWRITTEN_ANNOTATION,
+    REWRITTEN_LABEL,
+    SHAPES,
+    find_nodes,
+    train_job,
+)
 from webhook.types import LegacyResourceMapping, MappingAction, Object, RewriteResult
 
-__all__ = ["POD_PATHS", "REWRITTEN_ANNOTATION", "group_kind", "pod_specs", "rewrite_object"]
+__all__ = [
+    "POD_PATHS",
+    "REWRITTEN_ANNOTATION",
+    "REWRITTEN_LABEL",
+    "group_kind",
+    "pod_specs",
+    "rewrite_object",
+]
 
 Path = tuple[str, ...]
 GroupKind = tuple[str, str]

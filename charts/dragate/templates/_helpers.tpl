@@ -221,6 +221,21 @@ namespaceSelector:
         {{- end }}
 {{- end }}
 
+{{- define "dragate.podCreateRules" -}}
+- operations: [CREATE]
+  apiGroups: [""]
+  apiVersions: [v1]
+  resources: [pods]
+  scope: Namespaced
+{{- end }}
+
+{{/* Pods the rewrite has not labelled (webhook/rewrite/shapes.py REWRITTEN_LABEL). */}}
+{{- define "dragate.notRewritten" -}}
+objectSelector:
+  matchExpressions:
+    - {key: dragate.io/rewritten, operator: DoesNotExist}
+{{- end }}
+
 {{/* CEL building blocks -------------------------------------------------------------------- */}}
 
 {{/* A CEL list literal of strings: ['a', 'b']. Values are checked by the schema to hold no quote. */}}
