@@ -229,11 +229,12 @@ namespaceSelector:
   scope: Namespaced
 {{- end }}
 
-{{/* Pods the rewrite has not labelled (webhook/rewrite/shapes.py REWRITTEN_LABEL). */}}
-{{- define "dragate.notRewritten" -}}
+{{/* Pods by the label the rewrite sets (webhook/rewrite/shapes.py REWRITTEN_LABEL); the
+     argument is the operator: Exists for rewritten Pods, DoesNotExist for all others. */}}
+{{- define "dragate.rewrittenSelector" -}}
 objectSelector:
   matchExpressions:
-    - {key: dragate.io/rewritten, operator: DoesNotExist}
+    - {key: dragate.io/rewritten, operator: {{ . }}}
 {{- end }}
 
 {{/* CEL building blocks -------------------------------------------------------------------- */}}
