@@ -19,6 +19,9 @@ webhooks skip), and the same objects for every variant:
                  dragate's rewrite makes of it: what the API server's work on a rewritten
                  Pod costs (the patch applied, a Pod with claims stored), without dragate
   mutate         dragate's validating and mutating webhooks
+  map-patch      a MutatingAdmissionPolicy making dragate's patch of the Pod in the API
+                 server (no mutating webhook), then dragate's validating webhooks: the
+                 floor of a rewrite the API server runs itself (beta in v1.34, GA in v1.36)
 
 Every webhook variant registers the chart's own configurations (`helm template` of
 charts/dragate in url mode, tests/e2e/chart_webhooks.py: its rules, matchConditions, failure
@@ -220,7 +223,7 @@ def run(
     """The whole comparison on a fresh control plane: every variant and kind measured."""
     from e2e.cluster import running_cluster
 
-    with running_cluster(bin_dir, controller_manager=False) as cluster:
+    with running_cluster(bin_dir, controller_manager=False, mutating_policies=True) as cluster:
         servers = prepare(cluster, cluster.workdir)
         try:
             register(cluster, servers)

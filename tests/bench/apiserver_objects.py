@@ -1,6 +1,7 @@
 """The apiserver benchmark's objects: variants and their namespaces, the ResourceClaim and
 legacy Pod every variant creates, the policies dragate and the ValidatingAdmissionPolicy
-enforce, and the patch dragate's rewrite makes of the Pod (for `noop-patch`)."""
+enforce, and the patch dragate's rewrite makes of the Pod (for `noop-patch`, and as the
+MutatingAdmissionPolicy of `map-patch`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-VARIANTS = ("none", "vap", "noop-validate", "validate", "noop-mutate", "noop-patch", "mutate")
+VARIANTS = (
+    "none", "vap", "noop-validate", "validate", "noop-mutate", "noop-patch", "mutate", "map-patch",
+)  # fmt: skip
 KINDS = ("claim", "pod")
 CLASS = "gpu.nvidia.com"
 MAX_PER_CLAIM = 8
@@ -84,6 +87,34 @@ def policies(directory: Path) -> Path:
     return directory
 
 
+def rewriting_policy(patch: list[dict[str, Any]], conditions: list[Any]) -> list[dict[str, Any]]:
+    """The `map-patch` variant's MutatingAdmissionPolicy and binding: `patch` (dragate's own
+    of the bench's Pod, the same for every Pod of the bench) as a JSONPatch the API server
+    applies itself, under `conditions` (the chart's mutating webhook's matchConditions)."""
+    operations = ", ".join(
+        "JSONPatch{" + ", ".join(f"{key}: {json.dumps(value)}" for key, value in op.items()) + "}"
+        for op in patch
+    )  # JSON's strings, numbers, lists and maps are CEL literals as they are
+    rules = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+              "resources": ["pods"]}]  # fmt: skip
+    spec = {
+        "matchConstraints": {"resourceRules": rules},
+        "matchConditions": conditions,
+        "failurePolicy": "Fail",
+        "reinvocationPolicy": "IfNeeded",
+        "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": f"[{operations}]"}}],
+    }
+    selector = {"namespaceSelector": {"matchLabels": {"dragate-bench/variant": "map-patch"}}}
+    api = "admissionregistration.k8s.io/v1beta1"
+    return [
+        {"apiVersion": api, "kind": "MutatingAdmissionPolicy",
+         "metadata": {"name": "bench-rewrite"}, "spec": spec},
+        {"apiVersion": api, "kind": "MutatingAdmissionPolicyBinding",
+         "metadata": {"name": "bench-rewrite"},
+         "spec": {"policyName": "bench-rewrite", "matchResources": selector}},
+    ]  # fmt: skip
+
+
 def admission_policy() -> list[dict[str, Any]]:
     """The VAP variant: dragate's allow-list and per-claim cap, as CEL the API server runs."""
     claims = (
@@ -148,7 +179,26 @@ def admission_policy() -> list[dict[str, Any]]:
 
 def dragate_patch(policy_dir: Path) -> list[dict[str, Any]]:
     """The JSON patch dragate's rewrite makes of the bench's legacy Pod as the API server
-    sends it for review (`noop-patch`): defaulted, so its requests equal its limits."""
+    sends it for review (`noop-patch`, `map-patch`): defaulted, so its requests equal its
+    limits."""
+    return list(_rewrite(policy_dir, namespace("noop-patch", "pod", "seq")).patch)
+
+
+def rewrite_templates(policy_dir: Path, variant: str) -> list[dict[str, Any]]:
+    """The claim templates the rewrite of the bench's Pod refers to, in each of `variant`'s
+    Pod namespaces: what dragate's mutating webhook creates before it answers, for a variant
+    whose rewrite is not dragate's webhook."""
+    found = []
+    for level in ("seq", "conc"):
+        ns = namespace(variant, "pod", level)
+        for template in _rewrite(policy_dir, ns).templates:
+            copy = json.loads(json.dumps(template))
+            copy["metadata"]["namespace"] = ns
+            found.append(copy)
+    return found
+
+
+def _rewrite(policy_dir: Path, ns: str) -> Any:
     from webhook.policy.loading import load_policies
     from webhook.rewrite import rewrite_pod
 
@@ -157,8 +207,7 @@ def dragate_patch(policy_dir: Path) -> list[dict[str, Any]]:
     for container in pod["spec"]["containers"]:
         resources = container["resources"]
         resources["requests"] = {**resources["limits"], **resources.get("requests", {})}
-    ns = namespace("noop-patch", "pod", "seq")
     rewrite = rewrite_pod(pod, mappings, namespace=ns)
     if not rewrite.changed or rewrite.denied:
         raise RuntimeError(f"the bench's legacy Pod is not rewritten: {rewrite.denied}")
-    return list(rewrite.patch)
+    return rewrite

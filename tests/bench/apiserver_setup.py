@@ -1,7 +1,8 @@
 """The apiserver benchmark's setup: a client of the API server, every variant's admission
-registered at once (the chart's own webhook configurations, or the ValidatingAdmissionPolicy,
-each scoped to the variant's namespaces), and the servers behind them: `dragate serve` under
-the chart's service account, the no-op, and the no-op that answers with dragate's patch."""
+registered at once (the chart's own webhook configurations, the ValidatingAdmissionPolicy or
+the MutatingAdmissionPolicy making dragate's patch, each scoped to the variant's namespaces),
+and the servers behind them: `dragate serve` under the chart's service account, the no-op,
+and the no-op that answers with dragate's patch."""
 
 from __future__ import annotations
 
@@ -19,9 +20,12 @@ from apiserver_objects import (
     admission_policy,
     claim,
     dragate_patch,
+    legacy_pod,
     namespace,
     namespaces,
     path,
+    rewrite_templates,
+    rewriting_policy,
 )
 from apiserver_objects import policies as bench_policies
 
@@ -31,6 +35,7 @@ WEBHOOKS = {  # variant: (server, mutating webhook registered)
     "noop-mutate": ("noop", True),
     "noop-patch": ("noop-patch", True),
     "mutate": ("dragate", True),
+    "map-patch": ("dragate", False),  # the rewrite is the MutatingAdmissionPolicy's
 }
 LABEL = "dragate-bench/variant"
 RELEASE = "dragate-bench"
@@ -133,6 +138,39 @@ def _register_policy(cluster: Any) -> None:
     )
 
 
+def _rewritten_by_policy(cluster: Any) -> bool:
+    """Whether a legacy Pod (dry run) in `map-patch`'s namespace comes back rewritten."""
+    client = connect(cluster)
+    try:
+        status, body = client.create(
+            path("pod", namespace("map-patch", "pod", "seq")), legacy_pod("probe"), dry_run=True
+        )
+    finally:
+        client.close()
+    return status == 201 and "dragate.io/rewritten" in (body["metadata"].get("labels") or {})
+
+
+def _register_rewriting_policy(cluster: Any) -> None:
+    """`map-patch`: the templates dragate's webhook would have created, then the policy
+    under the chart's own mutating matchConditions."""
+    from e2e import chart_webhooks
+
+    rendered = chart_webhooks.render(
+        cluster.bin_dir / "helm", RELEASE, "https://127.0.0.1", cluster.pki.ca.cert_pem
+    )
+    mutating = next(o for o in rendered if o["kind"] == "MutatingWebhookConfiguration")
+    conditions = mutating["webhooks"][0]["matchConditions"]  # type: ignore[index]
+    policy_dir = _policy_dir(cluster.workdir)
+    objects = [
+        *rewrite_templates(policy_dir, "map-patch"),
+        *rewriting_policy(dragate_patch(policy_dir), conditions),
+    ]
+    cluster.kubectl(
+        "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+    )
+    _wait(lambda: _rewritten_by_policy(cluster), "the MutatingAdmissionPolicy")
+
+
 def _register_webhooks(cluster: Any, name: str, servers: dict[str, Any]) -> None:
     """The chart's configurations for variant `name`, renamed after it (one set per variant
     at once) and scoped to its namespaces; returns once the API server calls them."""
@@ -160,6 +198,7 @@ def register(cluster: Any, servers: dict[str, Any]) -> None:
     _register_policy(cluster)
     for name in WEBHOOKS:
         _register_webhooks(cluster, name, servers)
+    _register_rewriting_policy(cluster)
 
 
 def prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
@@ -183,9 +222,9 @@ def prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
         "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
     )
     kubeconfig = service_account_kubeconfig(cluster, workdir / "dragate.kubeconfig")
-    command = serve_command(kubeconfig, bench_policies(workdir / "policies"))
+    command = serve_command(kubeconfig, bench_policies(_policy_dir(workdir)))
     patch = workdir / "dragate-patch.json"
-    patch.write_text(json.dumps(dragate_patch(workdir / "policies")))
+    patch.write_text(json.dumps(dragate_patch(_policy_dir(workdir))))
     launched: dict[str, Any] = {}
     try:
         launched["dragate"] = DragateServer.launch(command, workdir, name="dragate-bench")
@@ -197,6 +236,10 @@ def prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
             server.stop()
         raise
     return launched
+
+
+def _policy_dir(workdir: Path) -> Path:
+    return workdir / "policies"
 
 
 def chart_user(cluster: Any) -> str:

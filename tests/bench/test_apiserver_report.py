@@ -41,6 +41,7 @@ ROWS = [
     _row("noop-mutate", "claim", 4200, 150),
     _row("noop-patch", "claim", 4300, 140),
     _row("mutate", "claim", 6000, 50),
+    _row("map-patch", "claim", 4400, 120),
     _row("none", "pod", 2000, 100),
     _row("validate", "pod", 2500, 50),
 ]

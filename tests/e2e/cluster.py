@@ -26,6 +26,9 @@ from .processes import LOOPBACK, ManagedProcess, free_port
 
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 RUNTIME_CONFIG = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
+MUTATING_POLICY_API = "admissionregistration.k8s.io/v1beta1=true"
+"""MutatingAdmissionPolicy is beta in v1.34, its API and feature gate off by default (GA in
+v1.36)."""
 CONTROLLERS = (
     "deployment-controller",
     "replicaset-controller",
@@ -123,7 +126,7 @@ def start_etcd(bin_dir: Path, workdir: Path) -> tuple[ManagedProcess, str]:
 
 
 def start_apiserver(
-    bin_dir: Path, workdir: Path, pki: Pki, etcd_url: str
+    bin_dir: Path, workdir: Path, pki: Pki, etcd_url: str, *, mutating_policies: bool = False
 ) -> tuple[ManagedProcess, str]:
     port = free_port()
     server_url = f"https://{LOOPBACK}:{port}"
@@ -145,13 +148,22 @@ def start_apiserver(
             f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
             "--allow-privileged=true",
             "--disable-admission-plugins=ServiceAccount",
-            f"--runtime-config={RUNTIME_CONFIG}",
+            *_api_flags(mutating_policies),
         ],
         workdir,
     )
     context = _admin_tls_context(pki)
     apiserver.wait_ready(lambda: _http_ok(f"{server_url}/readyz", context), STARTUP_TIMEOUT)
     return apiserver, server_url
+
+
+def _api_flags(mutating_policies: bool) -> list[str]:
+    if not mutating_policies:
+        return [f"--runtime-config={RUNTIME_CONFIG}"]
+    return [
+        f"--runtime-config={RUNTIME_CONFIG},{MUTATING_POLICY_API}",
+        "--feature-gates=MutatingAdmissionPolicy=true",
+    ]
 
 
 def write_kubeconfig(path: Path, server_url: str, pki: Pki) -> Path:
@@ -316,9 +328,11 @@ def running_cluster(
     *,
     controller_manager: bool = True,
     scheduler: bool = False,
+    mutating_policies: bool = False,
 ) -> Iterator[Cluster]:
-    """Start etcd, kube-apiserver, (unless told not to) kube-controller-manager and (when
-    asked) kube-scheduler; stop them and clean up after.
+    """Start etcd, kube-apiserver (serving MutatingAdmissionPolicies when asked),
+    (unless told not to) kube-controller-manager and (when asked) kube-scheduler; stop them
+    and clean up after.
 
     Components stop in reverse order of start (terminate, then kill), even when the body
     or a later startup step fails.
@@ -329,7 +343,9 @@ def running_cluster(
             pki = make_pki(workdir / "pki")
             etcd, etcd_url = start_etcd(bin_dir, workdir)
             stack.callback(etcd.stop)
-            apiserver, server_url = start_apiserver(bin_dir, workdir, pki, etcd_url)
+            apiserver, server_url = start_apiserver(
+                bin_dir, workdir, pki, etcd_url, mutating_policies=mutating_policies
+            )
             stack.callback(apiserver.stop)
             kubeconfig = write_kubeconfig(workdir / "kubeconfig", server_url, pki)
             cluster = Cluster(bin_dir, workdir, server_url, pki, kubeconfig)
