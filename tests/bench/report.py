@@ -629,9 +629,9 @@ def plot_apiserver(results: dict[str, Any], path: Path) -> bool:
         axis.grid(True, axis="y", alpha=0.3)
         axis.legend(fontsize=7)
     figure.suptitle(
-        "creates through kube-apiserver: none / ValidatingAdmissionPolicy / no-op and dragate "
-        "behind the chart's validating (+ mutating) webhooks (cluster mode) / "
-        "MutatingAdmissionPolicy + dragate validating, same run",
+        "creates through kube-apiserver, same run: none / ValidatingAdmissionPolicy / no-op and "
+        "dragate behind the chart's validating (+ mutating) webhooks (cluster mode)\n"
+        "/ a MutatingAdmissionPolicy making dragate's patch + dragate's validating webhooks",
         fontsize=9,
     )
     figure.tight_layout()
