@@ -150,20 +150,24 @@ def _rewritten_by_policy(cluster: Any) -> bool:
     return status == 201 and "dragate.io/rewritten" in (body["metadata"].get("labels") or {})
 
 
-def _register_rewriting_policy(cluster: Any) -> None:
-    """`map-patch`: the templates dragate's webhook would have created, then the policy
-    under the chart's own mutating matchConditions."""
+def chart_rewrite_conditions(cluster: Any) -> list[Any]:
+    """The matchConditions of the chart's mutating webhook (the rewrite's)."""
     from e2e import chart_webhooks
 
     rendered = chart_webhooks.render(
         cluster.bin_dir / "helm", RELEASE, "https://127.0.0.1", cluster.pki.ca.cert_pem
     )
     mutating = next(o for o in rendered if o["kind"] == "MutatingWebhookConfiguration")
-    conditions = mutating["webhooks"][0]["matchConditions"]  # type: ignore[index]
+    return list(mutating["webhooks"][0]["matchConditions"])  # type: ignore[index]
+
+
+def _register_rewriting_policy(cluster: Any) -> None:
+    """`map-patch`: the templates dragate's webhook would have created, then the policy
+    under the chart's own mutating matchConditions."""
     policy_dir = _policy_dir(cluster.workdir)
     objects = [
         *rewrite_templates(policy_dir, "map-patch"),
-        *rewriting_policy(dragate_patch(policy_dir), conditions),
+        *rewriting_policy(dragate_patch(policy_dir), chart_rewrite_conditions(cluster)),
     ]
     cluster.kubectl(
         "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})

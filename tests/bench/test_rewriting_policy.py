@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from apiserver_objects import dragate_patch, legacy_pod, policies, rewriting_policy
-from apiserver_setup import LABEL, RELEASE, connect
+from apiserver_setup import LABEL, chart_rewrite_conditions, connect
 from kube_ledger_bench import toolchain
 
 ABSENT = object()
@@ -32,7 +32,6 @@ class Scene:
 
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
-    from e2e import chart_webhooks
     from e2e.cluster import running_cluster
 
     bin_dir = toolchain()
@@ -40,11 +39,7 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
         pytest.skip("the e2e toolchain is not built: tests/e2e/toolchain/build.sh")
     patch = dragate_patch(policies(tmp_path_factory.mktemp("bench") / "policies"))
     with running_cluster(bin_dir, controller_manager=False, mutating_policies=True) as cluster:
-        rendered = chart_webhooks.render(
-            bin_dir / "helm", RELEASE, "https://127.0.0.1", cluster.pki.ca.cert_pem
-        )
-        mutating = next(o for o in rendered if o["kind"] == "MutatingWebhookConfiguration")
-        conditions = mutating["webhooks"][0]["matchConditions"]  # type: ignore[index]
+        conditions = chart_rewrite_conditions(cluster)
         namespaces = [_namespace("in-scope", "map-patch"), _namespace("elsewhere", "none")]
         items = [*namespaces, *rewriting_policy(patch, conditions)]
         listed = {"apiVersion": "v1", "kind": "List", "items": items}
