@@ -17,7 +17,7 @@ import io
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import yaml as pyyaml
 from ruamel.yaml import YAML
@@ -30,8 +30,9 @@ from webhook.files.yamlio import to_plain
 from webhook.types import JSON
 
 _C_LOADER = getattr(pyyaml, "CSafeLoader", None)
-_RENDERED: dict[tuple[str, tuple[int, int]], str] = {}
-_RENDERED_MAX = 1024
+_RENDERED: dict[tuple[str, str, object], Any] = {}
+_RENDERED_MAX = 2048
+T = TypeVar("T")
 _LOCAL = threading.local()  # this thread's loader and dumpers: building one costs a document
 
 
@@ -110,17 +111,24 @@ def reads_back(text: str, expected: JSON) -> bool:
 
 
 def render_new(obj: JSON, indent: tuple[int, int]) -> str:
-    """A new document (a template) as YAML; remembered, as files repeat the same templates.
+    """A new document (a template) as YAML; remembered, as files repeat the same templates."""
+    return remembered("document", obj, indent, lambda: render_yaml(to_node(obj), indent))
 
-    The key is the `repr` of plain data, which tells `1` from `"1"`, `1.0` and `True`.
+
+def remembered(kind: str, obj: JSON, style: object, render: Callable[[], T]) -> T:
+    """What `render` gives for plain `obj` in `style`, rendered once per process.
+
+    Files repeat the same rewrite (one mapping, a few counts, a few namespaces), and a ruamel
+    dump costs milliseconds. The key is the `repr` of plain data, which tells `1` from `"1"`,
+    `1.0` and `True` and keeps key order; the store is bounded (cleared when full).
     """
-    key = (repr(obj), indent)
-    text = _RENDERED.get(key)
-    if text is None:
+    key = (kind, repr(obj), style)
+    found = _RENDERED.get(key)
+    if found is None:
         if len(_RENDERED) >= _RENDERED_MAX:
             _RENDERED.clear()
-        text = _RENDERED[key] = render_yaml(to_node(obj), indent)
-    return text
+        found = _RENDERED[key] = render()
+    return cast(T, found)
 
 
 def render_yaml(node: Any, indent: tuple[int, int]) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from webhook.files.rtyaml import remembered
 from webhook.files.treepatch import to_node
 from webhook.types import JSON
 
@@ -204,7 +205,7 @@ def _append(lines: list[str], root: CommentedMap, op: Op) -> Edit:
     return Edit(end, end, tuple(out))
 
 
-def _placed(rendered: list[str], prefix: str, col: int, eol: str) -> tuple[str, ...]:
+def _placed(rendered: tuple[str, ...], prefix: str, col: int, eol: str) -> tuple[str, ...]:
     """Rendered lines at column `col`, the first behind `prefix` (a `- ` it shares a line with)."""
     return tuple((prefix if i == 0 else " " * col) + text + eol for i, text in enumerate(rendered))
 
@@ -288,7 +289,7 @@ def document_style(root: Any, body: str) -> Style | None:
 
 
 def render_document(obj: JSON, style: Style) -> str:
-    return "\n".join(_dump(to_node(obj), style)) + "\n"
+    return "\n".join(_dump(obj, style)) + "\n"
 
 
 def _map_step(node: Any) -> int | None:
@@ -315,16 +316,20 @@ def _seq_style(node: Any, lines: list[str]) -> tuple[int, int] | None:
     return None
 
 
-def _render(key: Step, value: JSON, style: Style) -> list[str]:
-    return _dump(to_node({str(key): value}), style)
+def _render(key: Step, value: JSON, style: Style) -> tuple[str, ...]:
+    return _dump({str(key): value}, style)
 
 
-def _render_value(value: JSON, style: Style) -> list[str]:
+def _render_value(value: JSON, style: Style) -> tuple[str, ...]:
     """An item's text, its first line to follow `- ` (nested lines relative to the content)."""
-    return _dump(to_node(value), style)
+    return _dump(value, style)
 
 
-def _dump(node: Any, style: Style) -> list[str]:
+def _dump(value: JSON, style: Style) -> tuple[str, ...]:
+    return remembered("lines", value, style, lambda: _dumped(to_node(value), style))
+
+
+def _dumped(node: Any, style: Style) -> tuple[str, ...]:
     cache: dict[Style, YAML] = _LOCAL.__dict__.setdefault("dumpers", {})
     yaml = cache.pop(style, None) or _dumper(style)  # not put back if the dump fails
     buffer = io.StringIO()
@@ -333,7 +338,7 @@ def _dump(node: Any, style: Style) -> list[str]:
     text = buffer.getvalue()
     if text.endswith("...\n"):  # a lone scalar: ruamel ends the document explicitly
         text = text[: -len("...\n")]
-    return text.rstrip("\n").split("\n")
+    return tuple(text.rstrip("\n").split("\n"))
 
 
 def _dumper(style: Style) -> YAML:
