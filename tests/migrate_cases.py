@@ -8,14 +8,17 @@ may judge differently). `outcome` runs one text through the real migration.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from ruamel.yaml import YAML
 
 from webhook.cli.migrate import Run, migrate_text, skip_rule
+from webhook.files import roundtrip
 from webhook.files.roundtrip import split_documents
 from webhook.files.yamlio import YamlError, to_plain
 from webhook.policy.loading import default_mappings
@@ -90,15 +93,22 @@ def variants() -> Iterator[tuple[str, str]]:
 
 
 def outcome(text: str, skip: bool, file: str = "f.yaml") -> Any:
-    """What migrating `text` gives: the new text with notes and templates, or the error."""
+    """What migrating `text` gives: the new text with notes and templates, or the error.
+
+    `skip=True` takes every fast path (skipped documents, documents read by libyaml);
+    `skip=False` loads every document with ruamel.
+    """
     mappings = default_mappings()
     run = Run(mappings, "summary", None, skip=skip_rule(mappings) if skip else None)
-    try:
-        m = migrate_text(text, file, run)
-    except YamlError as err:
-        return ("error", str(err))
-    except Exception as err:  # ruamel's own crashes must not change either
-        return ("crash", type(err).__name__, str(err))
+    with contextlib.ExitStack() as stack:
+        if not skip:
+            stack.enter_context(mock.patch.object(roundtrip, "read_document", lambda _: None))
+        try:
+            m = migrate_text(text, file, run)
+        except YamlError as err:
+            return ("error", str(err))
+        except Exception as err:  # ruamel's own crashes must not change either
+            return ("crash", type(err).__name__, str(err))
     return (m.after, m.notes, m.denied, m.templates, run.collected)
 
 

@@ -9,7 +9,10 @@ Two corpora of commented manifests, as teams keep them in git:
 
 Both sides read and write the same files; each repeat times migrate and then the round trip on
 fresh copies, and the figures are the medians over the repeats (the ratio: the median of each
-repeat's ratio, migrate's speed over the round trip's).
+repeat's ratio, migrate's speed over the round trip's). Each repeat also times `dragate migrate
+--check` on the tree migrate just wrote: the CI gate's steady state, a repository already
+migrated, where nothing changes, and `dragate check` and `dragate lint` reading the corpus
+(exit 0 or 1, findings; an error fails the bench).
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ import contextlib
 import io
 import shutil
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
 from timing import timed
 
+from webhook.cli import main as cli_main
 from webhook.cli.migrate import command as migrate_command
 
 CORPORA = ("all-legacy", "mix")
@@ -229,6 +234,32 @@ def migrate(directory: Path) -> None:
         migrate_command.main(["--write", str(directory)], standalone_mode=False)
 
 
+def check(directory: Path) -> None:
+    """`dragate migrate --check`: exit 0 on a migrated tree (anything else is a bench bug)."""
+    code = _cli(["migrate", "--check", str(directory)])
+    assert code == 0, f"migrate --check on a migrated tree: exit {code}"
+
+
+def reading(command: str) -> Callable[[Path], None]:
+    """`dragate check` or `dragate lint` on a tree: exit 0 or 1 (findings), never an error."""
+
+    def run(directory: Path) -> None:
+        code = _cli([command, str(directory)])
+        assert code in (0, 1), f"dragate {command}: exit {code}"
+
+    return run
+
+
+def _cli(args: list[str]) -> int:
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        try:
+            cli_main.main(args, standalone_mode=False)
+        except SystemExit as exit_:
+            return int(exit_.code or 0)
+    return 0
+
+
 def round_trip(directory: Path) -> None:
     """What any comment-keeping tool pays: ruamel.yaml load_all + dump_all, per file."""
     yaml = YAML()
@@ -243,12 +274,22 @@ def measure(tmp: Path, documents: int, corpus: str, repeats: int = REPEATS) -> d
     """Medians over `repeats` of migrate and the round trip, timed on fresh copies."""
     source = tmp / f"src-{corpus}-{documents}"
     count = write_tree(source, documents, corpus)
-    seconds: dict[str, list[float]] = {"migrate": [], "ruamel_round_trip": []}
+    seconds: dict[str, list[float]] = {
+        "migrate": [],
+        "ruamel_round_trip": [],
+        "check_migrated": [],
+        "check": [],
+        "lint": [],
+    }
     for _ in range(repeats):
+        for name in ("check", "lint"):
+            seconds[name].append(timed(lambda n=name: reading(n)(source)))  # type: ignore[misc]
         for name, work in (("migrate", migrate), ("ruamel_round_trip", round_trip)):
             copy = tmp / f"{name}-{corpus}-{documents}"
             shutil.copytree(source, copy)
             seconds[name].append(timed(lambda w=work, c=copy: w(c)))  # type: ignore[misc]
+            if name == "migrate":
+                seconds["check_migrated"].append(timed(lambda c=copy: check(c)))  # type: ignore[misc]
             shutil.rmtree(copy)
     shutil.rmtree(source)
     results: dict[str, Any] = {"corpus": corpus, "documents": count, "repeats": repeats}

@@ -302,13 +302,17 @@ def markdown(results: dict[str, Any]) -> str:
             ["devices", "groups", "build_ms", "cold_ms", "warm_ms", "rebuild_ms"],
         ),
         "migrate": (
-            "`dragate migrate --write` against a ruamel.yaml round trip",
+            "`dragate migrate --write` against a ruamel.yaml round trip (and `--check` on the "
+            "tree it wrote, `check` and `lint` on the corpus)",
             [
                 "corpus",
                 "documents",
                 "migrate_docs_per_s",
                 "ruamel_round_trip_docs_per_s",
                 "ratio",
+                "check_migrated_docs_per_s",
+                "check_docs_per_s",
+                "lint_docs_per_s",
                 "repeats",
             ],
         ),

@@ -61,7 +61,7 @@ def test_curves_and_targets(report: tuple[Path, dict]) -> None:  # type: ignore[
     _, data = report
     assert data["engine"][0].keys() >= SUMMARY_KEYS
     assert {"cold_ms", "warm_ms", "devices"} <= data["inventory"][0].keys()
-    assert {"migrate_docs_per_s", "ratio"} <= data["migrate"][0].keys()
+    assert {"migrate_docs_per_s", "ratio", "check_migrated_docs_per_s"} <= data["migrate"][0].keys()
     assert all(row["overcommit"] == 0 for row in data["ledger"])
     assert {"validate", "mutate", "rss_mib"} <= data["growth"][0].keys()
     assert [level["holders"] > 0 for level in data["holders"]] == [True, True]

@@ -117,6 +117,24 @@ def _aliases_shared() -> None:
     assert _load("x: &b\n  y: *b\n") == {"x": {"y": None}}
 
 
+def _plain_scalar_tags() -> None:
+    """The resolver's tag for a plain scalar is the type the round-trip loader builds."""
+    from ruamel.yaml.nodes import ScalarNode
+    from ruamel.yaml.resolver import VersionedResolver
+
+    resolver = VersionedResolver()
+    tags = {v: resolver.resolve(ScalarNode, v, (True, False)) for v in ("yes", "80", "1.5", "~")}
+    assert tags == {
+        "yes": "tag:yaml.org,2002:str",
+        "80": "tag:yaml.org,2002:int",
+        "1.5": "tag:yaml.org,2002:float",
+        "~": "tag:yaml.org,2002:null",
+    }, tags
+    loaded = _load("yes: yes\ni: 80\nf: 1.5\nn: ~\n")
+    kinds = [isinstance(v, t) for v, t in zip(loaded.values(), (str, int, float), strict=False)]
+    assert kinds == [True, True, True] and loaded["n"] is None, loaded
+
+
 INTERNALS = [
     Internal("ruamel.yaml", "ruamel.yaml.comments.CommentedBase.lc", _positions),
     Internal("ruamel.yaml", "ruamel.yaml.comments.CommentedBase.fa.flow_style()", _flow_style),
@@ -137,6 +155,11 @@ INTERNALS = [
     Internal("ruamel.yaml", "ruamel.yaml.constructor.DuplicateKeyError", _duplicate_key_refused),
     Internal("ruamel.yaml", "ruamel.yaml.error.MarkedYAMLError marks", _error_marks),
     Internal("ruamel.yaml", "ruamel.yaml aliases shared", _aliases_shared),
+    Internal(
+        "ruamel.yaml",
+        "ruamel.yaml.resolver.VersionedResolver.resolve(ScalarNode, value, (True, False))",
+        _plain_scalar_tags,
+    ),
 ]
 
 

@@ -22,6 +22,7 @@ from webhook.cli import main
 from webhook.cli.migrate import skip_rule
 from webhook.files import roundtrip, rtyaml
 from webhook.files.roundtrip import Doc, parse_stream, whole_text_loads
+from webhook.files.plainyaml import read_document
 from webhook.files.yamlio import YamlError, to_plain
 from webhook.policy.loading import default_mappings
 
@@ -60,6 +61,24 @@ def test_renamed_inputs_are_mostly_skipped() -> None:
     assert SKIP is not None
     renamed_texts = [t for i, t in VARIANTS if i.endswith("-renamed")]
     assert sum(bool(skipped_bodies(t, SKIP)) for t in renamed_texts) >= len(renamed_texts) - 2
+
+
+def _bodies(text: str) -> list[str]:
+    return [body for _, body, _ in roundtrip.split_documents(text)]
+
+
+@pytest.mark.parametrize("text", [t for _, t in VARIANTS], ids=[i for i, _ in VARIANTS])
+def test_libyaml_data_is_ruamels(text: str) -> None:
+    for body in _bodies(text):
+        plain = read_document(body)
+        if plain is not None:
+            assert plain.data == to_plain(rtyaml._yaml().load(body))
+
+
+def test_most_documents_are_read_by_libyaml() -> None:
+    """The proof above means something only if libyaml reads many documents: it does."""
+    bodies = [b for i, t in VARIANTS if "-broken-" not in i for b in _bodies(t)]
+    assert sum(read_document(b) is not None for b in bodies) >= len(bodies) // 2
 
 
 def _real_load_ok(text: str) -> bool:

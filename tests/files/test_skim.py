@@ -11,7 +11,8 @@ import pytest
 from migrate_cases import assert_unchanged
 
 from webhook.cli.migrate import skip_rule
-from webhook.files.skim import MAX_DEPTH, plain_document, skipper, string_key
+from webhook.files.plainyaml import MAX_DEPTH
+from webhook.files.skim import plain_document, skipper
 from webhook.policy.loading import default_mappings
 from webhook.rewrite import resource_markers
 from webhook.types import LegacyResourceMapping, ResourceMapping
@@ -104,37 +105,6 @@ def test_markers_that_could_hide_are_refused(markers: tuple[str, ...], usable: b
 )
 def test_resource_markers(resources: tuple[ResourceMapping, ...], markers: tuple[str, ...]) -> None:
     assert resource_markers([LegacyResourceMapping("m", resources=resources)]) == markers
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("app", True),
-        ("app.kubernetes.io/name", True),
-        ("_x", True),
-        ("True", False),
-        ("no", False),
-        ("null", False),
-        ("1", False),
-        (".inf", False),
-        ("<<", False),
-        ("a b", False),
-    ],
-    ids=[
-        "word",
-        "label",
-        "underscore",
-        "bool",
-        "yaml11-bool",
-        "null",
-        "int",
-        "inf",
-        "merge",
-        "space",
-    ],
-)
-def test_string_key(text: str, expected: bool) -> None:
-    assert string_key(text) is expected
 
 
 def test_more_than_one_document_is_not_plain() -> None:

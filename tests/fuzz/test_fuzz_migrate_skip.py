@@ -17,6 +17,10 @@ from hypothesis import strategies as st
 from migrate_cases import assert_unchanged, outcome, renamed, skipped_bodies
 
 from webhook.cli.migrate import skip_rule
+from webhook.files.roundtrip import split_documents
+from webhook.files.rtyaml import load_rt
+from webhook.files.plainyaml import read_document
+from webhook.files.yamlio import to_plain
 from webhook.policy.loading import default_mappings
 
 SKIP = skip_rule(default_mappings())
@@ -58,4 +62,50 @@ def check(text: str) -> None:
     assert SKIP is not None
     for body in skipped_bodies(text, SKIP):
         assert_unchanged(body)
+    for _, body, _ in split_documents(text):
+        plain = read_document(body)
+        if plain is not None:
+            assert plain.data == to_plain(load_rt(body))
     assert outcome(text, skip=True) == outcome(text, skip=False)
+
+
+WORDS = [
+    "yes",
+    "Yes",
+    "no",
+    "NO",
+    "on",
+    "On",
+    "off",
+    "OFF",
+    "y",
+    "Y",
+    "n",
+    "N",
+    "true",
+    "True",
+    "TRUE",
+    "false",
+    "False",
+    "null",
+    "Null",
+    "NULL",
+    "~",
+]
+SCALAR_TEXT = st.one_of(
+    st.sampled_from(WORDS),
+    st.from_regex(
+        r"[-+.]?[0-9]{1,3}(\.[0-9]{0,3})?([eE][-+]?[0-9]|[_:x][0-9a-f]{1,2})?", fullmatch=True
+    ),
+    st.text(alphabet="01239aeEfFlnNorstuxyY.+-_:~ '\"|>\n", max_size=12),
+)
+
+
+@fuzz_settings(400)
+@given(value=SCALAR_TEXT, nested=st.booleans())
+def test_scalars_read_by_libyaml_are_ruamels(value: str, nested: bool) -> None:
+    """Whatever a scalar's text, libyaml's reading is given only where it is ruamel's."""
+    body = f"spec:\n  k: {value}\n" if nested else f"k: {value}\n"
+    plain = read_document(body)
+    if plain is not None:
+        assert plain.data == to_plain(load_rt(body))

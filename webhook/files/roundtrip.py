@@ -28,6 +28,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from webhook.files.duplicates import find_duplicates, without_earlier
 from webhook.files.jsontext import patch_json, wrap_in_list
+from webhook.files.plainyaml import read_document
 from webhook.files.rtyaml import (
     filled_indent,
     guessed_indent,
@@ -104,7 +105,7 @@ class Stream:
             return
         base = doc.loaded if doc.loaded is not None else doc.body  # same lines as body
         if doc.node is None:
-            doc.node = load_rt(base)
+            doc.node = self._tree(doc, base)
         self.new_style = self.new_style or _safe_style(doc.node, base)
         patched = patch_text(doc.body, doc.node, doc.data, new)
         if patched is not None and reads_back(patched, new):
@@ -119,6 +120,15 @@ class Stream:
             where = Source(self.file, doc.line)
             raise YamlError(where, "internal: the edited document does not read back the same")
         doc.body, doc.data = _keep_tail(doc.body, body), new
+
+    def _tree(self, doc: Doc, base: str) -> Any:
+        """ruamel's tree of a document read as plain data (or edited before), which must read
+        as that data: a document is never written from a reading ruamel does not share."""
+        node = load_rt(base)
+        if to_plain(node) != doc.data:
+            where = Source(self.file, doc.line)
+            raise YamlError(where, "internal: libyaml and ruamel read this document differently")
+        return node
 
     def append(self, objects: list[JSON]) -> None:
         """New documents at the end of the file (JSON: the object becomes a `List`)."""
@@ -186,8 +196,13 @@ def parse_stream(text: str, file: str, skip: Skip | None = None) -> Stream:
 
 
 def _read_doc(head: str, body: str, line: int, file: str, skip: Skip | None) -> Doc:
+    """Skipped, read by libyaml when plain (ruamel's tree is loaded only if it changes), or
+    loaded by ruamel."""
     if skip is not None and skip(body):
         return Doc(head, body, line, parsed=False)
+    plain = read_document(body)
+    if plain is not None:
+        return Doc(head, body, line, None, plain.data)
     return _parse_doc(head, body, line, file)
 
 

@@ -46,4 +46,5 @@ class LruTable(Generic[K, V]):
             self._entries.clear()
 
     def __len__(self) -> int:
-        return len(self._entries)
+        with self._lock:  # a store holds one entry too many until its eviction
+            return len(self._entries)
