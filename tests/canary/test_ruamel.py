@@ -135,6 +135,26 @@ def _plain_scalar_tags() -> None:
     assert kinds == [True, True, True] and loaded["n"] is None, loaded
 
 
+def _line_col_set() -> None:
+    """Positions and flow style set by hand read back as a loaded tree's would."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    mapping, sequence = CommentedMap(a=1), CommentedSeq([1])
+    mapping.lc.add_kv_line_col("a", [3, 4, 3, 4])
+    sequence.lc.add_kv_line_col(0, [5, 6])
+    assert (mapping.lc.key("a"), sequence.lc.item(0)) == ((3, 4), (5, 6))
+
+
+def _flow_style_set() -> None:
+    from ruamel.yaml.comments import CommentedMap
+
+    mapping = CommentedMap(a=1)
+    mapping.fa.set_flow_style()
+    assert mapping.fa.flow_style() is True
+    mapping.fa.set_block_style()
+    assert mapping.fa.flow_style() is False
+
+
 INTERNALS = [
     Internal("ruamel.yaml", "ruamel.yaml.comments.CommentedBase.lc", _positions),
     Internal("ruamel.yaml", "ruamel.yaml.comments.CommentedBase.fa.flow_style()", _flow_style),
@@ -155,6 +175,14 @@ INTERNALS = [
     Internal("ruamel.yaml", "ruamel.yaml.constructor.DuplicateKeyError", _duplicate_key_refused),
     Internal("ruamel.yaml", "ruamel.yaml.error.MarkedYAMLError marks", _error_marks),
     Internal("ruamel.yaml", "ruamel.yaml aliases shared", _aliases_shared),
+    Internal(
+        "ruamel.yaml",
+        "ruamel.yaml.comments.CommentedBase.lc.add_kv_line_col(key, [line, column, ...])",
+        _line_col_set,
+    ),
+    Internal(
+        "ruamel.yaml", "ruamel.yaml.comments.CommentedBase.fa.set_flow_style()", _flow_style_set
+    ),
     Internal(
         "ruamel.yaml",
         "ruamel.yaml.resolver.VersionedResolver.resolve(ScalarNode, value, (True, False))",

@@ -21,8 +21,8 @@ from ruamel.yaml import YAML
 from webhook.cli import main
 from webhook.cli.migrate import skip_rule
 from webhook.files import roundtrip, rtyaml
-from webhook.files.roundtrip import Doc, parse_stream, whole_text_loads
 from webhook.files.plainyaml import read_document
+from webhook.files.roundtrip import Doc, parse_stream, whole_text_loads
 from webhook.files.yamlio import YamlError, to_plain
 from webhook.policy.loading import default_mappings
 

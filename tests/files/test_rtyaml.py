@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from yaml_corpus import TEXTS
 
 from webhook.files import rtyaml, textpatch
-from webhook.files.rtyaml import remembered, render_new, render_yaml
+from webhook.files.plainyaml import read_document
+from webhook.files.roundtrip import split_documents
+from webhook.files.rtyaml import load_rt, remembered, render_new, render_yaml, sketch
 from webhook.files.textpatch import Style, render_document
 from webhook.files.treepatch import to_node
+from webhook.files.yamlio import to_plain
 from webhook.types import JSON
 
 LOOK_ALIKES: list[tuple[str, JSON, JSON]] = [
@@ -60,3 +67,29 @@ def test_the_store_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         assert len(rtyaml._RENDERED) <= 3
     assert calls == list(range(10))
     assert remembered("test", 9, None, lambda: -1) == 9
+
+
+def _layout(node: Any) -> Any:
+    """Everything textpatch reads of a tree: types, flow styles, key and item positions."""
+    if isinstance(node, CommentedMap):
+        entries = [(k, tuple(node.lc.key(k)), _layout(v)) for k, v in node.items()]
+        return ("map", bool(node.fa.flow_style()), entries)
+    if isinstance(node, CommentedSeq):
+        items = [(i, tuple(node.lc.item(i)), _layout(v)) for i, v in enumerate(node)]
+        return ("seq", bool(node.fa.flow_style()), items)
+    return to_plain(node)
+
+
+BODIES = [
+    (f"{name}#{n}", body)
+    for name, text in TEXTS
+    for n, (_, body, _) in enumerate(split_documents(text))
+    if read_document(body) is not None
+]
+
+
+@pytest.mark.parametrize("body", [b for _, b in BODIES], ids=[n for n, _ in BODIES])
+def test_a_sketch_is_laid_out_as_ruamels_tree(body: str) -> None:
+    plain = read_document(body)
+    assert plain is not None
+    assert _layout(sketch(plain.data, plain.located)) == _layout(load_rt(body))

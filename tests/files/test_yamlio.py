@@ -10,26 +10,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from migrate_cases import variants
+from yaml_corpus import TEXTS
 
 from webhook.files import yamlio
 from webhook.files.plainyaml import read_plain
 from webhook.files.yamlio import Document, YamlError, parse_documents
-
-ROOT = Path(__file__).resolve().parents[2]
-FILES = sorted(
-    p
-    for folder in ("tests", "policies", "webhook/defaults", "charts")
-    for p in (ROOT / folder).rglob("*.y*ml")
-    if "templates" not in p.parts  # Helm templates are not YAML until rendered
-)
-TEXTS = [(str(p.relative_to(ROOT)), p.read_text(errors="replace")) for p in FILES] + [
-    (f"variant:{name}", text) for name, text in variants()
-]
 
 
 def _ruamel(text: str) -> list[Document] | str:

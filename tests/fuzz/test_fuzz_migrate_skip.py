@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from migrate_cases import assert_unchanged, outcome, renamed, skipped_bodies
 
 from webhook.cli.migrate import skip_rule
+from webhook.files.plainyaml import read_document
 from webhook.files.roundtrip import split_documents
 from webhook.files.rtyaml import load_rt
-from webhook.files.plainyaml import read_document
 from webhook.files.yamlio import to_plain
 from webhook.policy.loading import default_mappings
 

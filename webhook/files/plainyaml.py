@@ -12,7 +12,7 @@ take the type ruamel's own YAML 1.2 resolver gives them. Anything else, and what
 rejects, is left to ruamel: broken files fail with ruamel's message, at ruamel's line.
 
 Positions come from the events' marks, which are where ruamel's composer puts `lc` (a key's
-line, an item's first line, a collection's first line).
+line and column, an item's, a collection's first line), and flow style from the events too.
 
 Relies on (checked with ruamel.yaml 0.19.1; canaries: tests/canary/test_ruamel.py):
 - `ruamel.yaml.resolver.VersionedResolver.resolve(ScalarNode, value, (True, False))`: the tag
@@ -51,11 +51,13 @@ Step = str | int
 
 @dataclass
 class Located:
-    """Where a collection's entries are: the 0-based line of each key (a mapping) or item (a
-    sequence), and the same for each entry that is a collection itself."""
+    """Where a collection's entries are: the 0-based (line, column) of each key (a mapping) or
+    item (a sequence), the same for each entry that is a collection itself, and whether the
+    collection is in flow style."""
 
-    lines: dict[Step, int] = field(default_factory=dict)
+    at: dict[Step, tuple[int, int]] = field(default_factory=dict)
     children: dict[Step, Located] = field(default_factory=dict)
+    flow: bool = False
 
     def __getitem__(self, step: Step) -> Located | None:
         return self.children.get(step)
@@ -107,7 +109,7 @@ class _Open:
     located: Located
     key_next: bool = True
     key: str = ""
-    key_line: int = 0
+    key_at: tuple[int, int] = (0, 0)
 
 
 class _Builder:
@@ -143,36 +145,40 @@ class _Builder:
         parent = self.stack[-1] if self.stack else None
         if parent is not None and isinstance(parent.value, dict) and parent.key_next:
             parent.key, parent.key_next = _new_key(event, parent.value), False
-            parent.key_line = _line(event)
+            parent.key_at = _at(event)
             return
         value: JSON = _value(event)
-        located = Located() if isinstance(value, (dict, list)) else None
-        self._place(parent, value, _line(event), located)
+        located = None
+        if isinstance(value, (dict, list)):
+            located = Located(flow=bool(getattr(event, "flow_style", False)))
+        self._place(parent, value, _at(event), located)
         if isinstance(value, (dict, list)) and located is not None:
             self.stack.append(_Open(value, located))
             if len(self.stack) > MAX_DEPTH:
                 raise _NotPlain
 
-    def _place(self, parent: _Open | None, value: JSON, line: int, located: Located | None) -> None:
+    def _place(
+        self, parent: _Open | None, value: JSON, at: tuple[int, int], located: Located | None
+    ) -> None:
         step: Step
         if parent is None:
-            self.root = PlainDocument(value, line, located)
+            self.root = PlainDocument(value, at[0], located)
             return
         if isinstance(parent.value, dict):
-            step, line = parent.key, parent.key_line
+            step, at = parent.key, parent.key_at
             parent.value[step] = value
             parent.key_next = True
         else:
             step = len(parent.value)
             parent.value.append(value)
-        parent.located.lines[step] = line
+        parent.located.at[step] = at
         if located is not None:
             parent.located.children[step] = located
 
 
-def _line(event: yaml.Event) -> int:
+def _at(event: yaml.Event) -> tuple[int, int]:
     mark = event.start_mark
-    return 0 if mark is None else int(mark.line)
+    return (0, 0) if mark is None else (int(mark.line), int(mark.column))
 
 
 def _value(event: yaml.NodeEvent) -> JSON:

@@ -28,7 +28,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from webhook.files.duplicates import find_duplicates, without_earlier
 from webhook.files.jsontext import patch_json, wrap_in_list
-from webhook.files.plainyaml import read_document
+from webhook.files.plainyaml import Located, read_document
 from webhook.files.rtyaml import (
     filled_indent,
     guessed_indent,
@@ -36,6 +36,7 @@ from webhook.files.rtyaml import (
     reads_back,
     render_new,
     render_yaml,
+    sketch,
 )
 from webhook.files.textpatch import Style, document_style, patch_text, render_document
 from webhook.files.treepatch import apply_changes
@@ -64,6 +65,9 @@ class Doc:
     """The text `node` was loaded from when it is not `body`: the lines of the earlier of
     repeated keys blanked (so line numbers still match `body`)."""
     warnings: list[str] = field(default_factory=list)
+    located: Located | None = None
+    """Where libyaml found the entries of a document it read (no `node` then): enough for a
+    text patch; ruamel's tree is loaded only if the document must be rendered whole."""
 
 
 @dataclass
@@ -104,16 +108,20 @@ class Stream:
             self._update_json(doc, new)
             return
         base = doc.loaded if doc.loaded is not None else doc.body  # same lines as body
-        if doc.node is None:
+        if doc.node is None and doc.located is None:
             doc.node = self._tree(doc, base)
-        self.new_style = self.new_style or _safe_style(doc.node, base)
-        patched = patch_text(doc.body, doc.node, doc.data, new)
+        positions = doc.node if doc.node is not None else sketch(doc.data, doc.located)
+        self.new_style = self.new_style or _safe_style(positions, base)
+        patched = patch_text(doc.body, positions, doc.data, new)
         if patched is not None and reads_back(patched, new):
             loaded = (
                 None if doc.loaded is None else without_earlier(patched, find_duplicates(patched))
             )
             doc.body, doc.data, doc.node, doc.loaded = patched, new, None, loaded
+            doc.located = None
             return
+        if doc.node is None:  # the whole document is rendered: comments must be in the tree
+            doc.node = self._tree(doc, base)
         apply_changes(doc.node, doc.data, new)
         body = render_yaml(doc.node, self._doc_indent(doc.body))
         if not reads_back(body, new):
@@ -202,7 +210,7 @@ def _read_doc(head: str, body: str, line: int, file: str, skip: Skip | None) -> 
         return Doc(head, body, line, parsed=False)
     plain = read_document(body)
     if plain is not None:
-        return Doc(head, body, line, None, plain.data)
+        return Doc(head, body, line, None, plain.data, located=plain.located)
     return _parse_doc(head, body, line, file)
 
 

@@ -9,6 +9,9 @@ Relies on (checked with ruamel.yaml 0.19.1; canaries: tests/canary/test_ruamel.p
 - `ruamel.yaml.YAML.doc_infos, YAML.version`: left by a load on a reused loader; reset after it.
 - `ruamel.yaml.util.load_yaml_guess_indent(text, yaml=...)`: only calls `yaml.load` (skippable).
 - `ruamel.yaml.constructor.DuplicateKeyError`: the round-trip loader's refusal of a repeat.
+- `ruamel.yaml.comments.CommentedBase.lc.add_kv_line_col(key, [line, column, ...])`: what
+  `lc.key(key)` and `lc.item(index)` then give.
+- `ruamel.yaml.comments.CommentedBase.fa.set_flow_style()`: what `fa.flow_style()` then gives.
 """
 
 from __future__ import annotations
@@ -21,10 +24,12 @@ from typing import Any, TypeVar, cast
 
 import yaml as pyyaml
 from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.util import load_yaml_guess_indent
 
+from webhook.files.plainyaml import Located
 from webhook.files.treepatch import to_node
 from webhook.files.yamlio import to_plain
 from webhook.types import JSON
@@ -61,6 +66,33 @@ def _reused(name: str, make: Callable[[], YAML]) -> Iterator[YAML]:
     yaml = cached.pop(name, None) or make()
     yield yaml
     cached[name] = yaml
+
+
+def sketch(data: JSON, located: Located | None) -> Any:
+    """ruamel's containers for plain `data` read by libyaml, with its positions and flow styles
+    and no comments: all `webhook.files.textpatch` reads of a tree, without ruamel's load."""
+    if isinstance(data, dict) and located is not None:
+        mapping = CommentedMap()
+        for key, value in data.items():
+            mapping[key] = sketch(value, located[key])
+            mapping.lc.add_kv_line_col(key, [*located.at[key], *located.at[key]])
+        return _styled(mapping, located)
+    if isinstance(data, list) and located is not None:
+        sequence = CommentedSeq(sketch(v, located[i]) for i, v in enumerate(data))
+        for index in range(len(data)):
+            sequence.lc.add_kv_line_col(index, list(located.at[index]))
+        return _styled(sequence, located)
+    return data
+
+
+def _styled(node: CommentedMap | CommentedSeq, located: Located) -> Any:
+    if not node:  # ruamel's constructor leaves an empty collection's style unset (None)
+        return node
+    if located.flow:
+        node.fa.set_flow_style()
+    else:
+        node.fa.set_block_style()
+    return node
 
 
 def filled_indent(

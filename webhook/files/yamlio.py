@@ -22,7 +22,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from webhook.files.aliases import check_alias_growth
-from webhook.files.plainyaml import Located, read_plain
+from webhook.files.plainyaml import Located, PlainDocument, read_plain
 from webhook.types import JSON, DragateError, Source
 
 MAX_TEXT_BYTES = 16 * 1024 * 1024
@@ -63,8 +63,8 @@ class Document:
 
 def _child_line(node: Any, step: str | int) -> tuple[int, Any] | None:
     if isinstance(node, Located):
-        line = node.lines.get(step)
-        return None if line is None else (line + 1, node[step])
+        at = node.at.get(step)
+        return None if at is None else (at[0] + 1, node[step])
     if isinstance(node, CommentedMap) and isinstance(step, str) and step in node:
         return node.lc.key(step)[0] + 1, node[step]
     if isinstance(node, CommentedSeq) and isinstance(step, int) and 0 <= step < len(node):
@@ -79,7 +79,7 @@ def parse_documents(text: str, file: str) -> list[Document]:
     plain = read_plain(text)
     if plain is not None:
         return [
-            Document(doc.data, Source(file, doc.line + 1 if doc.located else 1), index, doc.located)
+            Document(doc.data, Source(file, _plain_line(doc)), index, doc.located)
             for index, doc in enumerate(plain)
             if doc.data is not None
         ]
@@ -100,6 +100,11 @@ def _documents(text: str, file: str) -> Iterator[Document]:
             continue
         check_alias_growth(node)  # a ValueError: refused before any copy is made
         yield Document(to_plain(node), Source(file, _start_line(node)), index, node)
+
+
+def _plain_line(doc: PlainDocument) -> int:
+    """As `_start_line`: a collection's first line, 1 for a scalar (ruamel keeps no line)."""
+    return doc.line + 1 if doc.located is not None else 1
 
 
 def _start_line(node: Any) -> int:
