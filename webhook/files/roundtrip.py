@@ -6,8 +6,10 @@ markers; a document that does not change is never re-rendered (byte-identical), 
 does is patched (JSON-patch ops computed on plain data, applied to the ruamel tree) and dumped
 alone with the file's own indentation. JSON files stay JSON, with their indent.
 
-Reading with ruamel's round-trip loader is most of the cost, so it happens once per document
-that may change and never for one the caller's `skip` rules out (`webhook.files.skim`).
+Reading with ruamel's round-trip loader is most of the cost, so it never happens for a document
+the caller's `skip` rules out (`webhook.files.skim`), nor for a plain one libyaml reads
+(`webhook.files.plainyaml`: the same data, and the positions a text patch needs) unless it
+must be rendered whole.
 
 Relies on (checked with ruamel.yaml 0.19.1; canaries: tests/canary/test_ruamel.py):
 - `ruamel.yaml.constructor.DuplicateKeyError`: the round-trip loader's refusal of a repeat.
