@@ -8,7 +8,8 @@ existing documents. Such a key or value is in the text verbatim: line folding on
 spaces or newlines, which no marker holds, and only an escape in a double-quoted scalar
 (`"nvidia.com/\\x67pu"`) can spell it otherwise. So a body is skipped when no marker is in its
 text, it cannot hold an escape, and libyaml reads it as at most one plain document
-(`webhook.files.plainyaml`: one ruamel surely loads alike), which is then never even built.
+(`webhook.files.plainyaml`: one ruamel surely loads alike); it is then copied as it is, never
+loaded by ruamel nor rewritten.
 """
 
 from __future__ import annotations
