@@ -148,14 +148,14 @@ class _Builder:
             parent.key_at = _at(event)
             return
         value: JSON = _value(event)
-        located = None
-        if isinstance(value, (dict, list)):
-            located = Located(flow=bool(getattr(event, "flow_style", False)))
+        if not isinstance(value, (dict, list)):
+            self._place(parent, value, _at(event), None)
+            return
+        located = Located(flow=bool(getattr(event, "flow_style", False)))
         self._place(parent, value, _at(event), located)
-        if isinstance(value, (dict, list)) and located is not None:
-            self.stack.append(_Open(value, located))
-            if len(self.stack) > MAX_DEPTH:
-                raise _NotPlain
+        self.stack.append(_Open(value, located))
+        if len(self.stack) > MAX_DEPTH:
+            raise _NotPlain
 
     def _place(
         self, parent: _Open | None, value: JSON, at: tuple[int, int], located: Located | None
