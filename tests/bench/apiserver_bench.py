@@ -19,9 +19,10 @@ webhooks skip), and the same objects for every variant:
                  dragate's rewrite makes of it: what the API server's work on a rewritten
                  Pod costs (the patch applied, a Pod with claims stored), without dragate
   mutate         dragate's validating and mutating webhooks
-  map-patch      a MutatingAdmissionPolicy making dragate's patch of the Pod in the API
-                 server (no mutating webhook), then dragate's validating webhooks: the
-                 floor of a rewrite the API server runs itself (beta in v1.34, GA in v1.36)
+  mutate-map     dragate's validating and mutating webhooks behind its rewriting
+                 MutatingAdmissionPolicy (`dragate rewrite-policy`; beta in v1.34, GA in
+                 v1.36): the API server rewrites the legacy Pod itself, the mutating webhook
+                 is skipped, one webhook round trip instead of two
 
 Every webhook variant registers the chart's own configurations (`helm template` of
 charts/dragate in url mode, tests/e2e/chart_webhooks.py: its rules, matchConditions, failure

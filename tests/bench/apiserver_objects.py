@@ -1,7 +1,7 @@
 """The apiserver benchmark's objects: variants and their namespaces, the ResourceClaim and
 legacy Pod every variant creates, the policies dragate and the ValidatingAdmissionPolicy
-enforce, and the patch dragate's rewrite makes of the Pod (for `noop-patch`, and as the
-MutatingAdmissionPolicy of `map-patch`)."""
+enforce, the patch dragate's rewrite makes of the Pod (for `noop-patch`), and dragate's
+rewriting MutatingAdmissionPolicy for `mutate-map`'s namespaces."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 VARIANTS = (
-    "none", "vap", "noop-validate", "validate", "noop-mutate", "noop-patch", "mutate", "map-patch",
+    "none", "vap", "noop-validate", "validate", "noop-mutate", "noop-patch", "mutate", "mutate-map",
 )  # fmt: skip
 KINDS = ("claim", "pod")
 CLASS = "gpu.nvidia.com"
@@ -87,32 +87,22 @@ def policies(directory: Path) -> Path:
     return directory
 
 
-def rewriting_policy(patch: list[dict[str, Any]], conditions: list[Any]) -> list[dict[str, Any]]:
-    """The `map-patch` variant's MutatingAdmissionPolicy and binding: `patch` (dragate's own
-    of the bench's Pod, the same for every Pod of the bench) as a JSONPatch the API server
-    applies itself, under `conditions` (the chart's mutating webhook's matchConditions)."""
-    operations = ", ".join(
-        "JSONPatch{" + ", ".join(f"{key}: {json.dumps(value)}" for key, value in op.items()) + "}"
-        for op in patch
-    )  # JSON's strings, numbers, lists and maps are CEL literals as they are
-    rules = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-              "resources": ["pods"]}]  # fmt: skip
-    spec = {
-        "matchConstraints": {"resourceRules": rules},
-        "matchConditions": conditions,
-        "failurePolicy": "Fail",
-        "reinvocationPolicy": "IfNeeded",
-        "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": f"[{operations}]"}}],
-    }
-    selector = {"namespaceSelector": {"matchLabels": {"dragate-bench/variant": "map-patch"}}}
-    api = "admissionregistration.k8s.io/v1beta1"
-    return [
-        {"apiVersion": api, "kind": "MutatingAdmissionPolicy",
-         "metadata": {"name": "bench-rewrite"}, "spec": spec},
-        {"apiVersion": api, "kind": "MutatingAdmissionPolicyBinding",
-         "metadata": {"name": "bench-rewrite"},
-         "spec": {"policyName": "bench-rewrite", "matchResources": selector}},
-    ]  # fmt: skip
+def rewriting_policy(policy_dir: Path, exempt_user: str) -> list[dict[str, Any]]:
+    """`mutate-map`'s MutatingAdmissionPolicy, binding and templates: `dragate rewrite-policy`
+    of the bench's policies, bound to the variant's namespaces (the Pods of the chart's user,
+    dragate's own, exempt as the chart's webhooks exempt them)."""
+    from dataclasses import replace
+
+    from webhook.policy.loading import load_policies
+    from webhook.rewrite.admissionpolicy import rewrite_policy
+
+    loaded = load_policies([str(policy_dir)])
+    mine = {namespace("mutate-map", "pod", level) for level in ("seq", "conc")}
+    tenants = tuple(t for t in loaded.tenants if t.namespaces & mine)
+    made = rewrite_policy(replace(loaded, tenants=tenants), exempt_users=frozenset({exempt_user}))
+    if made is None or set(made.namespaces) != mine:
+        raise RuntimeError(f"dragate's rewrite policy does not cover {sorted(mine)}: {made}")
+    return [dict(o) for o in (*made.templates, *made.objects)]
 
 
 def admission_policy() -> list[dict[str, Any]]:
@@ -179,23 +169,9 @@ def admission_policy() -> list[dict[str, Any]]:
 
 def dragate_patch(policy_dir: Path) -> list[dict[str, Any]]:
     """The JSON patch dragate's rewrite makes of the bench's legacy Pod as the API server
-    sends it for review (`noop-patch`, `map-patch`): defaulted, so its requests equal its
+    sends it for review (`noop-patch`): defaulted, so its requests equal its
     limits."""
     return list(_rewrite(policy_dir, namespace("noop-patch", "pod", "seq")).patch)
-
-
-def rewrite_templates(policy_dir: Path, variant: str) -> list[dict[str, Any]]:
-    """The claim templates the rewrite of the bench's Pod refers to, in each of `variant`'s
-    Pod namespaces: what dragate's mutating webhook creates before it answers, for a variant
-    whose rewrite is not dragate's webhook."""
-    found = []
-    for level in ("seq", "conc"):
-        ns = namespace(variant, "pod", level)
-        for template in _rewrite(policy_dir, ns).templates:
-            copy = json.loads(json.dumps(template))
-            copy["metadata"]["namespace"] = ns
-            found.append(copy)
-    return found
 
 
 def _rewrite(policy_dir: Path, ns: str) -> Any:

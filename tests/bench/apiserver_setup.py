@@ -1,6 +1,6 @@
 """The apiserver benchmark's setup: a client of the API server, every variant's admission
-registered at once (the chart's own webhook configurations, the ValidatingAdmissionPolicy or
-the MutatingAdmissionPolicy making dragate's patch, each scoped to the variant's namespaces),
+registered at once (the chart's own webhook configurations, the ValidatingAdmissionPolicy,
+dragate's rewriting MutatingAdmissionPolicy, each scoped to the variant's namespaces),
 and the servers behind them: `dragate serve` under the chart's service account, the no-op,
 and the no-op that answers with dragate's patch."""
 
@@ -24,7 +24,6 @@ from apiserver_objects import (
     namespace,
     namespaces,
     path,
-    rewrite_templates,
     rewriting_policy,
 )
 from apiserver_objects import policies as bench_policies
@@ -35,7 +34,7 @@ WEBHOOKS = {  # variant: (server, mutating webhook registered)
     "noop-mutate": ("noop", True),
     "noop-patch": ("noop-patch", True),
     "mutate": ("dragate", True),
-    "map-patch": ("dragate", False),  # the rewrite is the MutatingAdmissionPolicy's
+    "mutate-map": ("dragate", True),  # the Pod's rewrite is dragate's MutatingAdmissionPolicy's
 }
 LABEL = "dragate-bench/variant"
 RELEASE = "dragate-bench"
@@ -139,40 +138,26 @@ def _register_policy(cluster: Any) -> None:
 
 
 def _rewritten_by_policy(cluster: Any) -> bool:
-    """Whether a legacy Pod (dry run) in `map-patch`'s namespace comes back rewritten."""
+    """Whether a legacy Pod (dry run) in `mutate-map`'s namespace comes back rewritten (by
+    the policy: the variant's webhooks are registered after it)."""
     client = connect(cluster)
     try:
         status, body = client.create(
-            path("pod", namespace("map-patch", "pod", "seq")), legacy_pod("probe"), dry_run=True
+            path("pod", namespace("mutate-map", "pod", "seq")), legacy_pod("probe"), dry_run=True
         )
     finally:
         client.close()
     return status == 201 and "dragate.io/rewritten" in (body["metadata"].get("labels") or {})
 
 
-def chart_rewrite_conditions(cluster: Any) -> list[Any]:
-    """The matchConditions of the chart's mutating webhook (the rewrite's)."""
-    from e2e import chart_webhooks
-
-    rendered = chart_webhooks.render(
-        cluster.bin_dir / "helm", RELEASE, "https://127.0.0.1", cluster.pki.ca.cert_pem
-    )
-    mutating = next(o for o in rendered if o["kind"] == "MutatingWebhookConfiguration")
-    return list(mutating["webhooks"][0]["matchConditions"])  # type: ignore[index]
-
-
 def _register_rewriting_policy(cluster: Any) -> None:
-    """`map-patch`: the templates dragate's webhook would have created, then the policy
-    under the chart's own mutating matchConditions."""
-    policy_dir = _policy_dir(cluster.workdir)
-    objects = [
-        *rewrite_templates(policy_dir, "map-patch"),
-        *rewriting_policy(dragate_patch(policy_dir), chart_rewrite_conditions(cluster)),
-    ]
+    """`mutate-map`: dragate's rewriting policy and the templates it names, before the
+    variant's webhooks (the probe would meet the mutating webhook's rewrite otherwise)."""
+    objects = rewriting_policy(_policy_dir(cluster.workdir), chart_user(cluster))
     cluster.kubectl(
         "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
     )
-    _wait(lambda: _rewritten_by_policy(cluster), "the MutatingAdmissionPolicy")
+    _wait(lambda: _rewritten_by_policy(cluster), "dragate's MutatingAdmissionPolicy")
 
 
 def _register_webhooks(cluster: Any, name: str, servers: dict[str, Any]) -> None:
@@ -200,9 +185,9 @@ def register(cluster: Any, servers: dict[str, Any]) -> None:
     LABEL), so the bench can switch variants between two creates with no registration in
     between: a create in a `none` namespace meets only selectors that do not match it."""
     _register_policy(cluster)
+    _register_rewriting_policy(cluster)
     for name in WEBHOOKS:
         _register_webhooks(cluster, name, servers)
-    _register_rewriting_policy(cluster)
 
 
 def prepare(cluster: Any, workdir: Path) -> dict[str, Any]:

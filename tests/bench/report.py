@@ -89,8 +89,12 @@ def _apiserver_targets(added: list[dict[str, Any]]) -> list[Target]:
     """Through the API server: dragate's added p50 at one connection over no admission, named
     with what a ValidatingAdmissionPolicy and the no-op webhook behind the same chart
     configurations add (the round trip any webhook pays)."""
-    names = {"validate": "dragate validating", "mutate": "dragate validating + mutating"}
-    noop = {"validate": "noop-validate", "mutate": "noop-mutate"}
+    names = {
+        "validate": "dragate validating",
+        "mutate": "dragate validating + mutating",
+        "mutate-map": "dragate validating + mutating behind its rewrite policy",
+    }
+    noop = {"validate": "noop-validate", "mutate": "noop-mutate", "mutate-map": "noop-validate"}
     return [
         (
             f"apiserver create p50 added by {names[row['variant']]}, {row['kind']} "
@@ -435,10 +439,10 @@ def _apiserver_tables(api: dict[str, Any]) -> list[str]:
         "no-op webhook behind the same chart configurations (what dragate adds beyond the "
         "webhook round trip itself). over_patch_p50_ms: dragate's p50 over the no-op that "
         "answers each Pod with dragate's own patch (what dragate's reviews and ledger add "
-        "beyond the API server's work on the rewritten Pod). map-patch: a "
-        "MutatingAdmissionPolicy makes that same patch inside the API server and dragate's "
-        "validating webhooks judge the result, one webhook round trip instead of two (the "
-        "floor of a rewrite the API server runs itself).\n",
+        "beyond the API server's work on the rewritten Pod). mutate-map: dragate's "
+        "webhooks behind the MutatingAdmissionPolicy `dragate rewrite-policy` generates, "
+        "which rewrites the legacy Pod inside the API server, so its mutating webhook is "
+        "skipped: one webhook round trip instead of two.\n",
         _table(
             api["added"],
             [

@@ -41,7 +41,7 @@ ROWS = [
     _row("noop-mutate", "claim", 4200, 150),
     _row("noop-patch", "claim", 4300, 140),
     _row("mutate", "claim", 6000, 50),
-    _row("map-patch", "claim", 4400, 120),
+    _row("mutate-map", "claim", 4400, 120),
     _row("none", "pod", 2000, 100),
     _row("validate", "pod", 2500, 50),
 ]
@@ -83,6 +83,8 @@ def test_targets_judge_dragate_and_name_the_vap_figure() -> None:
         "(a ValidatingAdmissionPolicy adds 0.5 ms, the no-op webhook 1.0 ms)": True,
         "apiserver create p50 added by dragate validating + mutating, claim "
         "(a ValidatingAdmissionPolicy adds 0.5 ms, the no-op webhook 1.2 ms)": False,
+        "apiserver create p50 added by dragate validating + mutating behind its rewrite "
+        "policy, claim (a ValidatingAdmissionPolicy adds 0.5 ms, the no-op webhook 1.0 ms)": True,
         "apiserver create p50 added by dragate validating, pod "
         "(a ValidatingAdmissionPolicy adds n/a ms, the no-op webhook n/a ms)": True,
     }

@@ -1,6 +1,7 @@
 """Fixtures for end-to-end tests against a real kube-apiserver.
 
-- `cluster` (session): etcd + kube-apiserver + kube-controller-manager from the toolchain that
+- `cluster` (session): etcd + kube-apiserver (serving MutatingAdmissionPolicies, beta in 1.34)
+  + kube-controller-manager from the toolchain that
   `tests/e2e/toolchain/build.sh` builds. Fails when the toolchain is missing, unless
   DRAGATE_SKIP_E2E=1 (then skips). DRAGATE_E2E_KEEP=1 keeps the temp dir with logs.
 - `start_webhook` (function): start any HTTPS webhook command; stopped after the test.
@@ -64,7 +65,7 @@ def cluster(e2e_bin_dir: Path) -> Iterator[Cluster]:
     if previous is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _interrupt)
     try:
-        with running_cluster(e2e_bin_dir, keep_workdir=keep) as running:
+        with running_cluster(e2e_bin_dir, keep_workdir=keep, mutating_policies=True) as running:
             yield running
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -21,6 +21,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from webhook.ledger import wants
 from webhook.ledger.tenantusage import records_of
+from webhook.policy.loading import load_policies
 from webhook.rewrite import REWRITTEN_LABEL
+from webhook.rewrite.admissionpolicy import rewrite_policy
 
 from .cluster import Cluster
 from .dragate_server import (
@@ -53,6 +56,7 @@ RELEASE = "dragate-scn"  # contains the chart name, so it is also the objects' f
 RELEASE_NS = "dragate-scn"
 TENANT_NAMESPACES = (
     "scn-rewrite", "scn-quota", "scn-dryrun", "scn-beta", "scn-outage", "scn-race", "scn-judged",
+    "scn-map",
 )  # fmt: skip
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -389,6 +393,64 @@ def test_rewrite_over_quota_is_denied_before_and_after_its_template_exists(
     counts = [t["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] for t in templates]
     assert counts == [2], "no template is made for a denied rewrite"
     assert {p["metadata"]["name"] for p in cluster.get_json("pods", "-n", ns)["items"]} == {"first"}
+
+
+@pytest.fixture
+def rewrite_policy_applied(
+    cluster: Cluster, dragate: DragateServer, tmp_path: Path
+) -> Iterator[str]:
+    """`dragate rewrite-policy` for the scn-map tenant alone, applied; removed afterwards.
+    Returns once the API server rewrites a legacy Pod itself (no webhook warning)."""
+    ns = "scn-map"
+    loaded = load_policies([scenario_policies(tmp_path / "policies")])
+    only = replace(loaded, tenants=tuple(t for t in loaded.tenants if t.name == ns))
+    made = rewrite_policy(only)
+    assert made is not None and made.namespaces == (ns,)
+    listed = json.dumps({"apiVersion": "v1", "kind": "List",
+                         "items": [*made.objects, *made.templates]})  # fmt: skip
+    cluster.apply(listed)
+
+    def rewritten_by_the_policy() -> bool:
+        result = kubectl_input(cluster, "create", legacy_pod("probe", 1), ns,
+                               "--dry-run=server", "-o", "json")  # fmt: skip
+        return (result.returncode == 0 and "Warning: dragate: container" not in result.stderr
+                and "resourceClaims" in json.loads(result.stdout)["spec"])  # fmt: skip
+
+    try:
+        wait_for(rewritten_by_the_policy, timeout=60, interval=0.3, what="the rewrite policy")
+        yield ns
+    finally:
+        for obj in made.objects:
+            cluster.kubectl("delete", obj["kind"].lower(), obj["metadata"]["name"],
+                            "--ignore-not-found", check=False)  # fmt: skip
+
+
+def test_the_rewrite_policy_skips_the_mutating_webhook_and_validation_still_judges(
+    cluster: Cluster, rewrite_policy_applied: str
+) -> None:
+    """The API server rewrites the legacy Pod itself, as the webhook would (no template to
+    make: the policy's are applied with it), so dragate's mutating webhook is never called;
+    the rewritten Pod meets the validating webhook once, which reserves its devices and
+    denies the next one over the tenant's quota with the numbers."""
+    ns = rewrite_policy_applied
+    before = admission_work(cluster)
+    applied = cluster.apply(json.dumps(legacy_pod("first", 2)), ns)
+    work = admission_work(cluster) - before
+    assert 'Warning: dragate: container "main"' not in applied.stderr  # the webhook's rewrite
+    assert "multi-GPU request without a selector" in applied.stderr  # validation's guardrail
+    assert work[("called", REWRITE_HOOK)] == 0, work
+    assert work[("excluded", REWRITE_HOOK)] >= 1, work
+    assert (work[("called", REWRITTEN_PODS_HOOK)], work[("called", PODS_HOOK)]) == (1, 0), work
+    pod = cluster.get_json("pod", "first", "-n", ns)
+    assert pod["metadata"]["labels"] == {REWRITTEN_LABEL: "true"}
+    assert pod["spec"]["resourceClaims"] == [
+        {"name": "gpu-main", "resourceClaimTemplateName": "dragate-gpu-nvidia-com-2"}
+    ]
+    assert pod["spec"]["containers"][0]["resources"]["limits"] == {"cpu": "1"}
+
+    again = kubectl_input(cluster, "create", legacy_pod("again", 2), ns)
+    assert f'admission webhook "{REWRITTEN_PODS_HOOK}" denied the request' in again.stderr
+    assert "used 2 + requested 2 > limit 2" in denial(again)
 
 
 # --- 3. over quota ------------------------------------------------------------------------

@@ -18,6 +18,7 @@ COMMANDS = {
     "test": "webhook.cli.policytest",
     "certs": "webhook.cli.certs",
     "webhook-config": "webhook.cli.webhookconfig",
+    "rewrite-policy": "webhook.cli.rewritepolicy",
 }
 
 

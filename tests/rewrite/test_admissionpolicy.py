@@ -1,0 +1,165 @@
+"""Which resources and namespaces the rewriting MutatingAdmissionPolicy takes, and that all it
+names comes from the Python rewrite. Its CEL is judged by a real API server against the
+Python rewrite in tests/e2e/test_admission_policy.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from webhook.policy.loading import default_mappings, parse_policies
+from webhook.rewrite import rewrite_pod_spec
+from webhook.rewrite.admissionpolicy import eligible_resources, rewrite_policy
+from webhook.types import (
+    LegacyResourceMapping,
+    MappingAction,
+    PolicySet,
+    ResourceMapping,
+    Settings,
+    Tenant,
+)
+
+GPU = ResourceMapping("gpu.nvidia.com", resource_name="nvidia.com/gpu")
+AMD = ResourceMapping("gpu.amd.com", resource_name="amd.com/gpu")
+TPU = ResourceMapping("tpu.example.com", resource_name="example.com/tpu")
+SELECTED = ResourceMapping("gpu.nvidia.com", resource_name="nvidia.com/a100", selector="true")
+DASHED = ResourceMapping("big-gpu.example.com", resource_name="example.com/big")
+
+
+def mappings(
+    *entries: ResourceMapping, action: MappingAction = MappingAction.REWRITE
+) -> tuple[LegacyResourceMapping, ...]:
+    return (LegacyResourceMapping(name="m", action=action, resources=entries),)
+
+
+@pytest.mark.parametrize(
+    ("found", "expected"),
+    [
+        (default_mappings(), ["nvidia.com/gpu"]),  # the MIG prefix needs a selector per slice
+        (mappings(GPU, TPU), ["example.com/tpu", "nvidia.com/gpu"]),
+        (mappings(GPU, AMD), []),  # both would name a container's claim `gpu-<name>`
+        (mappings(GPU, SELECTED), ["nvidia.com/gpu"]),
+        (mappings(DASHED), []),
+        (mappings(GPU, action=MappingAction.WARN), []),
+        (mappings(GPU, action=MappingAction.DENY), []),
+        ((), []),
+    ],
+    ids=[
+        "default",
+        "two-classes",
+        "same-claim-prefix",
+        "selector",
+        "dashed-prefix",
+        "warn",
+        "deny",
+        "none",
+    ],
+)
+def test_eligible_resources(found: tuple[LegacyResourceMapping, ...], expected: list[str]) -> None:
+    assert [e.resource for e in eligible_resources(found, frozenset(), 8)] == expected
+
+
+def test_a_native_resource_stays_with_the_webhook() -> None:
+    assert eligible_resources(default_mappings(), frozenset({"nvidia.com/gpu"}), 8) == ()
+
+
+def test_names_come_from_the_python_rewrite() -> None:
+    (entry,) = eligible_resources(default_mappings(), frozenset(), 3)
+    assert entry.claim_prefix == "gpu-"
+    for count, name in enumerate(entry.templates, 1):
+        container = {"name": "x", "resources": {"limits": {"nvidia.com/gpu": str(count)}}}
+        result = rewrite_pod_spec({"containers": [container]}, default_mappings())
+        assert result.object["resourceClaims"] == [
+            {"name": "gpu-x", "resourceClaimTemplateName": name}
+        ]
+
+
+TENANTS = """
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: ml}
+spec: {namespaces: [b, a], allowedDeviceClasses: [gpu.nvidia.com]}
+---
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: warned}
+spec: {namespaces: [w], legacyMappingAction: Warn}
+---
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: mig-only}
+spec: {namespaces: [m], allowedDeviceClasses: [mig.nvidia.com]}
+---
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: selected}
+spec: {namespaceSelector: {matchLabels: {team: x}}}
+---
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: rewriting}
+spec: {namespaces: [r, exempt], legacyMappingAction: Rewrite}
+"""
+
+
+@pytest.fixture
+def policies() -> PolicySet:
+    loaded = parse_policies(TENANTS)
+    return replace(loaded, mappings=default_mappings())
+
+
+def _bound(policies: PolicySet) -> list[str]:
+    made = rewrite_policy(policies)
+    assert made is not None
+    binding = made.objects[1]
+    (expression,) = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+    assert expression["values"] == list(made.namespaces)
+    return list(made.namespaces)
+
+
+def test_namespaces_listed_by_a_rewriting_tenant(policies: PolicySet) -> None:
+    """Not a Warn tenant's, not one that may not use the class, not a selector's."""
+    assert _bound(policies) == ["a", "b", "exempt", "r"]
+
+
+def test_exempt_namespaces_are_left_out(policies: PolicySet) -> None:
+    settings = Settings(exempt_namespaces=frozenset({"exempt"}))
+    assert _bound(replace(policies, settings=settings)) == ["a", "b", "r"]
+
+
+def test_every_template_in_every_namespace(policies: PolicySet) -> None:
+    made = rewrite_policy(policies, max_count=2)
+    assert made is not None
+    assert sorted((t["metadata"]["namespace"], t["metadata"]["name"]) for t in made.templates) == [
+        (ns, f"dragate-gpu-nvidia-com-{n}") for ns in ("a", "b", "exempt", "r") for n in (1, 2)
+    ]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p: replace(p, tenants=()),
+        lambda p: replace(p, mappings=()),
+        lambda p: replace(
+            p,
+            tenants=(
+                Tenant(name="t", namespaces=frozenset({"n"}), mapping_action=MappingAction.IGNORE),
+            ),
+        ),
+    ],
+    ids=["no-tenant", "no-mapping", "ignoring-tenant"],
+)
+def test_nothing_to_rewrite(policies: PolicySet, change: object) -> None:
+    assert rewrite_policy(change(policies)) is None  # type: ignore[operator]
+
+
+def test_exempt_users_are_a_condition(policies: PolicySet) -> None:
+    def users(made: object) -> list[str]:
+        conditions = made.objects[0]["spec"]["matchConditions"]  # type: ignore[attr-defined]
+        return [c["expression"] for c in conditions if c["name"] == "not-an-exempt-user"]
+
+    assert users(rewrite_policy(policies)) == []
+    assert users(rewrite_policy(policies, exempt_users=frozenset({"u"}))) == [
+        '!(request.userInfo.username in ["u"])'
+    ]

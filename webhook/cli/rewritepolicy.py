@@ -1,0 +1,85 @@
+"""`dragate rewrite-policy`: the legacy rewrite as a MutatingAdmissionPolicy, to apply from git.
+
+Prints the policy, its binding and the ResourceClaimTemplates it names (one document each,
+ready for `kubectl apply -f -`), generated from the policy directory's LegacyResourceMappings
+and Tenants (webhook/rewrite/admissionpolicy.py says which Pods it takes). The webhook stays
+in place for every other Pod. Exit 0 with the documents, 1 when the policies leave nothing the
+policy could rewrite (no document printed), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from ruamel.yaml import YAML
+
+from webhook.cli import exits
+from webhook.cli.inputs import policy_set, snapshot
+from webhook.rewrite.admissionpolicy import MAX_COUNT, NAME, rewrite_policy
+
+
+@click.command("rewrite-policy")
+@click.option(
+    "--policies",
+    "policies_dir",
+    metavar="DIR",
+    help="Policy directory (default: built-in examples).",
+)
+@click.option(
+    "--state",
+    "state_file",
+    metavar="FILE",
+    help="Cluster objects; a DeviceClass serving a resource natively keeps it off the policy.",
+)
+@click.option(
+    "--exempt-user",
+    "exempt_users",
+    multiple=True,
+    metavar="USER",
+    help="A username whose Pods are never rewritten, e.g. the webhook's service account (repeat).",
+)
+@click.option(
+    "--max-count",
+    default=MAX_COUNT,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Most devices per container the policy rewrites (one template per count).",
+)
+@click.option("--name", default=NAME, show_default=True, help="The policy's and binding's name.")
+@click.option(
+    "-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True
+)
+def command(  # noqa: PLR0917  (click passes options by keyword)
+    policies_dir: str | None, state_file: str | None, exempt_users: tuple[str, ...],
+    max_count: int, name: str, output: str,
+) -> None:  # fmt: skip
+    """Print the MutatingAdmissionPolicy that rewrites legacy GPU Pods in the API server."""
+    policies = policy_set(policies_dir)
+    classes = snapshot(state_file).device_classes().values()
+    native = frozenset(
+        str(n) for c in classes if (n := (c.get("spec") or {}).get("extendedResourceName"))
+    )
+    made = rewrite_policy(
+        policies, native_resources=native, exempt_users=frozenset(exempt_users),
+        name=name, max_count=max_count,
+    )  # fmt: skip
+    if made is None:
+        click.echo(
+            "dragate: nothing to rewrite in the API server: no resource mapped by exact name "
+            "without a selector whose action is Rewrite, or no tenant listing a namespace "
+            "that rewrites",
+            err=True,
+        )
+        sys.exit(exits.FINDINGS)
+    documents = [*made.objects, *made.templates]
+    if output == "json":
+        listed = {"apiVersion": "v1", "kind": "List", "items": documents}
+        click.echo(json.dumps(listed, indent=2))
+    else:
+        yaml = YAML(typ="safe", pure=True)
+        yaml.default_flow_style = False
+        yaml.width = 4096  # the CEL stays on one line per expression
+        yaml.dump_all(documents, sys.stdout)
+    sys.exit(exits.OK)
