@@ -13,7 +13,7 @@ import click
 
 from webhook.assembly import offline_context
 from webhook.cli import exits
-from webhook.cli.inputs import policy_set, snapshot
+from webhook.cli.inputs import POLICIES_OPTION, policy_set, snapshot, state_option
 from webhook.cli.report import RENDERERS, Row
 from webhook.files.manifests import read_manifests
 from webhook.files.yamlio import Document
@@ -23,18 +23,8 @@ from webhook.types import Object
 
 
 @click.command("check")
-@click.option(
-    "--policies",
-    "policies_dir",
-    metavar="DIR",
-    help="Policy directory (default: built-in examples).",
-)
-@click.option(
-    "--state",
-    "state_file",
-    metavar="FILE",
-    help="Snapshot of cluster objects (Namespaces, claims, classes, slices).",
-)
+@POLICIES_OPTION
+@state_option("Snapshot of cluster objects (Namespaces, claims, classes, slices).")
 @click.option(
     "--namespace",
     "-n",

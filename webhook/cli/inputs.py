@@ -6,15 +6,30 @@ Context itself is composed in `webhook.assembly`, as for the webhook.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
+from click.decorators import FC
 
 from webhook.cli import exits
 from webhook.files.yamlio import YamlError
 from webhook.kube.snapshot import SnapshotState, load_state
 from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
 from webhook.types import PolicySet
+
+POLICIES_OPTION = click.option(
+    "--policies",
+    "policies_dir",
+    metavar="DIR",
+    help="Policy directory (default: built-in examples).",
+)
+"""`--policies DIR` as the offline commands take it, read by `policy_set`."""
+
+
+def state_option(help: str) -> Callable[[FC], FC]:
+    """`--state FILE`, read by `snapshot`; `help` says what the command takes from it."""
+    return click.option("--state", "state_file", metavar="FILE", help=help)
 
 
 class UsageError(click.ClickException):

@@ -16,23 +16,13 @@ import click
 from ruamel.yaml import YAML
 
 from webhook.cli import exits
-from webhook.cli.inputs import policy_set, snapshot
+from webhook.cli.inputs import POLICIES_OPTION, policy_set, snapshot, state_option
 from webhook.rewrite.admissionpolicy import MAX_COUNT, NAME, rewrite_policy
 
 
 @click.command("rewrite-policy")
-@click.option(
-    "--policies",
-    "policies_dir",
-    metavar="DIR",
-    help="Policy directory (default: built-in examples).",
-)
-@click.option(
-    "--state",
-    "state_file",
-    metavar="FILE",
-    help="Cluster objects; a DeviceClass serving a resource natively keeps it off the policy.",
-)
+@POLICIES_OPTION
+@state_option("Cluster objects; a DeviceClass serving a resource natively keeps it off the policy.")
 @click.option(
     "--exempt-user",
     "exempt_users",
