@@ -14,9 +14,10 @@ Python rewrite is the reference for every one of them (webhook/rewrite/podspec.p
 Quantities reach CEL as the API server's canonical strings, as they reach the webhook's
 JSON, so a whole number is digits and nothing else there and here. Container names are not
 checked beyond their length (a claim name must fit 63 characters): a name that is not a DNS
-label fails the Pod's validation whoever rewrote it. Each condition costs every Pod created
-in a bound namespace; a legacy GPU Pod meets them all (tens of microseconds of CEL), so they
-loop over each container's resources once.
+label fails the Pod's validation whoever rewrote it. The conditions are evaluated for every
+Pod created in a bound namespace, so each loops over a container's resources once (for a
+legacy GPU Pod about a quarter of a millisecond of the API server's CPU on the bench's slow
+host, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -25,11 +26,10 @@ import json
 from collections.abc import Callable, Sequence
 
 from webhook.rewrite.names import DNS_LABEL_MAX
+from webhook.rewrite.nodes import NVIDIA
+from webhook.rewrite.workloads import REWRITTEN_ANNOTATION, REWRITTEN_LABEL
 from webhook.types.records import record
 
-ANNOTATION = "dragate.io/rewritten"
-LABEL = "dragate.io/rewritten"
-NVIDIA_LABELS = "nvidia.com/"
 SECTIONS = ("limits", "requests")
 
 
@@ -69,8 +69,8 @@ def pod_conditions(shape: RewriteShape) -> list[tuple[str, str]]:
 
 def rewrite_expression(shape: RewriteShape) -> str:
     """The JSONPatch list: the rewritten mark, each container's edits, the pod claims."""
-    parts = [f"[{_mark_op('annotations', ANNOTATION, _removed(shape))}, "
-             f"{_mark_op('labels', LABEL, literal('true'))}]"]  # fmt: skip
+    parts = [f"[{_mark_op('annotations', REWRITTEN_ANNOTATION, _removed(shape))}, "
+             f"{_mark_op('labels', REWRITTEN_LABEL, literal('true'))}]"]  # fmt: skip
     parts += [_container_ops(shape, i) for i in range(shape.max_containers)]
     claims = (
         f"object.spec.containers.filter(c, {_asks(shape, 'c')}).map(c, "
@@ -117,7 +117,7 @@ def _keys_allowed(c: str, section: str, test: str) -> str:
 def _containers_in_shape(shape: RewriteShape) -> str:
     """Every app container in shape; one loop over each section's keys per container."""
     names = _eligible_names(shape)
-    nvidia = literal(NVIDIA_LABELS)
+    nvidia = literal(NVIDIA)
     # beside a mapped resource, an unmapped `nvidia.com/` one (HAMi's `gpumem`, `gpucores`)
     # means shares of a GPU: the webhook leaves the whole Pod as it is
     asking_keys = f"k in {names} || !(k.startsWith({nvidia}) || {_mapped_elsewhere(shape, 'k')})"
@@ -160,7 +160,7 @@ def _init_containers(shape: RewriteShape) -> str:
 
 
 def _no_node_labels() -> str:
-    nvidia = literal(NVIDIA_LABELS)
+    nvidia = literal(NVIDIA)
     selector = (
         "(!has(object.spec.nodeSelector) || "
         f"!object.spec.nodeSelector.exists(k, k.startsWith({nvidia})))"
@@ -176,7 +176,7 @@ def _no_node_labels() -> str:
 
 
 def _not_marked() -> str:
-    key = literal(ANNOTATION)
+    key = literal(REWRITTEN_ANNOTATION)
     return f"!has(object.metadata.annotations) || !({key} in object.metadata.annotations)"
 
 
