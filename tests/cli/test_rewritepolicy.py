@@ -93,3 +93,65 @@ def test_invalid_policies_exit_2(tmp_path: Path) -> None:
     result = run("--policies", str(tmp_path))
     assert result.exit_code == 2
     assert "invalid policies" in result.stderr
+
+
+# --------------------------------------------------------------------------- --check
+
+
+def _rendered(tmp_path: Path, *args: str) -> Path:
+    """`rewrite-policy` of the shipped policies, written outside any policy directory."""
+    out = tmp_path / "rendered" / "rewrite-policy.yaml"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(run("--policies", str(REPO / "policies"), *args).stdout)
+    return out
+
+
+@pytest.mark.parametrize("output", ["yaml", "json"])
+def test_check_passes_on_a_current_rendering(tmp_path: Path, output: str) -> None:
+    rendered = _rendered(tmp_path, "-o", output)
+    result = run("--policies", str(REPO / "policies"), "--check", str(rendered))
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_check_names_what_is_stale(tmp_path: Path) -> None:
+    rendered = _rendered(tmp_path, "--max-count", "2")
+    binding = list(yaml.safe_load_all(rendered.read_text()))[1]
+    (bound,) = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+    text = rendered.read_text().replace("dragate.io/rewritten", "dragate.io/other", 1)
+    rendered.write_text(text + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: left}\n")
+    result = run("--policies", str(REPO / "policies"), "--max-count", "3", "--check", str(rendered))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert f"{rendered}: MutatingAdmissionPolicy dragate-legacy-rewrite differs" in lines
+    assert f"{rendered}: ConfigMap left is no longer generated" in lines
+    missing = [line for line in lines if line.endswith("dragate-gpu-nvidia-com-3 is missing")]
+    assert len(missing) == len(bound["values"])
+    assert "is stale; regenerate it" in lines[-1]
+
+
+def test_check_of_nothing_to_rewrite(tmp_path: Path) -> None:
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    shutil.copy(REPO / "policies" / "legacy-mapping.yaml", policies)
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    assert run("--policies", str(policies), "--check", str(empty)).exit_code == 0
+    rendered = _rendered(tmp_path)  # of the shipped policies, whose tenants rewrite
+    result = run("--policies", str(policies), "--check", str(rendered))
+    assert result.exit_code == 1
+    assert "is no longer generated" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [(None, "cannot read"), ("kind: [\n", "error:"), ("- a list\n", "error:")],
+    ids=["missing-file", "malformed-yaml", "not-an-object"],
+)
+def test_check_of_bad_input_exits_2(tmp_path: Path, text: str | None, message: str) -> None:
+    path = tmp_path / "committed.yaml"
+    if text is not None:
+        path.write_text(text)
+    result = run("--policies", str(REPO / "policies"), "--check", str(path))
+    assert result.exit_code == 2
+    assert message in result.stderr

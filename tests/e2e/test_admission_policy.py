@@ -238,8 +238,9 @@ def _defaulted_locally(body: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(body)
     for c in out["spec"].get("containers", []) + out["spec"].get("initContainers", []):
         resources = c.get("resources") or {}
-        for section in resources.values():
-            section.update({k: CANONICAL.get(v, v) for k, v in section.items()})
+        for section in (resources.get(s) for s in ("limits", "requests")):
+            if section:
+                section.update({k: CANONICAL.get(v, v) for k, v in section.items()})
         if "limits" in resources:
             resources["requests"] = {**resources["limits"], **resources.get("requests", {})}
     return out
