@@ -67,7 +67,7 @@ def test_a_native_resource_stays_with_the_webhook() -> None:
 def test_names_come_from_the_python_rewrite() -> None:
     (entry,) = eligible_resources(default_mappings(), frozenset(), 3)
     assert entry.claim_prefix == "gpu-"
-    for count, name in enumerate(entry.templates, 1):
+    for count, name in enumerate(entry.template_names, 1):
         container = {"name": "x", "resources": {"limits": {"nvidia.com/gpu": str(count)}}}
         result = rewrite_pod_spec({"containers": [container]}, default_mappings())
         assert result.object["resourceClaims"] == [
@@ -134,6 +134,12 @@ def test_every_template_in_every_namespace(policies: PolicySet) -> None:
     assert sorted((t["metadata"]["namespace"], t["metadata"]["name"]) for t in made.templates) == [
         (ns, f"dragate-gpu-nvidia-com-{n}") for ns in ("a", "b", "exempt", "r") for n in (1, 2)
     ]
+    for template in made.templates:  # each exactly what the rewrite makes in its namespace
+        namespace, count = template["metadata"]["namespace"], template["metadata"]["name"][-1]
+        container = {"name": "x", "resources": {"limits": {"nvidia.com/gpu": count}}}
+        made_here = rewrite_pod_spec({"containers": [container]}, default_mappings(),
+                                     namespace=namespace).templates  # fmt: skip
+        assert [template] == list(made_here)
 
 
 @pytest.mark.parametrize(

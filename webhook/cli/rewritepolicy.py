@@ -22,6 +22,7 @@ from webhook.cli import exits
 from webhook.cli.inputs import POLICIES_OPTION, policy_set, snapshot, state_option
 from webhook.files.manifests import read_manifests
 from webhook.rewrite.admissionpolicy import MAX_COUNT, NAME, RewritePolicy, rewrite_policy
+from webhook.rewrite.mappings import native_resources
 from webhook.types import Object
 
 NOTHING = (
@@ -63,10 +64,7 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
 ) -> None:  # fmt: skip
     """Print the MutatingAdmissionPolicy that rewrites legacy GPU Pods in the API server."""
     policies = policy_set(policies_dir)
-    classes = snapshot(state_file).device_classes().values()
-    native = frozenset(
-        str(n) for c in classes if (n := (c.get("spec") or {}).get("extendedResourceName"))
-    )
+    native = native_resources(snapshot(state_file).device_classes().values())
     made = rewrite_policy(
         policies, native_resources=native, exempt_users=frozenset(exempt_users),
         name=name, max_count=max_count,

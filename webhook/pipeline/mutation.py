@@ -14,6 +14,7 @@ from webhook.engine import evaluate
 from webhook.pipeline.context import Context
 from webhook.pipeline.facts import gather, out_of_time
 from webhook.rewrite import PodRewrite, rewrite_pod
+from webhook.rewrite.mappings import native_resources
 from webhook.rewrite.podspec import asks_legacy
 from webhook.types import (
     AdmissionRequest,
@@ -109,7 +110,7 @@ def _rewritten(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> 
     return rewrite_pod(
         request.object or {},
         policies.mappings,
-        native_resources=_native_resources(facts),
+        native_resources=native_resources(facts.device_classes.values()),
         action_override=facts.tenant.mapping_action if facts.tenant else None,
         namespace=request.namespace,
     )
@@ -164,11 +165,3 @@ def _rewrite_denial(
     if judged.allowed:
         return None
     return replace(judged, warnings=(*rewrite.notes, *judged.warnings), holds={})
-
-
-def _native_resources(facts: Facts) -> frozenset[str]:
-    """Extended resources a DeviceClass already serves natively (KEP-5004)."""
-    names = (
-        (c.get("spec") or {}).get("extendedResourceName") for c in facts.device_classes.values()
-    )
-    return frozenset(str(n) for n in names if n)

@@ -63,7 +63,11 @@ class Eligible:
     resource: str
     device_class: str
     claim_prefix: str  # a container `x` gets the pod claim `<claim_prefix>x`
-    templates: tuple[str, ...]  # the template name for 1..max_count devices
+    templates: tuple[Object, ...]  # the rewrite's template for 1..max_count devices
+
+    @property
+    def template_names(self) -> tuple[str, ...]:
+        return tuple(str(t["metadata"]["name"]) for t in self.templates)
 
 
 def rewrite_policy(
@@ -86,7 +90,7 @@ def rewrite_policy(
         return None
     users = frozenset(policies.settings.exempt_service_accounts) | exempt_users
     shape = RewriteShape(
-        eligible=tuple((e.resource, e.claim_prefix, e.templates) for e in eligible),
+        eligible=tuple((e.resource, e.claim_prefix, e.template_names) for e in eligible),
         others=_other_markers(policies.mappings, {e.resource for e in eligible}),
         max_count=max_count,
         max_containers=MAX_CONTAINERS,
@@ -94,7 +98,7 @@ def rewrite_policy(
     )
     return RewritePolicy(
         objects=(_policy(name, shape), _binding(name, namespaces)),
-        templates=_templates(policies.mappings, eligible, namespaces),
+        templates=_templates(eligible, namespaces),
         resources=tuple(e.resource for e in eligible),
         namespaces=namespaces,
     )
@@ -132,21 +136,21 @@ def _probe(
         return None
     if match.policy.action != MappingAction.REWRITE:
         return None
-    names = []
+    templates = []
     for count in range(1, max_count + 1):
-        claims, template = _probe_rewrite(resource, count, mappings, None)
+        claims, template = _probe_rewrite(resource, count, mappings)
         if len(claims) != 1 or not claims[0]["name"].endswith("-" + PROBE_CONTAINER):
             return None
-        names.append(str(template["metadata"]["name"]))
+        templates.append(template)
     prefix = str(claims[0]["name"])[: -len(PROBE_CONTAINER)]
-    return Eligible(resource, match.entry.device_class, prefix, tuple(names))
+    return Eligible(resource, match.entry.device_class, prefix, tuple(templates))
 
 
 def _probe_rewrite(
-    resource: str, count: int, mappings: Sequence[LegacyResourceMapping], namespace: str | None
+    resource: str, count: int, mappings: Sequence[LegacyResourceMapping]
 ) -> tuple[list[dict[str, Any]], Object]:
     container = {"name": PROBE_CONTAINER, "resources": {"limits": {resource: str(count)}}}
-    result = rewrite_pod_spec({"containers": [container]}, mappings, namespace=namespace)
+    result = rewrite_pod_spec({"containers": [container]}, mappings)
     claims = result.object.get("resourceClaims") or []
     if result.denied or len(result.templates) != 1:
         return [], {}
@@ -157,11 +161,8 @@ def rewriting_namespaces(policies: PolicySet, classes: set[str]) -> tuple[str, .
     """Namespaces a tenant lists by name whose Pods the webhook would rewrite, and whose
     tenant may use every class the policy writes (elsewhere the webhook's denial is kept)."""
     exempt = policies.settings.exempt_namespaces
-    found: dict[str, None] = {}
-    for tenant in policies.tenants:
-        if _rewrites(tenant, classes):
-            found.update(dict.fromkeys(n for n in sorted(tenant.namespaces) if n not in exempt))
-    return tuple(sorted(found))
+    found = {n for t in policies.tenants if _rewrites(t, classes) for n in t.namespaces}
+    return tuple(sorted(found - exempt))
 
 
 def _rewrites(tenant: Tenant, classes: set[str]) -> bool:
@@ -219,16 +220,13 @@ def _metadata(name: str) -> dict[str, Any]:
     return {"name": name, "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE}}
 
 
-def _templates(
-    mappings: Sequence[LegacyResourceMapping],
-    eligible: tuple[Eligible, ...],
-    namespaces: tuple[str, ...],
-) -> tuple[Object, ...]:
-    """Every template the policy may name, in every namespace it rewrites in."""
+def _templates(eligible: tuple[Eligible, ...], namespaces: tuple[str, ...]) -> tuple[Object, ...]:
+    """Every template the policy may name, in every namespace it rewrites in: the rewrite's
+    own, which differ between namespaces only by their namespace."""
     found: dict[tuple[str, str], Object] = {}
     for namespace in namespaces:
-        for entry in eligible:
-            for count in range(1, len(entry.templates) + 1):
-                _, template = _probe_rewrite(entry.resource, count, mappings, namespace)
-                found.setdefault((namespace, str(template["metadata"]["name"])), template)
-    return tuple(json.loads(json.dumps(t)) for t in found.values())
+        for template in (t for entry in eligible for t in entry.templates):
+            copy = json.loads(json.dumps(template))
+            copy["metadata"]["namespace"] = namespace
+            found.setdefault((namespace, str(copy["metadata"]["name"])), copy)
+    return tuple(found.values())

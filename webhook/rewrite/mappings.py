@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,3 +159,10 @@ def container_count(resources: Mapping[str, Any], resource: str) -> tuple[int | 
 def _sections(resources: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     sections = (resources.get("limits"), resources.get("requests"))
     return [s for s in sections if isinstance(s, Mapping)]
+
+
+def native_resources(device_classes: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """Extended resources a DeviceClass already serves natively (`extendedResourceName`,
+    KEP-5004): the rewrite keeps those as they are."""
+    names = ((c.get("spec") or {}).get("extendedResourceName") for c in device_classes)
+    return frozenset(str(n) for n in names if n)
