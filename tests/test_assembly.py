@@ -11,11 +11,13 @@ import yaml
 from builders import claim, exact, namespace, request
 
 from webhook.assembly import ClusterTarget, cluster_mode, offline_context, serving_context
+from webhook.kube.policykeeper import RewritePolicyKeeper
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.kube import KubeLedger
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.ledger.usage import existing_holds
+from webhook.pipeline.scope import Identity
 from webhook.policy.loading import parse_policies
 
 POLICIES = parse_policies(
@@ -95,3 +97,16 @@ def test_cluster_mode_takes_quota_grants_as_told(tmp_path: Path, grants: bool) -
     mode = cluster_mode(target, lambda: POLICIES)
     assert isinstance(mode.context.ledger, KubeLedger)
     assert (mode.context.ledger.grants is not None) is grants
+    assert mode.policy_keeper is None  # opt-in
+
+
+def test_cluster_mode_keeps_the_rewrite_policy_when_told(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    own = Identity("gpu-system", "dragate")
+    target = ClusterTarget(str(kubeconfig), keep_rewrite_policy=True, own=own)
+    mode = cluster_mode(target, lambda: POLICIES)
+    assert isinstance(mode.policy_keeper, RewritePolicyKeeper)
+    assert mode.policy_keeper.store is mode.state and mode.policy_keeper.api is mode.state.api
+    assert mode.policy_keeper.own_namespace == "gpu-system"
+    assert mode.policy_keeper.exempt_users == {"system:serviceaccount:gpu-system:dragate"}

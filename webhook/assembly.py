@@ -18,6 +18,7 @@ from pathlib import Path
 from webhook.kube.api import KubeApi
 from webhook.kube.caches import KubeState
 from webhook.kube.inventorysource import InventorySource
+from webhook.kube.policykeeper import RewritePolicyKeeper
 from webhook.kube.snapshot import SnapshotState, load_state
 from webhook.kube.templates import TemplateKeeper
 from webhook.ledger.grants import GrantBook, process_owner
@@ -28,6 +29,7 @@ from webhook.ledger.share import Share
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.ledger.usage import existing_holds
 from webhook.pipeline import Context
+from webhook.pipeline.scope import NOBODY, Identity
 from webhook.types import Ledger, Object, PolicySet
 
 PolicySource = Callable[[], PolicySet]
@@ -41,11 +43,15 @@ ReadinessCheck = Callable[[], tuple[bool, str]]
 class ClusterTarget:
     """Where live cluster facts come from; None means offline. `quota_grants`: each worker
     admits from its grant of a tenant's quota (`webhook.ledger.grants`); off, every
-    admission waits for its TenantUsage write."""
+    admission waits for its TenantUsage write. `keep_rewrite_policy`: keep the legacy rewrite's
+    MutatingAdmissionPolicy applied (`webhook.kube.policykeeper`), leaving `own`'s namespace
+    and user to the webhook, which passes them unevaluated."""
 
     kubeconfig: str | None = None
     in_cluster: bool = False
     quota_grants: bool = True
+    keep_rewrite_policy: bool = False
+    own: Identity = NOBODY
 
 
 def offline_context(
@@ -86,6 +92,7 @@ class ClusterMode:
     state: KubeState
     reconciler: Reconciler
     keeper: TemplateKeeper
+    policy_keeper: RewritePolicyKeeper | None = None
 
     def ready(self) -> tuple[bool, str]:
         """A /readyz check: every watch cache has listed and is not stale."""
@@ -95,6 +102,8 @@ class ClusterMode:
         self.state.start()
         self.reconciler.start()
         self.keeper.start()
+        if self.policy_keeper is not None:
+            self.policy_keeper.start()
 
 
 def cluster_mode(target: ClusterTarget, policies: PolicySource) -> ClusterMode:
@@ -120,7 +129,18 @@ def cluster_mode(target: ClusterTarget, policies: PolicySource) -> ClusterMode:
         templates=state.ensure_templates,
         inventory=InventorySource(state.slices).current,
     )
-    return ClusterMode(context, state, reconciler, keeper)
+    policy_keeper = _policy_keeper(target, state, policies) if target.keep_rewrite_policy else None
+    return ClusterMode(context, state, reconciler, keeper, policy_keeper)
+
+
+def _policy_keeper(
+    target: ClusterTarget, state: KubeState, policies: PolicySource
+) -> RewritePolicyKeeper:
+    own = target.own
+    return RewritePolicyKeeper(
+        state, state.api, policies, own_namespace=own.namespace,
+        exempt_users=frozenset({own.user} - {""}),
+    )  # fmt: skip
 
 
 def serving_context(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import logging
 import random
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -113,3 +115,24 @@ def test_a_line_is_json_whatever_the_values(
     line = jsonlog.encode(entry)
     assert "\n" not in line
     assert json.loads(line) == read_back
+
+
+def test_every_logger_of_the_package_writes_json_lines() -> None:
+    """`configure` gives only the `dragate` logger its JSON handler: a module logging under
+    another name (`__name__` is `webhook.…`) would reach the root logger, whose last-resort
+    handler prints warnings as plain text and drops the info lines (the keepers' "applied",
+    "re-created")."""
+    package = Path(jsonlog.__file__).resolve().parents[1]
+    names = {
+        f"{path.relative_to(package.parent)}:{node.lineno}": node.args[0]
+        for path in package.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "getLogger"
+    }
+    assert len(names) >= 10
+    for where, argument in names.items():
+        if isinstance(argument, ast.Name) and argument.id == "LOGGER_NAME":
+            continue  # `configure` itself
+        assert isinstance(argument, ast.Constant), f"{where}: a logger named at run time"
+        name = str(argument.value)
+        assert name == jsonlog.LOGGER_NAME or name.startswith(jsonlog.LOGGER_NAME + "."), where

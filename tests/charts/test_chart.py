@@ -28,6 +28,7 @@ from cryptography import x509
 from e2e.toolchain_bins import ToolchainMissing, require_binaries, toolchain_bin_dir
 
 from webhook.rewrite import REWRITTEN_LABEL
+from webhook.rewrite.admissionpolicy import NAME
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "dragate"
@@ -337,6 +338,32 @@ def test_every_granted_verb_is_justified_in_the_readme(default: Rendered) -> Non
         for resource in rule["resources"]:
             for verb in rule["verbs"]:
                 assert f"| `{resource}` | `{verb}` |" in section, (resource, verb)
+
+
+def test_keeping_the_rewrite_policy_adds_the_flag_and_one_named_rule(
+    helm: Helm, default: Rendered
+) -> None:
+    """Off by default; on, serve keeps the policy, and RBAC grants exactly the calls the
+    keeper makes (webhook/kube/policykeeper.py: GET, server-side apply, DELETE), by name."""
+    assert "keep-rewrite-policy" not in flags(container(default.one("Deployment"))["args"])
+    kept = helm.template({"rewritePolicy": {"keep": True}})
+    assert "keep-rewrite-policy" in flags(container(kept.one("Deployment"))["args"])
+    added = [
+        r for r in kept.one("ClusterRole")["rules"] if r not in default.one("ClusterRole")["rules"]
+    ]
+    assert added == [
+        {
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["mutatingadmissionpolicies", "mutatingadmissionpolicybindings"],
+            "resourceNames": [NAME],
+            "verbs": ["get", "create", "patch", "delete"],
+        }
+    ]
+    readme = (CHART / "README.md").read_text()
+    section = readme[readme.index("## RBAC") :]
+    for resource in added[0]["resources"]:
+        for verb in added[0]["verbs"]:
+            assert f"| `{resource}` | `{verb}` |" in section, (resource, verb)
 
 
 @pytest.mark.parametrize(("grants", "flag"), [(True, False), (False, True)],

@@ -104,8 +104,9 @@ def test_own_namespace_defaults_to_pod_namespace(
     [
         (["--kubeconfig", "/nonexistent"], "does not exist"),
         (["--in-cluster", "--state", "{state}"], "--state is for offline serving"),
+        (["--keep-rewrite-policy"], "--keep-rewrite-policy needs a cluster"),
     ],
-    ids=["missing-kubeconfig", "state-with-cluster"],
+    ids=["missing-kubeconfig", "state-with-cluster", "rewrite-policy-offline"],
 )
 def test_cluster_mode_bad_flags_exit_2(
     started: list[ServeConfig], tmp_path: Path, flags: list[str], message: str
@@ -124,6 +125,20 @@ def test_kubeconfig_selects_cluster_mode(started: list[ServeConfig], tmp_path: P
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
     assert CliRunner().invoke(main, ["serve", "--kubeconfig", str(kubeconfig)]).exit_code == 0
     assert started[0].cluster is not None and started[0].cluster.kubeconfig == str(kubeconfig)
+    assert started[0].cluster.keep_rewrite_policy is False
+
+
+def test_keep_rewrite_policy_reaches_the_cluster_target(
+    started: list[ServeConfig], tmp_path: Path
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    args = ["serve", "--kubeconfig", str(kubeconfig), "--keep-rewrite-policy",
+            "--own-namespace", "gpu-system", "--own-service-account", "dragate"]  # fmt: skip
+    assert CliRunner().invoke(main, args).exit_code == 0
+    target = started[0].cluster
+    assert target is not None and target.keep_rewrite_policy is True
+    assert target.own.user == "system:serviceaccount:gpu-system:dragate"
 
 
 def test_invalid_policies_exit_2_with_every_problem(

@@ -9,6 +9,7 @@
   the Pods the ReplicaSet creates pass Pod Security "restricted" (no kubelet runs them); the
   Helm-made certificate survives upgrades, renews from the kept CA, and a CA rotation keeps
   the old CA in the bundle.
+- rewritePolicy.keep: the rewrite-policy keeper does its work on the chart's RBAC alone.
 
 Each test uninstalls its release: a webhook with failurePolicy Fail and no server behind it
 would otherwise refuse GPU objects for every later test of the session cluster.
@@ -20,11 +21,19 @@ import base64
 import json
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import kubernetes
 import pytest
 from cryptography import x509
+
+from webhook.kube.api import KubeApi
+from webhook.kube.caches import KubeState
+from webhook.kube.policykeeper import RewritePolicyKeeper
+from webhook.policy.loading import load_policies
+from webhook.rewrite.admissionpolicy import NAME as POLICY
 
 from . import certs
 from .cluster import Cluster, CommandError
@@ -35,6 +44,7 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "dragate"
 ADMIN_ACCESS = "resource.kubernetes.io/admin-access"
+REWRITTEN_HOOK = "rewritten-pods.validate.dragate.io"
 
 Install = Callable[..., str]
 
@@ -124,6 +134,7 @@ SERVICE_ACCOUNT_ACCESS = [
     ("delete", "tenantusages.dragate.io", False),
     ("patch", "validatingwebhookconfigurations.admissionregistration.k8s.io", False),
     ("update", "mutatingwebhookconfigurations.admissionregistration.k8s.io", False),
+    ("patch", f"mutatingadmissionpolicies.admissionregistration.k8s.io/{POLICY}", False),
 ]
 
 
@@ -201,6 +212,72 @@ def test_url_mode_install(cluster: Cluster, install: Install) -> None:
             assert create_dry_run(cluster, claim("c"), excluded) == ""
     finally:
         cluster.kubectl("delete", "namespace", apps, "--wait=false")
+
+
+def test_kept_rewrite_policy_runs_on_the_chart_s_rbac(
+    cluster: Cluster, install: Install, tmp_path: Path
+) -> None:
+    """rewritePolicy.keep=true: the keeper, holding a token of the chart's service account,
+    applies the policy, binding and templates; the API server then rewrites a legacy Pod
+    itself (it meets the rewritten Pods' validating entry); the keeper deletes them when
+    nothing is left to rewrite; the service account may write no other policy."""
+    release = unique("dragate-keep")
+    closed = f"https://{LOOPBACK}:{free_port()}"
+    bundle = base64.b64encode(certs.make_ca("dragate-keep-e2e").cert_pem).decode()
+    install(release, release, "--create-namespace", "--set", "deployment.enabled=false",
+            "--set", f"webhook.url={closed}", "--set", f"webhook.caBundle={bundle}",
+            "--set", "rewritePolicy.keep=true")  # fmt: skip
+    account = f"system:serviceaccount:{release}:{release}"
+    for verb, what, allowed in [("patch", f"mutatingadmissionpolicies/{POLICY}", True),
+                                ("delete", f"mutatingadmissionpolicybindings/{POLICY}", True),
+                                ("patch", "mutatingadmissionpolicies/other", False),
+                                ("create", "mutatingadmissionpolicies", False)]:  # fmt: skip
+        can = cluster.kubectl("auth", "can-i", verb, what, f"--as={account}", check=False)
+        assert (can.stdout.strip() == "yes") is allowed, (verb, what, can.stdout)
+    tenant_ns, other_ns = unique("keep-tenant"), unique("keep-other")
+    for name in (tenant_ns, other_ns):
+        cluster.apply(json.dumps(namespace(name)))
+    (tmp_path / "legacy.yaml").write_text((REPO / "policies/legacy-mapping.yaml").read_text())
+    (tmp_path / "tenants.yaml").write_text(
+        "apiVersion: dragate.io/v1alpha1\nkind: Tenant\nmetadata: {name: keep}\n"
+        f"spec: {{namespaces: [{tenant_ns}]}}\n"
+    )
+    policies = load_policies([str(tmp_path)])
+    token = cluster.kubectl("create", "token", release, "-n", release).stdout.strip()
+    state = KubeState(KubeApi.from_configuration(_token_configuration(cluster, token))).start()
+    try:
+        assert state.wait_synced(20), state.health()
+        served = {"policies": policies}
+        keeper = RewritePolicyKeeper(state, state.api, lambda: served["policies"])
+        wait_for(lambda: state.namespace(tenant_ns) is not None, timeout=10, what="namespace")
+        assert keeper.reconcile() == "applied", keeper.last_error
+        legacy = pod("legacy", {"nvidia.com/gpu": "1"})
+
+        def rewritten() -> bool:  # it meets the rewritten Pods' entry, labelled by the policy
+            return called(create_dry_run(cluster, legacy, tenant_ns), REWRITTEN_HOOK)
+
+        wait_for(rewritten, timeout=60, what="the API server rewriting the Pod itself")
+        assert called(create_dry_run(cluster, legacy, other_ns), "pods.validate.dragate.io")
+
+        served["policies"] = replace(policies, tenants=())
+        assert keeper.reconcile() == "absent", keeper.last_error
+        for kind in ("mutatingadmissionpolicybinding", "mutatingadmissionpolicy"):
+            assert cluster.kubectl("get", kind, POLICY, check=False).returncode != 0
+    finally:
+        state.stop(timeout=0)
+        for kind in ("mutatingadmissionpolicybinding", "mutatingadmissionpolicy"):
+            cluster.kubectl("delete", kind, POLICY, "--ignore-not-found", check=False)
+        for name in (tenant_ns, other_ns):
+            cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def _token_configuration(cluster: Cluster, token: str) -> Any:
+    """The client configuration of a pod holding `token`: bearer token, the cluster's CA."""
+    configuration = kubernetes.client.Configuration()
+    configuration.host = cluster.server_url
+    configuration.ssl_ca_cert = str(cluster.ca_path)
+    configuration.api_key = {"authorization": f"Bearer {token}"}
+    return configuration
 
 
 def secret_data(cluster: Cluster, ns: str, name: str) -> dict[str, bytes]:

@@ -10,7 +10,7 @@ import pytest
 
 from webhook.policy.loading import default_mappings, parse_policies
 from webhook.rewrite import rewrite_pod_spec
-from webhook.rewrite.admissionpolicy import eligible_resources, rewrite_policy
+from webhook.rewrite.admissionpolicy import eligible_resources, restricted, rewrite_policy
 from webhook.types import (
     LegacyResourceMapping,
     MappingAction,
@@ -140,6 +140,36 @@ def test_every_template_in_every_namespace(policies: PolicySet) -> None:
         made_here = rewrite_pod_spec({"containers": [container]}, default_mappings(),
                                      namespace=namespace).templates  # fmt: skip
         assert [template] == list(made_here)
+
+
+@pytest.mark.parametrize(
+    ("keep", "expected"),
+    [
+        pytest.param({"b", "r", "elsewhere"}, ["b", "r"], id="some"),
+        pytest.param({"a", "b", "exempt", "r"}, ["a", "b", "exempt", "r"], id="all"),
+        pytest.param({"elsewhere"}, None, id="none"),
+    ],
+)
+def test_restricted_binds_and_templates_only_the_namespaces_kept(
+    policies: PolicySet, keep: set[str], expected: list[str] | None
+) -> None:
+    made = rewrite_policy(policies, max_count=2)
+    assert made is not None
+    narrowed = restricted(made, keep)
+    if expected is None:
+        assert narrowed is None
+        return
+    assert narrowed is not None and narrowed.namespaces == tuple(expected)
+    assert narrowed.objects[0] == made.objects[0]  # the policy itself does not change
+    (expression,) = narrowed.objects[1]["spec"]["matchResources"]["namespaceSelector"][
+        "matchExpressions"
+    ]
+    assert expression["values"] == expected
+    assert narrowed.objects[1]["metadata"] == made.objects[1]["metadata"]
+    assert [t for t in made.templates if t["metadata"]["namespace"] in keep] == list(
+        narrowed.templates
+    )
+    assert (restricted(made, made.namespaces) == made) is True
 
 
 @pytest.mark.parametrize(

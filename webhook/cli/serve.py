@@ -34,6 +34,7 @@ from webhook.files.yamlio import YamlError
 from webhook.kube.snapshot import SnapshotState, load_state
 from webhook.ledger.sqlite import LedgerFileError, LedgerUnavailable, SqliteLedger
 from webhook.ledger.usage import existing_holds
+from webhook.pipeline.scope import Identity
 from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
 from webhook.types import PolicySet
 
@@ -211,6 +212,12 @@ def run(config: ServeConfig) -> None:
     help="Cluster mode: each worker admits from its grant of a tenant's quota and writes the "
     "holders moments later; off, every admission waits for its TenantUsage write.",
 )
+@click.option(
+    "--keep-rewrite-policy",
+    is_flag=True,
+    help="Cluster mode: keep the legacy rewrite's MutatingAdmissionPolicy, its binding and "
+    "templates applied as the policies and namespaces change (see `dragate rewrite-policy`).",
+)
 def command(**flags: object) -> None:
     """Serve /validate and /mutate over HTTPS (gunicorn, gthread workers)."""
     config = build_config(**flags)  # type: ignore[arg-type]
@@ -246,10 +253,14 @@ def build_config(
     kubeconfig: str | None,
     in_cluster: bool,
     quota_grants: bool,
+    keep_rewrite_policy: bool = False,
 ) -> ServeConfig:
     """Flags to a ServeConfig; makes the dev certificate when needed."""
-    target = ClusterTarget(kubeconfig, in_cluster, quota_grants)
+    own = Identity(own_namespace, own_service_account)
+    target = ClusterTarget(kubeconfig, in_cluster, quota_grants, keep_rewrite_policy, own)
     cluster = target if kubeconfig or in_cluster else None
+    if keep_rewrite_policy and cluster is None:
+        raise BadInput("--keep-rewrite-policy needs a cluster: --kubeconfig or --in-cluster")
     try:
         cert_files = prepare_certs(cert_dir, dns_names)
     except certificates.CertError as err:

@@ -27,6 +27,10 @@ from kubernetes import config as k8s_config
 
 from webhook.types import Object, blocking
 
+JSON = "application/json"
+APPLY = "application/apply-patch+yaml"
+"""Server-side apply's content type."""
+
 
 class ApiError(Exception):
     """The API server answered with an error status (404, 409, 410, 422, ...)."""
@@ -88,9 +92,18 @@ class KubeApi:
         query: Mapping[str, str] | None = None,
         body: Object | None = None,
         timeout: float | None = None,
+        content_type: str = JSON,
     ) -> dict[str, Any]:
-        """The decoded JSON answer; raises ApiError for an error status, Unreachable."""
-        response = self._send(method, path, query, body, timeout or self.timeout)
+        """The decoded JSON answer; raises ApiError for an error status, Unreachable.
+
+        `content_type`: of the body, e.g. APPLY for a server-side apply (sent as JSON text,
+        which every YAML patch type accepts)."""
+        sent: Object | str | None = body
+        if body is not None and content_type != JSON:
+            sent = json.dumps(body)  # the client encodes only JSON content types itself
+        response = self._send(
+            method, path, query, sent, timeout or self.timeout, content_type=content_type
+        )
         try:
             data = response.read()
         except urllib3.exceptions.HTTPError as error:
@@ -128,11 +141,13 @@ class KubeApi:
         method: str,
         path: str,
         query: Mapping[str, str] | None,
-        body: Object | None,
+        body: Object | str | None,
         timeout: float | tuple[float, float],
+        *,
+        content_type: str = JSON,
     ) -> Any:
         blocking.check(f"{method} {path}")
-        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        headers = {"Accept": JSON, "Content-Type": content_type}
         try:
             params = self._client.param_serialize(
                 method,

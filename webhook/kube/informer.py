@@ -18,7 +18,7 @@ from typing import Any
 from webhook.kube.api import ApiError, Backoff, KubeApi, Unreachable, WatchStream
 from webhook.types import Object
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("dragate.kube.informer")
 
 Key = tuple[str, str]
 """(namespace, name); namespace is "" for cluster-scoped objects."""

@@ -35,7 +35,7 @@ from webhook.kube.background import BackgroundLoop
 from webhook.kube.informer import Key
 from webhook.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, FactsUnavailable, Object, PolicySet
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("dragate.kube.templates")
 
 TEMPLATE_API_VERSION = "resource.k8s.io/v1"
 REQUEST_TIMEOUT = 5.0

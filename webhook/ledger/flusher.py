@@ -19,7 +19,7 @@ from webhook.kube.background import BackgroundLoop
 from webhook.ledger.grants import GrantBook
 from webhook.types import DragateError
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("dragate.ledger.flusher")
 
 RETRY_SECONDS = 0.5
 """A tenant whose flush failed (the API unreachable) is tried again after this."""

@@ -23,7 +23,7 @@ from webhook.ledger.accounting import Holds
 from webhook.ledger.usage import holds_by_tenant
 from webhook.types import ClusterState, DragateError, PolicySet
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("dragate.ledger.reconciler")
 
 Truth = Callable[[], Mapping[str, Holds]]
 """Per tenant, the holds of every existing object; raises DragateError when unknown."""

@@ -20,7 +20,7 @@ the Pods do: they are part of what `rewrite_policy` returns.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from webhook.rewrite.mappings import find_match
@@ -101,6 +101,21 @@ def rewrite_policy(
         templates=_templates(eligible, namespaces),
         resources=tuple(e.resource for e in eligible),
         namespaces=namespaces,
+    )
+
+
+def restricted(made: RewritePolicy, namespaces: Collection[str]) -> RewritePolicy | None:
+    """`made` bound to those of its namespaces also in `namespaces`, with only their templates
+    (None when none is left): what may be applied where only some namespaces are ready."""
+    kept = tuple(n for n in made.namespaces if n in namespaces)
+    if not kept:
+        return None
+    policy, binding = made.objects
+    return RewritePolicy(
+        objects=(policy, _binding(str(binding["metadata"]["name"]), kept)),
+        templates=tuple(t for t in made.templates if t["metadata"]["namespace"] in kept),
+        resources=made.resources,
+        namespaces=kept,
     )
 
 
