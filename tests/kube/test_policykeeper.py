@@ -272,3 +272,54 @@ def test_the_webhook_s_own_namespace_and_user_are_left_to_it(store: Store) -> No
     assert api.bound() == ["a"]
     conditions = api.objects[f"{POLICIES}/{NAME}"]["spec"]["matchConditions"]
     assert any(user in c["expression"] for c in conditions)
+
+
+class Recording(Api):
+    """An Api that also notes each binding's namespaces as it is applied."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bindings: list[list[str] | str] = []
+
+    def _apply(self, path: str, body: Object) -> Object:
+        if path.startswith(BINDINGS):
+            expression = body["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+            self.bindings.append(list(expression[0]["values"]))
+        elif path.startswith(POLICIES):
+            self.bindings.append("policy")
+        return super()._apply(path, body)
+
+
+@pytest.mark.parametrize(
+    ("stored", "expected"),
+    [
+        pytest.param(None, ["policy", ["a", "c"]], id="nothing-bound"),
+        pytest.param(["a"], ["policy", ["a", "c"]], id="growing"),
+        pytest.param(["a", "b"], [["a"], "policy", ["a", "c"]], id="b-leaves-c-joins"),
+        pytest.param(["b"], ["deleted", "policy", ["a", "c"]], id="none-kept"),
+        pytest.param("selector", ["deleted", "policy", ["a", "c"]], id="bound-some-other-way"),
+    ],
+)
+def test_namespaces_leaving_are_unbound_before_the_new_policy_goes_in(
+    store: Store, stored: list[str] | str | None, expected: list[object]
+) -> None:
+    """Each namespace bound at any moment holds the templates of the policy in force: one
+    that stays bound has both policies' templates, one that joins is bound after the policy."""
+    store.namespaces["c"] = {"metadata": {"name": "c"}}
+    api = Recording()
+    if stored is not None:
+        selector: Object = (
+            {"matchLabels": {"team": "ml"}} if stored == "selector"
+            else {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
+                                        "operator": "In", "values": stored}]}
+        )  # fmt: skip
+        api.objects[f"{BINDINGS}/{NAME}"] = {
+            "metadata": {"name": NAME, "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE}},
+            "spec": {"matchResources": {"namespaceSelector": selector}},
+        }
+    tenants = (Tenant("ml", namespaces=frozenset({"a", "c"})),)
+    made = keeper(store, api, PolicySet(tenants=tenants, mappings=(MAPPING,)))
+    assert made.reconcile() == "applied"
+    deleted = ["deleted"] if ("DELETE", f"{BINDINGS}/{NAME}") in api.calls else []
+    assert deleted + api.bindings == expected
+    assert api.bound() == ["a", "c"]

@@ -10,9 +10,10 @@ stale when tenants change; kept from the serving policies it follows them. Each 
    policy names, creating missing ones first: a namespace whose templates cannot be made
    stays with the mutating webhook, never with a policy naming templates that are not there;
 3. applies the policy, then the binding, with server-side apply (field manager `dragate`;
-   an unchanged object is not written); when nothing is left to rewrite it deletes the
-   binding, then the policy. Templates stay: Pods made earlier name them, and the template
-   keeper keeps them.
+   an unchanged object is not written), first unbinding the namespaces the new binding
+   leaves out (they hold the old policy's templates, not necessarily the new one's); when
+   nothing is left to rewrite it deletes the binding, then the policy. Templates stay: Pods
+   made earlier name them, and the template keeper keeps them.
 
 An object of the same name without dragate's managed-by label is never touched (the pass
 fails, naming it). Where the API server does not serve MutatingAdmissionPolicy v1beta1 the
@@ -36,7 +37,13 @@ from typing import Any, Protocol
 from webhook.kube.api import APPLY, ApiError, Backoff, Unreachable
 from webhook.kube.background import BackgroundLoop
 from webhook.kube.templates import is_managed, is_terminating
-from webhook.rewrite.admissionpolicy import NAME, RewritePolicy, restricted, rewrite_policy
+from webhook.rewrite.admissionpolicy import (
+    NAME,
+    NAMESPACE_NAME_LABEL,
+    RewritePolicy,
+    restricted,
+    rewrite_policy,
+)
 from webhook.rewrite.mappings import native_resources
 from webhook.types import FactsUnavailable, Object, PolicySet
 
@@ -164,9 +171,38 @@ class RewritePolicyKeeper(BackgroundLoop):
         if bound is None:
             self._remove()
             return "partial"
+        self._narrow_first(bound)
         self._apply(POLICIES, bound.objects[0])
         self._apply(BINDINGS, bound.objects[1])
         return "applied" if bound == wanted else "partial"
+
+    def _narrow_first(self, bound: RewritePolicy) -> None:
+        """Before a new policy goes in, unbind the namespaces it will not bind: they hold the
+        old policy's templates, not necessarily its own. So at every moment each bound
+        namespace holds every template of the policy in force."""
+        current = self._bound_now()
+        if current is None or current <= set(bound.namespaces):
+            return
+        narrowed = restricted(bound, current)
+        if narrowed is None:
+            self._delete(BINDINGS)
+        else:
+            self._apply(BINDINGS, narrowed.objects[1])
+
+    def _bound_now(self) -> set[str] | None:
+        """The namespaces the stored binding names; {"*"} when it selects some other way."""
+        found = self._get(BINDINGS, NAME)
+        if found is None:
+            return None
+        selector = ((found.get("spec") or {}).get("matchResources") or {}).get("namespaceSelector")
+        expressions = (selector or {}).get("matchExpressions") or []
+        if len(expressions) != 1 or (selector or {}).get("matchLabels"):
+            return {"*"}
+        ours = (
+            expressions[0].get("key") == NAMESPACE_NAME_LABEL
+            and expressions[0].get("operator") == "In"
+        )
+        return {str(v) for v in expressions[0].get("values") or ()} if ours else {"*"}
 
     def _unchanged(self, made: RewritePolicy | None, live: tuple[str, ...]) -> bool:
         if self.status == "not-served":
@@ -220,15 +256,17 @@ class RewritePolicyKeeper(BackgroundLoop):
 
     def _remove(self) -> None:
         for collection in (BINDINGS, POLICIES):
-            if self._get(collection, NAME) is None:
-                continue
-            try:
-                self.api.request("DELETE", f"{collection}/{NAME}", timeout=REQUEST_TIMEOUT)
-            except ApiError as error:
-                if error.status != 404:
-                    raise
-            self.writes += 1
-            log.info("rewrite policy: deleted %s (nothing left to rewrite)", collection)
+            if self._get(collection, NAME) is not None:
+                self._delete(collection)
+
+    def _delete(self, collection: str) -> None:
+        try:
+            self.api.request("DELETE", f"{collection}/{NAME}", timeout=REQUEST_TIMEOUT)
+        except ApiError as error:
+            if error.status != 404:
+                raise
+        self.writes += 1
+        log.info("rewrite policy: deleted %s/%s", collection, NAME)
 
     def _get(self, collection: str, name: str) -> Object | None:
         """The object as stored, None when absent; raises Foreign when it is not dragate's."""

@@ -44,6 +44,8 @@ MAX_COUNT = 8
 MAX_CONTAINERS = 16
 """App containers a Pod may have for the policy to rewrite it (its patch lists each index)."""
 PROBE_CONTAINER = "c"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+"""The label every Namespace carries with its own name: what the binding selects by."""
 
 
 @record
@@ -219,7 +221,7 @@ def _policy(name: str, shape: RewriteShape) -> Object:
 
 def _binding(name: str, namespaces: tuple[str, ...]) -> Object:
     expression = {
-        "key": "kubernetes.io/metadata.name",
+        "key": NAMESPACE_NAME_LABEL,
         "operator": "In",
         "values": list(namespaces),
     }
