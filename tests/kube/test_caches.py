@@ -25,9 +25,8 @@ class Clock:
 def _state(*, synced: bool = True) -> tuple[KubeState, Clock]:
     clock = Clock()
     state = KubeState(cast(KubeApi, None), stale_after=STALE_AFTER, clock=clock)
-    for cache in state._caches.values():
-        if synced:
-            cache.synced.set()
+    for cache in state._caches.values() if synced else ():
+        cache.synced.set()
     return state, clock
 
 

@@ -323,3 +323,4 @@ def test_namespaces_leaving_are_unbound_before_the_new_policy_goes_in(
     deleted = ["deleted"] if ("DELETE", f"{BINDINGS}/{NAME}") in api.calls else []
     assert deleted + api.bindings == expected
     assert api.bound() == ["a", "c"]
+    assert api.calls.count(("GET", f"{BINDINGS}/{NAME}")) == 1  # read once, narrowing or not

@@ -171,38 +171,25 @@ class RewritePolicyKeeper(BackgroundLoop):
         if bound is None:
             self._remove()
             return "partial"
-        self._narrow_first(bound)
-        self._apply(POLICIES, bound.objects[0])
-        self._apply(BINDINGS, bound.objects[1])
+        binding = self._narrow_first(bound)
+        policy = bound.objects[0]
+        self._apply(POLICIES, policy, self._get(POLICIES, str(policy["metadata"]["name"])))
+        self._apply(BINDINGS, bound.objects[1], binding)
         return "applied" if bound == wanted else "partial"
 
-    def _narrow_first(self, bound: RewritePolicy) -> None:
+    def _narrow_first(self, bound: RewritePolicy) -> Object | None:
         """Before a new policy goes in, unbind the namespaces it will not bind: they hold the
         old policy's templates, not necessarily its own. So at every moment each bound
-        namespace holds every template of the policy in force."""
-        current = self._bound_now()
-        if current is None or current <= set(bound.namespaces):
-            return
-        narrowed = restricted(bound, current)
+        namespace holds every template of the policy in force. Returns the binding as
+        stored after it (None when there is none)."""
+        found = self._get(BINDINGS, NAME)
+        if found is None or _bound_namespaces(found) <= set(bound.namespaces):
+            return found
+        narrowed = restricted(bound, _bound_namespaces(found))
         if narrowed is None:
             self._delete(BINDINGS)
-        else:
-            self._apply(BINDINGS, narrowed.objects[1])
-
-    def _bound_now(self) -> set[str] | None:
-        """The namespaces the stored binding names; {"*"} when it selects some other way."""
-        found = self._get(BINDINGS, NAME)
-        if found is None:
             return None
-        selector = ((found.get("spec") or {}).get("matchResources") or {}).get("namespaceSelector")
-        expressions = (selector or {}).get("matchExpressions") or []
-        if len(expressions) != 1 or (selector or {}).get("matchLabels"):
-            return {"*"}
-        ours = (
-            expressions[0].get("key") == NAMESPACE_NAME_LABEL
-            and expressions[0].get("operator") == "In"
-        )
-        return {str(v) for v in expressions[0].get("values") or ()} if ours else {"*"}
+        return self._apply(BINDINGS, narrowed.objects[1], found)
 
     def _unchanged(self, made: RewritePolicy | None, live: tuple[str, ...]) -> bool:
         if self.status == "not-served":
@@ -242,9 +229,9 @@ class RewritePolicyKeeper(BackgroundLoop):
                 )
         return [n for n in wanted.namespaces if n not in missing]
 
-    def _apply(self, collection: str, obj: Object) -> None:
+    def _apply(self, collection: str, obj: Object, current: Object | None) -> Object:
+        """Server-side apply `obj` over `current` (as `_get` read it); the object stored."""
         name = str(obj["metadata"]["name"])
-        current = self._get(collection, name)
         query = {"fieldManager": FIELD_MANAGER, "force": "true"}
         applied = self.api.request(
             "PATCH", f"{collection}/{name}", query=query, body=obj,
@@ -253,6 +240,7 @@ class RewritePolicyKeeper(BackgroundLoop):
         if _version(applied) != _version(current):
             self.writes += 1
             log.info("rewrite policy: applied %s %s", obj["kind"], name)
+        return applied
 
     def _remove(self) -> None:
         for collection in (BINDINGS, POLICIES):
@@ -307,6 +295,18 @@ class RewritePolicyKeeper(BackgroundLoop):
         self.status, self.last_error = "error", message
         self._retry_at = now + self._backoff.next()
         log.log(level, "rewrite policy not kept: %s", message)
+
+
+def _bound_namespaces(binding: Object) -> set[str]:
+    """The namespaces a stored binding names; {"*"} when it selects some other way."""
+    selector = ((binding.get("spec") or {}).get("matchResources") or {}).get("namespaceSelector")
+    expressions = (selector or {}).get("matchExpressions") or []
+    if len(expressions) != 1 or (selector or {}).get("matchLabels"):
+        return {"*"}
+    ours = (
+        expressions[0].get("key") == NAMESPACE_NAME_LABEL and expressions[0].get("operator") == "In"
+    )
+    return {str(v) for v in expressions[0].get("values") or ()} if ours else {"*"}
 
 
 def _version(obj: Object | None) -> str:
