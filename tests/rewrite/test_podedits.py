@@ -144,6 +144,42 @@ def test_what_has_no_fingerprint_takes_the_general_path(path: Path, value: Any) 
         assert exactly(got.result) == exactly(rewrite_object(pod, default_mappings()))
 
 
+def _metadata(**fields: Any) -> dict[str, Any]:
+    return {"name": "p", **fields}
+
+
+MARKED = "dragate.io/rewritten"
+METADATA: dict[str, Any] = {
+    "plain": _metadata(),
+    "labels-first": {"labels": {"app": "x"}, "name": "p", "annotations": {"a": "b"}},
+    "annotations-first": {"annotations": {"a": "b"}, "labels": {"app": "x"}},
+    "null-labels": _metadata(labels=None),
+    "null-annotations": _metadata(annotations=None, labels={"app": "x"}),
+    "string-labels": _metadata(labels="app=x"),
+    "list-annotations": _metadata(annotations=["a"]),
+    "marked-already": _metadata(annotations={MARKED: "nvidia.com/gpu"}, labels={MARKED: "true"}),
+    "marked-otherwise": _metadata(annotations={MARKED: "nvidia.com/mig-1g.10gb"}),
+    "label-false": _metadata(labels={MARKED: "false"}),
+    "label-not-a-string": _metadata(labels={MARKED: True}, annotations={MARKED: 1}),
+    "label-a-str-subclass": _metadata(labels={MARKED: type("Text", (str,), {})("true")}),
+    "empty": {},
+    "null": None,
+    "a-string": "p",
+    "absent": ...,
+}
+
+
+@pytest.mark.parametrize("metadata", METADATA.values(), ids=METADATA.keys())
+def test_the_marks_patch_as_the_general_path_does(metadata: Any) -> None:
+    """The metadata's operations are written, not diffed: each shape of metadata, its fields
+    and their marks against what `make_patch` says of the general path's Pod."""
+    pod = legacy_pod()
+    del pod["metadata"]
+    if metadata is not ...:
+        pod = {"metadata": copy.deepcopy(metadata), **pod}
+    check_same(pod, {})
+
+
 IDENTITY = {
     "name": (("metadata", "name"), "trainer-7d9f8-zzzzz"),
     "uid": (("metadata", "uid"), "0f9e"),

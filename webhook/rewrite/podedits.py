@@ -36,7 +36,7 @@ from webhook.rewrite.patch import (
     steps,
 )
 from webhook.rewrite.podspec import Options, Outcome
-from webhook.rewrite.shapes import mark, rewrite_spec
+from webhook.rewrite.shapes import mark, marks, rewrite_spec
 from webhook.rewrite.workloads import group_kind, rewrite_object
 from webhook.types import LegacyResourceMapping, MappingAction, Object, RewriteResult
 from webhook.types.records import record
@@ -107,13 +107,12 @@ def rewrite_pod(
     edits = spec_edits(spec, opts)
     if edits is None:
         return _generally(pod, opts)
-    marked = _marked(pod, edits.removed)
     return PodRewrite(
-        patch=tuple(_pod_patch(pod, marked, edits.operations)),
+        patch=tuple(_pod_patch(pod, edits)),
         notes=edits.notes,
         templates=edits.templates,
         denied=edits.denied,
-        build=functools.partial(_built, pod, spec, marked, edits),
+        build=functools.partial(_built, pod, spec, edits),
     )
 
 
@@ -195,13 +194,11 @@ def _marked(pod: Object, removed: frozenset[str]) -> dict[str, Any]:
     return marked
 
 
-def _built(
-    pod: Object, spec: dict[str, Any], marked: dict[str, Any], edits: SpecEdits
-) -> RewriteResult:
-    """The rewritten Pod: `pod` with the spec's edits applied (copy on write) and `marked`."""
+def _built(pod: Object, spec: dict[str, Any], edits: SpecEdits) -> RewriteResult:
+    """The rewritten Pod: `pod` with the spec's edits applied (copy on write), and marked."""
     new = dict(pod)
     new["spec"], _ = apply_copied(spec, edits.steps)
-    new.update(marked)
+    new.update(_marked(pod, edits.removed))
     return RewriteResult(
         object=new,
         changed=new != pod,
@@ -221,22 +218,53 @@ def _with_own_marks(metadata: dict[str, Any]) -> dict[str, Any]:
     return own
 
 
-def _pod_patch(
-    old: Object, marked: dict[str, Any], spec_operations: Sequence[Operation]
-) -> list[Operation]:
-    """`make_patch(old, new)` for the rewritten Pod `new`, given the spec's part of it (paths
-    under /spec) and its metadata as marked: in the order of `old`'s keys, a metadata the
-    rewrite added last, as `new` has them."""
+def _pod_patch(pod: Object, edits: SpecEdits) -> list[Operation]:
+    """`make_patch(pod, new)` for the rewritten Pod `new`, from the spec's operations (paths
+    under /spec) and the marks' own: in the order of `pod`'s keys, a metadata the rewrite
+    added last, as `new` has them."""
     operations: list[Operation] = []
-    for key in old:
+    for key in pod:
         if key == "spec":
-            operations += [dict(op) for op in spec_operations]  # each Pod's own, values shared
-        elif key in marked:
-            operations += make_patch(old[key], marked[key], f"/{escape(key)}")
-    for key, value in marked.items():
-        if key not in old:
-            operations.append({"op": "add", "path": f"/{escape(key)}", "value": value})
+            operations += [dict(op) for op in edits.operations]  # each Pod's own, values shared
+        elif key == "metadata":
+            operations += _mark_operations(pod, edits.removed)
+    if "metadata" not in pod:
+        operations += _mark_operations(pod, edits.removed)
     return operations
+
+
+def _mark_operations(pod: Object, removed: frozenset[str]) -> list[Operation]:
+    """`make_patch` from the Pod's metadata to `_marked`'s, without copying or diffing it:
+    each mark is an add or a replace of one key, or of its field where that is no mapping."""
+    if not removed:
+        return []
+    metadata = pod.get("metadata")
+    label = pod.get("kind") == "Pod"
+    if not isinstance(metadata, dict):
+        marked = _marked(pod, removed)["metadata"]
+        if "metadata" in pod:
+            return make_patch(metadata, marked, "/metadata")
+        return [{"op": "add", "path": "/metadata", "value": marked}]
+    wanted = marks(metadata, removed, label=label)
+    operations: list[Operation] = []
+    for field in metadata:  # fields there already, in the Pod's order, as make_patch diffs
+        if field in wanted:
+            operations += _mark_field(metadata[field], f"/metadata/{field}", *wanted[field])
+    for field, (key, value) in wanted.items():
+        if field not in metadata:
+            operations.append({"op": "add", "path": f"/metadata/{field}", "value": {key: value}})
+    return operations
+
+
+def _mark_field(field: Any, path: str, key: str, value: str) -> list[Operation]:
+    """The operation setting `key` to the string `value` in the mapping at `path`."""
+    if not isinstance(field, dict):
+        return [{"op": "replace", "path": path, "value": {key: value}}]
+    if key not in field:
+        return [{"op": "add", "path": f"{path}/{escape(key)}", "value": value}]
+    if field[key] == value:  # as make_patch: an equal field is not descended into
+        return []
+    return [{"op": "replace", "path": f"{path}/{escape(key)}", "value": value}]
 
 
 def _generally(pod: Object, opts: Options) -> PodRewrite:

@@ -154,15 +154,24 @@ def mark(holder: dict[str, Any], removed: AbstractSet[str], *, label: bool) -> N
     if not isinstance(holder.get("metadata"), dict):
         holder["metadata"] = {}
     metadata = holder["metadata"]
-    if not isinstance(metadata.get("annotations"), dict):
-        metadata["annotations"] = {}
-    annotations = metadata["annotations"]
-    old = [v for v in str(annotations.get(REWRITTEN_ANNOTATION) or "").split(",") if v]
-    annotations[REWRITTEN_ANNOTATION] = ",".join(sorted({*old, *removed}))
+    for field, (key, value) in marks(metadata, removed, label=label).items():
+        if not isinstance(metadata.get(field), dict):
+            metadata[field] = {}
+        metadata[field][key] = value
+
+
+def marks(
+    metadata: dict[str, Any], removed: AbstractSet[str], *, label: bool
+) -> dict[str, tuple[str, str]]:
+    """What `mark` writes into `metadata`: field (annotations, labels) -> (key, value). The
+    annotation lists the resources replaced, with those an earlier rewrite listed."""
+    annotations = metadata.get("annotations")
+    listed = annotations.get(REWRITTEN_ANNOTATION) if isinstance(annotations, dict) else None
+    old = [v for v in str(listed or "").split(",") if v]
+    found = {"annotations": (REWRITTEN_ANNOTATION, ",".join(sorted({*old, *removed})))}
     if label:
-        if not isinstance(metadata.get("labels"), dict):
-            metadata["labels"] = {}
-        metadata["labels"][REWRITTEN_LABEL] = "true"
+        found["labels"] = (REWRITTEN_LABEL, "true")
+    return found
 
 
 def _named(container: dict[str, Any], default: str) -> dict[str, Any]:
