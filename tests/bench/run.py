@@ -16,7 +16,8 @@ report.json, report.md and latency.png (with matplotlib: `pip install -e '.[benc
 install wrk`), else falls back to a Python client. `--merge` keeps the sections of the
 report.json already in --out that this run does not make (re-running a few sections, e.g.
 late when the machine is quiet); `runs` in the JSON says when and under what load each
-section was measured.
+section was measured. `--merge --profile FILE --only` (no section) runs nothing: it puts
+the instruction counts of `instructions.py` into the report already there.
 """
 
 from __future__ import annotations
@@ -127,7 +128,8 @@ def _load() -> list[float]:
 
 
 def merged(previous: Path, results: dict[str, Any]) -> dict[str, Any]:
-    """The report in `previous` with this run's sections (and their `runs`) put in."""
+    """The report in `previous` with this run's sections (and their `runs`) put in; marked
+    `merged` (its sections from several runs) only once a section was re-run."""
     if not previous.exists():
         return results
     old: dict[str, Any] = json.loads(previous.read_text())
@@ -141,7 +143,7 @@ def merged(previous: Path, results: dict[str, Any]) -> dict[str, Any]:
         "mode": old.get("mode", results["mode"]),
         "runs": runs,
         "seconds": seconds,
-        "merged": True,
+        "merged": bool(old.get("merged")) or bool(results.get("runs")),
     }
 
 
@@ -149,7 +151,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny counts: seconds, not minutes")
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--only", nargs="+", choices=SECTIONS + OPTIONAL)
+    parser.add_argument(
+        "--only", nargs="*", choices=SECTIONS + OPTIONAL, help="no section: with --merge only"
+    )
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     parser.add_argument(
         "--merge", action="store_true", help="keep the other sections of the report.json in --out"
@@ -162,6 +166,8 @@ def main() -> None:
         "--json), `before` counts and `notes` for the report",
     )
     args = parser.parse_args()
+    if args.only == [] and not args.merge:
+        parser.error("--only without a section runs nothing: it needs --merge")
     sizes = QUICK if args.quick else FULL
     if args.only is None:
         built = not args.quick and kube_ledger_bench.toolchain() is not None

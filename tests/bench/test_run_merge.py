@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -66,3 +67,31 @@ def test_sections_run_now_replace_theirs_and_the_others_stay(tmp_path: Path) -> 
 def test_without_a_previous_report_the_run_is_the_report(tmp_path: Path) -> None:
     now: dict[str, Any] = {"mode": "quick", "machine": MACHINE}
     assert run.merged(tmp_path / "report.json", now) is now
+
+
+def test_a_profile_alone_keeps_every_section_and_adds_no_re_run(tmp_path: Path) -> None:
+    """`--merge --profile FILE --only`: the counts go in, nothing is marked re-run."""
+    _write_previous(tmp_path / "report.json")
+    profile = {"instructions": {"route/validate": 600_000, "pipeline/validate": 250_000}}
+    now: dict[str, Any] = {"mode": "full", "machine": MACHINE, "profile": profile}
+    merged = run.merged(tmp_path / "report.json", now)
+    assert merged["ledger"] == LEDGER and merged["profile"] == profile
+    assert not merged["merged"]
+    report.write(merged, tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    assert "| route/validate | 600,000 |  | 350,000 |" in text
+    assert "Sections re-run since" not in text
+
+
+def test_no_section_without_merge_is_refused(tmp_path: Path) -> None:
+    """A run of no section into a fresh report would write an empty one over the last."""
+    done = subprocess.run(
+        [sys.executable, run.__file__, "--only", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "it needs --merge" in done.stderr
+    assert not list(tmp_path.iterdir())
