@@ -1,9 +1,9 @@
 """Quota grants: a share of a tenant's quota that one process admits from without a write.
 
-Every admission that charges quota used to wait for a compare-and-swap write of the tenant's
-TenantUsage: through the e2e API server that write was 4-5 ms of the 7.6 ms dragate added to
-a claim's create. With a grant, the write moves off the request path for all but the first
-admission of a burst, without giving up the guarantee that quota is never overcommitted,
+Without a grant, every admission that charges quota waits for a compare-and-swap write of
+the tenant's TenantUsage, most of what dragate adds to a claim's create through the API
+server (docs/benchmarks.md). With a grant, the write moves off the request path for all but
+the first admission of a burst, without giving up the guarantee that quota is never overcommitted,
 whatever the number of replicas and workers:
 
 - A grant is a pending record `grant:<owner>` in the tenant's records, written with the same
