@@ -69,10 +69,9 @@ back through a want (`wants`, `wantwatch`)."""
 FLUSH_INTERVAL = 0.5
 """Queued holders are written this long after the first of them was queued, and at most one
 flush per tenant this often: a burst of admissions shares one write. Each write costs the
-worker O(holders) and the API server a PUT of the whole TenantUsage (3-4 ms of its CPU at 500
-holders). Through the e2e API server, with the first holder of a burst written at once and
-the rest every 200 ms, the flusher was a seventh of dragate's CPU per created claim (py-spy).
-The lease, not this interval, keeps a crashed process's admissions counted."""
+worker O(holders) and the API server a PUT of the whole TenantUsage, so writing the first
+holder of a burst at once and the rest at a short interval would make the flusher a large
+share of dragate's CPU per created claim. The lease, not this interval, keeps a crashed process's admissions counted."""
 
 T = TypeVar("T")
 Devices = dict[str, int]
