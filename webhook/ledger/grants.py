@@ -71,7 +71,8 @@ FLUSH_INTERVAL = 0.5
 flush per tenant this often: a burst of admissions shares one write. Each write costs the
 worker O(holders) and the API server a PUT of the whole TenantUsage, so writing the first
 holder of a burst at once and the rest at a short interval would make the flusher a large
-share of dragate's CPU per created claim. The lease, not this interval, keeps a crashed process's admissions counted."""
+share of dragate's CPU per created claim. The lease, not this interval, keeps a crashed
+process's admissions counted."""
 
 T = TypeVar("T")
 Devices = dict[str, int]
