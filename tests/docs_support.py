@@ -1,4 +1,5 @@
-"""Reading the repository's Markdown as the documentation tests need it.
+"""Reading the repository's Markdown, and webhook/'s docstrings and comments, as the
+documentation tests need them.
 
 One parser for the link test and the README test, so both agree on what a fenced block, a
 heading and an anchor are. Deliberately small: CommonMark corner cases the docs do not use
@@ -7,7 +8,10 @@ heading and an anchor are. Deliberately small: CommonMark corner cases the docs 
 
 from __future__ import annotations
 
+import ast
+import io
 import re
+import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,3 +122,20 @@ def section(text: str, heading: str) -> str:
 def relative(path: Path) -> str:
     """A repository path as the failure messages print it."""
     return path.relative_to(REPO).as_posix()
+
+
+def remarks(text: str) -> Iterator[tuple[int, str]]:
+    """A module's docstrings and comments with the line each starts on.
+
+    Docstrings are every string statement: a module's, class's or function's, and the ones
+    that document an attribute or constant after its assignment."""
+    for node in ast.walk(ast.parse(text)):
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            yield node.value.lineno, node.value.value
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string

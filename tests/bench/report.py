@@ -371,34 +371,27 @@ def _runs(runs: dict[str, Any]) -> list[str]:
 
 
 def _profile(profile: dict[str, Any]) -> list[str]:
-    """Instructions per review (tests/bench/instructions.py, callgrind) and what comes next:
-    the profile behind the HTTP figures, given to run.py with `--profile FILE`."""
+    """Instructions per review (tests/bench/instructions.py, callgrind): the profile behind the
+    HTTP figures, given to run.py with `--profile FILE`. Only the counts are shown: what they
+    mean for the targets and what comes next is docs/benchmarks.md's prose."""
     counts = profile.get("instructions") or {}
     if not counts:
         return []
-    before = profile.get("before") or {}
     rows = [
         {
             "target": name,
             "instructions": f"{count:,}",
-            "before": f"{before[name]:,}" if name in before else "",
             "outside the pipeline": f"{count - counts[name.replace('route', 'pipeline')]:,}"
             if name.startswith("route")
             else "",
         }
         for name, count in counts.items()
     ]
-    parts = [
+    return [
         "\n### CPU per review in instructions (callgrind, the WSGI app in-process, no TLS; "
         "median of 20; `tests/bench/instructions.py`)\n",
-        _table(rows, ["target", "instructions", "before", "outside the pipeline"]),
+        _table(rows, ["target", "instructions", "outside the pipeline"]),
     ]
-    if profile.get("notes"):
-        parts += [
-            "\n### Misses and next steps\n",
-            "\n".join(f"- {n}" for n in profile["notes"]) + "\n",
-        ]
-    return parts
 
 
 def _apiserver_tables(api: dict[str, Any]) -> list[str]:

@@ -17,7 +17,9 @@ install wrk`), else falls back to a Python client. `--merge` keeps the sections 
 report.json already in --out that this run does not make (re-running a few sections, e.g.
 late when the machine is quiet); `runs` in the JSON says when and under what load each
 section was measured. `--merge --profile FILE --only` (no section) runs nothing: it puts
-the instruction counts of `instructions.py` into the report already there.
+the instruction counts of `instructions.py` into the report already there. A full report
+written to tests/bench/results also becomes the results table of docs/benchmarks.md and
+README.md (`summary.py`, between its markers), so the documents show the report's figures.
 """
 
 from __future__ import annotations
@@ -46,8 +48,12 @@ import ledger_bench
 import machine
 import migrate_bench
 import report
+import summary
 
 RESULTS = Path(__file__).resolve().parent / "results"
+REPO = Path(__file__).resolve().parents[2]
+DOCUMENTS = ((REPO / "docs" / "benchmarks.md", False), (REPO / "README.md", True))
+"""Where the results table goes, and whether the document shows the brief one."""
 SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth", "holders")
 OPTIONAL = ("kube-ledger", "apiserver")  # needs the e2e toolchain; never part of --quick by default
 
@@ -147,6 +153,12 @@ def merged(previous: Path, results: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def documents_to_update(out: Path, mode: str) -> tuple[tuple[Path, bool], ...]:
+    """The documents whose results table a report becomes: only a full report written where
+    the documents link (a quick run or another --out leaves them alone)."""
+    return DOCUMENTS if out.resolve() == RESULTS and mode == "full" else ()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny counts: seconds, not minutes")
@@ -162,8 +174,7 @@ def main() -> None:
         "--profile",
         type=Path,
         metavar="FILE",
-        help="JSON: instructions per review (instructions.py --summarize "
-        "--json), `before` counts and `notes` for the report",
+        help="JSON: instructions per review (instructions.py --summarize --json) for the report",
     )
     args = parser.parse_args()
     if args.only == [] and not args.merge:
@@ -196,6 +207,10 @@ def main() -> None:
         results = merged(args.out / "report.json", results)
     for kind, path in report.write(results, args.out).items():
         print(f"bench: {kind} report {path}", file=sys.stderr)
+    documents = documents_to_update(args.out, results["mode"])
+    summary.write(results, documents)
+    for path, _ in documents:
+        print(f"bench: results table of {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

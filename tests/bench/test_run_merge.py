@@ -79,7 +79,7 @@ def test_a_profile_alone_keeps_every_section_and_adds_no_re_run(tmp_path: Path) 
     assert not merged["merged"]
     report.write(merged, tmp_path)
     text = (tmp_path / "report.md").read_text()
-    assert "| route/validate | 600,000 |  | 350,000 |" in text
+    assert "| route/validate | 600,000 | 350,000 |" in text
     assert "Sections re-run since" not in text
 
 

@@ -5,7 +5,7 @@ review takes in the worker, against the latency the client sees (the tail's susp
 DragateServer, with `gc.callbacks` timing every collection and a WSGI wrapper timing every
 request in each worker; wrk (or the Python client) loads /validate or /mutate. `--gc stock`
 undoes the worker's collector settings after make_app (gc.unfreeze, thresholds 700/10/10),
-so the settings can be compared A/B in one session:
+so the settings can be compared A/B in one run:
 
     python tests/bench/worker_probe.py [--path /validate] [--connections 1] [--seconds 10]
                                        [--rounds 3] [--gc stock|served]

@@ -42,15 +42,13 @@ A failure lists every broken reference of a rule as ``file:line: what``.
 from __future__ import annotations
 
 import ast
-import io
 import re
-import tokenize
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from docs_support import REPO, anchors, markdown_files, prose, slug
+from docs_support import REPO, anchors, markdown_files, prose, remarks, slug
 
 KNOWN_EXTENSIONS = (
     ".py",
@@ -148,22 +146,6 @@ def markdown_section_problems(path: Path, text: str) -> Iterator[Problem]:
 
 
 # -- Python under webhook/ --------------------------------------------------------------
-
-
-def remarks(text: str) -> Iterator[tuple[int, str]]:
-    """A module's docstrings and comments with the line each starts on."""
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            first = node.body[0] if node.body else None
-            if (
-                isinstance(first, ast.Expr)
-                and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)
-            ):
-                yield first.value.lineno, first.value.value
-    for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        if token.type == tokenize.COMMENT:
-            yield token.start[0], token.string
 
 
 def python_path_problems(path: Path, text: str) -> Iterator[Problem]:

@@ -59,21 +59,17 @@ SWITCH_INTERVAL = 0.002
 
 
 def shorten_switch_interval() -> None:
-    """A review waiting for the GIL gets it within 2 ms instead of 5 ms of another thread's
+    """A review waiting for the GIL gets it after a shorter slice of another thread's
     pure-Python work.
 
     A worker runs more than its request threads: the watch caches decode events, the
     reconciler rebuilds the truth from every claim (every 15 s), the template keeper, a
     policy reload compiles CEL. While one of them computes, a review thread that wants the
-    GIL back (after each socket or SQLite call) waits a whole switch interval. Measured
-    in-process (the /validate WSGI app, one review at a time, another thread running a pure
-    Python loop, intervals interleaved, twice each, load 3-7): review p99 28-36 ms at 5 ms,
-    8-16 ms at 2 ms, 4-9 ms at 1 ms; with no busy thread 0.6-0.9 ms at every interval.
-    Served (tests/bench/worker_probe.py, offline, three servers up at once, wrk rotating
-    among them, 8 rounds of 3 s, load 5-10), medians of the rounds: at 8 connections 2,020
-    rps at 5 ms, 2,071 at 2 ms, 1,910 at 1 ms (with 4 threads contending, every forced
-    switch waits for the other thread to be scheduled); at 1 connection p99 1.64 / 1.55 /
-    1.40 ms. 2 ms keeps the throughput and most of the tail's gain.
+    GIL back (after each socket or SQLite call) waits a whole switch interval, so the
+    interval bounds the tail a busy background thread adds to a review. A shorter one costs
+    throughput when request threads contend (every forced switch waits for the other thread
+    to be scheduled); SWITCH_INTERVAL keeps the throughput and most of the tail's gain
+    (tests/bench/worker_probe.py measures both; docs/benchmarks.md).
     """
     sys.setswitchinterval(SWITCH_INTERVAL)
 
@@ -81,22 +77,16 @@ def shorten_switch_interval() -> None:
 def settle_collector() -> None:
     """Collect once and freeze what the worker has loaded, so no later collection walks it.
 
-    What was measured (tests/bench/worker_probe.py: this app served offline by 2 workers,
-    /validate and /mutate at 1 connection, stock collector and this one interleaved, 3 rounds
-    each, machine load 5-10):
-    - after make_app a worker tracks ~100,000 objects (modules, Flask, policies, compiled CEL,
-      state); one full collection of them takes 25-48 ms in-process, a stall of every request
-      in the worker; after freeze() the same collection takes ~0.01 ms.
+    - After make_app a worker tracks every object it loaded (modules, Flask, policies,
+      compiled CEL, state); one full collection walks all of them, a stall of every request
+      in the worker. A collection does not walk frozen objects.
     - In steady state a review frees what it allocates by reference counting, so collections
-      are rare either way: per 5,000-7,800 reviews, young collections 6-38 stock (up to 1.9
-      ms) and 0-9 frozen (up to 0.17 ms), middle ones 0-3 (up to 0.9 ms) and 0-1 (0.1 ms),
-      no full one in any round. GC is not what made the served p99 long on this busy machine
-      (client p99 10-130 ms in every round; the review's own time in the worker p99 0.9-4.8
-      ms in both arms): that tail is the machine's scheduling, not the worker.
+      are rare either way, and the served tail comes from the machine's scheduling rather
+      than the collector (tests/bench/worker_probe.py compares both; docs/benchmarks.md).
     - A full collection still comes whenever long-lived objects grow by a quarter (caches
       filling: cluster mode's watch caches, the ledger), and without the freeze it walks the
       whole heap each time; with it, only what was made since.
-    The thresholds stay CPython's (700, 10, 10): collections are already well under 1% of
+    The thresholds stay CPython's (700, 10, 10): collections are already rare next to
     reviews, and a larger first threshold only makes each young collection longer.
     Called again once the worker is first ready (cluster mode: caches listed): `make_app`
     passes it to `create_app` as `on_first_ready`.

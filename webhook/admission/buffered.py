@@ -2,16 +2,16 @@
 
 The loop (slowclients.py, framing.py) has read and framed every byte of a review before it is
 answered; gunicorn's `handle` then parses the same bytes again with its Python parser, builds
-its environ and a Response object around the app: 150 us a review on this machine's CPUs
-(measured against a 1.8 KB AdmissionReview, docs/benchmarks.md), of a review's 0.3 ms. Here
-the buffered bytes become the WSGI environ in one pass and the app's answer one write.
+its environ and a Response object around the app, a large share of a small review's CPU
+(docs/benchmarks.md). Here the buffered bytes become the WSGI environ in one pass and the
+app's answer one write.
 
 Only the requests the API server sends take this way: `POST <origin-form> HTTP/1.1` with a
 Content-Length body, token header names without underscores, printable values, within
 gunicorn's own limits, no `Expect`, `Upgrade` or `Transfer-Encoding` headers and no
 `Connection` other than `keep-alive` (HTTP/1.1's default, which `requests` sends).
-Anything else (`parse` returns None) is left to gunicorn, which answers or refuses it exactly
-as before, so nothing gunicorn refuses is accepted here (tests/fuzz/test_fuzz_buffered.py
+Anything else (`parse` returns None) is left to gunicorn, which answers or refuses it as it does
+any request, so nothing gunicorn refuses is accepted here (tests/fuzz/test_fuzz_buffered.py
 holds every environ built here to gunicorn's own).
 
 Relies on (checked with gunicorn 27.0.1; canaries: tests/canary/test_gunicorn.py):

@@ -1,12 +1,12 @@
 """A listening socket per gunicorn worker (SO_REUSEPORT), so the kernel spreads connections.
 
-With one listening socket shared by every worker, connections opened at once mostly went to
-whichever worker woke first (the accept race): measured before this change, 8 keep-alive
-connections opened together landed on one of the two workers in most runs, so one GIL served
-all 8 while the other worker idled, and throughput at 8 connections was below that at 4. With
-SO_REUSEPORT each worker has its own socket bound to the same port and the kernel picks the
-socket for each new connection from a hash of its addresses, whoever is busy: 8 connections
-split 4/4, 5/3 or 6/2 in 93% of cases, never by who was scheduled first.
+With one listening socket shared by every worker, connections opened at once mostly go to
+whichever worker wakes first (the accept race): keep-alive connections opened together can all
+land on one worker, so one GIL serves them all while the other worker idles, and throughput at
+many connections falls below that at a few. With SO_REUSEPORT each worker has its own socket
+bound to the same port and the kernel picks the socket for each new connection from a hash of
+its addresses, whoever is busy: connections spread over the workers, never by who was
+scheduled first.
 
 gunicorn's `reuse_port` setting does the first half (gunicorn >= 27: the master opens no shared
 socket and the arbiter binds one per worker right after fork, so a booting worker's socket
@@ -16,12 +16,11 @@ queues connections until its app has loaded, as the shared socket did). What thi
   collecting connections that are reset when it exits): the kernel then sends new connections
   to the other workers. It waits for another listener (HANDOVER_SECONDS at most) because on a
   HUP the arbiter stops the old workers right after forking the new ones, before these have
-  bound: closing at once refused connections in that gap (measured: 4 refused among the new
-  connections of 4 s around a HUP; none with the wait). What remains: a connection arriving
-  in the microseconds between the last accept and the close is reset (Linux drops a closed
-  listener's queue unless `net.ipv4.tcp_migrate_req` is 1), and the API server does not
-  retry a webhook POST; with one shared socket the queue outlived any one worker. A worker
-  killed outright (the 30 s timeout, a crash) loses its queue the same way;
+  bound: closing at once would refuse the connections arriving in that gap. What remains: a
+  connection arriving in the microseconds between the last accept and the close is reset (Linux
+  drops a closed listener's queue unless `net.ipv4.tcp_migrate_req` is 1), and the API server
+  does not retry a webhook POST; with one shared socket the queue outlives any one worker. A
+  worker killed outright (the 30 s timeout, a crash) loses its queue the same way;
 - the listeners are not inherited by subprocesses (gunicorn marks them inheritable): a child
   holding one would take a share of the connections and never accept them.
 `check_address_free` runs in the master: with no shared socket there, a port taken by another

@@ -2,15 +2,14 @@
 
 `slowclients.GuardedThreadWorker` reads every request whole in its event loop and, as stock
 gthread does, hands it to a pool thread, whose answer comes back to the loop through a pipe:
-two thread switches and two wake-ups per request. Measured with wrk at one connection, the
-no-op app behind the same stack cost 0.68-0.90 ms of CPU per request that way and 0.51-0.60
-answered in the loop (p50 0.64-0.90 -> 0.53-0.64 ms); a review is CPU (its parts 0.2-0.3 ms),
-and the threads of one worker share one interpreter lock anyway.
+two thread switches and two wake-ups per request, a large share of the CPU of a small
+request (docs/benchmarks.md). A review is CPU, and the threads of one worker share one
+interpreter lock anyway.
 
 So a review is answered in the loop, under `blocking.forbidden()`: what would wait on the
 network (the cluster ledger's write, a template created, a read of the API server) raises
 `WouldBlock` before it waits, nothing of the attempt is sent or counted, and the request is
-handed to a pool thread as before, from its buffered bytes. What stays on pool threads: those
+handed to a pool thread, from its buffered bytes. What stays on pool threads: those
 reviews, and every other path (/metrics reads every worker's files, /readyz, /healthz).
 While the loop answers a review it reads no other connection; what bounds that: reviews
 never wait on the network there, and a write of the answer waits at most LOOP_WRITE_SECONDS
@@ -31,7 +30,7 @@ Relies on (checked with gunicorn 27.0.1; canaries: tests/canary/test_gunicorn.py
 
 A review in the loop that `buffered.parse` takes (every request the API server sends) is
 answered from the loop's bytes without gunicorn's second parse; what it leaves goes through
-`handle` as before.
+`handle`.
 """
 
 from __future__ import annotations

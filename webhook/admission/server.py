@@ -13,7 +13,7 @@ Why these settings (the user-facing side is docs/security.md, "Security and fail
   worker still caps idle connections to 2 s and answers any request arriving meanwhile with
   `Connection: close`.
 - `reuse_port`: a listening socket per worker, so the kernel spreads connections over the
-  workers instead of the first one awake taking most (listeners.py says what was measured).
+  workers instead of the first one awake taking most (listeners.py says why).
 - `worker_tmp_dir` on /dev/shm: the heartbeat file's fchmod must never wait on a disk.
 - HTTP/2 stays off (CVE-2023-44487; the apiserver speaks HTTP/1.1 to webhooks anyway).
 

@@ -1,11 +1,11 @@
 """gunicorn's gthread worker, guarded against clients that connect and then stall or trickle.
 
 Stock gthread hands every new connection to a pool thread, which then blocks, with no time
-limit, in the TLS handshake and while reading the request. Measured before this guard: a
-dozen connections that sent three bytes of a TLS record and stopped held every thread of
-`dragate serve` forever; later, 40 connections sending `Transfer-Encoding: chunked` and no
-body (or 1 MiB of a declared 3 MiB) every 5 s held every thread in turn, and every
-legitimate review timed out. With `failurePolicy: Fail` that is every API write the webhook
+limit, in the TLS handshake and while reading the request. Without a guard, a dozen
+connections that send three bytes of a TLS record and stop hold every thread of `dragate
+serve` forever; 40 connections sending `Transfer-Encoding: chunked` and no body (or 1 MiB of
+a declared 3 MiB) every 5 s hold every thread in turn, and every legitimate review times
+out. With `failurePolicy: Fail` that is every API write the webhook
 matches failing, for as long as anyone who can reach the Service keeps a few sockets open.
 
 So a thread only ever gets a connection whose whole request has arrived: the worker's event

@@ -8,7 +8,7 @@ comma, so no existing line changes). New text follows the block it joins: one li
 container (or the value it replaces) sat on one line, with the file's separators; otherwise
 one entry per line at the container's own indentation step. Anything
 this cannot place (an empty root, a value no scan reads) returns None, and the caller dumps the
-file whole as before.
+file whole.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""libyaml's reading of plain YAML, wherever it is exactly ruamel's, at a fifteenth of the cost.
+"""libyaml's reading of plain YAML, wherever it is exactly ruamel's, at a fraction of the cost.
 
 ruamel's pure-Python round-trip loader is most of what `check`, `lint` and `migrate` spend on
-a repository. libyaml (PyYAML's C parser) reads the same text 15-18 times faster, but to YAML
+a repository. libyaml (PyYAML's C parser) reads the same text many times faster, but to YAML
 1.1 rules and without ruamel's refusals. So its events are taken only for text that is
 "plain", deliberately narrow so that ruamel would load it without complaint and to the same
 values: no tags, anchors or aliases, no directives, only string keys and no duplicates, no

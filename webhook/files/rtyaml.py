@@ -126,7 +126,7 @@ def guessed_indent(text: str, *, loads: bool) -> tuple[int | None, int | None] |
 def reads_back(text: str, expected: JSON) -> bool:
     """Whether the rendered `text` loads as `expected`.
 
-    libyaml reads it first, 50 times faster than ruamel; ruamel decides whenever they disagree
+    libyaml reads it first, far faster than ruamel; ruamel decides whenever they disagree
     (YAML 1.1 and 1.2 differ on `yes`, `0o17`, `1e3`...), so a True is a reading both agree on.
     """
     if _C_LOADER is not None:

@@ -134,7 +134,7 @@ class KubeState:
         """What keeps the caches from answering; none found, they are not asked again until
         one could first be stale: `stale_after` from now, or sooner for one failing already.
         (Exact: a cache is stale only after failing that long, and `synced` never clears.
-        A review reads three caches; asking all five each time was ~10 us of a cold review.)"""
+        A review reads three caches; asking all five on every read would cost each review.)"""
         now = self._clock()
         if now < self._healthy_until:
             return []

@@ -1,18 +1,17 @@
 """The SQLite ledger's write epoch: a counter in shared memory that every write moves.
 
-`PRAGMA data_version` tells a connection whether another one has committed, but asking
-costs a read transaction (the WAL index and its locks): served, the first SQLite call of a
-review took about 40 µs at the median and 70-140 µs on average, the largest single step of
-re-admitting an unchanged holder. Every write through `SqliteLedger` holds its WriterGate
-and moves this counter after its COMMIT, before it lets the next writer in; so a reader that
-finds the epoch where it was when it read a tenant's rows knows no write of a SqliteLedger
-has committed since, without asking SQLite.
+`PRAGMA data_version` tells a connection whether another one has committed, but asking costs a
+read transaction (the WAL index and its locks): served, the first SQLite call of a review is the
+largest single step of re-admitting an unchanged holder. Every write through `SqliteLedger`
+holds its WriterGate and moves this counter after its COMMIT, before it lets the next writer in;
+so a reader that finds the epoch where it was when it read a tenant's rows knows no write of a
+SqliteLedger has committed since, without asking SQLite.
 
 The counter is 8 bytes of a small file next to the ledger (`<ledger>.epoch`), mapped shared
 by every process (a fork keeps the mapping), read and written as one aligned 64-bit word.
 An epoch names the file too (device and inode): were the file deleted and made again, no
 epoch read before could equal one read after, and each process follows the new file within
-FOLLOW_SECONDS (looking it up by name is a path walk, served about 17 µs, near half the
+FOLLOW_SECONDS (looking it up by name is a path walk, a good part of the cost of the
 SQLite call it replaces, so it is not done on every read; a read in that window may trust
 rows another process has since changed through the new file: deleting it is not supported).
 Writes still check `data_version` under the write lock, so what they store never rests on

@@ -1,9 +1,9 @@
 """Quota grants: a share of a tenant's quota that one process admits from without a write.
 
-Every admission that charges quota used to wait for a compare-and-swap write of the tenant's
-TenantUsage: through the e2e API server that write was 4-5 ms of the 7.6 ms dragate added to
-a claim's create. With a grant, the write moves off the request path for all but the first
-admission of a burst, without giving up the guarantee that quota is never overcommitted,
+Without a grant, every admission that charges quota waits for a compare-and-swap write of
+the tenant's TenantUsage, most of what dragate adds to a claim's create through the API
+server (docs/benchmarks.md). With a grant, the write moves off the request path for all but
+the first admission of a burst, without giving up the guarantee that quota is never overcommitted,
 whatever the number of replicas and workers:
 
 - A grant is a pending record `grant:<owner>` in the tenant's records, written with the same
@@ -69,10 +69,10 @@ back through a want (`wants`, `wantwatch`)."""
 FLUSH_INTERVAL = 0.5
 """Queued holders are written this long after the first of them was queued, and at most one
 flush per tenant this often: a burst of admissions shares one write. Each write costs the
-worker O(holders) and the API server a PUT of the whole TenantUsage (3-4 ms of its CPU at 500
-holders). Through the e2e API server, with the first holder of a burst written at once and
-the rest every 200 ms, the flusher was a seventh of dragate's CPU per created claim (py-spy).
-The lease, not this interval, keeps a crashed process's admissions counted."""
+worker O(holders) and the API server a PUT of the whole TenantUsage, so writing the first
+holder of a burst at once and the rest at a short interval would make the flusher a large
+share of dragate's CPU per created claim. The lease, not this interval, keeps a crashed
+process's admissions counted."""
 
 T = TypeVar("T")
 Devices = dict[str, int]

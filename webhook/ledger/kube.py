@@ -107,7 +107,7 @@ class KubeLedger:
         the tenant's next batch, withdrawn unwritten if `deadline` passes while it waits (a
         write already sent may land: it is pending and expires). Refused only for other
         processes' grants, it asks for them back and tries again (`wants`). The usage comes
-        with a refusal only: listing every holder costs 1.7 ms at 1,000 holders."""
+        with a refusal only: listing every holder costs in proportion to the holders."""
         if self._from_grant(tenant, holds, limits, deadline):
             return Reservation(True)
         ends = time.monotonic() + self._budget(deadline)
@@ -300,12 +300,12 @@ class KubeLedger:
 
         A process writing back to back from its remembered copy would leave another process
         that lost a race no window to re-read and write in between: that one would lose
-        every race until its budget ran out (measured: p99 at the budget). Reading first
-        gives it the window, as when every write read first; a tenant not written back to
-        back is written without the read. Back to back means a next change ready at once
-        (a busy loop, a queue): one client creating claims one after another through the
-        API server leaves 3.5-15 ms between writes of ~4 ms, which needs no read (a third
-        of its admissions read when the bound was a whole write's time).
+        every race until its budget ran out (its p99 at the budget). Reading first gives
+        it the window; a tenant not written back to back is written without the read. Back
+        to back means a next change ready at once (a busy loop, a queue): one client
+        creating claims one after another through the API server leaves more than half a
+        write's time between writes, which needs no read (a bound of a whole write's time
+        would make many of its admissions read).
         """
         ended, seconds = self._last_write.get(tenant, (0.0, 0.0))
         return time.monotonic() - ended < seconds / 2

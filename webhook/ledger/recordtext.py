@@ -3,9 +3,9 @@
 The API server pays for every field of a custom resource on every write: it decodes the
 object into nested maps, prunes and validates each field against the CRD schema and computes
 the managed fields, all in proportion to the number of fields. With one map entry per holder
-a write cost grew with the holders (measured on the e2e apiserver: a PUT took 11 ms at 50
-holders, 57 ms at 200 and 96-165 ms at 1,000, against 3 ms for a ConfigMap of the same
-size). One string is one field whatever the holders: 3-4 ms at 1,000 holders.
+a write's cost would grow with the holders, many times that of a ConfigMap of the same
+size. One string is one field whatever the holders, so a write costs about as much at a
+thousand holders as at a few (tests/bench/kube_ledger_bench.py; docs/benchmarks.md).
 
 One line per holder, sorted by key, fields separated by one space:
 
@@ -48,7 +48,7 @@ def encode(records: Mapping[str, Record], tenant: str = "", lines: Lines | None 
 
     On the hot path of every admission: with `lines` (refreshed in place) only new or changed
     records are formatted, classes are checked once each, and keys by counting separators in
-    the whole text (1,000 holders: 6 ms checking and formatting each line, 0.3 ms so).
+    the whole text, a small part of checking and formatting each line.
     """
     known = lines if lines is not None else {}
     fresh: Lines = {}

@@ -1,10 +1,10 @@
 """The gunicorn workers of one replica take turns per tenant and pass on their last write.
 
 Each worker is its own process with its own KubeLedger, so two workers of one replica
-changing the same tenant used to race like two replicas: the loser's compare-and-swap came
-back 409 (measured 13 ms for the refused write), then it paused, re-read and wrote again;
-at 8 connections through the API server a tenant's creates/s fell to a sixth of no
-admission. Workers share a machine, so they can do better: per tenant a lock file, held by
+changing the same tenant would race like two replicas: the loser's compare-and-swap comes
+back 409 after a whole write's time, then it pauses, re-reads and writes again, and under
+concurrent creates a tenant's throughput collapses. Workers share a machine, so they can do
+better: per tenant a lock file, held by
 the worker committing a batch, whose content is the TenantUsage as last written or read by
 any of them. The next worker starts from that copy: no conflict and no read between workers
 of one replica. Replicas still meet only at the API server's compare-and-swap, which alone

@@ -15,12 +15,12 @@ A tenant's rows are read through `sqliterows.TenantRows`, which remembers them p
 under the write epoch (`epoch.WriteEpoch`, moved by every COMMIT here while the writer gate
 is held) and `PRAGMA data_version`: re-admitting an unchanged holder, the most common review,
 reads one shared-memory word instead of a SQLite read transaction (served, the first SQLite
-call of a review cost about 40 µs); and a write starts from the rows the connection's last
-write left when no other connection has committed since, so a controller
+call is the largest single step of such a review); and a write starts from the rows the
+connection's last write left when no other connection has committed since, so a controller
 creating Pods one after another in a tenant does not decode every holder for each one. The
 rows also keep their totals and first expiry, so a new holder is checked and stored without
-walking the others (`Rows.planned`): a new Pod at 6,000 holders about 0.3 ms, was 3.3 ms
-with the totals recounted and 101 ms with every holder decoded (`tests/bench/holders.py`).
+walking the others (`Rows.planned`): a new Pod's cost grows little with the tenant's
+holders (`tests/bench/holders.py`; docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ trip (and dragate a second review). Where the cluster serves MutatingAdmissionPo
 the commonest shape is rewritten inside the API server instead: app containers that each ask
 for one legacy resource mapped by exact name, without selectors, 1 to `max_count` devices,
 in a namespace a tenant lists whose legacy action is Rewrite. The policy's matchConditions
-admit only that shape; every other Pod meets the webhook as before, which also never sees a
+admit only that shape; every other Pod meets the webhook, which also never sees a
 Pod the policy rewrote (it no longer asks for a legacy resource), and validation judges the
 result either way.
 

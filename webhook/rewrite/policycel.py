@@ -16,8 +16,7 @@ JSON, so a whole number is digits and nothing else there and here. Container nam
 checked beyond their length (a claim name must fit 63 characters): a name that is not a DNS
 label fails the Pod's validation whoever rewrote it. The conditions are evaluated for every
 Pod created in a bound namespace, so each loops over a container's resources once (for a
-legacy GPU Pod about a quarter of a millisecond of the API server's CPU on the bench's slow
-host, docs/benchmarks.md).
+legacy GPU Pod a measurable share of the API server's CPU per create, docs/benchmarks.md).
 """
 
 from __future__ import annotations

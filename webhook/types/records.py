@@ -1,8 +1,8 @@
 """`record`: a frozen dataclass that is as cheap to build as a plain one.
 
 A frozen dataclass's `__init__` sets each field through `object.__setattr__` (its own
-`__setattr__` refuses), a call per field: an AdmissionRequest took three times as long to
-build as the same class unfrozen, and every review builds about ten such values. A `record`
+`__setattr__` refuses), a call per field, which makes it several times as slow to build as
+the same class unfrozen, and every review builds about ten such values. A `record`
 keeps all that `dataclass(frozen=True)` makes (fields, repr, eq, hash, the refusal to
 change a field, `dataclasses.replace`) and gets an `__init__` that stores its fields into
 the new instance's `__dict__` directly, as a plain class's does.

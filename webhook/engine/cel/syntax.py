@@ -56,7 +56,7 @@ _parser_lock = threading.Lock()
 
 
 def _lark() -> lark.Lark:
-    global _parser  # noqa: PLW0603 - built once, lazily: it takes ~100 ms
+    global _parser  # noqa: PLW0603 - built once, lazily: building it is slow
     with _parser_lock:
         if _parser is None:
             grammar = (Path(celpy.__file__).parent / "cel.lark").read_text()
