@@ -110,3 +110,37 @@ def test_cluster_mode_keeps_the_rewrite_policy_when_told(tmp_path: Path) -> None
     assert mode.policy_keeper.store is mode.state and mode.policy_keeper.api is mode.state.api
     assert mode.policy_keeper.own_namespace == "gpu-system"
     assert mode.policy_keeper.exempt_users == {"system:serviceaccount:gpu-system:dragate"}
+
+
+TENANT_OBJECT = {
+    "apiVersion": "dragate.io/v1alpha1",
+    "kind": "Tenant",
+    "metadata": {"name": "team-b", "uid": "u1", "generation": 1},
+    "spec": {"namespaces": ["team-b"], "quota": [{"deviceClassName": GPU, "maxDevice": 4}]},
+}
+
+
+@pytest.mark.parametrize(
+    ("spec", "denied"),
+    [
+        pytest.param(TENANT_OBJECT["spec"], "spec.quota[0].maxDevice: unknown field", id="typo"),
+        pytest.param(
+            {"namespaces": ["team-a"], "quota": [{"deviceClassName": GPU, "maxDevices": 4}]},
+            "",
+            id="valid",
+        ),
+    ],
+)
+def test_a_policy_object_under_admission_meets_the_policy_loader(spec: object, denied: str) -> None:
+    from webhook.pipeline import review
+    from webhook.types import AdmissionRequest, Operation
+
+    context = offline_context(lambda: POLICIES, SnapshotState.empty())
+    obj = {**TENANT_OBJECT, "spec": spec}
+    req = AdmissionRequest("u", "Tenant", "dragate.io", "v1alpha1", "tenants",
+                           Operation.CREATE, name="team-b", object=obj)  # fmt: skip
+    verdict = review(req, context)
+    assert verdict.allowed is (denied == "")
+    messages = [r.message for r in verdict.decision.reasons]
+    assert all(m.startswith("Tenant/team-b would not be enforced: ") for m in messages)
+    assert denied in " ".join(messages)

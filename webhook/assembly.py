@@ -11,7 +11,7 @@ template harmless.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,8 @@ from webhook.kube.api import KubeApi
 from webhook.kube.caches import KubeState
 from webhook.kube.inventorysource import InventorySource
 from webhook.kube.policykeeper import RewritePolicyKeeper
+from webhook.kube.policystatus import PolicyStatusWriter
+from webhook.kube.policywatch import PolicyObjects
 from webhook.kube.snapshot import SnapshotState, load_state
 from webhook.kube.templates import TemplateKeeper
 from webhook.ledger.grants import GrantBook, process_owner
@@ -30,7 +32,9 @@ from webhook.ledger.sqlite import SqliteLedger
 from webhook.ledger.usage import existing_holds
 from webhook.pipeline import Context
 from webhook.pipeline.scope import NOBODY, Identity
-from webhook.types import Ledger, Object, PolicySet
+from webhook.policy.loading import load_policies
+from webhook.policy.policyobjects import check_object, load_with_objects
+from webhook.types import FactsUnavailable, Ledger, Object, PolicySet
 
 PolicySource = Callable[[], PolicySet]
 """The policy set to judge with now (reloads swap it)."""
@@ -54,6 +58,36 @@ class ClusterTarget:
     own: Identity = NOBODY
 
 
+POLICY_OBJECTS_WAIT = 5.0
+"""Seconds a worker waits at boot for the policy objects to be listed before it serves (it
+answers as without cluster facts until then)."""
+
+
+@dataclass(frozen=True)
+class PolicyFeed:
+    """Where the policy set comes from: the files, and in a cluster the policy objects too.
+    `load` reads the files it is given; `changes` fingerprints whatever else it reads."""
+
+    load: Callable[[Sequence[str]], PolicySet]
+    changes: Callable[[], Hashable] | None = None
+    objects: PolicyObjects | None = None
+
+
+def policy_feed(cluster: ClusterTarget | None) -> PolicyFeed:
+    """Files alone offline; files and the watched dragate.io objects in a cluster (started)."""
+    if cluster is None:
+        return PolicyFeed(load_policies)
+    objects = PolicyObjects(cluster_api(cluster)).start()
+    objects.wait_synced(POLICY_OBJECTS_WAIT)
+    return PolicyFeed(
+        lambda paths: load_with_objects(paths, objects.objects()), objects.fingerprint, objects
+    )
+
+
+def cluster_api(target: ClusterTarget) -> KubeApi:
+    return KubeApi.in_cluster() if target.in_cluster else KubeApi.from_kubeconfig(target.kubeconfig)
+
+
 def offline_context(
     policies: PolicySource, state: SnapshotState, ledger: Ledger | None = None
 ) -> Context:
@@ -71,7 +105,24 @@ def offline_context(
             state, namespace, templates, dry_run
         ),
         inventory=InventorySource(state.slices).current,
+        policy_check=policy_check(None),
     )
+
+
+def policy_check(objects: PolicyObjects | None) -> Callable[[Object], list[str]]:
+    """What the pipeline asks of a policy object under admission: the loader's problems beside
+    the cluster's current objects (alone, when those are unknown)."""
+
+    def check(obj: Object) -> list[str]:
+        try:
+            current = objects.objects() if objects is not None else ()
+        except FactsUnavailable:
+            current = ()
+        return [
+            f"{p.path}: {p.message}" if p.path else p.message for p in check_object(obj, current)
+        ]
+
+    return check
 
 
 def _add_templates(
@@ -93,6 +144,7 @@ class ClusterMode:
     reconciler: Reconciler
     keeper: TemplateKeeper
     policy_keeper: RewritePolicyKeeper | None = None
+    policy_status: PolicyStatusWriter | None = None
 
     def ready(self) -> tuple[bool, str]:
         """A /readyz check: every watch cache has listed and is not stale."""
@@ -102,13 +154,18 @@ class ClusterMode:
         self.state.start()
         self.reconciler.start()
         self.keeper.start()
-        if self.policy_keeper is not None:
-            self.policy_keeper.start()
+        for loop in (self.policy_keeper, self.policy_status):
+            if loop is not None:
+                loop.start()
 
 
-def cluster_mode(target: ClusterTarget, policies: PolicySource) -> ClusterMode:
-    """Caches and ledger on one API connection; nothing runs until `start()`."""
-    api = KubeApi.in_cluster() if target.in_cluster else KubeApi.from_kubeconfig(target.kubeconfig)
+def cluster_mode(
+    target: ClusterTarget, policies: PolicySource, feed: PolicyFeed | None = None,
+    served: Callable[[], PolicySet | None] | None = None,
+) -> ClusterMode:  # fmt: skip
+    """Caches and ledger on one API connection; nothing runs until `start()`. With a `feed`
+    of policy objects and the `served` set, their Ready conditions are kept too."""
+    api = feed.objects.api if feed and feed.objects else cluster_api(target)
 
     def claim_event(kind: str, _claim: Object) -> None:
         if kind == "DELETED":  # reconcile now, not at the next tick (Reconciler.poke)
@@ -128,9 +185,13 @@ def cluster_mode(target: ClusterTarget, policies: PolicySource) -> ClusterMode:
         ledger=ledger,
         templates=state.ensure_templates,
         inventory=InventorySource(state.slices).current,
+        policy_check=policy_check(feed.objects if feed else None),
     )
     policy_keeper = _policy_keeper(target, state, policies) if target.keep_rewrite_policy else None
-    return ClusterMode(context, state, reconciler, keeper, policy_keeper)
+    status = None
+    if feed is not None and feed.objects is not None and served is not None:
+        status = PolicyStatusWriter(api, feed.objects, served)
+    return ClusterMode(context, state, reconciler, keeper, policy_keeper, status)
 
 
 def _policy_keeper(
@@ -148,15 +209,19 @@ def serving_context(
     cluster: ClusterTarget | None,
     state_file: Path | None,
     ledger_file: Path | None,
+    *,
+    feed: PolicyFeed | None = None,
+    served: Callable[[], PolicySet | None] | None = None,
 ) -> tuple[Context, list[ReadinessCheck]]:
     """The webhook's Context, started: cluster mode when a target is given, otherwise offline.
 
     Offline, the ledger file was seeded by the master before fork (`dragate serve`).
     """
     if cluster is not None:
-        mode = cluster_mode(cluster, policies)
+        mode = cluster_mode(cluster, policies, feed, served)
         mode.start()
-        return mode.context, [mode.ready]
+        objects = [feed.objects.ready] if feed and feed.objects else []
+        return mode.context, [mode.ready, *objects]
     state = load_state(str(state_file)) if state_file else SnapshotState.empty()
     ledger = SqliteLedger(str(ledger_file)) if ledger_file else MemoryLedger()
     return offline_context(policies, state, ledger), []

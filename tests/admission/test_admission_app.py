@@ -13,9 +13,14 @@ import pytest
 from admission.admission_support import encode, pod, review_body
 
 from webhook import pipeline
-from webhook.admission.config import TimeoutOutcome
+from webhook.admission.app import create_app
+from webhook.admission.config import AdmissionOptions, TimeoutOutcome
+from webhook.admission.reload import PolicyHolder
 from webhook.admission.routes import Sent
-from webhook.types import Decision, Verdict
+from webhook.kube.snapshot import SnapshotState
+from webhook.ledger.memory import MemoryLedger
+from webhook.pipeline import Context, review
+from webhook.types import Decision, FactsUnavailable, ObjectVerdict, PolicySet, Verdict
 
 JSON = "application/json"
 
@@ -275,6 +280,8 @@ def test_health_and_readiness(client: Any) -> None:
         "digest": "d1",
         "loadedAt": ready.get_json()["policies"]["loadedAt"],
         "errors": [],
+        "objects": 0,
+        "notEnforced": [],
     }
 
 
@@ -320,3 +327,34 @@ def test_metrics_count_reviews(client: Any) -> None:
     assert 'dragate_denials_total{policy="quota",tenant="team-a"}' in text
     assert "dragate_admission_duration_seconds_bucket" in text and 'le="0.0005"' in text
     assert "dragate_policy_reload_success 1.0" in text
+
+
+def _unlisted(paths: object) -> PolicySet:
+    raise FactsUnavailable("Tenant objects not listed yet")
+
+
+def _with_objects(paths: object) -> PolicySet:
+    left_out = ObjectVerdict("Tenant", "b", 2, 'spec.quotas: unknown field (did you mean "quota"?)')
+    return PolicySet(digest="d9", objects=(ObjectVerdict("Tenant", "a", 1), left_out))
+
+
+@pytest.mark.parametrize(
+    ("loader", "status", "policies"),
+    [
+        pytest.param(_unlisted, 503, {"state": "unloaded",
+                     "errors": ["Tenant objects not listed yet"]}, id="objects-not-listed"),
+        pytest.param(_with_objects, 200, {"state": "current", "objects": 2, "notEnforced": [
+            'Tenant/b: spec.quotas: unknown field (did you mean "quota"?)'],
+            "note": "nothing to enforce: no Tenant or DeviceClassPolicy is loaded"},
+            id="one-object-left-out"),
+    ],
+)  # fmt: skip
+def test_readiness_says_which_policy_objects_are_enforced(
+    loader: Any, status: int, policies: dict[str, Any]
+) -> None:
+    holder = PolicyHolder([], loader)
+    context = Context(policies=holder.get, state=SnapshotState.empty(), ledger=MemoryLedger())
+    ready = create_app(context, holder, AdmissionOptions(), review).test_client().get("/readyz")
+    assert ready.status_code == status
+    body = ready.get_json()["policies"]
+    assert {k: body[k] for k in policies} == policies

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ssl
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from webhook.admission.config import TlsFiles
 from webhook.admission.deadline import budget, parse_go_duration
 from webhook.admission.reload import PolicyHolder
 from webhook.admission.tls import ContextCache
-from webhook.types import PolicySet, Reason
+from webhook.types import FactsUnavailable, PolicySet, Reason
 
 
 @pytest.mark.parametrize(
@@ -144,6 +145,41 @@ def test_reload_swaps_a_valid_set_and_keeps_the_last_good_one(tmp_path: Path) ->
     loader.result = PolicySet(digest="d4")
     policy.write_text("four")
     assert holder.poll() and holder.get().digest == "d4" and not holder.status.stale
+
+
+class ObjectsLoader:
+    """Loads the files and the 'objects' as a cluster feed would: unavailable until listed."""
+
+    def __init__(self) -> None:
+        self.listed: list[str] | None = None
+
+    def __call__(self, paths: Sequence[str]) -> PolicySet:
+        if self.listed is None:
+            raise FactsUnavailable("Tenant objects not listed yet")
+        return PolicySet(digest="+".join(self.listed) or "none")
+
+    def changes(self) -> object:
+        return None if self.listed is None else tuple(self.listed)
+
+
+def test_policy_objects_are_reloaded_when_they_change_and_none_is_served_before() -> None:
+    feed = ObjectsLoader()
+    holder = PolicyHolder([], feed, changes=feed.changes)
+    assert holder.loaded is None and holder.status.errors == ("Tenant objects not listed yet",)
+    with pytest.raises(FactsUnavailable, match="policies not loaded yet: Tenant objects"):
+        holder.get()
+    assert not holder.poll()  # still not listed: tried again, nothing to serve
+    feed.listed = []
+    assert holder.poll() and holder.get().digest == "none" and not holder.status.stale
+    assert not holder.poll()  # nothing changed
+    feed.listed = ["a"]
+    assert holder.poll() and holder.get().digest == "a"
+
+
+def test_objects_unlisted_at_boot_are_not_replaced_by_the_files_alone() -> None:
+    feed = ObjectsLoader()
+    holder = PolicyHolder([], feed, fallback=PolicySet(digest="files"), changes=feed.changes)
+    assert holder.loaded is None
 
 
 def test_watcher_thread_polls(tmp_path: Path) -> None:

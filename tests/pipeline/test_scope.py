@@ -21,6 +21,8 @@ CLAIM = claim(request(exact(count=99)))
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}
 VOLCANO_JOB = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {}}
 CONFIG_MAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+TENANT = {"apiVersion": "dragate.io/v1alpha1", "kind": "Tenant", "metadata": {"name": "t"}}
+TENANT_USAGE = {"apiVersion": "dragate.io/v1alpha1", "kind": "TenantUsage", "metadata": {}}
 
 
 def admission(
@@ -94,6 +96,17 @@ CASES = [
         False,
         "is exempt",
     ),
+    ("policy-object-create", admission(TENANT, namespace=""), False, ""),
+    ("policy-object-update", admission(TENANT, Operation.UPDATE, namespace=""), False, ""),
+    ("policy-object-delete", admission(None, Operation.DELETE, kind="Tenant"), False, "DELETE"),
+    (
+        "policy-object-status",
+        admission(TENANT, Operation.UPDATE, sub_resource="status"),
+        False,
+        "status writes",
+    ),
+    ("tenant-usage", admission(TENANT_USAGE), False, "CREATE of a TenantUsage"),
+    ("mutate-policy-object", admission(TENANT), True, "only Pod creations"),
     ("mutate-pod-create", admission(pod()), True, ""),
     ("mutate-pod-update", admission(pod(), Operation.UPDATE), True, "only Pod creations"),
     ("mutate-claim", admission(CLAIM), True, "only Pod creations"),
@@ -154,3 +167,29 @@ def test_an_exempt_request_reads_no_facts(mutate: bool) -> None:
     assert verdict.allowed and "own namespace" in verdict.exempt
     reviewed = review(admission(pod()), ctx, mutate=mutate)
     assert not reviewed.exempt
+
+
+def unloaded() -> PolicySet:
+    raise FactsUnavailable("policies not loaded yet: Tenant objects not listed yet")
+
+
+UNLOADED = [
+    # (id, request, mutate, allowed, what the answer says)
+    ("claim", admission(CLAIM), False, False, "policies not loaded yet"),
+    ("own-namespace", admission(CLAIM, namespace="dragate-system"), False, True, ""),
+    ("pod-rewrite", admission(pod()), True, True, "not rewritten"),
+    ("config-map", admission(CONFIG_MAP), False, True, ""),
+]
+
+
+@pytest.mark.parametrize(
+    ("req", "mutate", "allowed", "said"), [c[1:] for c in UNLOADED], ids=[c[0] for c in UNLOADED]
+)
+def test_before_policies_are_loaded_validation_fails_closed(
+    req: AdmissionRequest, mutate: bool, allowed: bool, said: str
+) -> None:
+    ctx = Context(policies=unloaded, state=NoState(()), ledger=MemoryLedger(), own=OWN)
+    verdict = review(req, ctx, mutate=mutate)
+    assert verdict.allowed is allowed
+    text = " ".join([*verdict.decision.warnings, *(r.message for r in verdict.decision.reasons)])
+    assert said in text

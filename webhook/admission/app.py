@@ -25,9 +25,8 @@ from webhook.admission import jsonlog, metrics, routes
 from webhook.admission.config import AdmissionOptions, ServeConfig
 from webhook.admission.handler import Admitter, Reviewer
 from webhook.admission.reload import PolicyHolder, PolicyWatcher
-from webhook.assembly import ReadinessCheck, serving_context
+from webhook.assembly import ReadinessCheck, policy_feed, serving_context
 from webhook.pipeline import Context, Identity
-from webhook.policy.loading import load_policies
 from webhook.types import PolicySet
 
 
@@ -38,11 +37,14 @@ def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
     """
     jsonlog.configure(config.log_level)
 
-    holder = PolicyHolder([str(config.policy_dir)], load_policies, fallback=fallback)
+    feed = policy_feed(config.cluster)
+    paths = [str(config.policy_dir)] if config.policy_dir is not None else []
+    holder = PolicyHolder(paths, feed.load, fallback=fallback, changes=feed.changes)
     watcher = PolicyWatcher(holder, config.reload_interval)
     context, readiness = serving_context(
-        holder.get, config.cluster, config.state_file, config.ledger_file
-    )
+        holder.get, config.cluster, config.state_file, config.ledger_file,
+        feed=feed, served=lambda: holder.loaded,
+    )  # fmt: skip
     app = create_app(
         context, holder, config.admission, pipeline.review,
         cert=config.tls.cert, readiness=readiness, on_first_ready=settle_collector,
@@ -144,21 +146,34 @@ def _readyz(
 ) -> tuple[Response, int]:
     """200 while a policy set is served, even a stale one (the body says so); 503 otherwise.
     The first time every check passes, the collector freezes what the caches loaded."""
-    status = holder.status
     results = {name: ok for ok, name in (check() for check in checks)}
+    results["policies"] = holder.loaded is not None
     if all(results.values()):
         first_ready()
     body = {
         "status": "ok" if all(results.values()) else "unready",
-        "policies": {
-            "state": "stale" if status.stale else "current",
-            "digest": status.digest,
-            "loadedAt": status.loaded_at,
-            "errors": list(status.errors),
-        },
+        "policies": _policy_report(holder),
         "checks": results,
     }
     return jsonify(body), 200 if all(results.values()) else 503
+
+
+def _policy_report(holder: PolicyHolder) -> dict[str, object]:
+    """What is served: digest, freshness, and the policy objects left out with their reasons."""
+    status, policies = holder.status, holder.loaded
+    state = "unloaded" if policies is None else "stale" if status.stale else "current"
+    report: dict[str, object] = {
+        "state": state,
+        "digest": status.digest,
+        "loadedAt": status.loaded_at,
+        "errors": list(status.errors),
+    }
+    if policies is not None:
+        report["objects"] = len(policies.objects)
+        report["notEnforced"] = [f"{n.kind}/{n.name}: {n.message}" for n in policies.not_enforced]
+        if not (policies.tenants or policies.class_policies):
+            report["note"] = "nothing to enforce: no Tenant or DeviceClassPolicy is loaded"
+    return report
 
 
 def _metrics(cert: Path | None) -> Response:

@@ -51,7 +51,7 @@ class AdmissionOptions:
 class ServeConfig:
     """All serve settings; built by the CLI, read by gunicorn hooks and the app factory."""
 
-    policy_dir: Path
+    policy_dir: Path | None  # None: the cluster's policy objects alone
     tls: TlsFiles
     host: str = "127.0.0.1"
     port: int = 8443

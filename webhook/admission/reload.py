@@ -1,9 +1,13 @@
-"""Policy hot reload: poll the policy files, swap a valid new set in, keep the last good one.
+"""Policy hot reload: poll the policy files (and the cluster's policy objects), swap a valid
+new set in, keep the last good one.
 
 Readers call `holder.get()`, which reads one attribute; the watcher replaces that attribute
 with a new immutable snapshot in one assignment, so a review sees either the old set or the
 new one, never a mix. Polling (mtime, size and inode, then a content digest) works the same
-on every file system, including Kubernetes ConfigMap mounts that swap a symlink.
+on every file system, including Kubernetes ConfigMap mounts that swap a symlink. Policy
+objects are watched by caches; `changes` fingerprints them (names and resourceVersions), and
+until they have been listed once there is no set to serve: `get` raises FactsUnavailable, and
+the review answers as it does without cluster facts.
 """
 
 from __future__ import annotations
@@ -13,13 +17,13 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from webhook.admission import metrics
 from webhook.policy.loading import files_under
-from webhook.types import PolicySet
+from webhook.types import FactsUnavailable, PolicySet
 
 log = logging.getLogger("dragate.reload")
 Loader = Callable[[Sequence[str]], PolicySet]
@@ -41,8 +45,11 @@ class PolicyStatus:
 
 @dataclass(frozen=True)
 class _Snapshot:
-    policies: PolicySet
+    policies: PolicySet | None  # None until policy objects were first listed
     status: PolicyStatus
+
+
+NOT_LOADED = "policies not loaded yet"
 
 
 class PolicyHolder:
@@ -55,28 +62,43 @@ class PolicyHolder:
         initial: PolicySet | None = None,
         *,
         fallback: PolicySet | None = None,
+        changes: Callable[[], Hashable] | None = None,
     ):
         """`fallback` (the set the gunicorn master loaded) is served, as stale, when the files
         cannot be loaded now: a worker restarted while they are broken or gone keeps serving
-        instead of failing to boot, which would make gunicorn stop the whole server."""
+        instead of failing to boot, which would make gunicorn stop the whole server.
+        `changes`: a cheap fingerprint of whatever else the loader reads (policy objects)."""
         self._paths = tuple(paths)
         self._loader = loader
+        self._changes = changes or (lambda: None)
         self._fingerprint: Fingerprint = fingerprint(self._paths)
         self._tried_digest = content_digest(self._paths)
+        self._tried_changes = self._changes()
         errors: list[str] = []
+        policies: PolicySet | None
         try:
             policies = initial if initial is not None else loader(self._paths)
+        except FactsUnavailable as err:  # objects not listed: the files alone are not the set
+            policies, errors = None, [str(err)]
         except Exception as err:
             if fallback is None:
                 raise
             policies, errors = fallback, _problems(err)
             log.error("policies cannot be loaded; serving the set the server started with",
                       extra={"errors": errors})  # fmt: skip
-        status = PolicyStatus(policies.digest, time.time(), tuple(errors))
-        self._snapshot = _Snapshot(policies, status)
+        digest = policies.digest if policies is not None else ""
+        self._snapshot = _Snapshot(policies, PolicyStatus(digest, time.time(), tuple(errors)))
         _record(success=not errors)
 
     def get(self) -> PolicySet:
+        policies = self._snapshot.policies
+        if policies is None:
+            raise FactsUnavailable(f"{NOT_LOADED}: {'; '.join(self.status.errors)}")
+        return policies
+
+    @property
+    def loaded(self) -> PolicySet | None:
+        """The set being served, or None before the first load (no exception)."""
         return self._snapshot.policies
 
     @property
@@ -84,7 +106,14 @@ class PolicyHolder:
         return self._snapshot.status
 
     def poll(self) -> bool:
-        """Reload when the files changed; True when a new set was swapped in."""
+        """Reload when the files or objects changed (or nothing is loaded yet); True when a
+        new set was swapped in."""
+        changes = self._changes()
+        if changes != self._tried_changes or self._snapshot.policies is None:
+            self._tried_changes = changes
+            self._fingerprint = fingerprint(self._paths)
+            self._tried_digest = content_digest(self._paths)
+            return self._load()
         current = fingerprint(self._paths)
         if current == self._fingerprint:
             return False
@@ -100,12 +129,15 @@ class PolicyHolder:
             policies = self._loader(self._paths)
         except Exception as err:  # PolicyError, and anything a half-written file provokes
             errors = _problems(err)
+            if tuple(errors) != self.status.errors:  # said once, not at every poll
+                log.error("policy reload failed; serving the last good set",
+                          extra={"errors": errors})  # fmt: skip
             self._snapshot = _Snapshot(self._snapshot.policies, _stale(self.status, errors))
-            log.error("policy reload failed; serving the last good set", extra={"errors": errors})
             _record(success=False)
             return False
         self._snapshot = _Snapshot(policies, PolicyStatus(policies.digest, time.time()))
-        log.info("policies reloaded", extra={"digest": policies.digest})
+        left_out = len(policies.not_enforced)
+        log.info("policies reloaded", extra={"digest": policies.digest, "notEnforced": left_out})
         _record(success=True)
         return True
 

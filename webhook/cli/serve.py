@@ -58,7 +58,7 @@ def check_inputs(config: ServeConfig) -> None:
             f"cannot listen on {config.host}:{config.port}: {err.strerror or err}"
         ) from None
     try:
-        policies = load_policies([config.policy_dir])
+        policies = load_policies([config.policy_dir]) if config.policy_dir else PolicySet()
         state = load_state(str(config.state_file)) if config.state_file else SnapshotState()
         if config.ledger_file is not None and config.cluster is None:
             seed_ledger(config.ledger_file, policies, state)
@@ -92,6 +92,8 @@ def master_policies(config: ServeConfig) -> PolicySet | None:
     boot, which would make gunicorn stop the whole server. Best effort: `check_inputs` has
     already reported real problems, so None (workers load their own) whatever goes wrong."""
     try:
+        if config.policy_dir is None:
+            return None  # the cluster's policy objects alone: each worker reads them
         return load_policies([config.policy_dir])
     except Exception:
         return None
@@ -133,7 +135,8 @@ def run(config: ServeConfig) -> None:
     "--policies",
     "policy_dir",
     type=click.Path(path_type=Path, exists=True),
-    help="Policy directory or file (default: the example policies).",
+    help="Policy directory or file (default: the example policies; in a cluster, the "
+    "dragate.io policy objects alone). In a cluster, files and objects are enforced together.",
 )
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8443, show_default=True, type=click.IntRange(1, 65535))
@@ -224,11 +227,18 @@ def command(**flags: object) -> None:
     check_inputs(config)
     click.echo(
         f"dragate: serving https://{config.host}:{config.port} "
-        f"(policies {config.policy_dir}, certificate {config.tls.cert})",
+        f"(policies {_policy_origin(config)}, certificate {config.tls.cert})",
         err=True,
     )
     run(config)
     sys.exit(exits.OK)
+
+
+def _policy_origin(config: ServeConfig) -> str:
+    if config.cluster is None:
+        return str(config.policy_dir)
+    objects = "the cluster's dragate.io policy objects"
+    return f"{config.policy_dir} and {objects}" if config.policy_dir else objects
 
 
 def build_config(
@@ -275,8 +285,10 @@ def build_config(
         own_service_account=own_service_account,
         require_client_cert=client_ca is not None,
     )
+    if policy_dir is None and cluster is None:
+        policy_dir = default_policy_dir()
     return ServeConfig(
-        policy_dir=policy_dir or default_policy_dir(), tls=tls, host=host, port=port,
+        policy_dir=policy_dir, tls=tls, host=host, port=port,
         state_file=state_file, cluster=cluster,
         ledger_file=ledger_file or state_dir() / "ledger.sqlite3", workers=workers, threads=threads,
         graceful_timeout=graceful_timeout, log_level=log_level, admission=options,

@@ -73,6 +73,11 @@ class Informer:
 
     # ----------------------------------------------------------------- reads
 
+    @property
+    def changes(self) -> int:
+        """A counter moved by every change to the cache: equal means nothing changed."""
+        return self._version
+
     def get(self, namespace: str, name: str) -> Object | None:
         with self._lock:
             return self._objects.get((namespace, name))

@@ -17,8 +17,18 @@ from webhook.pipeline.facts import gather
 from webhook.pipeline.mutation import mutate as _mutate
 from webhook.pipeline.offline import request_from_object
 from webhook.pipeline.scope import Handling, Identity, handles
+from webhook.pipeline.validation import unavailable
 from webhook.pipeline.validation import validate as _validate
-from webhook.types import AdmissionRequest, Deadline, Decision, Object, Reason, Verdict
+from webhook.types import (
+    AdmissionRequest,
+    Deadline,
+    Decision,
+    FactsUnavailable,
+    Object,
+    Reason,
+    Settings,
+    Verdict,
+)
 
 __all__ = [
     "UNREADABLE",
@@ -48,7 +58,10 @@ def review(
     before every step that changes state: past it, DeadlineExceeded is raised and nothing has
     been reserved or created (the webhook answers its timeout verdict).
     """
-    policies = context.policies()
+    try:
+        policies = context.policies()
+    except FactsUnavailable as err:  # policy objects not listed yet: nothing to judge with
+        return _without_policies(request, context, err, mutate=mutate)
     handling = handles(request, policies.settings, context.own, mutate=mutate)
     if not handling.reviewed:
         return Verdict(Decision(), exempt=handling.exempt)
@@ -59,6 +72,19 @@ def review(
         return _validate(request, policies, context, deadline)
     except UNREADABLE as err:
         return Verdict(_unreadable(err, mutate=mutate))
+
+
+def _without_policies(
+    request: AdmissionRequest, context: Context, err: FactsUnavailable, *, mutate: bool
+) -> Verdict:
+    """Before any policy set is loaded, requests are judged by the built-in Settings: what
+    passes by scope passes, /mutate leaves the object alone, /validate fails closed."""
+    handling = handles(request, Settings(), context.own, mutate=mutate)
+    if not handling.reviewed:
+        return Verdict(Decision(), exempt=handling.exempt)
+    if mutate:
+        return Verdict(Decision(warnings=(f"dragate: object not rewritten: {err}",)))
+    return Verdict(unavailable(Settings(), err))
 
 
 UNREADABLE = (TypeError, AttributeError, KeyError, ValueError, IndexError, RecursionError)

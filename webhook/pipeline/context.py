@@ -9,6 +9,10 @@ from webhook.engine.inventory import Inventory
 from webhook.pipeline.scope import Identity
 from webhook.types import ClusterState, Ledger, Object, PolicySet
 
+PolicyCheck = Callable[[Object], Sequence[str]]
+"""Why a dragate.io policy object would not be enforced beside the cluster's others (empty:
+it would be); the same loader as the policy files, handed in by the composer."""
+
 TemplateSink = Callable[[str, Sequence[Object], bool, float], None]
 """Makes sure managed ResourceClaimTemplates exist: (namespace, templates, dry_run, seconds),
 `seconds` what the review has left: a sink that cannot finish in time raises
@@ -29,3 +33,4 @@ class Context:
     templates: TemplateSink | None = None
     inventory: Callable[[], Inventory | None] | None = None
     own: Identity = field(default_factory=Identity)
+    policy_check: PolicyCheck | None = None

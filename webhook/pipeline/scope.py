@@ -7,8 +7,9 @@ The webhook's /validate and /mutate, `dragate check` and `dragate test` all reac
 - operations and subresources that carry nothing dragate judges (DELETE, CONNECT, status, ...);
 - policy: `Settings.exemptNamespaces` and `exemptServiceAccounts`;
 - what each endpoint judges: /mutate rewrites Pod CREATEs; /validate judges the creation of
-  claims, claim templates and Pods, predicts whether a workload's Pods fit, and guards the
-  admin-access label of Namespaces. Everything else is answered "allowed", unread.
+  claims, claim templates and Pods, predicts whether a workload's Pods fit, guards the
+  admin-access label of Namespaces, and checks dragate.io policy objects as the policy loader
+  would. Everything else is answered "allowed", unread.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from webhook.engine.evaluate import CLAIM_KINDS
 from webhook.engine.prediction import PREDICTED_KINDS
-from webhook.types import AdmissionRequest, Operation, Settings
+from webhook.types import POLICY_GROUP, POLICY_KINDS, AdmissionRequest, Operation, Settings
 
 SUBRESOURCE_REASONS = {
     "status": "status writes come from controllers, the scheduler and DRA drivers",
@@ -102,6 +103,15 @@ def _not_rewritten(request: AdmissionRequest) -> str:
     return "" if pod_create and request.object is not None else "only Pod creations are rewritten"
 
 
+def is_policy_object(request: AdmissionRequest) -> bool:
+    """A dragate.io policy object being created or changed: judged by the policy loader."""
+    return (
+        request.group == POLICY_GROUP
+        and request.kind in POLICY_KINDS
+        and request.operation in (Operation.CREATE, Operation.UPDATE)
+    )
+
+
 def _not_judged(request: AdmissionRequest) -> str:
     """Namespaces: the admin-access label guard; other kinds need an object to judge."""
     if request.kind == "Namespace":
@@ -109,6 +119,8 @@ def _not_judged(request: AdmissionRequest) -> str:
     if request.object is None:
         return "no object to review"
     if request.kind in CLAIM_KINDS and request.operation is Operation.CREATE:
+        return ""
+    if is_policy_object(request):
         return ""
     if (request.group, request.kind) in PREDICTED_KINDS:
         return ""

@@ -17,6 +17,7 @@ from webhook.engine.quota import limits_of
 from webhook.pipeline.context import Context
 from webhook.pipeline.facts import gather, out_of_time
 from webhook.pipeline.mutation import legacy_pod_denial
+from webhook.pipeline.scope import is_policy_object
 from webhook.rewrite import rewrite_object
 from webhook.types import (
     Action,
@@ -37,14 +38,29 @@ def validate(
     request: AdmissionRequest, policies: PolicySet, context: Context, deadline: Deadline
 ) -> Verdict:
     """Judge a request `scope.handles` let through; without facts, Settings decide."""
+    if is_policy_object(request):
+        return Verdict(policy_object_decision(request, context))
     try:
         return _validate_with_facts(request, policies, context, deadline)
     except FactsUnavailable as err:
         out_of_time(deadline, err)
-        return Verdict(_unavailable(policies.settings, err))
+        return Verdict(unavailable(policies.settings, err))
 
 
-def _unavailable(settings: Settings, err: FactsUnavailable) -> Decision:
+def policy_object_decision(request: AdmissionRequest, context: Context) -> Decision:
+    """A policy object is refused when it would not be enforced: the loader's own problems."""
+    problems = context.policy_check(request.object or {}) if context.policy_check else ()
+    if not problems:
+        return Decision()
+    name = f"{request.kind}/{request.name}"
+    reasons = tuple(
+        Reason(policy="dragate/policy-object", message=f"{name} would not be enforced: {p}")
+        for p in problems
+    )
+    return Decision(allowed=False, reasons=reasons)
+
+
+def unavailable(settings: Settings, err: FactsUnavailable) -> Decision:
     """The explicit outcome when facts cannot be had: fail closed unless Settings say Warn."""
     message = f"cluster state unavailable, quota cannot be checked: {err}"
     if settings.when_state_unavailable == Action.WARN:

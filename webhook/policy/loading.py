@@ -61,6 +61,15 @@ class Loaded:
 def load_policies(paths: Sequence[str | Path]) -> PolicySet:
     """Every policy in `paths` (files, or directories searched recursively for *.yaml/*.yml)."""
     problems: list[PolicyProblem] = []
+    texts, files = read_texts(paths, problems)
+    return _assemble(texts, problems, files)
+
+
+def read_texts(
+    paths: Sequence[str | Path], problems: list[PolicyProblem]
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """The text of every policy file under `paths`, and the files in order; what cannot be
+    read becomes a problem."""
     texts: list[tuple[str, str]] = []
     files = policy_files(paths, problems)
     for file in files:
@@ -68,7 +77,7 @@ def load_policies(paths: Sequence[str | Path]) -> PolicySet:
             texts.append((file, read_text(file)))
         except YamlError as err:
             problems.append(PolicyProblem(err.source, "", err.message))
-    return _assemble(texts, problems, files)
+    return texts, files
 
 
 def parse_policies(text: str, file: str = "<memory>") -> PolicySet:
@@ -125,15 +134,15 @@ def _assemble(
     texts: list[tuple[str, str]], problems: list[PolicyProblem], order: Sequence[str] = ()
 ) -> PolicySet:
     """One PolicySet from all texts, or one PolicyError naming every problem in file order."""
-    loaded = _read_all(texts, problems)
+    loaded = read_all(texts, problems)
     if problems:
         rank = {file: i for i, file in enumerate(order or [file for file, _ in texts])}
         problems.sort(key=lambda p: (rank.get(p.source.file, len(rank)), p.source.line))
         raise PolicyError(problems)
-    return _policy_set(loaded, _digest(text for _, text in texts))
+    return policy_set_of(loaded, digest_of(text for _, text in texts))
 
 
-def _read_all(texts: list[tuple[str, str]], problems: list[PolicyProblem]) -> list[Loaded]:
+def read_all(texts: list[tuple[str, str]], problems: list[PolicyProblem]) -> list[Loaded]:
     loaded: list[Loaded] = []
     for file, text in texts:
         try:
@@ -143,11 +152,11 @@ def _read_all(texts: list[tuple[str, str]], problems: list[PolicyProblem]) -> li
             continue
         for doc in documents:
             report = Report(doc)
-            item = _read_document(doc, report)
+            item = read_document(doc, report)
             problems.extend(report.problems)
             if item is not None:
                 loaded.append(item)
-    problems.extend(_cross_document_problems(loaded))
+    problems.extend(cross_document_problems(loaded))
     if not problems:  # a later PolicyError would throw the built objects away anyway
         return loaded
     return []
@@ -157,7 +166,7 @@ NOT_POLICIES = frozenset({"PolicyTestSuite"})
 """Kinds of the dragate.io group that may share a policy directory without being policies."""
 
 
-def _read_document(doc: Document, report: Report) -> Loaded | None:
+def read_document(doc: Document, report: Report) -> Loaded | None:
     """The policy in one document; None (with problems reported) when it cannot be built."""
     if not isinstance(doc.data, dict):
         report.wrong(
@@ -177,7 +186,7 @@ def _read_document(doc: Document, report: Report) -> Loaded | None:
     return Loaded(kind.name, name, kind.build(name, body.get("spec", {}), doc.source), doc)
 
 
-def _policy_set(loaded: list[Loaded], digest: str) -> PolicySet:
+def policy_set_of(loaded: list[Loaded], digest: str) -> PolicySet:
     def of(kind: str) -> tuple[Any, ...]:
         return tuple(item.policy for item in loaded if item.kind == kind)
 
@@ -194,7 +203,7 @@ def _policy_set(loaded: list[Loaded], digest: str) -> PolicySet:
     )
 
 
-def _digest(texts: Iterator[str] | Sequence[str]) -> str:
+def digest_of(texts: Iterator[str] | Sequence[str]) -> str:
     """Short sha256 over the sorted file contents: renaming or reordering files keeps it."""
     hashes = sorted(hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for t in texts)
     return hashlib.sha256("\n".join(hashes).encode()).hexdigest()[:12]
@@ -203,7 +212,7 @@ def _digest(texts: Iterator[str] | Sequence[str]) -> str:
 # --------------------------------------------------------------------------- across documents
 
 
-def _cross_document_problems(loaded: list[Loaded]) -> list[PolicyProblem]:
+def cross_document_problems(loaded: list[Loaded]) -> list[PolicyProblem]:
     """Rules no single document can break alone: names, one Settings, one owner per namespace."""
     reports = [Report(item.doc) for item in loaded]
     _check_names(loaded, reports)

@@ -14,6 +14,9 @@ Object = Mapping[str, Any]
 """A Kubernetes object as a plain dict (kopf's rule: Kubernetes objects are dicts)."""
 
 API_VERSION = "dragate.io/v1alpha1"
+POLICY_GROUP = "dragate.io"
+POLICY_KINDS = frozenset({"Tenant", "DeviceClassPolicy", "LegacyResourceMapping", "Settings"})
+"""The policy kinds, in files and as cluster objects of POLICY_GROUP."""
 ALL_MODE_DEVICES = 32
 """What ResourceQuota charges for `allocationMode: All` when the inventory is unknown."""
 

@@ -164,6 +164,21 @@ class Settings:
 
 
 @dataclass(frozen=True)
+class ObjectVerdict:
+    """A policy object of the cluster read into a set: enforced, or left out and why (`message`;
+    its status says so too). `generation` is the one judged."""
+
+    kind: str
+    name: str
+    generation: int
+    message: str = ""
+
+    @property
+    def enforced(self) -> bool:
+        return not self.message
+
+
+@dataclass(frozen=True)
 class PolicySet:
     """All loaded policies, compiled, immutable; swapped atomically on reload."""
 
@@ -172,3 +187,8 @@ class PolicySet:
     mappings: tuple[LegacyResourceMapping, ...] = ()
     settings: Settings = Settings()
     digest: str = ""  # content hash, shown on /readyz and in metrics
+    objects: tuple[ObjectVerdict, ...] = ()  # the cluster's policy objects read into it
+
+    @property
+    def not_enforced(self) -> tuple[ObjectVerdict, ...]:
+        return tuple(v for v in self.objects if not v.enforced)

@@ -1,0 +1,112 @@
+"""Policy objects' Ready condition: written from the set served, for the generation it judged,
+only when it differs, keeping the transition time while the status stays the same."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import pytest
+
+from webhook.kube.api import ApiError, KubeApi
+from webhook.kube.policystatus import PolicyStatusWriter, status_patch
+from webhook.kube.policywatch import PolicyObjects
+from webhook.types import FactsUnavailable, ObjectVerdict, PolicySet
+
+NOW = "2026-12-04T10:00:00Z"
+EARLIER = "2026-12-01T10:00:00Z"
+BAD = 'spec.quotas: unknown field (did you mean "quota"?)'
+
+
+def tenant(name: str, generation: int, *conditions: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": "Tenant", "metadata": {"name": name, "generation": generation},
+            "status": {"conditions": list(conditions)}}  # fmt: skip
+
+
+def ready(status: str, reason: str, message: str, generation: int) -> dict[str, Any]:
+    return {"type": "Ready", "status": status, "reason": reason, "message": message,
+            "observedGeneration": generation, "lastTransitionTime": EARLIER}  # fmt: skip
+
+
+ENFORCED = ObjectVerdict("Tenant", "a", 2)
+LEFT_OUT = ObjectVerdict("Tenant", "a", 2, BAD)
+
+
+@pytest.mark.parametrize(
+    ("obj", "verdict", "written"),
+    [
+        pytest.param(tenant("a", 2), ENFORCED, ("True", "Enforced", NOW), id="first-status"),
+        pytest.param(tenant("a", 2, ready("True", "Enforced", "enforced", 2)), ENFORCED, None,
+                     id="unchanged-is-not-written"),
+        pytest.param(tenant("a", 2, ready("True", "Enforced", "enforced", 1)), ENFORCED,
+                     ("True", "Enforced", EARLIER), id="new-generation-keeps-transition-time"),
+        pytest.param(tenant("a", 2, ready("True", "Enforced", "enforced", 1)), LEFT_OUT,
+                     ("False", "Invalid", NOW), id="turning-invalid-is-a-transition"),
+    ],
+)  # fmt: skip
+def test_status_patch(
+    obj: dict[str, Any], verdict: ObjectVerdict, written: tuple[str, str, str] | None
+) -> None:
+    patch = status_patch(obj, verdict, NOW)
+    if written is None:
+        assert patch is None
+        return
+    assert patch is not None
+    (condition,) = patch["status"]["conditions"]
+    assert (condition["status"], condition["reason"], condition["lastTransitionTime"]) == written
+    assert condition["observedGeneration"] == patch["status"]["observedGeneration"] == 2
+    assert condition["message"] == (BAD if verdict.message else "enforced")
+
+
+class Objects:
+    def __init__(self, objects: Sequence[dict[str, Any]] | None) -> None:
+        self.listed = objects
+
+    def objects(self) -> Sequence[dict[str, Any]]:
+        if self.listed is None:
+            raise FactsUnavailable("not listed")
+        return self.listed
+
+
+class Api:
+    def __init__(self, missing: str = "") -> None:
+        self.patches: list[tuple[str, dict[str, Any], str]] = []
+        self.missing = missing
+
+    def request(self, method: str, path: str, *, body: Any = None, content_type: str = "",
+                **_: Any) -> dict[str, Any]:  # fmt: skip
+        assert method == "PATCH"
+        if self.missing and self.missing in path:
+            raise ApiError(404, "not found")
+        self.patches.append((path, body, content_type))
+        return {}
+
+
+def writer(api: Api, objects: Objects, served: PolicySet | None) -> PolicyStatusWriter:
+    return PolicyStatusWriter(cast(KubeApi, api), cast(PolicyObjects, objects), lambda: served)
+
+
+def test_only_the_generation_the_served_set_judged_is_written() -> None:
+    api = Api()
+    served = PolicySet(objects=(ENFORCED, ObjectVerdict("Tenant", "b", 1, BAD)))
+    listed = [tenant("a", 2), tenant("b", 2), tenant("c", 1)]  # b edited, c new: not judged yet
+    assert writer(api, Objects(listed), served).write_once() == 1
+    ((path, body, content_type),) = api.patches
+    assert path == "/apis/dragate.io/v1alpha1/tenants/a/status"
+    assert content_type == "application/merge-patch+json"
+    assert body["status"]["conditions"][0]["status"] == "True"
+
+
+@pytest.mark.parametrize(
+    ("objects", "served", "api"),
+    [
+        pytest.param(Objects(None), PolicySet(objects=(ENFORCED,)), Api(), id="not-listed"),
+        pytest.param(Objects([tenant("a", 2)]), None, Api(), id="nothing-served"),
+        pytest.param(Objects([tenant("a", 2)]), PolicySet(objects=(ENFORCED,)), Api("/a/"),
+                     id="deleted-meanwhile"),
+    ],
+)  # fmt: skip
+def test_nothing_is_written_without_both_sides(
+    objects: Objects, served: PolicySet | None, api: Api
+) -> None:
+    assert writer(api, objects, served).write_once() == 0
