@@ -254,6 +254,35 @@ def test_webhook_config(tmp_path: Path) -> None:
     assert mutating["webhooks"][0]["reinvocationPolicy"] == "IfNeeded"
     assert mutating["webhooks"][0]["failurePolicy"] == "Ignore"
     assert mutating["webhooks"][0]["clientConfig"]["url"].endswith("/mutate")
+    assert len(mutating["webhooks"]) == 1
+
+
+@pytest.mark.parametrize(
+    "failure_policy", [[], ["--failure-policy", "Fail"]], ids=["default", "fail"]
+)
+def test_webhook_config_checks_policy_objects_failing_open(
+    tmp_path: Path, failure_policy: list[str]
+) -> None:
+    certificates.create(tmp_path, ["localhost"])
+    args = ["webhook-config", "--url", "https://h:8443", "--cert-dir", str(tmp_path)]
+    result = CliRunner().invoke(main, args + failure_policy)
+    assert result.exit_code == 0, result.output
+    validating, _ = YAML(typ="safe").load_all(result.output)
+    hook = validating["webhooks"][1]
+    assert (hook["name"], hook["failurePolicy"]) == ("policies.dragate.io", "Ignore")
+    assert hook["clientConfig"]["url"] == "https://h:8443/validate"
+    (rule,) = hook["rules"]
+    assert (rule["apiGroups"], rule["scope"], rule["operations"]) == (
+        ["dragate.io"],
+        "Cluster",
+        ["CREATE", "UPDATE"],
+    )
+    assert set(rule["resources"]) == {
+        "tenants",
+        "deviceclasspolicies",
+        "legacyresourcemappings",
+        "settings",
+    }
 
 
 def test_webhook_config_validates_against_the_api_schema(tmp_path: Path) -> None:

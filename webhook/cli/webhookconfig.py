@@ -9,6 +9,10 @@ Choices, each for a reason (docs/cli.md, "`dragate certs` and `dragate webhook-c
   clients are seen too; Namespaces because a label change can move one between tenants.
 - the mutating webhook rewrites Pods at CREATE only, `reinvocationPolicy: IfNeeded` (the
   rewrite is idempotent), and fails open by default: validation still checks the result.
+- the dragate.io policy kinds (Tenant, DeviceClassPolicy, LegacyResourceMapping, Settings)
+  in a webhook of their own that always fails open: a policy object is refused at apply when
+  it would not be enforced, but a webhook that is down never locks policy edits (an object
+  stored meanwhile is left out, and its status says why).
 - `kube-system` (and the webhook's own namespace) excluded through the immutable
   `kubernetes.io/metadata.name` label; `sideEffects: NoneOnDryRun` since dry runs never
   reserve quota.
@@ -78,6 +82,34 @@ def webhook(
     return entry
 
 
+POLICY_RESOURCES = ["tenants", "deviceclasspolicies", "legacyresourcemappings", "settings"]
+
+
+def policy_webhook(*, url: str, ca_bundle: bytes, timeout: int) -> dict[str, Any]:
+    """The entry for dragate's own policy kinds: checked as the loader would, failing open."""
+    return {
+        "name": f"policies.{NAME}",
+        "clientConfig": {
+            "url": f"{url.rstrip('/')}/validate",
+            "caBundle": base64.b64encode(ca_bundle).decode("ascii"),
+        },
+        "rules": [
+            {
+                "operations": WRITE,
+                "apiGroups": [NAME],
+                "apiVersions": ["v1alpha1"],
+                "resources": POLICY_RESOURCES,
+                "scope": "Cluster",
+            }
+        ],
+        "matchPolicy": "Equivalent",
+        "failurePolicy": "Ignore",
+        "sideEffects": "None",
+        "timeoutSeconds": timeout,
+        "admissionReviewVersions": ["v1"],
+    }
+
+
 def configurations(
     url: str, ca_bundle: bytes, failure_policy: str | None, timeout: int, excluded: list[str]
 ) -> list[dict[str, Any]]:
@@ -91,11 +123,14 @@ def configurations(
             mutating=mutating, url=url, ca_bundle=ca_bundle, timeout=timeout, excluded=excluded,
             failure_policy=failure_policy or default_policy,
         )  # fmt: skip
+        policies = (
+            [] if mutating else [policy_webhook(url=url, ca_bundle=ca_bundle, timeout=timeout)]
+        )
         documents.append({
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": kind,
             "metadata": {"name": "dragate", "labels": {"app.kubernetes.io/managed-by": "dragate"}},
-            "webhooks": [entry],
+            "webhooks": [entry, *policies],
         })  # fmt: skip
     return documents
 
