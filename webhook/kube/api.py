@@ -74,6 +74,11 @@ class KubeApi:
         configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize, 16)
         return cls(k8s.ApiClient(configuration))
 
+    @property
+    def configuration(self) -> Any:
+        """The client configuration (host, credentials, TLS) this API talks through."""
+        return self._client.configuration
+
     def server_identity(self) -> str:
         """The API server's URL and a digest of the CA that vouches for it: which cluster
         this is, also when a new cluster comes up at the same address."""
