@@ -40,7 +40,7 @@ class CaseResult:
         return not self.failures
 
     def text(self) -> str:
-        """`FAIL  policies/tests/quota.yaml:12: quota: a claim over the quota is denied`."""
+        """`PASS  FILE:LINE: SUITE: CASE` or `FAIL  ...` and what differed; the line is the case."""
         head = f"{'PASS' if self.passed else 'FAIL'}  {self.source}: {self.suite}: {self.case}"
         return "\n".join([head, *(f"      {failure}" for failure in self.failures)])
 
@@ -79,7 +79,8 @@ def _compare(
     expect: Expect, allowed: bool, reasons: list[str], warnings: list[str], final: Any
 ) -> Iterator[str]:
     if expect.allowed is not None and expect.allowed != allowed:
-        yield f"expected allowed={expect.allowed}, got {allowed}: {'; '.join(reasons)}"
+        because = f": {'; '.join(reasons)}" if reasons else ""
+        yield f"expected allowed={expect.allowed}, got {allowed}{because}"
     if expect.message is not None and not any(expect.message.search(r) for r in reasons):
         yield f"no reason matches /{expect.message.pattern}/ in {reasons}"
     for pattern in expect.warnings:
