@@ -172,6 +172,16 @@ def test_every_problem_of_every_suite_is_listed(tmp_path: Path) -> None:
     ]
 
 
+def test_invalid_policies_exit_2_before_any_case_runs(tmp_path: Path) -> None:
+    file = suite_file(tmp_path, f"spec:\n  cases:\n{CASE}    expect: {{allowed: false}}\n")
+    (file.parent.parent / "broken.yaml").write_text(
+        "apiVersion: dragate.io/v1alpha1\nkind: Tenant\nmetadata: {name: b}\nspec: {quota: 1}\n"
+    )
+    result = run(str(file))
+    assert result.exit_code == 2 and "PASS" not in result.output
+    assert f"{file.parent.parent / 'broken.yaml'}:4: spec.quota: expected a list" in result.output
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

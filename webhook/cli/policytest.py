@@ -98,7 +98,7 @@ def command(paths: tuple[str, ...]) -> None:
     """Run policy test suites (default: ./policies). Exit 0 pass, 1 fail, 2 malformed suite
     or invalid policies (then no case runs)."""
     suites = find_suites(paths or DEFAULT_PATHS)
-    policies = {d: policy_set(str(d)) for d in {s.policies_dir for s in suites}}
+    policies = {d: policy_set(str(d)) for d in dict.fromkeys(s.policies_dir for s in suites)}
     results = [r for s in suites for r in run_suite(s, policies[s.policies_dir])]
     for result in results:
         click.echo(result.text())
