@@ -9,10 +9,10 @@ none. Running the cases is the CLI's business (`webhook.cli.policytest`), above 
 
 from __future__ import annotations
 
+import pathlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from webhook.files.manifests import find_files, read_text
@@ -26,23 +26,19 @@ from webhook.policy.schema import (
     MapOf,
     Obj,
     OneOf,
+    Path,
     PolicyError,
     PolicyProblem,
     Report,
     Str,
     suggest,
 )
-from webhook.policy.schema import (
-    Path as FieldPath,
-)
-from webhook.types import API_VERSION, JSON, Operation, Source
+from webhook.types import API_VERSION, JSON, Object, Operation, Source
 
 SUITE_KIND = "PolicyTestSuite"
 FIELD_PATH = re.compile(r"[^.\[\]]+(\[\d+\])*(\.[^.\[\]]+(\[\d+\])*)*")
 """`spec.containers[0].resources.claims[0].name`: how `expect.patched` names a field."""
 PATH_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
-
-Object = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -70,7 +66,7 @@ class Case:
 class Suite:
     name: str
     source: Source
-    policies_dir: Path
+    policies_dir: pathlib.Path
     state: tuple[Object, ...]
     cases: tuple[Case, ...]
 
@@ -96,7 +92,7 @@ class Regex:
 
     noun: str = "a regular expression (a non-empty string)"
 
-    def read(self, value: JSON, at: FieldPath, report: Report) -> Any:
+    def read(self, value: JSON, at: Path, report: Report) -> Any:
         text = Str(noun=self.noun).read(value, at, report)
         if text is INVALID:
             return INVALID
@@ -121,7 +117,7 @@ class Manifest:
 
     noun: str = _OBJECT_HEAD.noun
 
-    def read(self, value: JSON, at: FieldPath, report: Report) -> Any:
+    def read(self, value: JSON, at: Path, report: Report) -> Any:
         return INVALID if _OBJECT_HEAD.read(value, at, report) is INVALID else value
 
 
@@ -134,7 +130,7 @@ class Patched:
 
     noun: str = "a mapping of field paths to values"
 
-    def read(self, value: JSON, at: FieldPath, report: Report) -> Any:
+    def read(self, value: JSON, at: Path, report: Report) -> Any:
         read = MapOf(Anything(), self.noun).read(value, at, report)
         bad = [key for key in read if not FIELD_PATH.fullmatch(key)] if read is not INVALID else []
         for key in bad:
@@ -148,11 +144,11 @@ class PoliciesDir:
 
     noun: str = "a directory (relative to this file)"
 
-    def read(self, value: JSON, at: FieldPath, report: Report) -> Any:
+    def read(self, value: JSON, at: Path, report: Report) -> Any:
         text = Str(noun=self.noun).read(value, at, report)
         if text is INVALID:
             return INVALID
-        directory = policies_dir(Path(report.doc.source.file), text)
+        directory = policies_dir(pathlib.Path(report.doc.source.file), text)
         if not directory.is_dir():
             report.add(at, f"no policy directory {directory}")
             return INVALID
@@ -162,7 +158,7 @@ class PoliciesDir:
 # --------------------------------------------------------------------------- the schema
 
 
-def _checks_something(v: Mapping[str, Any], at: FieldPath, report: Report) -> None:
+def _checks_something(v: Mapping[str, Any], at: Path, report: Report) -> None:
     if not v:
         report.add(at, "states nothing to check; give allowed, message, warnings or patched")
 
@@ -196,7 +192,7 @@ CASE = Obj(
 )
 
 
-def _has_cases(v: Mapping[str, Any], at: FieldPath, report: Report) -> None:
+def _has_cases(v: Mapping[str, Any], at: Path, report: Report) -> None:
     if v.get("cases") == []:
         report.add((*at, "cases"), "a suite needs at least one case")
 
@@ -239,13 +235,13 @@ def read_suite(doc: Document, report: Report) -> Suite | None:
     if body is INVALID or report.problems:
         return None
     spec = body["spec"]
-    directory = spec.get("policies") or policies_dir(Path(doc.source.file), None)
+    directory = spec.get("policies") or policies_dir(pathlib.Path(doc.source.file), None)
     cases = tuple(_case(doc, i, case) for i, case in enumerate(spec["cases"]))
     name: str = body["metadata"]["name"]
     return Suite(name, doc.source, directory, tuple(spec.get("state", ())), cases)
 
 
-def policies_dir(file: Path, policies: str | None) -> Path:
+def policies_dir(file: pathlib.Path, policies: str | None) -> pathlib.Path:
     """`spec.policies` from the suite's folder; by default the folder above `tests/`."""
     default = file.parent.parent if file.parent.name == "tests" else file.parent
     return ((file.parent / policies) if policies else default).resolve()
