@@ -129,6 +129,14 @@ WRONG = [
         ],
     ),
     (
+        "only-empty-expectations",
+        f"spec: {{cases: [{{object: {POD}, expect: {{warnings: [], patched: {{}}}}}}]}}",
+        [
+            "4: spec.cases[0].expect: states nothing to check; give allowed, message, warnings "
+            "or patched"
+        ],
+    ),
+    (
         "object-not-a-mapping",
         "spec: {cases: [{object: [], expect: {allowed: true}}]}",
         [
