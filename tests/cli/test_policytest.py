@@ -1,4 +1,4 @@
-"""`dragate test`: suites found beside policies, failures reported, exit codes 0/1/2."""
+"""`dragate test`: suites read strictly, failures named at `file:line`, exit codes 0/1/2."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from webhook.cli import main
 from webhook.cli.policytest import lookup
 
 REPO = Path(__file__).resolve().parents[2]
+HEADER = "apiVersion: dragate.io/v1alpha1\nkind: PolicyTestSuite\nmetadata: {name: s}\n"
 CLAIM = """
     object:
       apiVersion: resource.k8s.io/v1
@@ -30,13 +31,17 @@ def run(*paths: str) -> Result:
 
 def suite(tmp_path: Path, cases: str) -> Path:
     """A copy of the example policies with one suite of `cases` in its tests/ folder."""
+    return suite_file(tmp_path, f"spec:\n  cases:\n{cases}").parent.parent
+
+
+def suite_file(tmp_path: Path, body: str) -> Path:
+    """`policies/tests/s.yaml` beside a copy of the example policies: HEADER (3 lines), `body`."""
     shutil.copytree(
         REPO / "policies", tmp_path / "policies", ignore=shutil.ignore_patterns("tests")
     )
     (tmp_path / "policies" / "tests").mkdir()
-    header = "apiVersion: dragate.io/v1alpha1\nkind: PolicyTestSuite\nmetadata: {name: s}\n"
-    (tmp_path / "policies" / "tests" / "s.yaml").write_text(f"{header}spec:\n  cases:\n{cases}")
-    return tmp_path / "policies"
+    (tmp_path / "policies" / "tests" / "s.yaml").write_text(HEADER + body)
+    return tmp_path / "policies" / "tests" / "s.yaml"
 
 
 def test_the_repository_suites_pass() -> None:
@@ -55,16 +60,126 @@ def test_the_repository_suites_pass() -> None:
     ],
     ids=["allowed", "message", "warning", "patched"],
 )
-def test_wrong_expectations_fail_with_a_reason(tmp_path: Path, expect: str, failure: str) -> None:
+def test_wrong_expectations_fail_at_the_case_line(
+    tmp_path: Path, expect: str, failure: str
+) -> None:
     policies = suite(tmp_path, f"  - name: wrong{CLAIM}    expect: {expect}\n")
     result = run(str(policies))
     assert result.exit_code == 1
-    assert "FAIL  s: wrong" in result.output and failure in result.output
+    assert f"FAIL  {policies / 'tests' / 's.yaml'}:6: s: wrong\n" in result.output
+    assert failure in result.output
 
 
-def test_a_case_without_object_fails(tmp_path: Path) -> None:
-    result = run(str(suite(tmp_path, "  - name: empty\n    expect: {allowed: true}\n")))
-    assert result.exit_code == 1 and "case has no `object`" in result.output
+def test_passing_cases_are_named_at_their_line(tmp_path: Path) -> None:
+    second = f"  - name: fine{CLAIM}    expect: {{allowed: false}}\n"
+    policies = suite(tmp_path, f"  - name: wrong{CLAIM}    expect: {{allowed: true}}\n{second}")
+    result = run(str(policies))
+    assert f"PASS  {policies / 'tests' / 's.yaml'}:15: s: fine\n" in result.output
+    assert result.output.endswith("\n1 passed, 1 failed\n") and result.exit_code == 1
+
+
+CASE = f"  - name: c{CLAIM}"
+MALFORMED = [
+    (
+        "cases-typo",
+        f"spec:\n  casess:\n{CASE}    expect: {{allowed: false}}\n",
+        5,
+        'spec.casess: unknown field (did you mean "cases"?)',
+    ),
+    ("cases-missing", "spec: {policies: ..}\n", 4, "spec.cases: required field is missing"),
+    ("no-cases", "spec:\n  cases: []\n", 5, "spec.cases: a suite needs at least one case"),
+    ("no-expect", f"spec:\n  cases:\n{CASE}", 6, "spec.cases[0].expect: required field is missing"),
+    (
+        "empty-expect",
+        f"spec:\n  cases:\n{CASE}    expect: {{}}\n",
+        14,
+        "spec.cases[0].expect: states nothing to check",
+    ),
+    (
+        "allowed-typo",
+        f"spec:\n  cases:\n{CASE}    expect: {{alowed: false}}\n",
+        14,
+        'spec.cases[0].expect.alowed: unknown field (did you mean "allowed"?)',
+    ),
+    (
+        "message-typo",
+        f"spec:\n  cases:\n{CASE}    expect:\n      allowed: false\n      mesage: x\n",
+        16,
+        'spec.cases[0].expect.mesage: unknown field (did you mean "message"?)',
+    ),
+    (
+        "bad-regex",
+        f"spec:\n  cases:\n{CASE}    expect: {{message: 'limit (16'}}\n",
+        14,
+        "spec.cases[0].expect.message: not a valid regular expression: missing ), unterminated",
+    ),
+    (
+        "case-typo",
+        f"spec:\n  cases:\n{CASE}    expected: {{allowed: false}}\n",
+        14,
+        'spec.cases[0].expected: unknown field (did you mean "expect"?)',
+    ),
+    (
+        "top-level-typo",
+        f"specs:\n  cases:\n{CASE}    expect: {{allowed: false}}\n",
+        4,
+        'specs: unknown field (did you mean "spec"?)',
+    ),
+    (
+        "no-object",
+        "spec:\n  cases:\n  - name: c\n    expect: {allowed: true}\n",
+        6,
+        "spec.cases[0].object: required field is missing",
+    ),
+    (
+        "operation-typo",
+        f"spec:\n  cases:\n{CASE}    operation: UPDAET\n    expect: {{}}\n",
+        14,
+        'spec.cases[0].operation: expected one of CREATE, UPDATE, DELETE, CONNECT, got "UPDAET" '
+        '(did you mean "UPDATE"?)',
+    ),
+    (
+        "wrong-allowed",
+        f"spec:\n  cases:\n{CASE}    expect: {{allowed: 'no'}}\n",
+        14,
+        'spec.cases[0].expect.allowed: expected true or false, got "no"',
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "message"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED]
+)
+def test_a_malformed_suite_exits_2_naming_file_line_and_runs_nothing(
+    tmp_path: Path, body: str, line: int, message: str
+) -> None:
+    file = suite_file(tmp_path, body)
+    result = run(str(file.parent.parent))
+    assert result.exit_code == 2, result.output
+    assert f"{file}:{line}: {message}" in result.output
+    assert "PASS" not in result.output and "FAIL" not in result.output
+
+
+def test_every_problem_of_every_suite_is_listed(tmp_path: Path) -> None:
+    file = suite_file(tmp_path, f"spec:\n  casess:\n{CASE}    expect: {{alowed: false}}\n")
+    (file.parent / "t.yaml").write_text(HEADER + "spec:\n  cases: []\n")
+    result = run(str(file.parent))
+    assert result.exit_code == 2
+    assert [line.strip().split(": ")[0] for line in result.output.splitlines()[1:]] == [
+        f"{file}:4",
+        f"{file}:5",
+        f"{file.parent / 't.yaml'}:5",
+    ]
+
+
+def test_invalid_policies_exit_2_before_any_case_runs(tmp_path: Path) -> None:
+    file = suite_file(tmp_path, f"spec:\n  cases:\n{CASE}    expect: {{allowed: false}}\n")
+    (file.parent.parent / "broken.yaml").write_text(
+        "apiVersion: dragate.io/v1alpha1\nkind: Tenant\nmetadata: {name: b}\nspec: {quota: 1}\n"
+    )
+    result = run(str(file))
+    assert result.exit_code == 2 and "PASS" not in result.output
+    assert f"{file.parent.parent / 'broken.yaml'}:4: spec.quota: expected a list" in result.output
 
 
 @pytest.mark.parametrize(
@@ -72,9 +187,17 @@ def test_a_case_without_object_fails(tmp_path: Path) -> None:
     [
         (None, "no PolicyTestSuite found"),
         ("a: [1\n", "not valid YAML"),
-        ("apiVersion: v1\nkind: PolicyTestSuite\nmetadata: {name: x}\n", "needs apiVersion"),
+        (
+            "apiVersion: v1\nkind: PolicyTestSuite\nmetadata: {name: x}\n",
+            'apiVersion: expected dragate.io/v1alpha1, got "v1"',
+        ),
+        (
+            HEADER.replace("Suite", "Suit") + "spec: {}\n",
+            'kind: expected PolicyTestSuite, got "PolicyTestSuit" '
+            '(did you mean "PolicyTestSuite"?)',
+        ),
     ],
-    ids=["none", "broken-yaml", "wrong-apiversion"],
+    ids=["none", "broken-yaml", "wrong-apiversion", "kind-typo"],
 )
 def test_errors_exit_two(tmp_path: Path, content: str | None, message: str) -> None:
     if content is not None:

@@ -29,7 +29,9 @@ README = (REPO / "README.md").read_text()
 CLI_DOC = (REPO / "docs" / "cli.md").read_text()
 POLICY_KINDS = {"Tenant", "DeviceClassPolicy", "LegacyResourceMapping", "Settings"}
 README_MAX_LINES = 200  # "a few screens"
-FRESH_MACHINE_INSTALL = "python3 -m pip install . && dragate serve"
+FRESH_MACHINE_INSTALL = (
+    "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/dragate serve"
+)
 
 
 def policy_blocks() -> list[tuple[str, Block]]:
@@ -60,6 +62,14 @@ def test_quick_start_has_the_two_commands_and_ci_runs_the_test_command() -> None
         if line.strip() and not line.lstrip().startswith("#")
     ]
     assert ci[-1] == f"exec {commands[1]}", "the last step of .ci/run must be README's test command"
+
+
+def test_the_install_needs_no_system_pip_so_works_on_an_externally_managed_python() -> None:
+    """A stock Debian/Ubuntu python3 (PEP 668) refuses `pip install` outside a virtual env."""
+    install = next(b.text.strip() for b in blocks(section(README, "Quick start")) if b.lang == "sh")
+    first, *rest = [shlex.split(step) for step in install.split("&&")]
+    assert first[:3] == ["python3", "-m", "venv"] and len(first) == 4, install
+    assert rest and all(step[0].startswith(f"{first[3]}/bin/") for step in rest), install
 
 
 def test_readme_shows_a_first_policy_and_a_check_admitting_and_denying() -> None:

@@ -24,7 +24,8 @@ from webhook.files.yamlio import Document, YamlError, parse_documents
 from webhook.lint import ERROR, PARSE, POLICY, RULES, WARNING, Finding, lint_object
 from webhook.lint.objects import POLICY_API_VERSION
 from webhook.lint.rules.cel import use_selector_compiler
-from webhook.policy.loading import PolicyError, load_policies, parse_policies
+from webhook.policy.loading import PolicyError, PolicyProblem, load_policies, parse_policies
+from webhook.policy.suites import suite_problems
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,7 @@ def lint_paths(paths: Sequence[str], stdin: TextIO | None = None) -> Run:
         for doc in read.objects + read.policies:
             run.results.extend(_locate(doc, f) for f in lint_object(doc.data))
     run.results.extend(policy_findings(run.files))
+    run.results.extend(suite_findings(run.files))
     run.results.sort(key=Located.sort_key)
     return run
 
@@ -238,6 +240,17 @@ def _load(paths: list[str] | None, text: tuple[str, str] | None) -> list[Located
         file = paths[0] if paths else text[1] if text else "<policies>"
         return [Located(file, 0, ERROR, POLICY.id, f"the policy loader failed: {err!r}")]
     return []
+
+
+def suite_findings(files: Iterable[FileRead]) -> list[Located]:
+    """PolicyTestSuite documents read as strictly as `dragate test` reads them, as `policy`."""
+    documents = (doc for read in files for doc in read.policies + read.others)
+    return [_suite_finding(p) for p in suite_problems(documents)]
+
+
+def _suite_finding(p: PolicyProblem) -> Located:
+    message = f"{p.path}: {p.message}" if p.path else p.message
+    return Located(p.source.file, p.source.line, ERROR, POLICY.id, message, path=p.path)
 
 
 def _policy_lines(read: FileRead) -> list[tuple[int, int]]:

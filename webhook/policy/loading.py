@@ -19,6 +19,7 @@ from webhook.files.manifests import read_text
 from webhook.files.yamlio import Document, YamlError, parse_documents
 from webhook.policy.kinds import HEADER, KINDS
 from webhook.policy.schema import INVALID, PolicyError, PolicyProblem, Report
+from webhook.policy.suites import SUITE_KIND
 from webhook.types import (
     DeviceClassPolicy,
     LegacyResourceMapping,
@@ -162,7 +163,7 @@ def read_all(texts: list[tuple[str, str]], problems: list[PolicyProblem]) -> lis
     return []
 
 
-NOT_POLICIES = frozenset({"PolicyTestSuite"})
+NOT_POLICIES = frozenset({SUITE_KIND})
 """Kinds of the dragate.io group that may share a policy directory without being policies."""
 
 
