@@ -18,6 +18,7 @@ from pathlib import Path
 from webhook.kube.api import KubeApi
 from webhook.kube.caches import KubeState
 from webhook.kube.inventorysource import InventorySource
+from webhook.kube.leader import Leadership
 from webhook.kube.policykeeper import RewritePolicyKeeper
 from webhook.kube.policystatus import PolicyStatusWriter
 from webhook.kube.policywatch import PolicyObjects
@@ -145,6 +146,7 @@ class ClusterMode:
     keeper: TemplateKeeper
     policy_keeper: RewritePolicyKeeper | None = None
     policy_status: PolicyStatusWriter | None = None
+    leader: Leadership | None = None
 
     def ready(self) -> tuple[bool, str]:
         """A /readyz check: every watch cache has listed and is not stale."""
@@ -154,7 +156,7 @@ class ClusterMode:
         self.state.start()
         self.reconciler.start()
         self.keeper.start()
-        for loop in (self.policy_keeper, self.policy_status):
+        for loop in (self.policy_keeper, self.policy_status, self.leader):
             if loop is not None:
                 loop.start()
 
@@ -188,10 +190,13 @@ def cluster_mode(
         policy_check=policy_check(feed.objects if feed else None),
     )
     policy_keeper = _policy_keeper(target, state, policies) if target.keep_rewrite_policy else None
-    status = None
+    status, leader = None, None
     if feed is not None and feed.objects is not None and served is not None:
-        status = PolicyStatusWriter(api, feed.objects, served)
-    return ClusterMode(context, state, reconciler, keeper, policy_keeper, status)
+        leader = Leadership(api, target.own.namespace)
+        status = PolicyStatusWriter(
+            api, feed.objects, served, usage=ledger.usage, leading=leader.leading
+        )
+    return ClusterMode(context, state, reconciler, keeper, policy_keeper, status, leader)
 
 
 def _policy_keeper(

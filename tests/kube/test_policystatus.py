@@ -9,9 +9,16 @@ from typing import Any, cast
 import pytest
 
 from webhook.kube.api import ApiError, KubeApi
-from webhook.kube.policystatus import PolicyStatusWriter, status_patch
+from webhook.kube.policystatus import PolicyStatusWriter, status_patch, usage_status
 from webhook.kube.policywatch import PolicyObjects
-from webhook.types import FactsUnavailable, ObjectVerdict, PolicySet
+from webhook.types import (
+    ClassUsage,
+    FactsUnavailable,
+    ObjectVerdict,
+    PolicySet,
+    QuotaLimit,
+    Tenant,
+)
 
 NOW = "2026-12-04T10:00:00Z"
 EARLIER = "2026-12-01T10:00:00Z"
@@ -110,3 +117,67 @@ def test_nothing_is_written_without_both_sides(
     objects: Objects, served: PolicySet | None, api: Api
 ) -> None:
     assert writer(api, objects, served).write_once() == 0
+
+
+TEAM = Tenant(
+    "team-a",
+    quota=(QuotaLimit("gpu.nvidia.com", max_devices=4), QuotaLimit("mig.nvidia.com")),
+)
+
+
+@pytest.mark.parametrize(
+    ("usage", "rows", "summary"),
+    [
+        pytest.param({}, [("gpu.nvidia.com", 0, 4), ("mig.nvidia.com", 0, None)],
+                     "gpu.nvidia.com=0/4,mig.nvidia.com=0", id="nothing-held"),
+        pytest.param({"gpu.nvidia.com": ClassUsage(3), "x.example.com": ClassUsage(2)},
+                     [("gpu.nvidia.com", 3, 4), ("mig.nvidia.com", 0, None),
+                      ("x.example.com", 2, None)],
+                     "gpu.nvidia.com=3/4,mig.nvidia.com=0,x.example.com=2",
+                     id="held-outside-quota"),
+    ],
+)  # fmt: skip
+def test_usage_status(
+    usage: dict[str, ClassUsage], rows: list[tuple[str, int, int | None]], summary: str
+) -> None:
+    status = usage_status(TEAM, usage)
+    found = [(r["deviceClassName"], r["used"], r.get("limit")) for r in status["usage"]]
+    assert (found, status["usageSummary"]) == (rows, summary)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_leader_writes_usage_coalesced_and_conditions_at_once() -> None:
+    api, clock, leading = Api(), Clock(), [False]
+    held = {"gpu.nvidia.com": ClassUsage(3)}
+    served = PolicySet(tenants=(TEAM,), objects=(ObjectVerdict("Tenant", "team-a", 1),))
+    stored = tenant("team-a", 1)
+    status_writer = PolicyStatusWriter(
+        cast(KubeApi, api), cast(PolicyObjects, Objects([stored])), lambda: served,
+        usage=lambda name: held, leading=lambda: leading[0], clock=clock,
+    )  # fmt: skip
+    assert status_writer.write_once() == 0  # a follower writes nothing
+    leading[0] = True
+    assert status_writer.write_once() == 1
+    written = api.patches[-1][1]["status"]
+    assert written["usageSummary"] == "gpu.nvidia.com=3/4,mig.nvidia.com=0"
+    stored["status"] = written
+    held = {"gpu.nvidia.com": ClassUsage(4)}
+    assert status_writer.write_once() == 0  # usage alone, within min_interval
+    clock.now += 5
+    assert status_writer.write_once() == 1
+    assert api.patches[-1][1]["status"]["usage"] == [
+        {"deviceClassName": "gpu.nvidia.com", "used": 4, "limit": 4},
+        {"deviceClassName": "mig.nvidia.com", "used": 0},
+    ]
+    stored["status"] = api.patches[-1][1]["status"]
+    assert status_writer.write_once() == 0
+    served = PolicySet(tenants=(TEAM,), objects=(ObjectVerdict("Tenant", "team-a", 1, BAD),))
+    assert status_writer.write_once() == 1  # a condition change is not held back
+    assert "usage" not in api.patches[-1][1]["status"]
