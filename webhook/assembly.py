@@ -11,15 +11,17 @@ template harmless.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from itertools import chain
 from pathlib import Path
 
-from webhook.kube.api import KubeApi
+from webhook.kube.api import KubeApi, list_pages
 from webhook.kube.caches import KubeState
 from webhook.kube.inventorysource import InventorySource
 from webhook.kube.leader import Leadership
 from webhook.kube.policykeeper import RewritePolicyKeeper
+from webhook.kube.policyreports import Observe, PolicyReportWriter
 from webhook.kube.policystatus import PolicyStatusWriter
 from webhook.kube.policywatch import PolicyObjects
 from webhook.kube.snapshot import SnapshotState, load_state
@@ -32,10 +34,11 @@ from webhook.ledger.share import Share
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.ledger.usage import existing_holds
 from webhook.pipeline import Context
+from webhook.pipeline.audit import asks_for_devices, audit
 from webhook.pipeline.scope import NOBODY, Identity
 from webhook.policy.loading import load_policies
 from webhook.policy.policyobjects import check_object, load_with_objects
-from webhook.types import FactsUnavailable, Ledger, Object, PolicySet
+from webhook.types import AuditResult, FactsUnavailable, Ledger, Object, PolicySet
 
 PolicySource = Callable[[], PolicySet]
 """The policy set to judge with now (reloads swap it)."""
@@ -147,6 +150,7 @@ class ClusterMode:
     policy_keeper: RewritePolicyKeeper | None = None
     policy_status: PolicyStatusWriter | None = None
     leader: Leadership | None = None
+    reports: PolicyReportWriter | None = None
 
     def ready(self) -> tuple[bool, str]:
         """A /readyz check: every watch cache has listed and is not stale."""
@@ -156,14 +160,14 @@ class ClusterMode:
         self.state.start()
         self.reconciler.start()
         self.keeper.start()
-        for loop in (self.policy_keeper, self.policy_status, self.leader):
+        for loop in (self.policy_keeper, self.policy_status, self.leader, self.reports):
             if loop is not None:
                 loop.start()
 
 
 def cluster_mode(
     target: ClusterTarget, policies: PolicySource, feed: PolicyFeed | None = None,
-    served: Callable[[], PolicySet | None] | None = None,
+    served: Callable[[], PolicySet | None] | None = None, observe: Observe = lambda _r: None,
 ) -> ClusterMode:  # fmt: skip
     """Caches and ledger on one API connection; nothing runs until `start()`. With a `feed`
     of policy objects and the `served` set, their Ready conditions are kept too."""
@@ -190,13 +194,43 @@ def cluster_mode(
         policy_check=policy_check(feed.objects if feed else None),
     )
     policy_keeper = _policy_keeper(target, state, policies) if target.keep_rewrite_policy else None
-    status, leader = None, None
+    status, leader, reports = None, None, None
     if feed is not None and feed.objects is not None and served is not None:
         leader = Leadership(api, target.own.namespace)
         status = PolicyStatusWriter(
             api, feed.objects, served, usage=ledger.usage, leading=leader.leading
         )
-    return ClusterMode(context, state, reconciler, keeper, policy_keeper, status, leader)
+        reports = PolicyReportWriter(
+            api, audit_pass(context, state), leading=leader.leading,
+            changed=lambda: _digest(served), observe=observe,
+        )  # fmt: skip
+    return ClusterMode(context, state, reconciler, keeper, policy_keeper, status, leader, reports)
+
+
+def audit_pass(context: Context, state: KubeState) -> Callable[[], list[AuditResult]]:
+    """One background audit over the cluster's claims, templates and device-asking Pods,
+    judged against usage counted from the claims themselves (never the admission ledger)."""
+
+    def run() -> list[AuditResult]:
+        current = context.policies()
+        truth = MemoryLedger(existing_holds(current, state))
+        judged = replace(context, policies=lambda: current, ledger=truth)
+        objects = chain(state.claims(), state.templates(), _device_pods(state.api))
+        return list(audit(objects, judged))
+
+    return run
+
+
+def _device_pods(api: KubeApi) -> Iterator[Object]:
+    """Pods that hold claims or ask for an extended resource, read a page at a time."""
+    for pod in list_pages(api, "/api/v1/pods"):
+        if asks_for_devices(pod):
+            yield {**pod, "kind": "Pod", "apiVersion": "v1"}
+
+
+def _digest(served: Callable[[], PolicySet | None]) -> str:
+    policies = served()
+    return policies.digest if policies is not None else ""
 
 
 def _policy_keeper(
@@ -217,13 +251,14 @@ def serving_context(
     *,
     feed: PolicyFeed | None = None,
     served: Callable[[], PolicySet | None] | None = None,
+    observe: Observe = lambda _r: None,
 ) -> tuple[Context, list[ReadinessCheck]]:
     """The webhook's Context, started: cluster mode when a target is given, otherwise offline.
 
     Offline, the ledger file was seeded by the master before fork (`dragate serve`).
     """
     if cluster is not None:
-        mode = cluster_mode(cluster, policies, feed, served)
+        mode = cluster_mode(cluster, policies, feed, served, observe)
         mode.start()
         objects = [feed.objects.ready] if feed and feed.objects else []
         return mode.context, [mode.ready, *objects]

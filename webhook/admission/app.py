@@ -43,7 +43,7 @@ def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
     watcher = PolicyWatcher(holder, config.reload_interval)
     context, readiness = serving_context(
         holder.get, config.cluster, config.state_file, config.ledger_file,
-        feed=feed, served=lambda: holder.loaded,
+        feed=feed, served=lambda: holder.loaded, observe=metrics.observe_audit,
     )  # fmt: skip
     app = create_app(
         context, holder, config.admission, pipeline.review,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from cryptography import x509
@@ -27,7 +27,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
-from webhook.types import processid
+from webhook.types import AuditResult, processid
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 if os.environ.get(MULTIPROC_ENV):
@@ -60,7 +60,30 @@ RELOAD_TIMESTAMP = Gauge(
     "Unix time of the last successful policy load.",
     multiprocess_mode="livemax",
 )
+VIOLATIONS = Gauge(
+    "dragate_policy_violations",
+    "Existing objects the background audit finds breaking a policy, by tenant, policy and "
+    "result (fail, warn); set by the leader, 0 elsewhere.",
+    ["tenant", "policy", "result"],
+    multiprocess_mode="livemax",
+)
 CERT_EXPIRY = "dragate_certificate_expiry_timestamp_seconds"
+_violation_labels: set[tuple[str, str, str]] = set()
+
+
+def observe_audit(results: Sequence[AuditResult]) -> None:
+    """Set the violation gauges from one audit pass; labels gone since the last are zeroed."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for r in results:
+        if r.result in ("fail", "warn"):
+            key = (r.tenant, r.policy, r.result)
+            counts[key] = counts.get(key, 0) + 1
+    for key in _violation_labels - counts.keys():
+        VIOLATIONS.labels(*key).set(0)
+    for key, count in counts.items():
+        VIOLATIONS.labels(*key).set(count)
+    _violation_labels.clear()
+    _violation_labels.update(counts)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -176,6 +176,20 @@ def _status_message(data: bytes) -> str:
         return data[:200].decode(errors="replace")
 
 
+def list_pages(
+    api: KubeApi, path: str, query: Mapping[str, str] | None = None, page: int = 500
+) -> Iterator[dict[str, Any]]:
+    """Every item of a list, fetched `page` at a time (bounded memory per request)."""
+    params = {"limit": str(page), **(query or {})}
+    while True:
+        found = api.request("GET", path, query=params)
+        yield from found.get("items") or []
+        token = (found.get("metadata") or {}).get("continue")
+        if not token:
+            return
+        params = {**params, "continue": str(token)}
+
+
 class WatchStream:
     """The events of one open watch; `close()` from another thread ends the iteration."""
 

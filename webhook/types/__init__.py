@@ -38,6 +38,7 @@ from webhook.types.claimspec import (
 )
 from webhook.types.outcomes import (
     AdmissionRequest,
+    AuditResult,
     Decision,
     Operation,
     Reason,
@@ -75,6 +76,7 @@ __all__ = [
     "Action",
     "AdmissionRequest",
     "AllocationMode",
+    "AuditResult",
     "ClaimSpec",
     "ClassUsage",
     "ClusterState",

@@ -83,6 +83,22 @@ class Decision:
     holds: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class AuditResult:
+    """The background audit's verdict on one existing object for one policy."""
+
+    namespace: str
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    policy: str  # "Tenant/team-a", "DeviceClassPolicy/gpu-rules", or "dragate" for a pass
+    result: str  # pass | fail | warn, as PolicyReports spell them
+    message: str
+    tenant: str = ""
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+
 @record
 class RewriteResult:
     """What the legacy rewriter made of an object; `templates` must exist for it to run."""

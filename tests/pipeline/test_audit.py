@@ -1,0 +1,102 @@
+"""The background audit's judgment: existing objects re-judged as dry-run CREATEs of
+themselves against the policies in force, each object counted once against its own usage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from builders import claim, exact, namespace, pod, request, template
+
+from webhook.kube.snapshot import SnapshotState
+from webhook.ledger.memory import MemoryLedger
+from webhook.ledger.usage import existing_holds
+from webhook.pipeline import Context
+from webhook.pipeline.audit import asks_for_devices, audit
+from webhook.policy.loading import parse_policies
+
+GPU = "gpu.nvidia.com"
+
+
+def policies(limit: int) -> Any:
+    return parse_policies(f"""
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {{name: team-a}}
+spec:
+  namespaces: [team-a]
+  quota: [{{deviceClassName: {GPU}, maxDevices: {limit}}}]
+""")
+
+
+def held(name: str, count: int, uid: str = "") -> dict[str, Any]:
+    made = claim(request(exact("gpu", GPU, count)), name=name)
+    made["metadata"]["uid"] = uid or f"uid-{name}"
+    return made
+
+
+def judged(limit: int, objects: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    state = SnapshotState([namespace("team-a"), *objects])
+    current = policies(limit)
+    context = Context(
+        policies=lambda: current, state=state, ledger=MemoryLedger(existing_holds(current, state))
+    )
+    return [(r.name, r.policy, r.result) for r in audit(objects, context)]
+
+
+CASES = [
+    pytest.param(4, [held("a", 2), held("b", 1)],
+                 [("a", "dragate", "pass"), ("b", "dragate", "pass")], id="within-quota"),
+    pytest.param(2, [held("a", 2), held("b", 1)],
+                 [("a", "Tenant/team-a", "fail"), ("b", "Tenant/team-a", "fail")],
+                 id="quota-lowered-below-usage"),
+    pytest.param(3, [held("a", 2), held("b", 1)],
+                 [("a", "dragate", "pass"), ("b", "dragate", "pass")],
+                 id="exactly-at-the-limit-counts-each-claim-once"),
+    pytest.param(4, [template(request(exact("gpu", GPU, 9)), name="big")],
+                 [("big", "dragate", "pass")], id="template-outside-per-claim-rules"),
+    pytest.param(4, [{"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "c", "namespace": "team-a"}}], [], id="not-audited"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("limit", "objects", "expected"), CASES)
+def test_existing_objects_are_judged_against_the_policies_in_force(
+    limit: int, objects: list[dict[str, Any]], expected: list[tuple[str, str, str]]
+) -> None:
+    assert judged(limit, objects) == expected
+
+
+def test_a_failure_carries_the_numbers() -> None:
+    state = SnapshotState([namespace("team-a"), held("a", 3)])
+    current = policies(2)
+    ledger = MemoryLedger(existing_holds(current, state))
+    context = Context(policies=lambda: current, state=state, ledger=ledger)
+    (result,) = audit([held("a", 3)], context)
+    assert result.properties == {"deviceClassName": GPU, "used": "0", "limit": "2",
+                                 "requested": "3"}  # fmt: skip
+    assert (result.tenant, result.uid, result.namespace) == ("team-a", "uid-a", "team-a")
+
+
+@pytest.mark.parametrize(
+    ("obj", "asks"),
+    [
+        pytest.param(pod(), False, id="cpu-only"),
+        pytest.param(pod(claims={"g": "tmpl"}), True, id="template-claims"),
+        pytest.param(
+            {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": 2}}}]}},
+            True,
+            id="legacy-gpu",
+        ),
+        pytest.param(
+            {"spec": {"resourceClaims": [{"name": "g"}], "containers": []}}, True, id="claims"
+        ),
+        pytest.param(
+            {"spec": {"containers": [{"resources": {"limits": {"hugepages-2Mi": "1Gi"}}}]}},
+            False,
+            id="hugepages",
+        ),
+    ],
+)
+def test_which_pods_the_audit_reads(obj: dict[str, Any], asks: bool) -> None:
+    assert asks_for_devices(obj) is asks

@@ -1,0 +1,110 @@
+"""The background audit: objects already in the cluster judged against the policies in force.
+
+A policy changes after objects were admitted (a quota lowered, a rule added), and an object
+admitted under a rollout mode other than Deny was never refused; the audit says which objects
+break the current policies. Each object goes through `review` as the dry-run CREATE of itself,
+the same judgment `kubectl apply --dry-run=server` would meet: a re-admitted object's own
+devices are not counted twice, nothing is reserved and nothing is created. The caller hands
+in a Context whose ledger holds what the cluster's claims hold (the truth, counted once per
+pass), so the audit never reads or writes the admission ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from webhook.pipeline.context import Context
+from webhook.pipeline.offline import request_from_object
+from webhook.pipeline.scope import handles
+from webhook.types import AuditResult, Object, Reason, Verdict
+
+AUDITED_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod"})
+AUDITOR = {"username": "system:serviceaccount:dragate:audit"}
+"""Who the audit's reviews come from: nobody Settings exempt by name."""
+PASS_POLICY = "dragate"
+
+
+def audit(objects: Iterable[Object], context: Context) -> Iterator[AuditResult]:
+    """Results for every object of an audited kind that the webhook would review."""
+    from webhook.pipeline import review  # noqa: PLC0415  (the package imports this module)
+
+    policies = context.policies()
+    for obj in objects:
+        if obj.get("kind") not in AUDITED_KINDS:
+            continue
+        request = request_from_object(obj, dry_run=True, user_info=AUDITOR)
+        if not handles(request, policies.settings, context.own, mutate=False).reviewed:
+            continue
+        yield from results_of(obj, review(request, context))
+
+
+STANDARD_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "storage"})
+
+
+def asks_for_devices(pod: Object) -> bool:
+    """A Pod that holds claims, or asks for an extended resource (`nvidia.com/gpu`): the only
+    Pods the audit has something to say about."""
+    spec = pod.get("spec") or {}
+    if spec.get("resourceClaims"):
+        return True
+    containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
+    for container in containers:
+        resources = container.get("resources") or {}
+        names = {*(resources.get("limits") or {}), *(resources.get("requests") or {})}
+        if any(n not in STANDARD_RESOURCES and not n.startswith("hugepages-") for n in names):
+            return True
+    return False
+
+
+def results_of(obj: Object, verdict: Verdict) -> Iterator[AuditResult]:
+    """Fail per reason, warn per warning, audit entry per Audit-mode finding, else one pass."""
+    decision = verdict.decision
+    found = False
+    for reason in decision.reasons:
+        found = True
+        numbers = _numbers(reason)
+        yield _result(
+            obj, reason.policy, "fail", reason.message, decision.tenant, properties=numbers
+        )
+    for _, message in sorted(decision.audit.items()):
+        found = True
+        yield _result(obj, _policy_of(message), "fail", message, decision.tenant)
+    for warning in decision.warnings:
+        found = True
+        yield _result(obj, _policy_of(warning), "warn", warning, decision.tenant)
+    if not found:
+        yield _result(obj, PASS_POLICY, "pass", "admitted by every policy", decision.tenant)
+
+
+def _result(
+    obj: Object, policy: str, result: str, message: str, tenant: str, *,
+    properties: dict[str, str] | None = None,
+) -> AuditResult:  # fmt: skip
+    meta = obj.get("metadata") or {}
+    return AuditResult(
+        namespace=str(meta.get("namespace", "")), api_version=str(obj.get("apiVersion", "")),
+        kind=str(obj.get("kind", "")), name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")), policy=policy, result=result, message=message,
+        tenant=tenant, properties=properties or {},
+    )  # fmt: skip
+
+
+def _numbers(reason: Reason) -> dict[str, str]:
+    """The numbers of a quota finding, as PolicyReport properties (strings)."""
+    numbers = {
+        "deviceClassName": reason.device_class,
+        "used": reason.used,
+        "limit": reason.limit,
+        "requested": reason.requested,
+    }
+    return {k: str(v) for k, v in numbers.items() if v not in (None, "")}
+
+
+def _policy_of(text: str) -> str:
+    """The policy a finding's text names: `[Tenant/team-a] ...`, or `dragate: ... (gpu-rules)`
+    as kubectl warnings end; dragate's own otherwise."""
+    if text.startswith("[") and "]" in text:
+        return text[1 : text.index("]")]
+    if text.endswith(")") and "(" in text:
+        return text[text.rindex("(") + 1 : -1]
+    return PASS_POLICY
