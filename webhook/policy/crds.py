@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping
-from importlib import resources
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 from ruamel.yaml import YAML

@@ -17,7 +17,7 @@ not every item has, and the rules across documents (docs/policy.md, "As objects"
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from webhook.policy.kinds import Cel
@@ -35,23 +35,11 @@ API_SERVER_FIELDS: Mapping[str, Schema] = {
 
 def schema_of(spec: Spec) -> Schema:
     """The structural schema accepting what `spec.read` accepts, as far as OpenAPI can say."""
-    if isinstance(spec, Obj):
-        return object_schema(spec)
-    if isinstance(spec, ListOf):
-        return _list(spec)
-    if isinstance(spec, MapOf):
-        return {"type": "object", "additionalProperties": schema_of(spec.value)}
-    if isinstance(spec, Str):
-        return _string(spec)
-    if isinstance(spec, Cel):
-        return {"type": "string", "minLength": 1, "description": spec.noun}
-    if isinstance(spec, Int):
-        return {"type": "integer", "minimum": spec.minimum}
-    if isinstance(spec, Bool):
-        return {"type": "boolean"}
-    if isinstance(spec, OneOf):
-        return {"type": "string", "enum": [str(choice) for choice in spec.choices]}
-    raise TypeError(f"no OpenAPI schema for {type(spec).__name__}: teach webhook/policy/openapi.py")
+    make = _MAKERS.get(type(spec))
+    if make is None:
+        name = type(spec).__name__
+        raise TypeError(f"no OpenAPI schema for {name}: teach webhook/policy/openapi.py")
+    return make(spec)
 
 
 def object_schema(spec: Obj, extra: Mapping[str, Schema] | None = None) -> Schema:
@@ -120,3 +108,15 @@ def crd_object(
         "metadata": {"name": f"{names['plural']}.{group}"},
         "spec": {"group": group, "scope": scope, "names": dict(names), "versions": versions},
     }
+
+
+_MAKERS: Mapping[type, Callable[[Any], Schema]] = {
+    Obj: object_schema,
+    ListOf: _list,
+    MapOf: lambda spec: {"type": "object", "additionalProperties": schema_of(spec.value)},
+    Str: _string,
+    Cel: lambda spec: {"type": "string", "minLength": 1, "description": spec.noun},
+    Int: lambda spec: {"type": "integer", "minimum": spec.minimum},
+    Bool: lambda _: {"type": "boolean"},
+    OneOf: lambda spec: {"type": "string", "enum": [str(choice) for choice in spec.choices]},
+}

@@ -22,11 +22,10 @@ _STRING: Schema = {"type": "string"}
 OBJECT_REFERENCE: Schema = {
     "type": "object",
     "description": "The object a result (or the whole report) is about.",
-    "properties": {
-        name: _STRING
-        for name in ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersion",
-                     "fieldPath")  # fmt: skip
-    },
+    "properties": dict.fromkeys(
+        ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersion", "fieldPath"),
+        _STRING,
+    ),
 }
 LABEL_SELECTOR: Schema = {
     "type": "object",
