@@ -816,13 +816,11 @@ def test_schema_rejects_bad_values(helm: Helm, values: dict[str, Any], message: 
     ({"serve": {"inCluster": False}, "deployment": {"replicas": 2}}, "deployment.replicas=2"),
     ({"serve": {"inCluster": False}, "deployment": {"replicas": 1},
       "rewritePolicy": {"keep": True}}, "rewritePolicy.keep=true needs serve.inCluster=true"),
-    ({**URL_MODE, "rewritePolicy": {"keep": True}},
-     "rewritePolicy.keep=true keeps the rewrite policy from the chart's Deployment"),
     ({"serve": {"inCluster": False}, "deployment": {"replicas": 1},
       "policies": {"source": "cluster"}}, "policies.source=cluster needs serve.inCluster=true"),
 ], ids=["url-with-deployment", "url-without-ca", "nothing-serves", "grace-too-short",
         "secret-without-ca", "extra-peers-without-control-plane", "offline-replicas",
-        "offline-two-replicas", "keep-offline", "keep-url-mode",
+        "offline-two-replicas", "keep-offline",
         "objects-offline"])  # fmt: skip
 def test_inconsistent_modes_fail_with_a_message(helm: Helm, values: dict[str, Any],
                                                 message: str) -> None:  # fmt: skip
@@ -854,15 +852,21 @@ def test_chart_crds_are_a_copy_of_the_package_s() -> None:
 
 
 def test_the_chart_installs_every_crd(helm: Helm) -> None:
-    from webhook.policy.crds import crd_texts
+    from webhook.policy.policycrds import crd_texts
 
     rendered = helm.template(None, "--include-crds")
     installed = sorted(d["metadata"]["name"] for d in rendered.all("CustomResourceDefinition"))
     shipped = sorted(yaml.safe_load(text)["metadata"]["name"] for text in crd_texts().values())
     assert installed == shipped
-    assert {"tenants.dragate.io", "deviceclasspolicies.dragate.io", "settings.dragate.io",
-            "legacyresourcemappings.dragate.io", "tenantusages.dragate.io",
-            "policyreports.wgpolicyk8s.io", "clusterpolicyreports.wgpolicyk8s.io"} == set(installed)
+    assert {
+        "tenants.dragate.io",
+        "deviceclasspolicies.dragate.io",
+        "settings.dragate.io",
+        "legacyresourcemappings.dragate.io",
+        "tenantusages.dragate.io",
+        "policyreports.wgpolicyk8s.io",
+        "clusterpolicyreports.wgpolicyk8s.io",
+    } == set(installed)
 
 
 def chart_app_version() -> str:
@@ -918,8 +922,9 @@ def test_notes_in_url_mode_say_what_runs_where(helm: Helm, notes_chart: Path) ->
     assert "ConfigMap dragate-policies; changes are hot-reloaded" not in text
     assert "The ConfigMap dragate-policies holds the chart's copy; nothing reads it." in text
     assert "rollout status" not in text and "port-forward" not in text
-    assert "cainjector" not in notes(helm, notes_chart, {**URL_MODE, "certs": {"mode":
-                                                                              "certManager"}})
+    assert "cainjector" not in notes(
+        helm, notes_chart, {**URL_MODE, "certs": {"mode": "certManager"}}
+    )
     own = {**URL_MODE, "webhook": {**URL_MODE["webhook"], "ownUsername": "dragate-dev"}}
     assert "webhook.ownUsername is empty" not in notes(helm, notes_chart, own)
 

@@ -8,7 +8,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 from webhook.cli import main
-from webhook.policy.crds import crd_texts
+from webhook.policy.policycrds import crd_texts
 
 REPO = Path(__file__).resolve().parents[2]
 

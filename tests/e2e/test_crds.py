@@ -18,7 +18,7 @@ import pytest
 import yaml
 from policy.crd_documents import CASES, Case
 
-from webhook.policy.crds import crd_texts
+from webhook.policy.policycrds import crd_texts
 
 from .cluster import Cluster
 

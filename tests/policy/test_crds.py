@@ -17,10 +17,10 @@ import re2
 import yaml
 from policy.crd_documents import CASES, Case
 
-from webhook.policy.crds import SHAPES, crd_files, crd_texts, policy_crd
 from webhook.policy.kinds import CLASS_POLICY, KINDS, Cel, Kind
 from webhook.policy.loading import PolicyError, parse_policies
 from webhook.policy.openapi import anchored, schema_of
+from webhook.policy.policycrds import SHAPES, crd_files, crd_texts, policy_crd
 from webhook.policy.schema import Bool, Int, ListOf, MapOf, Obj, OneOf, Spec, Str
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from webhook.cli import exits
-from webhook.policy.crds import crd_texts
+from webhook.policy.policycrds import crd_texts
 
 
 @click.command("crds")

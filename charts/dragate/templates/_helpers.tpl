@@ -144,9 +144,6 @@ With git-sync the `current` symlink plays the same role.
 {{- if and $offline (gt (int .Values.deployment.replicas) 1) }}
 {{- fail (printf "serve.inCluster=false with deployment.replicas=%v: each replica would keep its own quota ledger and admit a tenant's whole quota alone; set deployment.replicas=1 or serve.inCluster=true" (int .Values.deployment.replicas)) }}
 {{- end }}
-{{- if and .Values.rewritePolicy.keep (not .Values.deployment.enabled) }}
-{{- fail "rewritePolicy.keep=true keeps the rewrite policy from the chart's Deployment, which url mode (deployment.enabled=false) does not run: pass --keep-rewrite-policy to the dragate serve the apiserver calls, or set rewritePolicy.keep=false" }}
-{{- end }}
 {{- if and .Values.rewritePolicy.keep $offline }}
 {{- fail "rewritePolicy.keep=true needs serve.inCluster=true: the rewrite policy is kept through the Kubernetes API, and `dragate serve --keep-rewrite-policy` refuses to start without a cluster" }}
 {{- end }}
