@@ -9,6 +9,8 @@ the real kube-apiserver to `api_accepts`.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,3 +134,92 @@ CASES = [
          {"exemptServiceAccounts": ["system:serviceaccount:ci:a b"]}, False),
     Case("settings-feasibility-audit", "Settings", {"feasibility": "Audit"}, False),
 ]  # fmt: skip
+
+
+# --- every field: a full document per kind, and each of its fields spoiled in turn --------------
+
+FULL: dict[str, dict[str, Any]] = {
+    "Tenant": {
+        "namespaces": ["team-a"],
+        "namespaceSelector": {
+            "matchLabels": {"team": "a"},
+            "matchExpressions": [{"key": "env", "operator": "In", "values": ["prod"]}],
+        },
+        "allowedDeviceClasses": [GPU],
+        "adminAccess": True,
+        "quota": [{"deviceClassName": GPU, "maxDevices": 4, "maxDevicesPerClaim": 2}],
+        "legacyMappingAction": "Deny",
+    },
+    "DeviceClassPolicy": {
+        "deviceClassNames": [GPU],
+        "maxCountPerRequest": 8,
+        "allowAllocationModeAll": False,
+        "validations": [{"expression": "request.count <= 4", "message": "m", "action": "Warn"}],
+    },
+    "LegacyResourceMapping": {
+        "action": "Rewrite",
+        "resources": [
+            {"resourceName": "nvidia.com/gpu", "deviceClassName": GPU},
+            {"resourceNamePrefix": "nvidia.com/mig-", "deviceClassName": "mig.nvidia.com",
+             "selector": "device.attributes['gpu.nvidia.com'].profile == '{suffix}'"},
+        ],
+    },
+    "Settings": {
+        "denyUnknownNamespaces": True,
+        "feasibility": "Warn",
+        "whenStateUnavailable": "Deny",
+        "adminAccessEditors": ["group:platform-admins"],
+        "exemptNamespaces": ["kube-system"],
+        "exemptServiceAccounts": ["system:serviceaccount:ci:runner"],
+    },
+}  # fmt: skip
+"""A valid document per kind holding every field the loader reads (a test says so: a field
+added to a kind needs a value here, and then is spoiled below with no further work)."""
+
+Step = str | int
+WRONG_TYPE: dict[type, Any] = {str: 12, bool: "true", int: "4", list: "x", dict: "x"}
+
+
+def leaves(value: Any, at: tuple[Step, ...] = ()) -> Iterator[tuple[tuple[Step, ...], Any]]:
+    """Every (path, value) inside a document's spec, containers included."""
+    yield at, value
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from leaves(inner, (*at, key))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            yield from leaves(inner, (*at, i))
+
+
+def spoiled(spec: dict[str, Any], at: tuple[Step, ...], change: Callable[[Any], Any]) -> Any:
+    copy = json.loads(json.dumps(spec))
+    if not at:
+        return change(copy)
+    parent = copy
+    for step in at[:-1]:
+        parent = parent[step]
+    parent[at[-1]] = change(parent[at[-1]])
+    return copy
+
+
+def with_unknown(value: dict[str, Any]) -> dict[str, Any]:
+    return {**value, "unknownField": 1}
+
+
+def spoiled_cases() -> Iterator[Case]:
+    """Each field of FULL with a value of the wrong type, and each mapping with a field it
+    does not have: the loader and the API server both refuse every one."""
+    for kind, spec in FULL.items():
+        for at, value in leaves(spec):
+            where = ".".join(str(step) for step in ("spec", *at))
+            wrong = WRONG_TYPE[type(value)]
+            if at:
+                bad = spoiled(spec, at, lambda _, w=wrong: w)
+                yield Case(f"{kind}:{where}:wrong-type", kind, bad, False)
+            if isinstance(value, dict) and at[-1:] != ("matchLabels",):  # a map takes any key
+                bad = spoiled(spec, at, with_unknown)
+                yield Case(f"{kind}:{where}:unknown-field", kind, bad, False)
+
+
+CASES += [Case(f"{kind}:full", kind, spec, True) for kind, spec in FULL.items()]
+CASES += list(spoiled_cases())

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import re2
 import yaml
-from policy.crd_documents import CASES, Case
+from policy.crd_documents import CASES, FULL, Case
 
 from webhook.policy.kinds import CLASS_POLICY, KINDS, Cel, Kind
 from webhook.policy.loading import PolicyError, parse_policies
@@ -216,6 +216,30 @@ def test_loader_judges_the_documents_table(case: Case) -> None:
     except PolicyError:
         loaded = False
     assert loaded is case.loads, case.id
+
+
+def covered(spec: Spec, value: Any, path: str) -> Iterator[str]:
+    """The loader's field paths (as `fields_of` writes them) a value of `spec` holds."""
+    yield path
+    if isinstance(spec, Obj):
+        for name, inner in value.items():
+            yield from covered(spec.fields[name], inner, f"{path}.{name}")
+    elif isinstance(spec, ListOf):
+        for item in value:
+            yield from covered(spec.item, item, f"{path}[]")
+    elif isinstance(spec, MapOf):
+        for inner in value.values():
+            yield from covered(spec.value, inner, f"{path}{{}}")
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_the_full_documents_hold_every_loader_field(kind: str) -> None:
+    """So every field is spoiled in the table, on the loader and the API server alike. A field
+    added to a kind fails here until FULL (tests/policy/crd_documents.py) gives it a value."""
+    spec = KINDS[kind].document.fields["spec"]
+    wanted = {path for path, _ in fields_of(spec, "spec")}
+    missing = wanted - set(covered(spec, FULL[kind], "spec"))
+    assert not missing, f"give these a value in FULL[{kind!r}]: {sorted(missing)}"
 
 
 def test_loader_only_cases_are_ones_the_loader_refuses() -> None:
