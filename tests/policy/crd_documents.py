@@ -202,6 +202,10 @@ def spoiled(spec: dict[str, Any], at: tuple[Step, ...], change: Callable[[Any], 
     return copy
 
 
+def replaced_by(wrong: Any) -> Callable[[Any], Any]:
+    return lambda _: wrong
+
+
 def with_unknown(value: dict[str, Any]) -> dict[str, Any]:
     return {**value, "unknownField": 1}
 
@@ -214,7 +218,7 @@ def spoiled_cases() -> Iterator[Case]:
             where = ".".join(str(step) for step in ("spec", *at))
             wrong = WRONG_TYPE[type(value)]
             if at:
-                bad = spoiled(spec, at, lambda _, w=wrong: w)
+                bad = spoiled(spec, at, replaced_by(wrong))
                 yield Case(f"{kind}:{where}:wrong-type", kind, bad, False)
             if isinstance(value, dict) and at[-1:] != ("matchLabels",):  # a map takes any key
                 bad = spoiled(spec, at, with_unknown)
