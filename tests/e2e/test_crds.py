@@ -133,8 +133,9 @@ KYVERNO_REPORT = {
 def test_policy_report_as_kyverno_writes_it(crds: Cluster) -> None:
     crds.kubectl("create", "--validate=strict", "-f", "-", input=json.dumps(KYVERNO_REPORT))
     table = crds.kubectl("get", "polr", "-n", "default", "pod-gpu-train").stdout.splitlines()
-    assert table[0].split() == ["NAME", "PASS", "FAIL", "WARN", "ERROR", "SKIP", "AGE"], table
-    assert table[1].split()[1:6] == ["1", "1", "0", "0", "0"], table
+    header = ["NAME", "KIND", "NAME", "PASS", "FAIL", "WARN", "ERROR", "SKIP", "AGE"]
+    assert table[0].split() == header, table
+    assert table[1].split()[1:8] == ["Pod", "train", "1", "1", "0", "0", "0"], table
     cluster_report = {**KYVERNO_REPORT, "kind": "ClusterPolicyReport",
                       "metadata": {"name": "cluster-gpu"}}  # fmt: skip
     crds.kubectl("create", "--validate=strict", "-f", "-", input=json.dumps(cluster_report))

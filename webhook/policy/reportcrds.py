@@ -3,9 +3,10 @@
 The Kubernetes Policy WG defines the format and Kyverno writes it; Policy Reporter (a UI,
 metrics and alerts) reads it. dragate writes the same format so those tools show its results
 too. The schema follows the WG's published v1alpha2 CRD field for field (names, types, the
-result and severity words, the required `policy` and timestamp parts), so reports Kyverno
-writes and reports dragate writes live under one CRD, whichever tool installed it. Only
-v1alpha2 is served here, as Kyverno's chart serves it.
+result and severity words, the required `policy` and timestamp parts) and marks references
+and selectors atomic as Kyverno's copy does, so reports Kyverno writes and reports dragate
+writes live under one CRD, whichever tool installed it. Only v1alpha2 is served here, as
+Kyverno serves it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ OBJECT_REFERENCE: Schema = {
         ("apiVersion", "kind", "namespace", "name", "uid", "resourceVersion", "fieldPath"),
         _STRING,
     ),
+    "x-kubernetes-map-type": "atomic",
 }
 LABEL_SELECTOR: Schema = {
     "type": "object",
@@ -40,11 +42,17 @@ LABEL_SELECTOR: Schema = {
                 "properties": {
                     "key": _STRING,
                     "operator": _STRING,
-                    "values": {"type": "array", "items": _STRING},
+                    "values": {
+                        "type": "array",
+                        "items": _STRING,
+                        "x-kubernetes-list-type": "atomic",
+                    },
                 },
             },
+            "x-kubernetes-list-type": "atomic",
         },
     },
+    "x-kubernetes-map-type": "atomic",
 }
 RESULT: Schema = {
     "type": "object",
@@ -81,7 +89,7 @@ SUMMARY: Schema = {
     "properties": {name: {"type": "integer"} for name in RESULTS},
 }
 COLUMNS = [
-    *({"name": name, "type": "string", "jsonPath": f".scope.{field}", "priority": 1}
+    *({"name": name, "type": "string", "jsonPath": f".scope.{field}"}
       for name, field in (("Kind", "kind"), ("Name", "name"))),
     *({"name": result.capitalize(), "type": "integer", "jsonPath": f".summary.{result}"}
       for result in RESULTS),
