@@ -16,6 +16,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,8 +188,8 @@ CLUSTER_SCOPED = ("ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfigu
 def test_default_render_has_every_object(default: Rendered) -> None:
     assert default.kinds() == sorted([
         "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
-        "MutatingWebhookConfiguration", "NetworkPolicy", "PodDisruptionBudget", "Secret",
-        "Service", "ServiceAccount", "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration", "NetworkPolicy", "PodDisruptionBudget", "Role",
+        "RoleBinding", "Secret", "Service", "ServiceAccount", "ValidatingWebhookConfiguration",
     ])  # fmt: skip
     for doc in default.docs:
         if doc["kind"] not in CLUSTER_SCOPED:
@@ -305,8 +306,9 @@ def rules_of(role: Doc) -> list[tuple[tuple[str, ...], ...]]:
 def test_cluster_role_is_least_privilege(default: Rendered) -> None:
     """Exactly the API calls webhook/ is seen to make (KubeApi.request and the informers):
     GET one namespace; list+watch the five cached kinds; POST managed templates; GET, list,
-    watch (the wanted ones), POST and PUT TenantUsages. No Pods, Secrets, ConfigMaps, patch,
-    delete or webhook edits."""
+    watch (the wanted ones), POST and PUT TenantUsages; and the policy reports it keeps
+    current. No Pods, Secrets, ConfigMaps, webhook edits, and no policy objects while the
+    policies come from files. Leases only in its own namespace (a Role)."""
     expected = [
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["resource.k8s.io"],
@@ -317,6 +319,8 @@ def test_cluster_role_is_least_privilege(default: Rendered) -> None:
          "verbs": ["create"]},
         {"apiGroups": ["dragate.io"], "resources": ["tenantusages"],
          "verbs": ["get", "list", "watch", "create", "update"]},
+        {"apiGroups": ["wgpolicyk8s.io"], "resources": ["policyreports", "clusterpolicyreports"],
+         "verbs": ["list", "watch", "create", "update", "delete"]},
     ]  # fmt: skip
     role = default.one("ClusterRole")
     assert rules_of(role) == rules_of({"rules": expected})
@@ -327,14 +331,53 @@ def test_cluster_role_is_least_privilege(default: Rendered) -> None:
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": FULLNAME, "namespace": NAMESPACE}
     ]
-    assert not default.has("Role") and not default.has("RoleBinding")
+    leases = default.one("Role")
+    assert leases["metadata"]["namespace"] == NAMESPACE
+    assert leases["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+         "verbs": ["get", "create", "update"]}
+    ]  # fmt: skip
+    leases_binding = default.one("RoleBinding")
+    assert leases_binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                         "name": leases["metadata"]["name"]}  # fmt: skip
+    assert leases_binding["subjects"] == binding["subjects"]
 
 
-def test_every_granted_verb_is_justified_in_the_readme(default: Rendered) -> None:
+POLICY_OBJECT_RULES = [
+    {"apiGroups": ["dragate.io"],
+     "resources": ["tenants", "deviceclasspolicies", "legacyresourcemappings", "settings"],
+     "verbs": ["list", "watch"]},
+    {"apiGroups": ["dragate.io"],
+     "resources": ["tenants/status", "deviceclasspolicies/status",
+                   "legacyresourcemappings/status", "settings/status"],
+     "verbs": ["update", "patch"]},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("source", ["cluster", "both"])
+def test_policy_objects_as_a_source_grant_watch_and_status_only(
+    helm: Helm, default: Rendered, source: str
+) -> None:
+    """list+watch on the four kinds and writes to their status subresource, never their spec;
+    `dragate serve` takes no flag for the source yet, so its arguments stay as for files."""
+    rendered = helm.template({"policies": {"source": source}})
+    added = [r for r in rendered.one("ClusterRole")["rules"]
+             if r not in default.one("ClusterRole")["rules"]]  # fmt: skip
+    assert added == POLICY_OBJECT_RULES
+    for rule in added:
+        assert "create" not in rule["verbs"] and "delete" not in rule["verbs"]
+    assert container(rendered.one("Deployment")) == container(default.one("Deployment"))
+    assert rendered.one("ConfigMap") == default.one("ConfigMap")
+    files = helm.template({"policies": {"source": "files"}})
+    assert files.one("ClusterRole") == default.one("ClusterRole")
+
+
+def test_every_granted_verb_is_justified_in_the_readme(helm: Helm) -> None:
     readme = (CHART / "README.md").read_text()
     section = readme[readme.index("## RBAC") :]
     section = section[: section.index("\n## ", 1)]
-    for rule in default.one("ClusterRole")["rules"]:
+    rendered = helm.template({"policies": {"source": "both"}})
+    for rule in rendered.one("ClusterRole")["rules"] + rendered.one("Role")["rules"]:
         for resource in rule["resources"]:
             for verb in rule["verbs"]:
                 assert f"| `{resource}` | `{verb}` |" in section, (resource, verb)
@@ -653,17 +696,27 @@ KUBE_SYSTEM = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.nam
                                                       "kube-system"}}}  # fmt: skip
 
 
+PROMETHEUS = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name":
+                                                      "monitoring"}}}  # fmt: skip
+
+
 @pytest.mark.parametrize(("values", "peers"), [
-    ({}, [KUBE_SYSTEM]),
-    ({"controlPlaneCIDRs": ["10.0.0.0/16"], "allowKubeSystem": False},
-     [{"ipBlock": {"cidr": "10.0.0.0/16"}}]),
-    ({"controlPlaneCIDRs": ["10.0.0.0/16", "172.16.0.0/12"]},
+    ({}, None),
+    ({"controlPlaneCIDRs": ["10.0.0.0/16"]}, [{"ipBlock": {"cidr": "10.0.0.0/16"}}]),
+    ({"allowKubeSystem": True}, [KUBE_SYSTEM]),
+    ({"controlPlaneCIDRs": ["10.0.0.0/16", "172.16.0.0/12"], "allowKubeSystem": True},
      [{"ipBlock": {"cidr": "10.0.0.0/16"}}, {"ipBlock": {"cidr": "172.16.0.0/12"}}, KUBE_SYSTEM]),
-    ({"allowFromAnywhere": True}, None),
-], ids=["default-kube-system", "cidrs-only", "cidrs-and-kube-system", "anywhere"])  # fmt: skip
-def test_network_policy_admits_only_the_control_plane_by_default(
+    ({"controlPlaneCIDRs": ["10.0.0.0/16"], "extraFrom": [PROMETHEUS]},
+     [{"ipBlock": {"cidr": "10.0.0.0/16"}}, PROMETHEUS]),
+    ({"controlPlaneCIDRs": ["10.0.0.0/16"], "allowFromAnywhere": True}, None),
+], ids=["default-open", "cidrs", "kube-system", "cidrs-and-kube-system", "cidrs-and-extra",
+        "anywhere"])  # fmt: skip
+def test_network_policy_admits_the_control_plane_once_it_is_named(
     helm: Helm, values: dict[str, Any], peers: list[Doc] | None
 ) -> None:
+    """Open by default: an apiserver on the host network (kubeadm, k3s) matches no pod or
+    namespace selector, and the validating webhook fails closed, so a default that admitted
+    only kube-system would block every GPU Pod there. Naming the control plane narrows it."""
     policy = helm.template({"networkPolicy": values}).one("NetworkPolicy")
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     [rule] = policy["spec"]["ingress"]
@@ -694,6 +747,13 @@ def test_service_monitor_scrapes_https_metrics(helm: Helm) -> None:
     exprs = [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
     assert any("dragate_certificate_expiry_timestamp_seconds" in e for e in exprs)
     assert any("apiserver_admission_webhook_fail_open_count" in e for e in exprs)
+
+
+def test_offline_serving_with_one_replica_renders(helm: Helm) -> None:
+    rendered = helm.template({"serve": {"inCluster": False}, "deployment": {"replicas": 1}})
+    deployment = rendered.one("Deployment")
+    assert deployment["spec"]["replicas"] == 1
+    assert "in-cluster" not in flags(container(deployment)["args"])
 
 
 def test_url_mode(helm: Helm) -> None:
@@ -737,8 +797,9 @@ def test_dragate_s_own_requests_skip_every_webhook(helm: Helm, values: dict[str,
     ({"certs": {"mode": "cert-manager"}}, "mode"),
     ({"webhook": {"gpuResourcePrefixes": ["nvidia.com/' || true || '"]}}, "gpuResourcePrefixes"),
     ({"webhook": {"ownUsername": "x' || true || '"}}, "ownUsername"),
+    ({"policies": {"source": "git"}}, "source"),
 ], ids=["top-level-typo", "nested-typo", "failure-policy-case", "timeout-range", "cert-mode",
-        "cel-injection", "own-user-cel-injection"])  # fmt: skip
+        "cel-injection", "own-user-cel-injection", "policy-source"])  # fmt: skip
 def test_schema_rejects_bad_values(helm: Helm, values: dict[str, Any], message: str) -> None:
     assert message in helm.template_error(values)
 
@@ -749,9 +810,18 @@ def test_schema_rejects_bad_values(helm: Helm, values: dict[str, Any], message: 
     ({"deployment": {"enabled": False}}, "needs webhook.url"),
     ({"deployment": {"terminationGracePeriodSeconds": 30}}, "must be larger than"),
     ({"certs": {"mode": "secret"}}, "webhook.caBundle"),
-    ({"networkPolicy": {"allowKubeSystem": False}}, "networkPolicy admits no peer"),
+    ({"networkPolicy": {"extraFrom": [PROMETHEUS]}}, "networkPolicy.extraFrom adds peers"),
+    ({"serve": {"inCluster": False}},
+     "serve.inCluster=false with deployment.replicas=3: each replica would keep its own quota"),
+    ({"serve": {"inCluster": False}, "deployment": {"replicas": 2}}, "deployment.replicas=2"),
+    ({"serve": {"inCluster": False}, "deployment": {"replicas": 1},
+      "rewritePolicy": {"keep": True}}, "rewritePolicy.keep=true needs serve.inCluster=true"),
+    ({"serve": {"inCluster": False}, "deployment": {"replicas": 1},
+      "policies": {"source": "cluster"}}, "policies.source=cluster needs serve.inCluster=true"),
 ], ids=["url-with-deployment", "url-without-ca", "nothing-serves", "grace-too-short",
-        "secret-without-ca", "network-policy-without-peers"])  # fmt: skip
+        "secret-without-ca", "extra-peers-without-control-plane", "offline-replicas",
+        "offline-two-replicas", "keep-offline",
+        "objects-offline"])  # fmt: skip
 def test_inconsistent_modes_fail_with_a_message(helm: Helm, values: dict[str, Any],
                                                 message: str) -> None:  # fmt: skip
     assert message in helm.template_error(values)
@@ -772,11 +842,31 @@ def test_tenant_usage_crd() -> None:
     assert holder["properties"]["expiresAt"]["type"] == "number"
 
 
-def test_chart_crd_is_a_copy_of_the_canonical_crd() -> None:
-    canonical = REPO / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
-    assert (CHART / "crds" / "tenantusages.yaml").read_bytes() == canonical.read_bytes(), (
-        "charts/dragate/crds/tenantusages.yaml differs from webhook/defaults/crds: copy it over"
+def test_chart_crds_are_a_copy_of_the_package_s() -> None:
+    canonical = {p.name: p.read_bytes() for p in (REPO / "webhook/defaults/crds").glob("*.yaml")}
+    chart = {p.name: p.read_bytes() for p in (CHART / "crds").glob("*.yaml")}
+    assert chart == canonical, (
+        "charts/dragate/crds differs from webhook/defaults/crds: run "
+        "`dragate crds --write webhook/defaults/crds --write charts/dragate/crds`"
     )
+
+
+def test_the_chart_installs_every_crd(helm: Helm) -> None:
+    from webhook.policy.policycrds import crd_texts
+
+    rendered = helm.template(None, "--include-crds")
+    installed = sorted(d["metadata"]["name"] for d in rendered.all("CustomResourceDefinition"))
+    shipped = sorted(yaml.safe_load(text)["metadata"]["name"] for text in crd_texts().values())
+    assert installed == shipped
+    assert {
+        "tenants.dragate.io",
+        "deviceclasspolicies.dragate.io",
+        "settings.dragate.io",
+        "legacyresourcemappings.dragate.io",
+        "tenantusages.dragate.io",
+        "policyreports.wgpolicyk8s.io",
+        "clusterpolicyreports.wgpolicyk8s.io",
+    } == set(installed)
 
 
 def chart_app_version() -> str:
@@ -792,3 +882,61 @@ def test_every_serve_flag_the_chart_passes_exists(default: Rendered) -> None:
     known = {opt for param in command.params for opt in param.opts}
     passed = {arg.partition("=")[0] for arg in container(default.one("Deployment"))["args"][1:]}
     assert passed <= known, f"flags unknown to `dragate serve`: {sorted(passed - known)}"
+
+
+# --- NOTES.txt -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def notes_chart(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the chart whose NOTES.txt also renders as a template (`helm template` leaves
+    NOTES out): one document, `text` holding what `helm install` prints."""
+    copy = tmp_path_factory.mktemp("notes") / "dragate"
+    shutil.copytree(CHART, copy)
+    notes = (CHART / "templates" / "NOTES.txt").read_text()
+    (copy / "templates" / "notes-for-tests.yaml").write_text(
+        '{{- define "notesForTests" }}' + notes + "{{- end }}\nkind: Notes\n"
+        'text: {{ include "notesForTests" . | toJson }}\n'
+    )
+    return copy
+
+
+def notes(helm: Helm, chart: Path, values: dict[str, Any] | None = None) -> str:
+    result = helm.run(
+        "template", RELEASE, str(chart), "--namespace", NAMESPACE,
+        "--show-only", "templates/notes-for-tests.yaml", *helm.values_args(values),
+    )  # fmt: skip
+    text: str = yaml.safe_load(result.stdout)["text"]
+    return text
+
+
+def test_notes_in_url_mode_say_what_runs_where(helm: Helm, notes_chart: Path) -> None:
+    """Nothing of dragate runs in the cluster: no certificate from Helm, no ConfigMap read;
+    the dragate at the URL is started on the URL's port, with its policies and a kubeconfig."""
+    text = notes(helm, notes_chart, URL_MODE)
+    assert "nothing\n   of dragate runs in the cluster" in text
+    assert "dragate serve --host 0.0.0.0 --port 9443 --dns-name 192.0.2.10" in text
+    assert "--policies DIR --kubeconfig FILE" in text
+    assert "webhook.ownUsername is empty" in text
+    assert "Certificates: made by Helm" not in text
+    assert "ConfigMap dragate-policies; changes are hot-reloaded" not in text
+    assert "The ConfigMap dragate-policies holds the chart's copy; nothing reads it." in text
+    assert "rollout status" not in text and "port-forward" not in text
+    assert "cainjector" not in notes(
+        helm, notes_chart, {**URL_MODE, "certs": {"mode": "certManager"}}
+    )
+    own = {**URL_MODE, "webhook": {**URL_MODE["webhook"], "ownUsername": "dragate-dev"}}
+    assert "webhook.ownUsername is empty" not in notes(helm, notes_chart, own)
+
+
+def test_notes_in_cluster_mode(helm: Helm, notes_chart: Path) -> None:
+    text = notes(helm, notes_chart)
+    assert f"rollout status deployment/{FULLNAME}" in text
+    assert "Policies: ConfigMap dragate-policies; changes are hot-reloaded" in text
+    assert "Certificates: made by Helm" in text
+    assert "Network: the webhook port is open to every pod" in text
+    narrowed = notes(helm, notes_chart, {"networkPolicy": {"controlPlaneCIDRs": ["10.0.0.0/8"]}})
+    assert "Network:" not in narrowed
+    objects = notes(helm, notes_chart, {"policies": {"source": "both"}})
+    assert "`dragate serve` enforces the policy files above" in objects
+    assert "Policy objects" not in text

@@ -135,6 +135,11 @@ SERVICE_ACCOUNT_ACCESS = [
     ("patch", "validatingwebhookconfigurations.admissionregistration.k8s.io", False),
     ("update", "mutatingwebhookconfigurations.admissionregistration.k8s.io", False),
     ("patch", f"mutatingadmissionpolicies.admissionregistration.k8s.io/{POLICY}", False),
+    ("create", "policyreports.wgpolicyk8s.io", True),
+    ("delete", "clusterpolicyreports.wgpolicyk8s.io", True),
+    ("patch", "policyreports.wgpolicyk8s.io", False),
+    ("update", "leases.coordination.k8s.io", True),  # in its own namespace (-n below)
+    ("list", "tenants.dragate.io", False),  # policies.source=files: the objects are not read
 ]
 
 

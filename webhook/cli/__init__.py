@@ -19,6 +19,7 @@ COMMANDS = {
     "certs": "webhook.cli.certs",
     "webhook-config": "webhook.cli.webhookconfig",
     "rewrite-policy": "webhook.cli.rewritepolicy",
+    "crds": "webhook.cli.crds",
 }
 
 

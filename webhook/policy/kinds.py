@@ -26,6 +26,7 @@ from webhook.policy.schema import (
     OneOf,
     Path,
     Report,
+    Rule,
     Spec,
     Str,
 )
@@ -60,16 +61,17 @@ SELECTOR_VARIABLES = ("device",)
 SAMPLE_SUFFIX = "1g.10gb"
 """What `{suffix}` becomes when a mapping's selector template is test-compiled at load."""
 
-_DNS_SUBDOMAIN = re.compile(
-    r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-    r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-)
+# Patterns read alike by Python and Go's RE2 (they are the CRDs' `pattern` too): no lookaround.
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-_EDITOR = re.compile(r"(?!group:$).+", re.DOTALL)
-_SERVICE_ACCOUNT = re.compile(r"system:serviceaccount:[^:\s]+:[^:\s]+")
+_EDITOR = re.compile(  # any user name, or "group:" and a name: every string but "group:"
+    r"group:.+|[^g].*|g([^r].*)?|gr([^o].*)?|gro([^u].*)?|grou([^p].*)?|group([^:].*)?",
+    re.DOTALL,
+)
+_SERVICE_ACCOUNT = re.compile(r"system:serviceaccount:[^:\t\n\v\f\r ]+:[^:\t\n\v\f\r ]+")
 
-NAME = Str(_DNS_SUBDOMAIN, "a lowercase DNS name (a-z, 0-9, '-', '.')")
-CLASS = Str(_DNS_SUBDOMAIN, "a DeviceClass name (a-z, 0-9, '-', '.')")
+NAME = Str(_DNS_SUBDOMAIN, "a lowercase DNS name (a-z, 0-9, '-', '.')", max_length=253)
+CLASS = Str(_DNS_SUBDOMAIN, "a DeviceClass name (a-z, 0-9, '-', '.')", max_length=253)
 NAMESPACE = Str(_DNS_LABEL, "a namespace name (a-z, 0-9, '-', at most 63 characters)")
 TEXT = Str()
 LABEL_VALUE = Str(noun="a string", empty=True)
@@ -140,6 +142,17 @@ REQUIREMENT = Obj(
     },
     required=("key", "operator"),
     check=_operator_values,
+    rules=(
+        Rule(
+            "!(self.operator in ['In', 'NotIn']) || (has(self.values) && size(self.values) > 0)",
+            "operator In and NotIn need at least one value",
+        ),
+        Rule(
+            "!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values)"
+            " || size(self.values) == 0",
+            "operator Exists and DoesNotExist take no values",
+        ),
+    ),
     make=lambda v: LabelRequirement(v["key"], v["operator"], tuple(v.get("values", ()))),
 )
 
@@ -157,6 +170,13 @@ SELECTOR = Obj(
         "matchExpressions": ListOf(REQUIREMENT, "label requirements"),
     },
     check=_not_everything,
+    rules=(
+        Rule(
+            "(has(self.matchLabels) && size(self.matchLabels) > 0)"
+            " || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",
+            "an empty selector matches every namespace; add matchLabels or matchExpressions",
+        ),
+    ),
     make=lambda v: LabelSelector(v.get("matchLabels", {}), tuple(v.get("matchExpressions", ()))),
 )
 
@@ -177,6 +197,12 @@ QUOTA = Obj(
     {"deviceClassName": CLASS, "maxDevices": Int(0), "maxDevicesPerClaim": Int(0)},
     required=("deviceClassName",),
     check=_has_limit,
+    rules=(
+        Rule(
+            "has(self.maxDevices) || has(self.maxDevicesPerClaim)",
+            "a quota entry needs maxDevices, maxDevicesPerClaim or both",
+        ),
+    ),
     make=lambda v: QuotaLimit(
         v["deviceClassName"], v.get("maxDevices"), v.get("maxDevicesPerClaim")
     ),
@@ -198,6 +224,12 @@ TENANT = Obj(
         "legacyMappingAction": OneOf(tuple(MappingAction), MappingAction),
     },
     check=_has_namespaces,
+    rules=(
+        Rule(
+            "(has(self.namespaces) && size(self.namespaces) > 0) || has(self.namespaceSelector)",
+            "a tenant needs namespaces, a namespaceSelector or both",
+        ),
+    ),
 )
 
 
@@ -287,6 +319,12 @@ RESOURCE = Obj(
     },
     required=("deviceClassName",),
     check=_one_name,
+    rules=(
+        Rule(
+            "has(self.resourceName) != has(self.resourceNamePrefix)",
+            "set resourceName (exact) or resourceNamePrefix, not both",
+        ),
+    ),
     make=_resource,
 )
 

@@ -119,14 +119,21 @@ class Spec(Protocol):
 
 @dataclass(frozen=True)
 class Str:
-    """A non-empty string, optionally matching a pattern described in words."""
+    """A non-empty string, optionally matching a pattern described in words.
+
+    The pattern is written in the syntax Python's `re` and Go's RE2 read alike (no lookaround,
+    no backreferences), because it is also the CRD's `pattern` (webhook/policy/openapi.py).
+    """
 
     pattern: re.Pattern[str] | None = None
     noun: str = "a non-empty string"
     empty: bool = False
+    max_length: int | None = None
 
     def read(self, value: JSON, at: Path, report: Report) -> Any:
         if not isinstance(value, str) or not (value or self.empty):
+            return report.wrong(at, self.noun, value)
+        if self.max_length is not None and len(value) > self.max_length:
             return report.wrong(at, self.noun, value)
         if self.pattern is not None and not self.pattern.fullmatch(value):
             return report.wrong(at, self.noun, value)
@@ -228,11 +235,25 @@ Make = Callable[[Mapping[str, Any]], Any]
 
 
 @dataclass(frozen=True)
+class Rule:
+    """A `check` written again as the API server's CEL (`x-kubernetes-validations`).
+
+    An object's `check` runs in Python; its rules are what the CRD asks of the same object, so
+    a policy applied as a Kubernetes object is refused for the same reason as a policy file.
+    """
+
+    expression: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Obj:
     """A mapping with known fields: unknown ones are reported, required ones must be there.
 
     `check` sees the fields that read cleanly (cross-field rules such as "one of a or b");
-    `make` builds the result unless a required field is missing or wrong.
+    `make` builds the result unless a required field is missing or wrong. `rules` state the
+    check in CEL for the CRD; a check the API server cannot judge has none (`loader_only`
+    says why, and the CRD test holds every check to one or the other).
     """
 
     fields: Mapping[str, Spec]
@@ -241,6 +262,8 @@ class Obj:
     make: Make | None = None
     noun: str = "a mapping"
     open: bool = False  # True: other fields are someone else's business, not "unknown"
+    rules: tuple[Rule, ...] = ()
+    loader_only: str = ""
 
     def read(self, value: JSON, at: Path, report: Report) -> Any:
         if not isinstance(value, dict):

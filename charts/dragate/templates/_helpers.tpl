@@ -135,6 +135,21 @@ With git-sync the `current` symlink plays the same role.
 {{- if and .Values.policies.gitSync.enabled (not .Values.policies.gitSync.repo) }}
 {{- fail "policies.gitSync.repo is required when policies.gitSync.enabled=true" }}
 {{- end }}
+{{- include "dragate.validateCluster" . }}
+{{- end }}
+
+{{/* Combinations that install cleanly and then break: refused before anything is applied. */}}
+{{- define "dragate.validateCluster" -}}
+{{- $offline := and .Values.deployment.enabled (not .Values.serve.inCluster) }}
+{{- if and $offline (gt (int .Values.deployment.replicas) 1) }}
+{{- fail (printf "serve.inCluster=false with deployment.replicas=%v: each replica would keep its own quota ledger and admit a tenant's whole quota alone; set deployment.replicas=1 or serve.inCluster=true" (int .Values.deployment.replicas)) }}
+{{- end }}
+{{- if and .Values.rewritePolicy.keep $offline }}
+{{- fail "rewritePolicy.keep=true needs serve.inCluster=true: the rewrite policy is kept through the Kubernetes API, and `dragate serve --keep-rewrite-policy` refuses to start without a cluster" }}
+{{- end }}
+{{- if and (ne .Values.policies.source "files") $offline }}
+{{- fail (printf "policies.source=%s needs serve.inCluster=true: policy objects are read from the Kubernetes API" .Values.policies.source) }}
+{{- end }}
 {{- end }}
 
 {{/*
