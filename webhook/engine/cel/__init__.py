@@ -20,12 +20,14 @@ from webhook.engine.cel.program import (
     compile_expression,
     selector_error,
 )
+from webhook.engine.cel.types import TypeEnvironment
 from webhook.engine.cel.values import to_cel
 
 __all__ = [
     "GUARD_SECONDS",
     "MAX_EXPRESSION_BYTES",
     "TIME_GUARD_MESSAGE",
+    "TypeEnvironment",
     "CelCompileError",
     "Program",
     "compile_expression",

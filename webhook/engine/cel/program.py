@@ -16,7 +16,7 @@ Relies on (checked with cel-python 0.5.0 and lark 1.3.1; canaries: tests/canary/
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any, Literal
 
@@ -42,6 +42,7 @@ from webhook.engine.cel.optional_entries import rewrite_optional_entries
 from webhook.engine.cel.optionals import rewrite_optional_syntax
 from webhook.engine.cel.syntax import References, parse
 from webhook.engine.cel.transpile import transpile
+from webhook.engine.cel.types import UNTYPED, TypeEnvironment
 from webhook.engine.cel.values import to_cel, to_plain
 from webhook.types import EvalResult
 
@@ -246,6 +247,7 @@ def compile_expression(
     variables: Iterable[str],
     expect_bool: bool = True,
     environment: Environment | None = None,
+    types: Sequence[TypeEnvironment] = (UNTYPED,),
 ) -> Program:
     """Parse, type-check and transpile once; CelCompileError for what Kubernetes refuses.
 
@@ -255,6 +257,8 @@ def compile_expression(
     program over just `device` is a selector, anything else a policy rule.
     `expect_bool=False` skips the "result must be a bool" check, for tools and tests
     that evaluate value expressions such as `quantity('1Gi').asInteger()`.
+    `types`: the declared variable types of each context the program runs in (a rule on a
+    Pod, on a ResourceClaim, ...): it must type-check in at least one (`check_in_any`).
     """
     if len(expression.encode("utf-8")) > MAX_EXPRESSION_BYTES:
         raise CelCompileError(f"expression is longer than {MAX_EXPRESSION_BYTES} bytes")
@@ -265,9 +269,14 @@ def compile_expression(
         tree = parse(text)
         references = References(declared)
         references.walk(tree, frozenset())
-        kind = check_types(tree, text, declared, _constant_error, bind=bind)
-        if expect_bool:
-            require_bool_type(kind, dyn_allowed=not _is_selector(environment, declared))
+        dyn_allowed = not _is_selector(environment, declared)
+
+        def check(types: TypeEnvironment) -> None:
+            kind = check_types(tree, text, declared, _constant_error, bind=bind, environment=types)
+            if expect_bool:
+                require_bool_type(kind, dyn_allowed=dyn_allowed)
+
+        check_in_any(check, types)
         if _is_selector(environment, declared) and estimate(tree) > SELECTOR_COST_LIMIT:
             raise CelCompileError("too complex, exceeds cost limit")
         main = _load(transpile(tree, declared))
@@ -277,6 +286,25 @@ def compile_expression(
         reason = error.msg if isinstance(error, SyntaxError) else "too complex"
         raise CelCompileError(f"expression cannot be compiled: {reason}") from None
     return Program(expression, frozenset(references.used), main)
+
+
+def check_in_any(check: Callable[[TypeEnvironment], None], types: Sequence[TypeEnvironment]) -> None:
+    """Passes when `check` passes for one environment; else the errors, each named.
+
+    A rule that sees several kinds of object type-checks where it can run at all: one that
+    reads `object.spec.containers` behind `object.kind == 'Pod'` is fine, while a misspelt
+    field, wrong for every kind, is refused (with one message when every kind says the same).
+    """
+    errors: list[tuple[str, CelCompileError]] = []
+    for environment in types:
+        try:
+            return check(environment)
+        except CelCompileError as error:
+            errors.append((environment.name, error))
+    texts = {str(error) for _, error in errors}
+    if len(texts) == 1:
+        raise errors[0][1]
+    raise CelCompileError("; ".join(f"{name}: {error}" for name, error in errors))
 
 
 def selector_error(expression: str) -> str | None:
