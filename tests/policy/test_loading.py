@@ -463,6 +463,18 @@ def case(name: str, text: str, *expected: str) -> Any:
             "undeclared reference to 'req' (column 1)",
         ),
         case(
+            "validation-undefined-request-field",
+            POLICY + "  - {expression: 'request.cnt <= 4'}",
+            "t.yaml:6: spec.validations[0].expression: does not compile: "
+            "undefined field 'cnt' (column 1)",
+        ),
+        case(
+            "validation-undefined-object-field-on-every-kind",
+            POLICY + "  - {expression: 'object.spec.nope == 1'}",
+            "t.yaml:6: spec.validations[0].expression: does not compile: "
+            "undefined field 'nope' (column 1)",
+        ),
+        case(
             "selector-unknown-variable",
             MAPPING + "    selector: \"request.count == '{suffix}'\"",
             "t.yaml:8: spec.resources[0].selector: does not compile: undeclared reference to "
