@@ -36,6 +36,7 @@ from webhook.types import (
     Action,
     CompiledExpression,
     DeviceClassPolicy,
+    FailurePolicy,
     LabelRequirement,
     LabelSelector,
     LegacyResourceMapping,
@@ -252,6 +253,7 @@ CLASS_POLICY = Obj(
         "maxCountPerRequest": Int(1),
         "allowAllocationModeAll": Bool(),
         "validations": ListOf(VALIDATION, "validations"),
+        "failurePolicy": OneOf(tuple(FailurePolicy), FailurePolicy),
     },
 )
 
@@ -264,6 +266,7 @@ def _class_policy(name: str, spec: Mapping[str, Any], source: Source) -> DeviceC
         allow_allocation_mode_all=spec.get("allowAllocationModeAll", True),
         validations=tuple(spec.get("validations", ())),
         source=source,
+        failure_policy=spec.get("failurePolicy", FailurePolicy.FAIL),
     )
 
 
