@@ -39,7 +39,8 @@ CASES = {
         "object.spec.containers[0].nmae == ''",
         "Pod: undefined field 'nmae'",
     ),
-    "metadata-namespace-is-escaped": ("object.metadata.__namespace__ == 'a'", None),
+    "metadata-namespace-escaped": ("object.metadata.__namespace__ == 'a'", None),
+    "metadata-namespace-reserved-word": ("object.metadata.namespace == 'a'", None),
 }
 
 

@@ -90,7 +90,8 @@ CASES = {
     "misspelt-root-field": ("object.spek == 1", "undefined field 'spek'"),
     "misspelt-nested-field": ("object.metadata.nmae == 'a'", "undefined field 'nmae'"),
     "reserved-word-escaped": ("object.metadata.__namespace__ == 'a'", None),
-    "reserved-word-unescaped": ("object.metadata.namespace == 'a'", "undefined field 'namespace'"),
+    "reserved-word-unescaped": ("object.metadata.namespace == 'a'", None),
+    "escaped-name-needs-escape": ("object.spec.x-y == 'a'", "undeclared reference to 'y'"),
     "dash-escaped": ("object.spec.x__dash__y == 'a'", None),
     "integer-is-int": ("object.spec.replicas > 1", None),
     "integer-is-not-string": (
@@ -137,7 +138,8 @@ def test_expressions_over_a_schema_typed_object(expression: str, error: str | No
 
 def test_an_escaped_field_reads_the_property_at_run_time() -> None:
     program = compile_expression(
-        "object.metadata.__namespace__ == 'a' && object.spec.x__dash__y == 'b'",
+        "object.metadata.__namespace__ == 'a' && object.metadata.namespace == 'a' && "
+        "object.spec.x__dash__y == 'b'",
         variables=["object"],
         types=(_environment(),),
     )

@@ -30,6 +30,7 @@ from webhook.engine.cel.constant_arguments import (
     check_constant_format,
 )
 from webhook.engine.cel.errors import CelCompileError
+from webhook.engine.cel.schematypes import find_field
 from webhook.engine.cel.syntax import (
     MACROS,
     call_parts,
@@ -240,9 +241,10 @@ class Checker:
         fields = self._fields(kind)
         if fields is None:
             raise compile_error(f"type '{show(kind)}' does not support field selection", node)
-        if field not in fields:
+        found = find_field(fields, field)
+        if found is None:
             raise compile_error(f"undefined field '{field}'", node)
-        return fields[field]
+        return found
 
     def _fields(self, kind: CelType) -> Mapping[str, CelType] | None:
         if is_object(kind):

@@ -9,6 +9,7 @@ properties (names escaped as `Escape` does: `namespace` is `__namespace__`, `a-b
 `date-time` timestamp) and int-or-string `dyn`. A schema without a type (a Quantity, whose
 OpenAPI v3 form is a oneOf) has no CEL type, so the property holding it is no field at all,
 exactly as in the API server. `x-kubernetes-preserve-unknown-fields` is ignored there too.
+A reserved word names its escaped field as well (`find_field`).
 The root (and every embedded resource) always has `apiVersion`, `kind` and
 `metadata.name`/`generateName`.
 """
@@ -76,6 +77,15 @@ def unescape(field: str) -> str:
     if any(parts[i] not in _UNEXPANSIONS for i in range(1, len(parts), 2)):
         return field
     return "".join(_UNEXPANSIONS[p] if i % 2 else p for i, p in enumerate(parts))
+
+
+def find_field(fields: Mapping[str, CelType], name: str) -> CelType | None:
+    """A field's type; a reserved word finds its escaped name too (`metadata.namespace` is
+    `metadata.__namespace__`), as the API server's type provider does since Kubernetes 1.31."""
+    found = fields.get(name)
+    if found is None and name in _RESERVED:
+        return fields.get(f"__{name}__")
+    return found
 
 
 class _Converter:
