@@ -28,8 +28,10 @@ ROOTS = {
     "ResourceClaim": "io.k8s.api.resource.v1.ResourceClaim",
     "ResourceClaimTemplate": "io.k8s.api.resource.v1.ResourceClaimTemplate",
 }
-DOCUMENTS = {"api__v1_openapi.json": "/openapi/v3/api/v1",
-             "apis__resource.k8s.io__v1_openapi.json": "/openapi/v3/apis/resource.k8s.io/v1"}
+DOCUMENTS = {
+    "api__v1_openapi.json": "/openapi/v3/api/v1",
+    "apis__resource.k8s.io__v1_openapi.json": "/openapi/v3/apis/resource.k8s.io/v1",
+}
 PINNED = Path(__file__).resolve().parent.parent / "webhook" / "defaults" / "kube" / "schemas.json"
 _PREFIX = "#/components/schemas/"
 _EXTENSIONS = (

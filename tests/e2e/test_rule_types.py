@@ -14,12 +14,12 @@ import time
 from typing import Any
 
 import pytest
+from kube_schema_pin import DOCUMENTS, PINNED, compact, dumps
 
 from webhook.engine.ruletypes import RULE_KINDS
 from webhook.policy.kinds import VALIDATION_VARIABLES, compile_cel
 from webhook.policy.kubetypes import SCHEMAS, validation_types
 
-from kube_schema_pin import DOCUMENTS, PINNED, compact, dumps
 from .cluster import Cluster
 
 pytestmark = pytest.mark.e2e
@@ -232,6 +232,8 @@ def test_dragate_refuses_what_the_api_server_warns_about(cluster: Cluster, kind:
 
 
 def test_the_pinned_schemas_are_what_the_api_server_serves(cluster: Cluster) -> None:
-    served = [json.loads(cluster.kubectl("get", "--raw", path).stdout) for path in DOCUMENTS.values()]
+    served = [
+        json.loads(cluster.kubectl("get", "--raw", path).stdout) for path in DOCUMENTS.values()
+    ]
     assert dumps(compact(served)) == PINNED.read_text(encoding="utf-8")
     assert PINNED.parts[-3:] == SCHEMAS

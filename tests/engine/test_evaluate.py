@@ -233,7 +233,10 @@ def test_failure_policy_decides_what_a_rule_error_does(
     failure_policy: FailurePolicy, allowed: bool
 ) -> None:
     owned = DeviceClassPolicy(
-        "owned", frozenset(), validations=(rule(OWNED, "owned by me"),), failure_policy=failure_policy
+        "owned",
+        frozenset(),
+        validations=(rule(OWNED, "owned by me"),),
+        failure_policy=failure_policy,
     )
     policies = PolicySet(tenants=(TEAM_A,), class_policies=(owned,))
     decision = evaluate(admission(claim(request(exact()))), policies, facts())
@@ -241,7 +244,9 @@ def test_failure_policy_decides_what_a_rule_error_does(
     error = "no such key: 'labels'"
     if allowed:
         assert not decision.reasons
-        assert [w for w in decision.warnings if "skipped by failurePolicy Ignore" in w and error in w]
+        assert [
+            w for w in decision.warnings if "skipped by failurePolicy Ignore" in w and error in w
+        ]
     else:
         (reason,) = decision.reasons
         assert "owned by me (rule could not be evaluated: " in reason.message

@@ -7,9 +7,9 @@ from importlib import resources
 
 import pytest
 
+from webhook.engine.ruletypes import RULE_KINDS
 from webhook.policy.kinds import VALIDATION_VARIABLES, compile_cel
 from webhook.policy.kubetypes import SCHEMAS, validation_types
-from webhook.engine.ruletypes import RULE_KINDS
 
 CASES = {
     "request-count": ("request.count <= 4", None),

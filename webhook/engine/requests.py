@@ -11,12 +11,12 @@ from dataclasses import dataclass, replace
 
 from webhook.engine.rules import RuleInputs, failed_rules, memoizable
 from webhook.types import (
-    FailurePolicy,
     ADMIN_ACCESS_LABEL,
     Action,
     AllocationMode,
     DeviceClassPolicy,
     DeviceRequest,
+    FailurePolicy,
     PolicySet,
     Reason,
     Tenant,

@@ -111,7 +111,10 @@ CASES = {
     "list-element-field": ("object.spec.items.all(i, i.name != '')", None),
     "list-element-misspelt": ("object.spec.items.all(i, i.nmae != '')", "undefined field 'nmae'"),
     "list-index": ("object.spec.items[0].name == 'a'", None),
-    "recursion-is-an-empty-object": ("object.spec.self.replicas == 1", "undefined field 'replicas'"),
+    "recursion-is-an-empty-object": (
+        "object.spec.self.replicas == 1",
+        "undefined field 'replicas'",
+    ),
     "object-without-properties": ("object.spec.raw.x == 1", "undefined field 'x'"),
     "embedded-resource-has-kind": ("object.spec.inner.kind == 'Pod'", None),
     "embedded-resource-has-name": ("object.spec.inner.metadata.name == 'p'", None),
@@ -148,6 +151,6 @@ def test_an_escaped_field_reads_the_property_at_run_time() -> None:
 
 
 def test_a_root_without_metadata_gets_kind_api_version_and_names() -> None:
-    kind, objects = schema_type({"Bare": {"type": "object", "properties": {}}}, "Bare", "Bare")
+    _, objects = schema_type({"Bare": {"type": "object", "properties": {}}}, "Bare", "Bare")
     assert set(objects["Bare"]) == {"kind", "apiVersion", "metadata"}
     assert set(objects["Bare.metadata"]) == {"name", "generateName"}

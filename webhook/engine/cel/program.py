@@ -288,7 +288,9 @@ def compile_expression(
     return Program(expression, frozenset(references.used), main)
 
 
-def check_in_any(check: Callable[[TypeEnvironment], None], types: Sequence[TypeEnvironment]) -> None:
+def check_in_any(
+    check: Callable[[TypeEnvironment], None], types: Sequence[TypeEnvironment]
+) -> None:
     """Passes when `check` passes for one environment; else the errors, each named.
 
     A rule that sees several kinds of object type-checks where it can run at all: one that

@@ -39,8 +39,11 @@ Schema = Mapping[str, Any]
 Objects = dict[str, dict[str, CelType]]
 
 _RESERVED = frozenset(
-    "true false null in as break const continue else for function if import let loop package "
-    "namespace return var void while".split()
+    {
+        *("true", "false", "null", "in", "as", "break", "const", "continue", "else", "for"),
+        *("function", "if", "import", "let", "loop", "package", "namespace", "return", "var"),
+        *("void", "while"),
+    }
 )
 _SIMPLE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _EXPAND = re.compile(r"__|[-./]")
