@@ -31,13 +31,37 @@ CASES = {
     "namespace-labels": ("namespace.metadata.labels['team'] == 'a'", None),
     "namespace-misspelt": ("namespace.metadata.lables['team'] == 'a'", "undefined field 'lables'"),
     "old-object-nullable": ("oldObject == null", None),
-    "pod-only-field": ("object.spec.containers.all(c, c.image != '')", None),
-    "claim-only-field": ("object.spec.devices.requests.size() < 3", None),
-    "template-only-field": ("object.spec.spec.devices.requests.size() < 3", None),
+    "pod-field-unguarded": (
+        "object.spec.containers.all(c, c.image != '')",
+        "ResourceClaim, ResourceClaimTemplate: undefined field 'containers'",
+    ),
+    "pod-field-guarded-by-and": (
+        "object.kind == 'Pod' && object.spec.containers.all(c, c.image != '')",
+        None,
+    ),
+    "pod-field-guarded-by-or": (
+        "object.kind != 'Pod' || object.spec.containers.all(c, c.image != '')",
+        None,
+    ),
+    "every-kind-by-conditional": (
+        "object.kind == 'Pod' ? object.spec.containers.size() < 3 : "
+        "object.kind == 'ResourceClaim' ? object.spec.devices.requests.size() < 3 : "
+        "object.spec.spec.devices.requests.size() < 3",
+        None,
+    ),
+    "guarded-but-misspelt": (
+        "object.kind == 'Pod' && object.spec.containerz.size() < 3",
+        "Pod: undefined field 'containerz'",
+    ),
+    "guarded-by-the-wrong-kind": (
+        "object.kind == 'ResourceClaim' && object.spec.containers.size() < 3",
+        "ResourceClaim: undefined field 'containers'",
+    ),
     "misspelt-on-every-kind": ("object.spec.devicez.size() < 3", "undefined field 'devicez'"),
     "different-errors-name-each-kind": (
         "object.spec.containers[0].nmae == ''",
-        "Pod: undefined field 'nmae'",
+        "Pod: undefined field 'nmae' (column 1); ResourceClaim, ResourceClaimTemplate: "
+        "undefined field 'containers'",
     ),
     "metadata-namespace-escaped": ("object.metadata.__namespace__ == 'a'", None),
     "metadata-namespace-reserved-word": ("object.metadata.namespace == 'a'", None),

@@ -5,7 +5,8 @@ A rule runs when a Pod, a ResourceClaim or a ResourceClaimTemplate is created
 that kind's type from the Kubernetes OpenAPI schema, `namespace` the Namespace's (null when
 the namespace is unknown: object types accept `== null`), `request` exactly the fields
 `rules.request_view` builds and `userInfo` Kubernetes' UserInfo. `compile_expression` accepts a
-rule that type-checks for at least one kind (`check_in_any`).
+rule that type-checks for each kind (`check_in_each`); a kind test (`object.kind == 'Pod'`)
+guards the fields of one kind (`kindtests`).
 """
 
 from __future__ import annotations
@@ -64,5 +65,5 @@ def rule_environments(schemas: Mapping[str, Any]) -> tuple[TypeEnvironment, ...]
             "oldObject": object_kind,
         }
         merged = {**fixed, **namespace_objects, **objects}
-        environments.append(TypeEnvironment(kind, variables, merged))
+        environments.append(TypeEnvironment(kind, variables, merged, kind=kind))
     return tuple(environments)

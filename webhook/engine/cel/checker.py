@@ -30,6 +30,7 @@ from webhook.engine.cel.constant_arguments import (
     check_constant_format,
 )
 from webhook.engine.cel.errors import CelCompileError
+from webhook.engine.cel.kindtests import static_kind_test
 from webhook.engine.cel.schematypes import find_field
 from webhook.engine.cel.syntax import (
     MACROS,
@@ -149,6 +150,10 @@ class Checker:
         parts = subtrees(node)
         if len(parts) == 1:
             return self.check(parts[0], scope)
+        known = static_kind_test(parts[0], self.environment.kind, scope)
+        if known is not None:  # the other branch never runs on this kind
+            self.check(parts[0], scope)
+            return self.check(parts[1] if known else parts[2], scope)
         return self._call("_?_:_", None, [self.check(p, scope) for p in parts], node)
 
     def _conditionalor(self, node: TranspilerTree, scope: Mapping[str, CelType]) -> CelType:
@@ -161,6 +166,11 @@ class Checker:
         parts = subtrees(node)
         if len(parts) == 1:
             return self.check(parts[0], scope)
+        deciding = name == "_||_"  # the value that decides alone: true for ||, false for &&
+        for part in parts:
+            if static_kind_test(part, self.environment.kind, scope) is deciding:
+                self.check(part, scope)  # the other operand never decides on this kind
+                return BOOL
         return self._call(name, None, [self.check(p, scope) for p in parts], node)
 
     def _unary(self, node: TranspilerTree, scope: Mapping[str, CelType]) -> CelType:

@@ -258,7 +258,7 @@ def compile_expression(
     `expect_bool=False` skips the "result must be a bool" check, for tools and tests
     that evaluate value expressions such as `quantity('1Gi').asInteger()`.
     `types`: the declared variable types of each context the program runs in (a rule on a
-    Pod, on a ResourceClaim, ...): it must type-check in at least one (`check_in_any`).
+    Pod, on a ResourceClaim, ...): it must type-check in each (`check_in_each`).
     """
     if len(expression.encode("utf-8")) > MAX_EXPRESSION_BYTES:
         raise CelCompileError(f"expression is longer than {MAX_EXPRESSION_BYTES} bytes")
@@ -276,7 +276,7 @@ def compile_expression(
             if expect_bool:
                 require_bool_type(kind, dyn_allowed=dyn_allowed)
 
-        check_in_any(check, types)
+        check_in_each(check, types)
         if _is_selector(environment, declared) and estimate(tree) > SELECTOR_COST_LIMIT:
             raise CelCompileError("too complex, exceeds cost limit")
         main = _load(transpile(tree, declared))
@@ -288,25 +288,29 @@ def compile_expression(
     return Program(expression, frozenset(references.used), main)
 
 
-def check_in_any(
+def check_in_each(
     check: Callable[[TypeEnvironment], None], types: Sequence[TypeEnvironment]
 ) -> None:
-    """Passes when `check` passes for one environment; else the errors, each named.
+    """Passes when `check` passes for every environment; else the errors, by kind.
 
-    A rule that sees several kinds of object type-checks where it can run at all: one that
-    reads `object.spec.containers` behind `object.kind == 'Pod'` is fine, while a misspelt
-    field, wrong for every kind, is refused (with one message when every kind says the same).
+    A rule runs on every kind of object it can see, so it must type-check for each: one that
+    reads `object.spec.containers` unguarded would fail on every ResourceClaim. A kind test
+    (`object.kind == 'Pod' && ...`) guards a field of one kind (see `kindtests`). When every
+    kind refuses it for the same reason, the message is that reason alone.
     """
-    errors: list[tuple[str, CelCompileError]] = []
+    refusals: dict[str, list[str]] = {}
+    errors: list[CelCompileError] = []
     for environment in types:
         try:
-            return check(environment)
+            check(environment)
         except CelCompileError as error:
-            errors.append((environment.name, error))
-    texts = {str(error) for _, error in errors}
-    if len(texts) == 1:
-        raise errors[0][1]
-    raise CelCompileError("; ".join(f"{name}: {error}" for name, error in errors))
+            refusals.setdefault(str(error), []).append(environment.name)
+            errors.append(error)
+    if not errors:
+        return
+    if len(errors) == len(types) and len(refusals) == 1:
+        raise errors[0]
+    raise CelCompileError("; ".join(f"{', '.join(k)}: {text}" for text, k in refusals.items()))
 
 
 def selector_error(expression: str) -> str | None:

@@ -76,12 +76,14 @@ class TypeEnvironment:
     """The declared types of one evaluation context (a policy rule on one kind of object).
 
     `variables` gives variables their types (those absent are dyn); `objects` gives each
-    object type's fields, as Kubernetes derives them from an OpenAPI schema.
+    object type's fields, as Kubernetes derives them from an OpenAPI schema; `kind` is the
+    kind of `object`, so `object.kind == 'Pod'` has a known value (`kindtests`).
     """
 
     name: str = ""
     variables: Mapping[str, CelType] = field(default_factory=dict)
     objects: Mapping[str, Mapping[str, CelType]] = field(default_factory=dict)
+    kind: str = ""
 
 
 UNTYPED = TypeEnvironment()
