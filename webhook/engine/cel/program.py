@@ -298,9 +298,10 @@ def check_in_each(
     (`object.kind == 'Pod' && ...`) guards a field of one kind (see `kindtests`). When every
     kind refuses it for the same reason, the message is that reason alone.
     """
+    environments = tuple(types) or (UNTYPED,)
     refusals: dict[str, list[str]] = {}
     errors: list[CelCompileError] = []
-    for environment in types:
+    for environment in environments:
         try:
             check(environment)
         except CelCompileError as error:
@@ -308,7 +309,7 @@ def check_in_each(
             errors.append(error)
     if not errors:
         return
-    if len(errors) == len(types) and len(refusals) == 1:
+    if len(errors) == len(environments) and len(refusals) == 1:
         raise errors[0]
     raise CelCompileError("; ".join(f"{', '.join(k)}: {text}" for text, k in refusals.items()))
 
