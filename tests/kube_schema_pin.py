@@ -10,6 +10,11 @@ extensions, for the definitions reachable from the kinds a DeviceClassPolicy rul
     python3 -m tests.kube_schema_pin DIR     # DIR holds api__v1_openapi.json and
                                             # apis__resource.k8s.io__v1_openapi.json
 
+DIR is `api/openapi-spec/v3` of the Kubernetes source (k8s.io/kubernetes@v1.34.4 in the Go
+module cache once the e2e toolchain is built), or the two documents saved from a running API
+server (`kubectl get --raw /openapi/v3/api/v1 > DIR/api__v1_openapi.json`, and the same for
+`/openapi/v3/apis/resource.k8s.io/v1`).
+
 writes `webhook/defaults/kube/schemas.json`; `tests/e2e/test_kube_schema.py` checks the pinned
 file equals what the e2e toolchain's API server serves.
 """
