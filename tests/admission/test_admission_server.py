@@ -205,7 +205,21 @@ def _wait_for_serial(seen: set[int], live: Path) -> None:
     assert serial in seen
 
 
-def test_broken_policy_keeps_the_last_good_set(tmp_path: Path) -> None:
+BROKEN = {
+    "wrong-type": (
+        "apiVersion: dragate.io/v1alpha1\nkind: Tenant\nmetadata: {name: x}\nspec: {quota: 7}\n",
+        "broken.yaml:4: spec.quota",
+    ),
+    "undefined-request-field": (
+        "apiVersion: dragate.io/v1alpha1\nkind: DeviceClassPolicy\nmetadata: {name: x}\n"
+        "spec:\n  validations:\n  - expression: request.cnt <= 4\n",
+        "broken.yaml:6: spec.validations[0].expression: does not compile: undefined field 'cnt'",
+    ),
+}
+
+
+@pytest.mark.parametrize(("broken", "error"), BROKEN.values(), ids=BROKEN)
+def test_broken_policy_keeps_the_last_good_set(tmp_path: Path, broken: str, error: str) -> None:
     policies = tmp_path / "policies"
     write_policies(policies, "team-a")
     server = start(tmp_path, "--reload-interval", "0.1", policies=policies)
@@ -222,14 +236,12 @@ def test_broken_policy_keeps_the_last_good_set(tmp_path: Path) -> None:
             )
         )
         time.sleep(1.0)  # every worker has polled many times by now, not just the one we hit
-        (policies / "broken.yaml").write_text(
-            "apiVersion: dragate.io/v1alpha1\nkind: Tenant\nmetadata: {name: x}\nspec: {quota: 7}\n"
-        )
+        (policies / "broken.yaml").write_text(broken)
         _eventually(lambda: all(readyz(server)["policies"]["state"] == "stale" for _ in range(6)))
         time.sleep(1.0)
         ready = server.get("/readyz")
         assert ready.status_code == 200
-        assert "broken.yaml" in " ".join(ready.json()["policies"]["errors"])
+        assert error in " ".join(ready.json()["policies"]["errors"])
         for _ in range(6):
             response = server.post("/validate", team_b, headers={"Connection": "close"})
             assert response.json()["response"]["allowed"] is True

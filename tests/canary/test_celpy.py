@@ -181,6 +181,7 @@ INTERNALS = [
             ("func_name", "label"),
             ("literal", "tree"),
             ("ident_arg", "tree"),
+            ("member_dot", "tree"),
             ("member_dot_arg", "tree"),
         )
     ),

@@ -107,6 +107,16 @@ def test_invalid_policies_exit_two_with_file_and_line(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
 
 
+def test_a_rule_reading_an_undefined_request_field_is_an_invalid_policy(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(
+        "apiVersion: dragate.io/v1alpha1\nkind: DeviceClassPolicy\nmetadata: {name: p}\n"
+        "spec:\n  validations:\n  - expression: request.cnt <= 4\n"
+    )
+    result = check("--policies", str(tmp_path), "claim.json")
+    assert result.exit_code == 2
+    assert "p.yaml:6" in result.output and "undefined field 'cnt'" in result.output
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -143,6 +143,17 @@ def test_policy_files_go_through_the_loader_and_the_cel_rules() -> None:
     assert "spec.maxCountPerRequest" in out
 
 
+def test_a_rule_reading_an_undefined_request_field_is_a_policy_error(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(
+        "apiVersion: dragate.io/v1alpha1\nkind: DeviceClassPolicy\nmetadata: {name: p}\n"
+        "spec:\n  validations:\n  - expression: request.cnt <= 4\n"
+    )
+    code, out = lint(str(tmp_path))
+    assert code == 1
+    assert where(out) == [("p.yaml", 6, "policy")]
+    assert "undefined field 'cnt'" in out
+
+
 def test_good_policies_alone_are_clean() -> None:
     assert lint(str(DATA / "policies" / "good-policy.yaml")) == (
         0,

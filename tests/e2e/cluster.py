@@ -39,6 +39,7 @@ CONTROLLERS = (
     "serviceaccount-controller",
     "serviceaccount-token-controller",
     "root-ca-certificate-publisher-controller",
+    "validatingadmissionpolicy-status-controller",  # type-checks VAPs: status.typeChecking
 )
 STARTUP_TIMEOUT = 90.0
 COMMAND_TIMEOUT = 120.0

@@ -15,6 +15,7 @@ from webhook.types import (
     ClassUsage,
     DeviceClassPolicy,
     Facts,
+    FailurePolicy,
     Holder,
     Operation,
     PolicySet,
@@ -218,6 +219,51 @@ def test_cel_error_denies_with_the_error_when_action_is_deny() -> None:
     policies = PolicySet(tenants=(TEAM_A,), class_policies=(broken,))
     (message,) = messages(claim(request(exact())), facts(), policies)
     assert "needs nope (rule could not be evaluated:" in message
+
+
+OWNED = "object.metadata.labels['owner'] == 'me'"  # without labels: an error at run time
+
+
+@pytest.mark.parametrize(
+    ("failure_policy", "allowed"),
+    [(FailurePolicy.FAIL, False), (FailurePolicy.IGNORE, True)],
+    ids=["Fail", "Ignore"],
+)
+def test_failure_policy_decides_what_a_rule_error_does(
+    failure_policy: FailurePolicy, allowed: bool
+) -> None:
+    owned = DeviceClassPolicy(
+        "owned",
+        frozenset(),
+        validations=(rule(OWNED, "owned by me"),),
+        failure_policy=failure_policy,
+    )
+    policies = PolicySet(tenants=(TEAM_A,), class_policies=(owned,))
+    decision = evaluate(admission(claim(request(exact()))), policies, facts())
+    assert decision.allowed is allowed
+    error = "no such key: 'labels'"
+    if allowed:
+        assert not decision.reasons
+        assert [
+            w for w in decision.warnings if "skipped by failurePolicy Ignore" in w and error in w
+        ]
+    else:
+        (reason,) = decision.reasons
+        assert "owned by me (rule could not be evaluated: " in reason.message
+        assert error in reason.message
+
+
+def test_failure_policy_ignore_still_denies_a_rule_that_returns_false() -> None:
+    owned = DeviceClassPolicy(
+        "owned",
+        frozenset(),
+        validations=(rule(OWNED, "owned by me"),),
+        failure_policy=FailurePolicy.IGNORE,
+    )
+    policies = PolicySet(tenants=(TEAM_A,), class_policies=(owned,))
+    obj = claim(request(exact()))
+    obj["metadata"]["labels"] = {"owner": "someone else"}
+    assert messages(obj, facts(), policies) == ["request 'gpu': owned by me"]
 
 
 def test_rules_reading_the_object_see_it() -> None:

@@ -20,6 +20,7 @@ from webhook.policy.loading import (
 from webhook.types import (
     Action,
     DeviceClassPolicy,
+    FailurePolicy,
     LabelRequirement,
     LabelSelector,
     LegacyResourceMapping,
@@ -107,6 +108,7 @@ def test_every_device_class_policy_field_is_read() -> None:
           deviceClassNames: [gpu.nvidia.com, mig.nvidia.com]
           maxCountPerRequest: 4
           allowAllocationModeAll: false
+          failurePolicy: Ignore
           validations:
           - expression: "request.count <= 2"
             message: at most two
@@ -125,12 +127,14 @@ def test_every_device_class_policy_field_is_read() -> None:
             Validation("!request.adminAccess", "!request.adminAccess", Action.DENY),
         ),
         source=Source("t.yaml", 1),
+        failure_policy=FailurePolicy.IGNORE,
     )
 
 
 def test_device_class_policy_defaults() -> None:
     policy = parse_policies(HEAD + "kind: DeviceClassPolicy\nmetadata: {name: p}\nspec: {}")
     assert policy.class_policies[0] == DeviceClassPolicy("p", frozenset(), source=Source(line=1))
+    assert policy.class_policies[0].failure_policy is FailurePolicy.FAIL
 
 
 def test_every_mapping_field_is_read() -> None:
@@ -461,6 +465,24 @@ def case(name: str, text: str, *expected: str) -> Any:
             POLICY + "  - {expression: 'req.count > 1'}",
             "t.yaml:6: spec.validations[0].expression: does not compile: "
             "undeclared reference to 'req' (column 1)",
+        ),
+        case(
+            "failure-policy-wrong-case",
+            HEAD + "kind: DeviceClassPolicy\nmetadata: {name: p}\nspec:\n  failurePolicy: ignore",
+            't.yaml:5: spec.failurePolicy: expected one of Fail, Ignore, got "ignore" '
+            '(did you mean "Ignore"?)',
+        ),
+        case(
+            "validation-undefined-request-field",
+            POLICY + "  - {expression: 'request.cnt <= 4'}",
+            "t.yaml:6: spec.validations[0].expression: does not compile: "
+            "undefined field 'cnt' (column 1)",
+        ),
+        case(
+            "validation-undefined-object-field-on-every-kind",
+            POLICY + "  - {expression: 'object.spec.nope == 1'}",
+            "t.yaml:6: spec.validations[0].expression: does not compile: "
+            "undefined field 'nope' (column 1)",
         ),
         case(
             "selector-unknown-variable",

@@ -16,6 +16,7 @@ from webhook.types import (
     AllocationMode,
     DeviceClassPolicy,
     DeviceRequest,
+    FailurePolicy,
     PolicySet,
     Reason,
     Tenant,
@@ -168,6 +169,8 @@ def _class_policy(
         leaf.allocation_mode == AllocationMode.ALL and not policy.allow_allocation_mode_all
     )
     failures = failed_rules(policy.validations, leaf, inputs)
+    if failures and policy.failure_policy is not FailurePolicy.FAIL:
+        failures = [failure.under(policy.failure_policy) for failure in failures]
     if not over and not all_refused and not failures:
         return []  # the common case: no message to build
     name = f"DeviceClassPolicy/{policy.name}"

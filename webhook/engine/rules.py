@@ -25,6 +25,7 @@ from webhook.types import (
     Deadline,
     DeviceRequest,
     EvalResult,
+    FailurePolicy,
     Validation,
 )
 
@@ -37,12 +38,25 @@ class RuleFailure:
 
     validation: Validation
     detail: str = ""  # the error, when the rule could not be evaluated
+    ignored: bool = False  # an error its policy's `failurePolicy: Ignore` turns into a warning
 
     @property
     def action(self) -> Action:
-        return self.validation.action
+        return Action.WARN if self.ignored else self.validation.action
+
+    def under(self, failure_policy: FailurePolicy) -> RuleFailure:
+        """This failure as its policy's failurePolicy has it: Ignore skips a rule that could
+        not be evaluated, leaving a warning; a rule that returned false always fails."""
+        if not self.detail or failure_policy is FailurePolicy.FAIL:
+            return self
+        return RuleFailure(self.validation, self.detail, ignored=True)
 
     def describe(self) -> str:
+        if self.ignored:
+            return (
+                f"{self.validation.message} (rule could not be evaluated, skipped by "
+                f"failurePolicy Ignore: {self.detail})"
+            )
         if self.detail:
             return f"{self.validation.message} (rule could not be evaluated: {self.detail})"
         return self.validation.message

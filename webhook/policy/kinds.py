@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.engine.cel import CelCompileError, Program, compile_expression
+from webhook.engine.cel import CelCompileError, Program, TypeEnvironment, compile_expression
+from webhook.policy.kubetypes import validation_types
 from webhook.policy.schema import (
     INVALID,
     Anything,
@@ -36,6 +37,7 @@ from webhook.types import (
     Action,
     CompiledExpression,
     DeviceClassPolicy,
+    FailurePolicy,
     LabelRequirement,
     LabelSelector,
     LegacyResourceMapping,
@@ -98,12 +100,15 @@ class Cel:
     variables: tuple[str, ...]
     sample: str | None = None
     noun: str = "a CEL expression (a non-empty string)"
+    types: Callable[[], Sequence[TypeEnvironment]] | None = None
 
     def read(self, value: JSON, at: Path, report: Report) -> Any:
         text = Str(noun=self.noun).read(value, at, report)
         if text is INVALID:
             return INVALID
-        program, error = compile_cel(text.replace("{suffix}", self.sample or ""), self.variables)
+        source = text.replace("{suffix}", self.sample or "")
+        types = self.types() if self.types is not None else None
+        program, error = compile_cel(source, self.variables, types)
         if program is not None:
             return Compiled(text, program)
         template = f' (with {{suffix}} = "{self.sample}")' if self.sample is not None else ""
@@ -111,14 +116,19 @@ class Cel:
         return INVALID
 
 
-def compile_cel(text: str, variables: Sequence[str]) -> tuple[Program | None, str | None]:
+def compile_cel(
+    text: str, variables: Sequence[str], types: Sequence[TypeEnvironment] | None = None
+) -> tuple[Program | None, str | None]:
     """The program, or why it can never run as a yes/no rule.
 
-    The CEL engine decides (syntax, undeclared variables, a result that is never bool); the
-    loader only says where. Compiling at load means a typo fails `dragate lint`, not a Pod.
+    The CEL engine decides (syntax, undeclared variables, a field the variable's declared type
+    does not have, a result that is never bool); the loader only says where. Compiling at load
+    means a typo fails `dragate lint`, not a Pod.
     """
     try:
-        return compile_expression(text, variables=variables), None
+        if types is None:
+            return compile_expression(text, variables=variables), None
+        return compile_expression(text, variables=variables, types=types), None
     except CelCompileError as err:
         return None, f"does not compile: {err}"
 
@@ -261,7 +271,7 @@ def _validation(v: Mapping[str, Any]) -> Validation:
 
 VALIDATION = Obj(
     {
-        "expression": Cel(VALIDATION_VARIABLES),
+        "expression": Cel(VALIDATION_VARIABLES, types=validation_types),
         "message": TEXT,
         "action": OneOf(tuple(Action), Action),
     },
@@ -275,6 +285,7 @@ CLASS_POLICY = Obj(
         "maxCountPerRequest": Int(1),
         "allowAllocationModeAll": Bool(),
         "validations": ListOf(VALIDATION, "validations"),
+        "failurePolicy": OneOf(tuple(FailurePolicy), FailurePolicy),
     },
 )
 
@@ -287,6 +298,7 @@ def _class_policy(name: str, spec: Mapping[str, Any], source: Source) -> DeviceC
         allow_allocation_mode_all=spec.get("allowAllocationModeAll", True),
         validations=tuple(spec.get("validations", ())),
         source=source,
+        failure_policy=spec.get("failurePolicy", FailurePolicy.FAIL),
     )
 
 

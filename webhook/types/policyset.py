@@ -31,6 +31,13 @@ class Action(StrEnum):
     AUDIT = "Audit"
 
 
+class FailurePolicy(StrEnum):
+    """What a DeviceClassPolicy rule that cannot be evaluated does (VAP's `failurePolicy`)."""
+
+    FAIL = "Fail"  # the error fails the rule: its action applies (a Deny rule denies)
+    IGNORE = "Ignore"  # the rule is skipped; the error is a warning
+
+
 class MappingAction(StrEnum):
     """What to do with a Pod that still asks for a legacy extended resource."""
 
@@ -119,6 +126,7 @@ class DeviceClassPolicy:
     allow_allocation_mode_all: bool = True
     validations: tuple[Validation, ...] = ()
     source: Source = Source()
+    failure_policy: FailurePolicy = FailurePolicy.FAIL
 
     def applies_to(self, device_class: str) -> bool:
         return not self.device_class_names or device_class in self.device_class_names

@@ -20,6 +20,7 @@ from webhook.engine.cel.program import (
     compile_expression,
     selector_error,
 )
+from webhook.engine.cel.types import TypeEnvironment
 from webhook.engine.cel.values import to_cel
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "TIME_GUARD_MESSAGE",
     "CelCompileError",
     "Program",
+    "TypeEnvironment",
     "compile_expression",
     "device_to_cel",
     "selector_error",

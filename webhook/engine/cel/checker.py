@@ -4,8 +4,10 @@ Walks the parse tree once, giving every node a CEL type and refusing what cel-go
 refuses, with its message classes: "found no matching overload for ...", "undeclared
 reference to ...", "undefined field ...", "expected type 'X' but found 'Y'" (a list or map
 literal of mixed types), invalid constant arguments (a regex, duration or conversion of a
-literal that can never succeed), and a result that is not a bool. Variables other than
-`device` are JSON data and check as `dyn`, so only what is certain is refused. Comprehensions
+literal that can never succeed), and a result that is not a bool. `device` has the DRA
+selector's type; a `TypeEnvironment` declares the others (a policy rule's `request`, and
+`object` typed from the Kubernetes schema of one kind); undeclared ones are JSON data and check
+as `dyn`, so only what is certain is refused. Comprehensions
 are typed in `comprehension_types`, literal arguments validated in `constant_arguments`.
 
 Relies on (checked with cel-python 0.5.0 and lark 1.3.1; canaries: tests/canary/test_celpy.py):
@@ -28,6 +30,8 @@ from webhook.engine.cel.constant_arguments import (
     check_constant_format,
 )
 from webhook.engine.cel.errors import CelCompileError
+from webhook.engine.cel.kindtests import static_kind_test
+from webhook.engine.cel.schematypes import find_field
 from webhook.engine.cel.syntax import (
     MACROS,
     call_parts,
@@ -52,8 +56,11 @@ from webhook.engine.cel.types import (
     STRING,
     TYPE_VALUES,
     UINT,
+    UNTYPED,
     VARIABLE_TYPES,
     CelType,
+    TypeEnvironment,
+    is_object,
     list_of,
     map_of,
     optional_of,
@@ -98,10 +105,15 @@ class Checker:
     """Types one expression; `check(tree)` returns its type or raises CelCompileError."""
 
     def __init__(
-        self, source: str, variables: frozenset[str], constant: ConstantCheck, bind: bool
+        self,
+        source: str,
+        variables: frozenset[str],
+        constant: ConstantCheck,
+        bind: bool,
+        environment: TypeEnvironment = UNTYPED,
     ) -> None:
         self.source, self.variables, self.constant = source, variables, constant
-        self.bind = bind
+        self.bind, self.environment = bind, environment
         self.homogeneous = True
 
     def check(self, node: Any, scope: Mapping[str, CelType]) -> CelType:
@@ -138,6 +150,10 @@ class Checker:
         parts = subtrees(node)
         if len(parts) == 1:
             return self.check(parts[0], scope)
+        known = static_kind_test(parts[0], self.environment.kind, scope)
+        if known is not None:  # the other branch never runs on this kind
+            self.check(parts[0], scope)
+            return self.check(parts[1] if known else parts[2], scope)
         return self._call("_?_:_", None, [self.check(p, scope) for p in parts], node)
 
     def _conditionalor(self, node: TranspilerTree, scope: Mapping[str, CelType]) -> CelType:
@@ -150,6 +166,11 @@ class Checker:
         parts = subtrees(node)
         if len(parts) == 1:
             return self.check(parts[0], scope)
+        deciding = name == "_||_"  # the value that decides alone: true for ||, false for &&
+        for part in parts:
+            if static_kind_test(part, self.environment.kind, scope) is deciding:
+                self.check(part, scope)  # the other operand never decides on this kind
+                return BOOL
         return self._call(name, None, [self.check(p, scope) for p in parts], node)
 
     def _unary(self, node: TranspilerTree, scope: Mapping[str, CelType]) -> CelType:
@@ -167,7 +188,7 @@ class Checker:
         if name in scope:
             return scope[name]
         if name in self.variables:
-            return VARIABLE_TYPES.get(name, DYN)
+            return self.environment.variables.get(name, VARIABLE_TYPES.get(name, DYN))
         if name in TYPE_VALUES:
             return ("type", TYPE_VALUES[name])
         raise compile_error(f"undeclared reference to '{name}'", node)
@@ -227,12 +248,18 @@ class Checker:
             if kind[1] not in (STRING, DYN):
                 raise _no_overload("_[_]", None, [kind, STRING], node)
             return kind[2]
-        fields = OBJECT_FIELDS.get(kind) if isinstance(kind, str) else None
+        fields = self._fields(kind)
         if fields is None:
             raise compile_error(f"type '{show(kind)}' does not support field selection", node)
-        if field not in fields:
+        found = find_field(fields, field)
+        if found is None:
             raise compile_error(f"undefined field '{field}'", node)
-        return fields[field]
+        return found
+
+    def _fields(self, kind: CelType) -> Mapping[str, CelType] | None:
+        if is_object(kind):
+            return self.environment.objects.get(str(kind[1]), {})
+        return OBJECT_FIELDS.get(kind) if isinstance(kind, str) else None
 
     def _member_index(self, node: TranspilerTree, scope: Mapping[str, CelType]) -> CelType:
         container, index = (self.check(c, scope) for c in subtrees(node))
@@ -310,12 +337,14 @@ def check_types(
     constant: ConstantCheck,
     *,
     bind: bool,
+    environment: TypeEnvironment = UNTYPED,
 ) -> CelType:
     """The expression's CEL type; CelCompileError where Kubernetes' checker refuses it.
 
-    `bind`: whether `cel.bind` is declared (the DRA selector environment adds it).
+    `bind`: whether `cel.bind` is declared (the DRA selector environment adds it);
+    `environment`: the declared types of variables (others are dyn).
     """
-    return Checker(source, variables, constant, bind).check(tree, {})
+    return Checker(source, variables, constant, bind, environment).check(tree, {})
 
 
 def require_bool_type(kind: CelType, *, dyn_allowed: bool) -> None:

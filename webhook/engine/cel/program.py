@@ -16,7 +16,7 @@ Relies on (checked with cel-python 0.5.0 and lark 1.3.1; canaries: tests/canary/
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any, Literal
 
@@ -42,6 +42,7 @@ from webhook.engine.cel.optional_entries import rewrite_optional_entries
 from webhook.engine.cel.optionals import rewrite_optional_syntax
 from webhook.engine.cel.syntax import References, parse
 from webhook.engine.cel.transpile import transpile
+from webhook.engine.cel.types import UNTYPED, TypeEnvironment
 from webhook.engine.cel.values import to_cel, to_plain
 from webhook.types import EvalResult
 
@@ -246,6 +247,7 @@ def compile_expression(
     variables: Iterable[str],
     expect_bool: bool = True,
     environment: Environment | None = None,
+    types: Sequence[TypeEnvironment] = (UNTYPED,),
 ) -> Program:
     """Parse, type-check and transpile once; CelCompileError for what Kubernetes refuses.
 
@@ -255,6 +257,8 @@ def compile_expression(
     program over just `device` is a selector, anything else a policy rule.
     `expect_bool=False` skips the "result must be a bool" check, for tools and tests
     that evaluate value expressions such as `quantity('1Gi').asInteger()`.
+    `types`: the declared variable types of each context the program runs in (a rule on a
+    Pod, on a ResourceClaim, ...): it must type-check in each (`check_in_each`).
     """
     if len(expression.encode("utf-8")) > MAX_EXPRESSION_BYTES:
         raise CelCompileError(f"expression is longer than {MAX_EXPRESSION_BYTES} bytes")
@@ -265,9 +269,14 @@ def compile_expression(
         tree = parse(text)
         references = References(declared)
         references.walk(tree, frozenset())
-        kind = check_types(tree, text, declared, _constant_error, bind=bind)
-        if expect_bool:
-            require_bool_type(kind, dyn_allowed=not _is_selector(environment, declared))
+        dyn_allowed = not _is_selector(environment, declared)
+
+        def check(types: TypeEnvironment) -> None:
+            kind = check_types(tree, text, declared, _constant_error, bind=bind, environment=types)
+            if expect_bool:
+                require_bool_type(kind, dyn_allowed=dyn_allowed)
+
+        check_in_each(check, types)
         if _is_selector(environment, declared) and estimate(tree) > SELECTOR_COST_LIMIT:
             raise CelCompileError("too complex, exceeds cost limit")
         main = _load(transpile(tree, declared))
@@ -277,6 +286,32 @@ def compile_expression(
         reason = error.msg if isinstance(error, SyntaxError) else "too complex"
         raise CelCompileError(f"expression cannot be compiled: {reason}") from None
     return Program(expression, frozenset(references.used), main)
+
+
+def check_in_each(
+    check: Callable[[TypeEnvironment], None], types: Sequence[TypeEnvironment]
+) -> None:
+    """Passes when `check` passes for every environment; else the errors, by kind.
+
+    A rule runs on every kind of object it can see, so it must type-check for each: one that
+    reads `object.spec.containers` unguarded would fail on every ResourceClaim. A kind test
+    (`object.kind == 'Pod' && ...`) guards a field of one kind (see `kindtests`). When every
+    kind refuses it for the same reason, the message is that reason alone.
+    """
+    environments = tuple(types) or (UNTYPED,)
+    refusals: dict[str, list[str]] = {}
+    errors: list[CelCompileError] = []
+    for environment in environments:
+        try:
+            check(environment)
+        except CelCompileError as error:
+            refusals.setdefault(str(error), []).append(environment.name)
+            errors.append(error)
+    if not errors:
+        return
+    if len(errors) == len(environments) and len(refusals) == 1:
+        raise errors[0]
+    raise CelCompileError("; ".join(f"{', '.join(k)}: {text}" for text, k in refusals.items()))
 
 
 def selector_error(expression: str) -> str | None:

@@ -7,7 +7,9 @@
    global function, and `cel.bind(x, init, body)` becomes a lazily-evaluated binding.
 3. celpy treats `.min(...)` as a macro; Kubernetes' `list.min()` is a method, so a `min`
    call is emitted as an ordinary function call.
-4. celpy's `has()` yields a Python bool, which `!` and `&&` refuse ("no such overload"); it is
+4. A field named as Kubernetes escapes a schema property (`x.__namespace__`, `x.a__dash__b`)
+   reads that property, as the API server's values do.
+5. celpy's `has()` yields a Python bool, which `!` and `&&` refuse ("no such overload"); it is
    wrapped into a CEL bool so `has(x.y) && x.y == 1` short-circuits as CEL specifies.
 
 The statements are wrapped in one function, `_dg_main(base_activation)`, so evaluation is a
@@ -19,6 +21,7 @@ Relies on (checked with cel-python 0.5.0 and lark 1.3.1; canaries: tests/canary/
 - `celpy.evaluation.Phase1Transpiler.func_name(label)`: overridden, library names.
 - `celpy.evaluation.Phase1Transpiler.literal(tree)`: overridden, multi-line strings.
 - `celpy.evaluation.Phase1Transpiler.ident_arg(tree)`: extended, `has()`.
+- `celpy.evaluation.Phase1Transpiler.member_dot(tree)`: extended, escaped field names.
 - `celpy.evaluation.Phase1Transpiler.member_dot_arg(tree)`: overridden, calls and macros.
 - `celpy.evaluation.Phase2Transpiler.statements(tree)`: expands each node's `checked_exception`
   (Template, {name: fn(tree)}) and ends with `CEL = ...`.
@@ -38,6 +41,7 @@ from lark import Token
 
 from webhook.engine.cel.comprehensions import TRANSFORMS, TWO_VARIABLE_MACROS
 from webhook.engine.cel.library import FUNCTIONS, python_name
+from webhook.engine.cel.schematypes import unescape
 from webhook.engine.cel.syntax import MACROS, call_parts, ident_name, namespace_of
 
 _BIND = Template(
@@ -106,6 +110,17 @@ class _Phase1(Phase1Transpiler):
             children[0] = token
             return
         super().literal(tree)
+
+    def member_dot(self, tree: TranspilerTree) -> None:
+        token = tree.children[1]
+        plain = unescape(str(token))
+        if plain == token or not isinstance(token, Token):
+            super().member_dot(tree)
+            return
+        children = cast(list[Any], tree.children)
+        children[1] = Token(token.type, plain)
+        super().member_dot(tree)
+        children[1] = token
 
     def ident_arg(self, tree: TranspilerTree) -> None:
         super().ident_arg(tree)

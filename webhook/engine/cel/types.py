@@ -9,6 +9,7 @@ API server, even when the runtime happens to implement it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Union
 
 CelType = Union[str, tuple["CelType", ...]]  # noqa: UP007 - a recursive alias needs Union
@@ -57,11 +58,41 @@ TYPE_VALUES: Mapping[str, CelType] = {
 OBJECT_FIELDS: Mapping[str, Mapping[str, CelType]] = {DEVICE: DEVICE_FIELDS}
 
 VARIABLE_TYPES: Mapping[str, CelType] = {"device": DEVICE}
-"""Variables with a declared type; every other declared variable is `dyn` (JSON data)."""
+"""Variables with a declared type in every environment; the others are declared per
+environment (`TypeEnvironment`) or `dyn` (JSON data)."""
+
+
+def object_type(name: str) -> CelType:
+    """A schema object (cel-go's struct kind): fields from its environment's `objects`."""
+    return ("object", name)
+
+
+def is_object(kind: CelType) -> bool:
+    return isinstance(kind, tuple) and kind[0] == "object"
+
+
+@dataclass(frozen=True)
+class TypeEnvironment:
+    """The declared types of one evaluation context (a policy rule on one kind of object).
+
+    `variables` gives variables their types (those absent are dyn); `objects` gives each
+    object type's fields, as Kubernetes derives them from an OpenAPI schema; `kind` is the
+    kind of `object`, so `object.kind == 'Pod'` has a known value (`kindtests`).
+    """
+
+    name: str = ""
+    variables: Mapping[str, CelType] = field(default_factory=dict)
+    objects: Mapping[str, Mapping[str, CelType]] = field(default_factory=dict)
+    kind: str = ""
+
+
+UNTYPED = TypeEnvironment()
 
 
 def show(kind: CelType) -> str:
     """The type as cel-go prints it in messages: list(int), map(string, dyn)."""
+    if is_object(kind):
+        return str(kind[1])
     if isinstance(kind, tuple):
         return f"{kind[0]}({', '.join(show(k) for k in kind[1:])})"
     return kind

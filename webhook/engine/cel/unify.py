@@ -7,7 +7,7 @@ parameters bind on first use and must agree afterwards, as in cel-go's checker.
 
 from __future__ import annotations
 
-from webhook.engine.cel.types import ANY, DYN, PARAMS, CelType, Overload
+from webhook.engine.cel.types import ANY, DYN, NULL, PARAMS, CelType, Overload, is_object
 
 Bindings = dict[str, CelType]
 
@@ -26,6 +26,8 @@ def unify(param: CelType, actual: CelType, bindings: Bindings) -> bool:
         return _bind(param, actual, bindings)
     if actual in (DYN, ANY) or param in (DYN, ANY):
         return True
+    if (param == NULL and is_object(actual)) or (actual == NULL and is_object(param)):
+        return True  # cel-go's legacy nullability of struct types (`namespace == null`)
     if isinstance(param, tuple) and isinstance(actual, tuple):
         if param[0] == actual[0] == "type":
             return True  # cel-go: any type value is assignable to any other (`int == string`)
