@@ -104,8 +104,8 @@ class KubeApi:
         `content_type`: of the body, e.g. APPLY for a server-side apply (sent as JSON text,
         which every YAML patch type accepts)."""
         sent: Object | str | None = body
-        if body is not None and content_type != JSON:
-            sent = json.dumps(body)  # the client encodes only JSON content types itself
+        if body is not None and not content_type.endswith("json"):
+            sent = json.dumps(body)  # the client encodes JSON types (any +json) itself
         response = self._send(
             method, path, query, sent, timeout or self.timeout, content_type=content_type
         )
