@@ -2,7 +2,8 @@
 
 Each object goes through the webhook's own pipeline in order — mutate, then validate the
 mutated object — and admitted objects count toward quota for the ones after them, as they
-would if applied one by one.
+would if applied one by one. A directory is walked as `webhook.files.manifests.walk` walks it:
+files there that hold no Kubernetes object are skipped and counted.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ import click
 
 from webhook.assembly import offline_context
 from webhook.cli import exits
-from webhook.cli.inputs import POLICIES_OPTION, policy_set, snapshot, state_option
+from webhook.cli.inputs import (
+    EXCLUDE_OPTION,
+    POLICIES_OPTION,
+    policy_set,
+    snapshot,
+    state_option,
+)
 from webhook.cli.report import RENDERERS, Row
 from webhook.files.manifests import read_manifests
 from webhook.files.yamlio import Document
@@ -35,27 +42,37 @@ from webhook.types import Object
 @click.option(
     "-o", "--output", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True
 )
+@EXCLUDE_OPTION
 @click.argument("manifests", nargs=-1, required=True, metavar="MANIFEST...")
-def command(
+def command(  # noqa: PLR0917  (click passes options by keyword)
     policies_dir: str | None,
     state_file: str | None,
     namespace: str,
     output: str,
+    exclude: tuple[str, ...],
     manifests: tuple[str, ...],
 ) -> None:
     """Admit each object in MANIFEST... as the webhook would and print the verdicts.
 
-    Exit 0 when all are allowed, 1 when some are denied, 2 on bad input.
+    A directory is searched recursively for *.yaml, *.yml, *.json; files there that hold no
+    Kubernetes object are skipped. Exit 0 when all are allowed, 1 when some are denied, 2 on
+    bad input.
     """
     policies = policy_set(policies_dir)
     state = snapshot(state_file)
     context = offline_context(lambda: policies, state)
-    found = read_manifests(manifests)
+    found = read_manifests(manifests, exclude=exclude, skip_foreign=True)
     rows = [_admit(doc, context, state, namespace) for doc in found.documents]
     click.echo(RENDERERS[output](rows), nl=False)
+    if found.skipped:
+        click.echo(_skipped(len(found.skipped)), err=output != "text")
     for problem in found.problems:
         click.echo(f"error: {problem}", err=True)
     sys.exit(_exit_code(rows, bool(found.problems)))
+
+
+def _skipped(count: int) -> str:
+    return f"{count} file{'' if count == 1 else 's'} skipped: not Kubernetes objects"
 
 
 def _admit(doc: Document, context: Context, state: SnapshotState, namespace: str) -> Row:
