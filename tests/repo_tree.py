@@ -79,3 +79,43 @@ def write(root: Path, files: dict[str, str]) -> Path:
 def repository(root: Path, device_class: str = "gpu.nvidia.com") -> Path:
     """The foreign files and one clean claim in `deploy/claim.yaml`."""
     return write(root, {**FOREIGN, "deploy/claim.yaml": CLAIM.format(device_class=device_class)})
+
+
+DEVICE_CLASSES = """\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: gpu.nvidia.com
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: mig.nvidia.com
+"""
+"""The NVIDIA driver's classes, as a snapshot (`--state`) or among the inputs."""
+
+TYPO_TENANT = """\
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata:
+  name: team-a
+spec:
+  namespaces: [team-a]
+  allowedDeviceClasses: [gpu.nvdia.com]
+"""
+
+TYPO_TEMPLATE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: one-gpu
+  namespace: elsewhere
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        firstAvailable:
+        - name: big
+          deviceClassName: gpu.nvdia.com
+"""

@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from repo_tree import FLAT_CLAIM, FOREIGN, repository, write
+from repo_tree import (
+    CLAIM,
+    DEVICE_CLASSES,
+    FLAT_CLAIM,
+    FOREIGN,
+    TYPO_TEMPLATE,
+    TYPO_TENANT,
+    repository,
+    write,
+)
 
 from webhook.cli import main
 
@@ -173,3 +182,46 @@ def test_text_output_names_each_objects_file_and_line() -> None:
         "manifests.yaml:20",
         "manifests.yaml:30",
     ]
+
+
+# --------------------------------------------------------------------------- device classes
+
+TYPO_CLAIM = CLAIM.format(device_class="gpu.nvdia.com")
+HINT = "(did you mean 'gpu.nvidia.com'?)"
+
+
+@pytest.mark.parametrize(
+    ("files", "state", "warned"),
+    [
+        ({"claim.yaml": TYPO_CLAIM}, True, {"one-gpu": "request 'gpu': DeviceClass"}),
+        (
+            {"a.yaml": TYPO_CLAIM, "z.yaml": DEVICE_CLASSES},
+            False,
+            {"one-gpu": "request 'gpu': DeviceClass"},
+        ),
+        ({"t.yaml": TYPO_TEMPLATE}, True, {"one-gpu": "request 'gpu/big': DeviceClass"}),
+        ({"t.yaml": TYPO_TENANT}, True, {"team-a": "spec.allowedDeviceClasses[0]: DeviceClass"}),
+        ({"claim.yaml": TYPO_CLAIM}, False, {}),
+    ],
+    ids=[
+        "claim-state",
+        "claim-classes-among-inputs",
+        "template-outside-tenants",
+        "tenant",
+        "no-class-known",
+    ],
+)
+def test_unknown_device_classes_are_warned_and_allowed(
+    tmp_path: Path, files: dict[str, str], state: bool, warned: dict[str, str]
+) -> None:
+    write(tmp_path / "in", files)
+    state_file = write(tmp_path, {"state.yaml": DEVICE_CLASSES}) / "state.yaml"
+    flags = ["--state", str(state_file)] if state else []
+    result = check("-o", "json", *flags, str(tmp_path / "in"))
+    assert result.exit_code == 0
+    rows = json.loads(result.stdout)
+    found = {r["name"]: [w for w in r["warnings"] if "DeviceClass" in w] for r in rows}
+    assert {name: len(w) for name, w in found.items() if w} == dict.fromkeys(warned, 1)
+    for name, prefix in warned.items():
+        assert f"{prefix} 'gpu.nvdia.com' does not exist" in found[name][0]
+        assert HINT in found[name][0]

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from repo_tree import FLAT_CLAIM, FOREIGN, repository, write
+from repo_tree import (
+    CLAIM,
+    DEVICE_CLASSES,
+    FLAT_CLAIM,
+    FOREIGN,
+    TYPO_TEMPLATE,
+    TYPO_TENANT,
+    repository,
+    write,
+)
 
 from webhook.cli import main
 
@@ -297,3 +306,53 @@ def test_ignore_makes_the_exit_code_match_the_summary(
     result = lint(*flags, str(write(tmp_path, files)))
     assert result[0] == code
     assert result[1].splitlines()[-1] == summary
+
+
+# --------------------------------------------------------------------------- device classes
+
+
+@pytest.mark.parametrize(
+    ("files", "state", "found"),
+    [
+        (
+            {"claim.yaml": CLAIM.format(device_class="gpu.nvdia.com")},
+            True,
+            [("claim.yaml", 11, "unknown-device-class")],
+        ),
+        (
+            {"claim.yaml": CLAIM.format(device_class="gpu.nvdia.com"), "z.yaml": DEVICE_CLASSES},
+            False,
+            [("claim.yaml", 11, "unknown-device-class")],
+        ),
+        ({"t.yaml": TYPO_TEMPLATE}, True, [("t.yaml", 13, "unknown-device-class")]),
+        ({"tenant.yaml": TYPO_TENANT}, True, [("tenant.yaml", 7, "unknown-device-class")]),
+        ({"claim.yaml": CLAIM.format(device_class="gpu.nvdia.com")}, False, []),
+        ({"claim.yaml": CLAIM.format(device_class="gpu.nvidia.com")}, True, []),
+    ],
+    ids=[
+        "claim-state",
+        "claim-classes-among-inputs",
+        "template-subrequest-state",
+        "tenant-state",
+        "no-class-known",
+        "known-class",
+    ],
+)
+def test_unknown_device_classes(
+    tmp_path: Path, files: dict[str, str], state: bool, found: list[tuple[str, int, str]]
+) -> None:
+    write(tmp_path / "in", files)
+    state_flags = ["--state", str(write(tmp_path, {"state.yaml": DEVICE_CLASSES}) / "state.yaml")]
+    code, out = lint(*(state_flags if state else []), str(tmp_path / "in"))
+    assert where(out) == found
+    assert code == 0  # a warning
+    if found:
+        assert "(fix: did you mean 'gpu.nvidia.com'?)" in out
+        assert lint("--strict", *(state_flags if state else []), str(tmp_path / "in"))[0] == 1
+
+
+def test_a_bad_state_file_exits_2(tmp_path: Path) -> None:
+    write(tmp_path, {"state.yaml": FLAT_CLAIM.replace("ResourceClaim", "ConfigMap")})
+    code, out = lint("--state", str(tmp_path / "state.yaml"), str(DATA / "clean"))
+    assert code == 2
+    assert "a state file holds only" in out

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from builders import claim, exact, namespace, pod, request, template
+from builders import claim, exact, first_available, namespace, pod, request, template
 
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
@@ -404,3 +404,59 @@ def test_all_mode_is_charged_32_as_resourcequota_and_the_inventory_only_warns() 
     assert "requested 32" in " ".join(r.message for r in verdict.decision.reasons)
     assert list(verdict.decision.holds.values()) == [{"gpu.nvidia.com": 32}]
     assert any("8 published devices match" in w for w in verdict.decision.warnings)
+
+
+GPU = "gpu.nvidia.com"
+GPU_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": GPU}}
+MIG_CLASS = {**GPU_CLASS, "metadata": {"name": "mig.nvidia.com"}}
+TYPO = "gpu.nvdia.com"
+TYPO_WARNING = (
+    f"dragate: request 'gpu': DeviceClass '{TYPO}' does not exist "
+    f"(did you mean '{GPU}'?) (device-class)"
+)
+
+
+@pytest.mark.parametrize(
+    ("obj", "classes", "warnings"),
+    [
+        (claim(request(exact(device_class=TYPO))), [GPU_CLASS, MIG_CLASS], [TYPO_WARNING]),
+        (
+            claim(request(exact(device_class=TYPO)), namespace="no-tenant"),
+            [GPU_CLASS],
+            [TYPO_WARNING],
+        ),
+        (
+            template(request(exact(device_class=TYPO)), namespace="no-tenant"),
+            [GPU_CLASS],
+            [TYPO_WARNING],
+        ),
+        (
+            claim(first_available("gpu", exact("big"), exact("small", device_class=TYPO))),
+            [GPU_CLASS],
+            [TYPO_WARNING.replace("'gpu'", "'gpu/small'")],
+        ),
+        (
+            claim(request(exact(device_class="tpu.example.com")), namespace="no-tenant"),
+            [GPU_CLASS],
+            ["dragate: request 'gpu': DeviceClass 'tpu.example.com' does not exist (device-class)"],
+        ),
+        (claim(request(exact(device_class=TYPO)), namespace="no-tenant"), [], []),
+        (claim(request(exact()), namespace="no-tenant"), [GPU_CLASS], []),
+    ],
+    ids=[
+        "claim-in-tenant",
+        "claim-outside-tenants",
+        "template",
+        "first-available-subrequest",
+        "nothing-close",
+        "no-class-known",
+        "known-class",
+    ],
+)
+def test_an_unknown_device_class_is_warned_and_admitted(
+    obj: dict[str, Any], classes: list[dict[str, Any]], warnings: list[str]
+) -> None:
+    ctx, _, _ = context(*classes)
+    verdict = review(request_from_object(obj), ctx)
+    assert verdict.allowed
+    assert [w for w in verdict.decision.warnings if "DeviceClass" in w] == warnings

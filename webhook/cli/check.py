@@ -2,7 +2,9 @@
 
 Each object goes through the webhook's own pipeline in order — mutate, then validate the
 mutated object — and admitted objects count toward quota for the ones after them, as they
-would if applied one by one. A directory is walked as `webhook.files.manifests.walk` walks it:
+would if applied one by one. DeviceClasses among the manifests join the snapshot's before any
+object is judged, so a claim naming a class that exists in neither is warned about wherever
+the class stands. A directory is walked as `webhook.files.manifests.walk` walks it:
 files there that hold no Kubernetes object are skipped and counted.
 """
 
@@ -25,6 +27,9 @@ from webhook.cli.report import RENDERERS, Row
 from webhook.files.manifests import read_manifests
 from webhook.files.yamlio import Document
 from webhook.kube.snapshot import SnapshotState
+from webhook.lint import Known
+from webhook.lint.objects import POLICY_API_VERSION
+from webhook.lint.rules.deviceclasses import check_class_names
 from webhook.pipeline import Context, admit, request_from_object
 from webhook.types import Object
 
@@ -62,6 +67,9 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
     state = snapshot(state_file)
     context = offline_context(lambda: policies, state)
     found = read_manifests(manifests, exclude=exclude, skip_foreign=True)
+    for doc in found.documents:
+        if doc.data.get("kind") == "DeviceClass":
+            state.add(doc.data)
     rows = [_admit(doc, context, state, namespace) for doc in found.documents]
     click.echo(RENDERERS[output](rows), nl=False)
     if found.skipped:
@@ -87,10 +95,23 @@ def _admit(doc: Document, context: Context, state: SnapshotState, namespace: str
         name=request.name,
         allowed=decision.allowed,
         reasons=tuple(str(r) for r in decision.reasons),
-        warnings=applied.warnings,
+        warnings=(*applied.warnings, *_policy_warnings(doc.data, state)),
         patched=applied.mutation.patched,
         tenant=decision.tenant or applied.mutation.decision.tenant,
         source=str(doc.source),
+    )
+
+
+def _policy_warnings(obj: Object, state: SnapshotState) -> tuple[str, ...]:
+    """A dragate policy among the manifests that names a DeviceClass that does not exist.
+
+    The webhook does not review policies; claims and templates are warned by the pipeline.
+    """
+    if obj.get("apiVersion") != POLICY_API_VERSION:
+        return ()
+    known = Known(frozenset(state.device_classes()))
+    return tuple(
+        f"dragate: {f.dotted_path()}: {f.message} ({f.fix})" for f in check_class_names(obj, known)
     )
 
 

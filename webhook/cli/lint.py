@@ -18,13 +18,13 @@ from typing import TextIO
 import click
 
 from webhook.cli import exits
-from webhook.cli.inputs import EXCLUDE_OPTION
+from webhook.cli.inputs import EXCLUDE_OPTION, snapshot, state_option
 from webhook.cli.lintreport import RENDERERS, Located, Tally
 from webhook.engine.cel import selector_error
 from webhook.files.manifests import STDIN, Found, objects_in, parse_found, walk
 from webhook.files.yamlio import Document, YamlError
-from webhook.lint import ERROR, PARSE, POLICY, RULES, WARNING, Finding, lint_object
-from webhook.lint.objects import POLICY_API_VERSION
+from webhook.lint import ERROR, PARSE, POLICY, RULES, WARNING, Finding, Known, lint_object
+from webhook.lint.objects import POLICY_API_VERSION, dig, is_resource_kind
 from webhook.lint.rules.cel import use_selector_compiler
 from webhook.policy.loading import PolicyError, load_policies, parse_policies
 
@@ -62,6 +62,7 @@ class Run:
 )
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
 @EXCLUDE_OPTION
+@state_option("Snapshot of cluster objects; its DeviceClasses are the classes that exist.")
 @click.argument("paths", nargs=-1, metavar="PATH...")
 def command(  # noqa: PLR0917  (click passes options by keyword)
     output: str,
@@ -69,6 +70,7 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
     ignored: tuple[str, ...],
     list_rules: bool,
     exclude: tuple[str, ...],
+    state_file: str | None,
     paths: tuple[str, ...],
 ) -> None:
     """Check DRA manifests (claims, templates, classes, Pods and workloads, Namespaces) and
@@ -88,7 +90,8 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
     unknown = sorted(set(ignored) - set(RULES))
     if unknown:
         raise click.UsageError(f"unknown rule(s) for --ignore: {', '.join(unknown)}")
-    run = lint_paths(paths, sys.stdin, exclude)
+    classes = snapshot(state_file).device_classes()
+    run = lint_paths(paths, sys.stdin, exclude, classes)
     results = [r for r in run.results if r.rule not in ignored]
     tally = Tally(files=len(run.seen), skipped=len(run.skipped))
     click.echo(RENDERERS[output](results, tally), nl=False)
@@ -107,21 +110,41 @@ def exit_code(results: Sequence[Located], strict: bool) -> int:
 
 
 def lint_paths(
-    paths: Sequence[str], stdin: TextIO | None = None, exclude: Sequence[str] = ()
+    paths: Sequence[str],
+    stdin: TextIO | None = None,
+    exclude: Sequence[str] = (),
+    classes: Iterable[str] = (),
 ) -> Run:
-    """Read every file, lint every object and policy; problems become `parse` findings."""
+    """Read every file, lint every object and policy; problems become `parse` findings.
+
+    The DeviceClasses known are `classes` (a snapshot's) and those among the inputs, wherever
+    they stand: every file is read before any object is judged.
+    """
     use_selector_compiler(selector_error)  # selectors are type- and cost-checked as Kubernetes does
     run = Run()
     for found in walk(paths, exclude):
         read = _read(found, stdin, run)
-        if read is None:
-            continue
-        run.files.append(read)
+        if read is not None:
+            run.files.append(read)
+    known = Known(frozenset(classes) | device_classes_in(run.files))
+    for read in run.files:
         for doc in read.objects + read.policies:
-            run.results.extend(_locate(doc, f) for f in lint_object(doc.data))
+            run.results.extend(_locate(doc, f) for f in lint_object(doc.data, known))
     run.results.extend(policy_findings(run.files))
     run.results.sort(key=Located.sort_key)
     return run
+
+
+def device_classes_in(files: Iterable[FileRead]) -> frozenset[str]:
+    """The names of the DeviceClass objects the files hold."""
+    return frozenset(
+        name
+        for read in files
+        for doc in read.objects
+        if isinstance(doc.data, dict)
+        and is_resource_kind(doc.data, "DeviceClass")
+        and isinstance(name := dig(doc.data, ("metadata", "name")), str)
+    )
 
 
 def _read(found: Found, stdin: TextIO | None, run: Run) -> FileRead | None:
