@@ -69,8 +69,8 @@ def excluded(relative: PurePosixPath, patterns: Sequence[str]) -> bool:
 
     A pattern without `/` is matched against each part of the path below the directory given
     (`node_modules`, `values*.yaml`); one with `/` against the whole relative path and each
-    directory leading to it (`charts/*/templates`, `deploy/old.yaml`); a leading or trailing
-    `/` is ignored.
+    directory leading to it (`charts/*/templates`, `deploy/old` and what it holds); a leading
+    or trailing `/` is ignored.
     """
     parents = [str(parent) for parent in reversed(relative.parents) if str(parent) != "."]
     for raw in patterns:
