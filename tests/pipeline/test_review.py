@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from builders import claim, exact, first_available, namespace, pod, request, template
 
+from webhook.engine.inventory import Inventory
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context, admit, request_from_object, review
@@ -460,3 +461,47 @@ def test_an_unknown_device_class_is_warned_and_admitted(
     verdict = review(request_from_object(obj), ctx)
     assert verdict.allowed
     assert [w for w in verdict.decision.warnings if "DeviceClass" in w] == warnings
+
+
+SLICE = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceSlice",
+    "metadata": {"name": "node-a-gpu"},
+    "spec": {
+        "driver": GPU,
+        "nodeName": "node-a",
+        "pool": {"name": "node-a", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0"}],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("feasibility", "allowed", "warning"),
+    [
+        ("Warn", True, TYPO_WARNING.replace("(device-class)", "(feasibility)")),
+        ("Deny", False, None),
+    ],
+    ids=["warn", "deny"],
+)
+def test_with_feasibility_on_the_missing_class_is_said_once_by_it(
+    feasibility: str, allowed: bool, warning: str | None
+) -> None:
+    """The feasibility check knows missing classes too: its Settings action decides."""
+    policies = parse_policies(
+        f"apiVersion: dragate.io/v1alpha1\nkind: Settings\nmetadata: {{name: s}}\n"
+        f"spec: {{feasibility: {feasibility}}}\n",
+        "settings.yaml",
+    )
+    ctx = Context(
+        policies=lambda: policies,
+        state=SnapshotState([GPU_CLASS]),
+        ledger=MemoryLedger(),
+        inventory=lambda: Inventory.from_slices([SLICE]),
+    )
+    verdict = review(request_from_object(claim(request(exact(device_class=TYPO)))), ctx)
+    assert verdict.allowed == allowed
+    found = [w for w in verdict.decision.warnings if "DeviceClass" in w]
+    assert found == ([warning] if warning else [])
+    if not allowed:
+        assert f"(did you mean '{GPU}'?)" in verdict.decision.reasons[0].message
