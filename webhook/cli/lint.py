@@ -45,7 +45,7 @@ class FileRead:
 class Run:
     files: list[FileRead] = field(default_factory=list)
     results: list[Located] = field(default_factory=list)
-    seen: set[str] = field(default_factory=set)  # every file looked at
+    seen: set[str] = field(default_factory=set)  # every file read (the skipped apart)
     skipped: list[str] = field(default_factory=list)  # walked files holding no object
 
 
