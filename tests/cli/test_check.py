@@ -8,6 +8,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from repo_tree import (
+    CLAIM,
+    DEVICE_CLASSES,
+    FLAT_CLAIM,
+    FOREIGN,
+    TYPO_TEMPLATE,
+    TYPO_TENANT,
+    repository,
+    write,
+)
 
 from webhook.cli import main
 
@@ -132,3 +142,96 @@ def test_bad_flags_exit_two(args: list[str], message: str) -> None:
     result = check(*args)
     assert result.exit_code == 2
     assert message in result.output
+
+
+# --------------------------------------------------------------------------- repositories
+
+
+def test_a_repository_checks_as_its_manifests_alone(tmp_path: Path) -> None:
+    result = check(str(repository(tmp_path)))
+    assert result.exit_code == 0
+    assert "ResourceClaim  team-a" in result.stdout
+    assert result.stdout.splitlines()[-2:] == [
+        "1 objects: 1 allowed, 0 denied",
+        f"{len(FOREIGN)} files skipped: not Kubernetes objects",
+    ]
+
+
+def test_a_repository_with_a_denial_exits_1(tmp_path: Path) -> None:
+    root = write(repository(tmp_path), {"deploy/flat.yaml": FLAT_CLAIM})
+    result = check("-o", "json", str(root))
+    assert result.exit_code == 1
+    assert [r["name"] for r in json.loads(result.stdout)] == ["one-gpu", "flat"]
+    assert f"{len(FOREIGN)} files skipped" in result.stderr
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN), ids=sorted(FOREIGN))
+def test_a_file_named_explicitly_is_still_refused(tmp_path: Path, name: str) -> None:
+    result = check(str(repository(tmp_path) / name))
+    assert result.exit_code == 2
+    assert "error: " in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("exclude", "code"),
+    [([], 1), (["legacy"], 0), (["legacy/*"], 0), (["flat.yaml"], 0), (["deploy"], 1)],
+    ids=["none", "directory-name", "relative-glob", "basename", "other-directory"],
+)
+def test_exclude(tmp_path: Path, exclude: list[str], code: int) -> None:
+    root = write(repository(tmp_path), {"legacy/flat.yaml": FLAT_CLAIM})
+    flags = [arg for pattern in exclude for arg in ("--exclude", pattern)]
+    assert check(*flags, str(root)).exit_code == code
+
+
+def test_text_output_names_each_objects_file_and_line() -> None:
+    lines = check("--state", "state.yaml", "manifests.yaml").stdout.splitlines()
+    rows = [line for line in lines if line.startswith(("allow", "DENY"))]
+    assert [row.split()[-1] for row in rows] == [
+        "manifests.yaml:2",
+        "manifests.yaml:11",
+        "manifests.yaml:20",
+        "manifests.yaml:30",
+    ]
+
+
+# --------------------------------------------------------------------------- device classes
+
+TYPO_CLAIM = CLAIM.format(device_class="gpu.nvdia.com")
+HINT = "(did you mean 'gpu.nvidia.com'?)"
+
+
+@pytest.mark.parametrize(
+    ("files", "state", "warned"),
+    [
+        ({"claim.yaml": TYPO_CLAIM}, True, {"one-gpu": "request 'gpu': DeviceClass"}),
+        (
+            {"a.yaml": TYPO_CLAIM, "z.yaml": DEVICE_CLASSES},
+            False,
+            {"one-gpu": "request 'gpu': DeviceClass"},
+        ),
+        ({"t.yaml": TYPO_TEMPLATE}, True, {"one-gpu": "request 'gpu/big': DeviceClass"}),
+        ({"t.yaml": TYPO_TENANT}, True, {"team-a": "spec.allowedDeviceClasses[0]: DeviceClass"}),
+        ({"claim.yaml": TYPO_CLAIM}, False, {}),
+    ],
+    ids=[
+        "claim-state",
+        "claim-classes-among-inputs",
+        "template-outside-tenants",
+        "tenant",
+        "no-class-known",
+    ],
+)
+def test_unknown_device_classes_are_warned_and_allowed(
+    tmp_path: Path, files: dict[str, str], state: bool, warned: dict[str, str]
+) -> None:
+    write(tmp_path / "in", files)
+    state_file = write(tmp_path, {"state.yaml": DEVICE_CLASSES}) / "state.yaml"
+    flags = ["--state", str(state_file)] if state else []
+    result = check("-o", "json", *flags, str(tmp_path / "in"))
+    assert result.exit_code == 0
+    rows = json.loads(result.stdout)
+    found = {r["name"]: [w for w in r["warnings"] if "DeviceClass" in w] for r in rows}
+    assert {name: len(w) for name, w in found.items() if w} == dict.fromkeys(warned, 1)
+    for name, prefix in warned.items():
+        assert f"{prefix} 'gpu.nvdia.com' does not exist" in found[name][0]
+        assert HINT in found[name][0]

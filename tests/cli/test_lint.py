@@ -7,6 +7,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from repo_tree import (
+    CLAIM,
+    DEVICE_CLASSES,
+    FLAT_CLAIM,
+    FOREIGN,
+    TYPO_TEMPLATE,
+    TYPO_TENANT,
+    repository,
+    write,
+)
 
 from webhook.cli import main
 
@@ -86,7 +96,13 @@ def test_json_output() -> None:
     code, out = lint("-o", "json", str(DATA / "bad" / "article-claim.yaml"))
     assert code == 1
     body = json.loads(out)
-    assert body["summary"] == {"files": 1, "errors": 5, "warnings": 0, "unreadable": 0}
+    assert body["summary"] == {
+        "files": 1,
+        "errors": 5,
+        "warnings": 0,
+        "unreadable": 0,
+        "skipped": 0,
+    }
     first = body["findings"][0]
     assert set(first) == {"file", "line", "severity", "rule", "path", "message", "fix"}
     assert (first["line"], first["rule"], first["severity"]) == (12, "request-shape", "error")
@@ -203,3 +219,151 @@ def test_list_rules() -> None:
     code, out = lint("--list-rules")
     assert code == 0
     assert "cel-version-compare" in out and "request-shape" in out and "policy" in out
+
+
+# --------------------------------------------------------------------------- repositories
+
+
+def test_a_repository_lints_as_its_manifests_alone(tmp_path: Path) -> None:
+    code, out = lint(str(repository(tmp_path)))
+    assert code == 0
+    skipped = f"{len(FOREIGN)} files skipped: not Kubernetes objects"
+    assert out == f"1 file checked, no problems found; {skipped}\n"
+
+
+def test_a_repository_with_a_mistake_exits_1_and_counts_the_skipped(tmp_path: Path) -> None:
+    root = write(repository(tmp_path), {"deploy/flat.yaml": FLAT_CLAIM})
+    code, out = lint("-o", "json", str(root))
+    assert code == 1
+    body = json.loads(out)
+    assert body["summary"] == {
+        "files": 2,
+        "errors": 1,
+        "warnings": 0,
+        "unreadable": 0,
+        "skipped": len(FOREIGN),
+    }
+    assert [f["rule"] for f in body["findings"]] == ["request-shape"]
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN), ids=sorted(FOREIGN))
+def test_a_file_named_explicitly_is_still_refused(tmp_path: Path, name: str) -> None:
+    root = repository(tmp_path)
+    code, out = lint(str(root / name))
+    assert code == 2
+    assert ": error parse: " in out
+
+
+@pytest.mark.parametrize(
+    ("exclude", "code"),
+    [
+        ([], 1),
+        (["legacy"], 0),
+        (["legacy/*.yaml"], 0),
+        (["/legacy/"], 0),
+        (["flat.yaml"], 0),
+        (["f*.yaml"], 0),
+        (["deploy"], 1),
+        (["legacy/other.yaml"], 1),
+        (["deploy", "legacy"], 0),
+    ],
+    ids=[
+        "none",
+        "directory-name",
+        "relative-glob",
+        "slashes-ignored",
+        "basename",
+        "basename-glob",
+        "other-directory",
+        "other-file",
+        "repeated",
+    ],
+)
+def test_exclude(tmp_path: Path, exclude: list[str], code: int) -> None:
+    root = write(repository(tmp_path), {"legacy/flat.yaml": FLAT_CLAIM})
+    flags = [arg for pattern in exclude for arg in ("--exclude", pattern)]
+    assert lint(*flags, str(root))[0] == code
+
+
+def test_exclude_leaves_a_file_named_explicitly(tmp_path: Path) -> None:
+    root = write(tmp_path, {"flat.yaml": FLAT_CLAIM})
+    assert lint("--exclude", "flat.yaml", str(root / "flat.yaml"))[0] == 1
+
+
+@pytest.mark.parametrize(
+    ("files", "ignored", "code", "summary"),
+    [
+        ({"broken.yaml": "a: [1\n"}, [], 2, "1 error, 0 warnings in 1 file, 1 file unreadable"),
+        ({"broken.yaml": "a: [1\n"}, ["parse"], 0, "1 file checked, no problems found"),
+        (
+            {"broken.yaml": "a: [1\n", "flat.yaml": FLAT_CLAIM},
+            ["parse"],
+            1,
+            "1 error, 0 warnings in 2 files",
+        ),
+        (
+            {"broken.yaml": "a: [1\n", "flat.yaml": FLAT_CLAIM},
+            ["request-shape"],
+            2,
+            "1 error, 0 warnings in 2 files, 1 file unreadable",
+        ),
+    ],
+    ids=["parse", "parse-ignored", "parse-ignored-with-findings", "other-rule-ignored"],
+)
+def test_ignore_makes_the_exit_code_match_the_summary(
+    tmp_path: Path, files: dict[str, str], ignored: list[str], code: int, summary: str
+) -> None:
+    flags = [arg for rule in ignored for arg in ("--ignore", rule)]
+    result = lint(*flags, str(write(tmp_path, files)))
+    assert result[0] == code
+    assert result[1].splitlines()[-1] == summary
+
+
+# --------------------------------------------------------------------------- device classes
+
+
+@pytest.mark.parametrize(
+    ("files", "state", "found"),
+    [
+        (
+            {"claim.yaml": CLAIM.format(device_class="gpu.nvdia.com")},
+            True,
+            [("claim.yaml", 11, "unknown-device-class")],
+        ),
+        (
+            {"claim.yaml": CLAIM.format(device_class="gpu.nvdia.com"), "z.yaml": DEVICE_CLASSES},
+            False,
+            [("claim.yaml", 11, "unknown-device-class")],
+        ),
+        ({"t.yaml": TYPO_TEMPLATE}, True, [("t.yaml", 13, "unknown-device-class")]),
+        ({"tenant.yaml": TYPO_TENANT}, True, [("tenant.yaml", 7, "unknown-device-class")]),
+        ({"claim.yaml": CLAIM.format(device_class="gpu.nvdia.com")}, False, []),
+        ({"claim.yaml": CLAIM.format(device_class="gpu.nvidia.com")}, True, []),
+    ],
+    ids=[
+        "claim-state",
+        "claim-classes-among-inputs",
+        "template-subrequest-state",
+        "tenant-state",
+        "no-class-known",
+        "known-class",
+    ],
+)
+def test_unknown_device_classes(
+    tmp_path: Path, files: dict[str, str], state: bool, found: list[tuple[str, int, str]]
+) -> None:
+    write(tmp_path / "in", files)
+    state_flags = ["--state", str(write(tmp_path, {"state.yaml": DEVICE_CLASSES}) / "state.yaml")]
+    code, out = lint(*(state_flags if state else []), str(tmp_path / "in"))
+    assert where(out) == found
+    assert code == 0  # a warning
+    if found:
+        assert "(fix: did you mean 'gpu.nvidia.com'?)" in out
+        assert lint("--strict", *(state_flags if state else []), str(tmp_path / "in"))[0] == 1
+
+
+def test_a_bad_state_file_exits_2(tmp_path: Path) -> None:
+    write(tmp_path, {"state.yaml": FLAT_CLAIM.replace("ResourceClaim", "ConfigMap")})
+    code, out = lint("--state", str(tmp_path / "state.yaml"), str(DATA / "clean"))
+    assert code == 2
+    assert "a state file holds only" in out

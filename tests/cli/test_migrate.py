@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from repo_tree import LEGACY_POD, repository, write
 
 from webhook.cli import main
 
@@ -158,3 +159,22 @@ def test_policies_change_the_action(work: Path) -> None:
     status, _, err = run("--check", "--policies", str(work / "policies"), str(work / "deploy.yaml"))
     assert status == 0
     assert "legacy GPU request" in err
+
+
+@pytest.mark.parametrize(
+    ("exclude", "code", "written"),
+    [
+        ([], 1, True),
+        (["legacy"], 0, False),
+        (["legacy/*.yaml"], 0, False),
+        (["pod.yaml"], 0, False),
+        (["deploy"], 1, True),
+    ],
+    ids=["none", "directory-name", "relative-glob", "basename", "other-directory"],
+)
+def test_exclude(tmp_path: Path, exclude: list[str], code: int, written: bool) -> None:
+    root = write(repository(tmp_path), {"legacy/pod.yaml": LEGACY_POD})
+    flags = [arg for pattern in exclude for arg in ("--exclude", pattern)]
+    assert run("--check", *flags, str(root))[0] == code
+    run("--write", *flags, str(root))
+    assert ((root / "legacy" / "pod.yaml").read_text() != LEGACY_POD) == written

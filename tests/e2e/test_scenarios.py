@@ -517,6 +517,25 @@ def test_v1beta1_claim_judged_like_v1(cluster: Cluster, dragate: DragateServer) 
     assert holders(cluster, tenant, both) == both
 
 
+def test_a_claim_for_a_device_class_that_does_not_exist_is_admitted_with_a_warning(
+    cluster: Cluster, dragate: DragateServer
+) -> None:
+    """The API server accepts a claim or template naming a class it does not have (the
+    oracle: dragate warns, never denies); dragate names the class probably meant."""
+    typo = claim("typo", 1, device_class="gpu.nvdia.com")
+    template = {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "typo"}, "spec": {"spec": typo["spec"]},
+    }  # fmt: skip
+    for obj in (typo, template):
+        result = kubectl_input(cluster, "create", obj, "default", "--dry-run=server")
+        assert result.returncode == 0, result.stderr
+        assert (
+            "Warning: dragate: request 'gpu': DeviceClass 'gpu.nvdia.com' does not exist "
+            "(did you mean 'gpu.nvidia.com'?)"
+        ) in result.stderr, result.stderr
+
+
 # --- 6. admin-access label guard -------------------------------------------------------------
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lint.dra_objects import claim, exactly
 
-from webhook.lint import INTERNAL, RULES, Finding, lint_object
+from webhook.lint import INTERNAL, RULES, Finding, Known, lint_object
 
 scalars = st.one_of(
     st.none(),
@@ -44,6 +44,9 @@ KEYS = [
     "adminAccess",
     "deviceClassName",
     "validations",
+    "allowedDeviceClasses",
+    "quota",
+    "deviceClassNames",
 ]
 values = st.recursive(
     scalars,
@@ -62,16 +65,19 @@ HEADERS = [
     ("v1", "Namespace"),
     ("dragate.io/v1alpha1", "DeviceClassPolicy"),
     ("dragate.io/v1alpha1", "LegacyResourceMapping"),
+    ("dragate.io/v1alpha1", "Tenant"),
 ]
+KNOWN = Known(frozenset({"gpu.nvidia.com", "mig.nvidia.com"}))
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(HEADERS), st.dictionaries(st.sampled_from(KEYS), values, max_size=5))
 def test_lint_is_total_on_any_shape(header: tuple[str, str], body: dict[str, Any]) -> None:
     obj = {**body, "apiVersion": header[0], "kind": header[1]}
-    findings = lint_object(obj)
-    assert all(isinstance(f, Finding) for f in findings)
-    assert [f for f in findings if f.rule == INTERNAL] == []
+    for known in (None, KNOWN):
+        findings = lint_object(obj, known)
+        assert all(isinstance(f, Finding) for f in findings)
+        assert [f for f in findings if f.rule == INTERNAL] == []
 
 
 def test_non_mapping_input_is_ignored() -> None:

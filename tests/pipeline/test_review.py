@@ -7,8 +7,9 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from builders import claim, exact, namespace, pod, request, template
+from builders import claim, exact, first_available, namespace, pod, request, template
 
+from webhook.engine.inventory import Inventory
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context, admit, request_from_object, review
@@ -404,3 +405,103 @@ def test_all_mode_is_charged_32_as_resourcequota_and_the_inventory_only_warns() 
     assert "requested 32" in " ".join(r.message for r in verdict.decision.reasons)
     assert list(verdict.decision.holds.values()) == [{"gpu.nvidia.com": 32}]
     assert any("8 published devices match" in w for w in verdict.decision.warnings)
+
+
+GPU = "gpu.nvidia.com"
+GPU_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": GPU}}
+MIG_CLASS = {**GPU_CLASS, "metadata": {"name": "mig.nvidia.com"}}
+TYPO = "gpu.nvdia.com"
+TYPO_WARNING = (
+    f"dragate: request 'gpu': DeviceClass '{TYPO}' does not exist "
+    f"(did you mean '{GPU}'?) (device-class)"
+)
+
+
+@pytest.mark.parametrize(
+    ("obj", "classes", "warnings"),
+    [
+        (claim(request(exact(device_class=TYPO))), [GPU_CLASS, MIG_CLASS], [TYPO_WARNING]),
+        (
+            claim(request(exact(device_class=TYPO)), namespace="no-tenant"),
+            [GPU_CLASS],
+            [TYPO_WARNING],
+        ),
+        (
+            template(request(exact(device_class=TYPO)), namespace="no-tenant"),
+            [GPU_CLASS],
+            [TYPO_WARNING],
+        ),
+        (
+            claim(first_available("gpu", exact("big"), exact("small", device_class=TYPO))),
+            [GPU_CLASS],
+            [TYPO_WARNING.replace("'gpu'", "'gpu/small'")],
+        ),
+        (
+            claim(request(exact(device_class="tpu.example.com")), namespace="no-tenant"),
+            [GPU_CLASS],
+            ["dragate: request 'gpu': DeviceClass 'tpu.example.com' does not exist (device-class)"],
+        ),
+        (claim(request(exact(device_class=TYPO)), namespace="no-tenant"), [], []),
+        (claim(request(exact()), namespace="no-tenant"), [GPU_CLASS], []),
+    ],
+    ids=[
+        "claim-in-tenant",
+        "claim-outside-tenants",
+        "template",
+        "first-available-subrequest",
+        "nothing-close",
+        "no-class-known",
+        "known-class",
+    ],
+)
+def test_an_unknown_device_class_is_warned_and_admitted(
+    obj: dict[str, Any], classes: list[dict[str, Any]], warnings: list[str]
+) -> None:
+    ctx, _, _ = context(*classes)
+    verdict = review(request_from_object(obj), ctx)
+    assert verdict.allowed
+    assert [w for w in verdict.decision.warnings if "DeviceClass" in w] == warnings
+
+
+SLICE = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceSlice",
+    "metadata": {"name": "node-a-gpu"},
+    "spec": {
+        "driver": GPU,
+        "nodeName": "node-a",
+        "pool": {"name": "node-a", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0"}],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("feasibility", "allowed", "warning"),
+    [
+        ("Warn", True, TYPO_WARNING.replace("(device-class)", "(feasibility)")),
+        ("Deny", False, None),
+    ],
+    ids=["warn", "deny"],
+)
+def test_with_feasibility_on_the_missing_class_is_said_once_by_it(
+    feasibility: str, allowed: bool, warning: str | None
+) -> None:
+    """The feasibility check knows missing classes too: its Settings action decides."""
+    policies = parse_policies(
+        f"apiVersion: dragate.io/v1alpha1\nkind: Settings\nmetadata: {{name: s}}\n"
+        f"spec: {{feasibility: {feasibility}}}\n",
+        "settings.yaml",
+    )
+    ctx = Context(
+        policies=lambda: policies,
+        state=SnapshotState([GPU_CLASS]),
+        ledger=MemoryLedger(),
+        inventory=lambda: Inventory.from_slices([SLICE]),
+    )
+    verdict = review(request_from_object(claim(request(exact(device_class=TYPO)))), ctx)
+    assert verdict.allowed == allowed
+    found = [w for w in verdict.decision.warnings if "DeviceClass" in w]
+    assert found == ([warning] if warning else [])
+    if not allowed:
+        assert f"(did you mean '{GPU}'?)" in verdict.decision.reasons[0].message

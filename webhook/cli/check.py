@@ -2,7 +2,10 @@
 
 Each object goes through the webhook's own pipeline in order — mutate, then validate the
 mutated object — and admitted objects count toward quota for the ones after them, as they
-would if applied one by one.
+would if applied one by one. DeviceClasses among the manifests join the snapshot's before any
+object is judged, so a claim naming a class that exists in neither is warned about wherever
+the class stands. A directory is walked as `webhook.files.manifests.walk` walks it:
+files there that hold no Kubernetes object are skipped and counted.
 """
 
 from __future__ import annotations
@@ -13,11 +16,20 @@ import click
 
 from webhook.assembly import offline_context
 from webhook.cli import exits
-from webhook.cli.inputs import POLICIES_OPTION, policy_set, snapshot, state_option
+from webhook.cli.inputs import (
+    EXCLUDE_OPTION,
+    POLICIES_OPTION,
+    policy_set,
+    snapshot,
+    state_option,
+)
 from webhook.cli.report import RENDERERS, Row
 from webhook.files.manifests import read_manifests
 from webhook.files.yamlio import Document
 from webhook.kube.snapshot import SnapshotState
+from webhook.lint import Known
+from webhook.lint.objects import POLICY_API_VERSION
+from webhook.lint.rules.deviceclasses import check_class_names
 from webhook.pipeline import Context, admit, request_from_object
 from webhook.types import Object
 
@@ -35,27 +47,40 @@ from webhook.types import Object
 @click.option(
     "-o", "--output", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True
 )
+@EXCLUDE_OPTION
 @click.argument("manifests", nargs=-1, required=True, metavar="MANIFEST...")
-def command(
+def command(  # noqa: PLR0917  (click passes options by keyword)
     policies_dir: str | None,
     state_file: str | None,
     namespace: str,
     output: str,
+    exclude: tuple[str, ...],
     manifests: tuple[str, ...],
 ) -> None:
     """Admit each object in MANIFEST... as the webhook would and print the verdicts.
 
-    Exit 0 when all are allowed, 1 when some are denied, 2 on bad input.
+    A directory is searched recursively for *.yaml, *.yml, *.json; files there that hold no
+    Kubernetes object are skipped. Exit 0 when all are allowed, 1 when some are denied, 2 on
+    bad input.
     """
     policies = policy_set(policies_dir)
     state = snapshot(state_file)
     context = offline_context(lambda: policies, state)
-    found = read_manifests(manifests)
+    found = read_manifests(manifests, exclude=exclude, skip_foreign=True)
+    for doc in found.documents:
+        if doc.data.get("kind") == "DeviceClass":
+            state.add(doc.data)
     rows = [_admit(doc, context, state, namespace) for doc in found.documents]
     click.echo(RENDERERS[output](rows), nl=False)
+    if found.skipped:
+        click.echo(_skipped(len(found.skipped)), err=output != "text")
     for problem in found.problems:
         click.echo(f"error: {problem}", err=True)
     sys.exit(_exit_code(rows, bool(found.problems)))
+
+
+def _skipped(count: int) -> str:
+    return f"{count} file{'' if count == 1 else 's'} skipped: not Kubernetes objects"
 
 
 def _admit(doc: Document, context: Context, state: SnapshotState, namespace: str) -> Row:
@@ -70,10 +95,23 @@ def _admit(doc: Document, context: Context, state: SnapshotState, namespace: str
         name=request.name,
         allowed=decision.allowed,
         reasons=tuple(str(r) for r in decision.reasons),
-        warnings=applied.warnings,
+        warnings=(*applied.warnings, *_policy_warnings(doc.data, state)),
         patched=applied.mutation.patched,
         tenant=decision.tenant or applied.mutation.decision.tenant,
         source=str(doc.source),
+    )
+
+
+def _policy_warnings(obj: Object, state: SnapshotState) -> tuple[str, ...]:
+    """A dragate policy among the manifests that names a DeviceClass that does not exist.
+
+    The webhook does not review policies; claims and templates are warned by the pipeline.
+    """
+    if obj.get("apiVersion") != POLICY_API_VERSION:
+        return ()
+    known = Known(frozenset(state.device_classes()))
+    return tuple(
+        f"dragate: {f.dotted_path()}: {f.message} ({f.fix})" for f in check_class_names(obj, known)
     )
 
 

@@ -26,6 +26,16 @@ POLICIES_OPTION = click.option(
 )
 """`--policies DIR` as the offline commands take it, read by `policy_set`."""
 
+EXCLUDE_OPTION = click.option(
+    "--exclude",
+    "exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Skip files found in a directory that match GLOB (repeatable): a GLOB without `/` "
+    "matches any part of the path below the directory, one with `/` the path from it.",
+)
+"""`--exclude GLOB` as `lint`, `check` and `migrate` take it (`webhook.files.manifests.walk`)."""
+
 
 def state_option(help: str) -> Callable[[FC], FC]:
     """`--state FILE`, read by `snapshot`; `help` says what the command takes from it."""

@@ -4,12 +4,12 @@ Reading is done here; judging is `webhook.lint` (pure: dicts in, findings with p
 this module turns each finding's path into `file:line`. Policy documents
 (`apiVersion: dragate.io/v1alpha1`) also go through the policy loader, whose problems become
 findings of rule `policy`. A file that cannot be read or parsed is reported and the rest are
-still linted; the exit code then says 2.
+still linted; the exit code then says 2. A directory is walked as `webhook.files.manifests.walk`
+walks it: files there that hold no Kubernetes object are skipped and counted.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -18,46 +18,16 @@ from typing import TextIO
 import click
 
 from webhook.cli import exits
+from webhook.cli.inputs import EXCLUDE_OPTION, snapshot, state_option
+from webhook.cli.lintreport import RENDERERS, Located, Tally
 from webhook.engine.cel import selector_error
-from webhook.files.manifests import STDIN, find_files, objects_in, read_text
-from webhook.files.yamlio import Document, YamlError, parse_documents
-from webhook.lint import ERROR, PARSE, POLICY, RULES, WARNING, Finding, lint_object
-from webhook.lint.objects import POLICY_API_VERSION
+from webhook.files.manifests import STDIN, Found, objects_in, parse_found, walk
+from webhook.files.yamlio import Document, YamlError
+from webhook.lint import ERROR, PARSE, POLICY, RULES, WARNING, Finding, Known, lint_object
+from webhook.lint.objects import POLICY_API_VERSION, dig, is_resource_kind
 from webhook.lint.rules.cel import use_selector_compiler
 from webhook.policy.loading import PolicyError, PolicyProblem, load_policies, parse_policies
 from webhook.policy.suites import suite_problems
-
-
-@dataclass(frozen=True)
-class Located:
-    """A finding placed in a file, ready to print."""
-
-    file: str
-    line: int
-    severity: str
-    rule: str
-    message: str
-    fix: str = ""
-    path: str = ""
-
-    def sort_key(self) -> tuple[str, int, str, str]:
-        return (self.file, self.line, self.rule, self.message)
-
-    def text(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        fix = f" (fix: {self.fix})" if self.fix else ""
-        return f"{where}: {self.severity} {self.rule}: {self.message}{fix}"
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "file": self.file,
-            "line": self.line,
-            "severity": self.severity,
-            "rule": self.rule,
-            "path": self.path,
-            "message": self.message,
-            "fix": self.fix,
-        }
 
 
 @dataclass
@@ -76,12 +46,8 @@ class FileRead:
 class Run:
     files: list[FileRead] = field(default_factory=list)
     results: list[Located] = field(default_factory=list)
-    seen: set[str] = field(default_factory=set)  # every file looked at
-    broken: set[str] = field(default_factory=set)  # files with a read or parse problem
-
-    @property
-    def unreadable(self) -> int:
-        return len(self.broken)
+    seen: set[str] = field(default_factory=set)  # every file read (the skipped apart)
+    skipped: list[str] = field(default_factory=list)  # walked files holding no object
 
 
 # --------------------------------------------------------------------------- command
@@ -89,23 +55,32 @@ class Run:
 
 @click.command("lint")
 @click.option(
-    "-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "-o", "--output", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True
 )
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @click.option(
     "--ignore", "ignored", multiple=True, metavar="RULE", help="Skip a rule (repeatable)."
 )
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
+@EXCLUDE_OPTION
+@state_option("Snapshot of cluster objects; its DeviceClasses are the classes that exist.")
 @click.argument("paths", nargs=-1, metavar="PATH...")
-def command(
-    output: str, strict: bool, ignored: tuple[str, ...], list_rules: bool, paths: tuple[str, ...]
+def command(  # noqa: PLR0917  (click passes options by keyword)
+    output: str,
+    strict: bool,
+    ignored: tuple[str, ...],
+    list_rules: bool,
+    exclude: tuple[str, ...],
+    state_file: str | None,
+    paths: tuple[str, ...],
 ) -> None:
     """Check DRA manifests (claims, templates, classes, Pods and workloads, Namespaces) and
     dragate policy files for mistakes, with `file:line`, a rule id and a suggested fix.
 
-    PATH may be a file, a directory (searched recursively for *.yaml, *.yml, *.json) or `-`.
-    Exit 0 when clean (warnings allowed unless --strict), 1 on findings, 2 when a file cannot
-    be read or parsed.
+    PATH may be a file, a directory (searched recursively for *.yaml, *.yml, *.json; files
+    there that hold no Kubernetes object are skipped) or `-`. Exit 0 when clean (warnings
+    allowed unless --strict), 1 on findings, 2 when a file cannot be read or parsed (unless
+    `--ignore parse`).
     """
     if list_rules:
         for info in sorted(RULES.values(), key=lambda r: r.id):
@@ -116,16 +91,17 @@ def command(
     unknown = sorted(set(ignored) - set(RULES))
     if unknown:
         raise click.UsageError(f"unknown rule(s) for --ignore: {', '.join(unknown)}")
-    run = lint_paths(paths, sys.stdin)
+    classes = snapshot(state_file).device_classes()
+    run = lint_paths(paths, sys.stdin, exclude, classes)
     results = [r for r in run.results if r.rule not in ignored]
-    click.echo(
-        render_json(results, run) if output == "json" else render_text(results, run), nl=False
-    )
-    sys.exit(exit_code(results, run, strict))
+    tally = Tally(files=len(run.seen), skipped=len(run.skipped))
+    click.echo(RENDERERS[output](results, tally), nl=False)
+    sys.exit(exit_code(results, strict))
 
 
-def exit_code(results: Sequence[Located], run: Run, strict: bool) -> int:
-    if run.unreadable:
+def exit_code(results: Sequence[Located], strict: bool) -> int:
+    """From the findings shown, so the exit code says what the summary says."""
+    if any(r.rule == PARSE.id for r in results):
         return exits.BAD_INPUT
     failing = {ERROR, WARNING} if strict else {ERROR}
     return exits.FINDINGS if any(r.severity in failing for r in results) else exits.OK
@@ -134,34 +110,60 @@ def exit_code(results: Sequence[Located], run: Run, strict: bool) -> int:
 # --------------------------------------------------------------------------- linting
 
 
-def lint_paths(paths: Sequence[str], stdin: TextIO | None = None) -> Run:
-    """Read every file, lint every object and policy; problems become `parse` findings."""
+def lint_paths(
+    paths: Sequence[str],
+    stdin: TextIO | None = None,
+    exclude: Sequence[str] = (),
+    classes: Iterable[str] = (),
+) -> Run:
+    """Read every file, lint every object and policy; problems become `parse` findings.
+
+    The DeviceClasses known are `classes` (a snapshot's) and those among the inputs, wherever
+    they stand: every file is read before any object is judged.
+    """
     use_selector_compiler(selector_error)  # selectors are type- and cost-checked as Kubernetes does
     run = Run()
-    for path in find_files(paths):
-        read = _read(path, stdin, run)
-        if read is None:
-            continue
-        run.files.append(read)
+    for found in walk(paths, exclude):
+        read = _read(found, stdin, run)
+        if read is not None:
+            run.files.append(read)
+    known = Known(frozenset(classes) | device_classes_in(run.files))
+    for read in run.files:
         for doc in read.objects + read.policies:
-            run.results.extend(_locate(doc, f) for f in lint_object(doc.data))
+            run.results.extend(_locate(doc, f) for f in lint_object(doc.data, known))
     run.results.extend(policy_findings(run.files))
     run.results.extend(suite_findings(run.files))
     run.results.sort(key=Located.sort_key)
     return run
 
 
-def _read(path: str, stdin: TextIO | None, run: Run) -> FileRead | None:
+def device_classes_in(files: Iterable[FileRead]) -> frozenset[str]:
+    """The names of the DeviceClass objects the files hold."""
+    return frozenset(
+        name
+        for read in files
+        for doc in read.objects
+        if isinstance(doc.data, dict)
+        and is_resource_kind(doc.data, "DeviceClass")
+        and isinstance(name := dig(doc.data, ("metadata", "name")), str)
+    )
+
+
+def _read(found: Found, stdin: TextIO | None, run: Run) -> FileRead | None:
+    path = found.path
     name = "<stdin>" if path == STDIN else path
-    run.seen.add(name)
     try:
-        text = read_text(path, stdin)
-        documents = parse_documents(text, name)
+        parsed = parse_found(found, stdin)
     except YamlError as err:
+        run.seen.add(name)
         _unreadable(run, err)
         return None
-    read = FileRead(name, path, text)
-    for doc in documents:
+    if parsed is None:
+        run.skipped.append(name)
+        return None
+    run.seen.add(name)
+    read = FileRead(name, path, parsed.text)
+    for doc in parsed.documents:
         if isinstance(doc.data, dict) and doc.data.get("apiVersion") == POLICY_API_VERSION:
             read.policies.append(doc)
             continue
@@ -174,7 +176,6 @@ def _read(path: str, stdin: TextIO | None, run: Run) -> FileRead | None:
 
 
 def _unreadable(run: Run, err: YamlError) -> None:
-    run.broken.add(err.source.file)
     run.results.append(Located(err.source.file, err.source.line, ERROR, PARSE.id, err.message))
 
 
@@ -261,38 +262,3 @@ def _policy_lines(read: FileRead) -> list[tuple[int, int]]:
     )
     ends = [line for line, _ in starts[1:]] + [sys.maxsize]
     return [(line, end) for (line, policy), end in zip(starts, ends, strict=True) if policy]
-
-
-# --------------------------------------------------------------------------- output
-
-
-def _summary(results: Sequence[Located], run: Run) -> dict[str, int]:
-    return {
-        "files": len(run.seen),
-        "errors": sum(r.severity == ERROR for r in results),
-        "warnings": sum(r.severity == WARNING for r in results),
-        "unreadable": run.unreadable,
-    }
-
-
-def render_text(results: Sequence[Located], run: Run) -> str:
-    lines = [r.text() for r in results]
-    s = _summary(results, run)
-    if not results:
-        lines.append(f"{_plural(s['files'], 'file')} checked, no problems found")
-    else:
-        tail = f", {_plural(s['unreadable'], 'file')} unreadable" if s["unreadable"] else ""
-        lines.append(
-            f"{_plural(s['errors'], 'error')}, {_plural(s['warnings'], 'warning')} in "
-            f"{_plural(s['files'], 'file')}{tail}"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def render_json(results: Sequence[Located], run: Run) -> str:
-    body = {"findings": [r.as_json() for r in results], "summary": _summary(results, run)}
-    return json.dumps(body, indent=2) + "\n"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from webhook.cli import exits
+from webhook.cli.inputs import EXCLUDE_OPTION
 from webhook.files.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
 from webhook.files.manifests import STDIN, find_files, read_text
 from webhook.files.roundtrip import Skip, Stream, new_file_text, parse_stream
@@ -70,9 +71,14 @@ class Run:
 @click.option("--diff", "mode", flag_value="diff", help="Print a unified diff.")
 @click.option("--write", "mode", flag_value="write", help="Rewrite the files in place.")
 @click.option("--templates-out", type=click.Path(dir_okay=False), help="Write templates here.")
+@EXCLUDE_OPTION
 @click.argument("paths", nargs=-1, required=True)
 def command(
-    policies: str | None, mode: str | None, templates_out: str | None, paths: tuple[str, ...]
+    policies: str | None,
+    mode: str | None,
+    templates_out: str | None,
+    exclude: tuple[str, ...],
+    paths: tuple[str, ...],
 ) -> None:
     """Rewrite legacy `nvidia.com/gpu` / `nvidia.com/mig-*` requests into DRA claims.
 
@@ -84,7 +90,7 @@ def command(
         click.echo(f"error: {err}", err=True)
         raise SystemExit(exits.BAD_INPUT) from None
     run = Run(mappings, mode or "summary", templates_out, skip=skip_rule(mappings))
-    for file in find_files(paths):
+    for file in find_files(paths, exclude):
         _process(run, file)
     _finish(run)
 

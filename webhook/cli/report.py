@@ -53,7 +53,8 @@ def render_yaml(rows: Sequence[Row]) -> str:
 
 
 def render_text(rows: Sequence[Row]) -> str:
-    header = ("RESULT", "KIND", "NAMESPACE", "NAME", "TENANT")
+    """A table, each object with the `file:line` it came from, its denials and warnings."""
+    header = ("RESULT", "KIND", "NAMESPACE", "NAME", "TENANT", "SOURCE")
     table = [header] + [
         (
             "allow" if r.allowed else "DENY",
@@ -61,6 +62,7 @@ def render_text(rows: Sequence[Row]) -> str:
             r.namespace or "-",
             r.name or "-",
             r.tenant or "-",
+            r.source or "-",
         )
         for r in rows
     ]

@@ -16,7 +16,7 @@ from webhook.engine.contentmemo import template_spec
 from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
 from webhook.engine.normalize import ClaimRef
 from webhook.engine.podshapes import Findings, PodShape
-from webhook.engine.requests import Finding, check_request
+from webhook.engine.requests import Finding, check_request, unknown_classes
 from webhook.engine.rules import RuleInputs
 from webhook.engine.tenancy import namespace_labels
 from webhook.types import (
@@ -96,7 +96,22 @@ def _judged(
     claims = _own_claims(request)
     specs = [claim.spec for claim in claims]
     inputs = _rule_inputs(request, facts, deadline)
-    return claims, [], _claim_findings(request, policies, facts, specs, inputs)
+    found = _claim_findings(request, policies, facts, specs, inputs)
+    unknown = tuple(_unknown_classes(specs, facts, policies.settings.feasibility))
+    return claims, [], Findings(found.before, (*found.after, *unknown)) if unknown else found
+
+
+def _unknown_classes(
+    specs: Sequence[ClaimSpec], facts: Facts, feasibility: Action | None
+) -> Iterator[Finding]:
+    """Classes the cluster lacks, unless the feasibility check already says so.
+
+    A claim or template only: a Pod's templates were judged when they were created.
+    """
+    if feasibility is not None and facts.feasibility is not None:
+        return
+    for spec in specs:
+        yield from unknown_classes(spec.requests, facts.device_classes)
 
 
 def _own_claims(request: AdmissionRequest) -> list[JudgedClaim]:

@@ -15,7 +15,14 @@ from dataclasses import dataclass, replace
 
 from webhook.engine.inventory import Inventory, Selection, class_selectors
 from webhook.engine.placement import place_claim
-from webhook.types import AllocationMode, ClaimSpec, DeviceRequest, Object
+from webhook.types import (
+    AllocationMode,
+    ClaimSpec,
+    DeviceRequest,
+    Object,
+    UnknownClass,
+    unknown_class,
+)
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,7 @@ class FeasibilityResult:
     closest: tuple[str, ...] = ()  # devices matching every selector but `failed_selector`
     errors: tuple[str, ...] = ()  # selector evaluation errors (those devices did not match)
     unknown_class: bool = False
+    suggestion: str | None = None  # the known class an unknown one most resembles
     alternatives: tuple[FeasibilityResult, ...] = ()
     together: str = ""  # why the requests cannot be allocated together, when that fails
 
@@ -64,13 +72,21 @@ def unsatisfied(
 def _classes_read(
     spec: ClaimSpec, device_classes: Mapping[str, Object]
 ) -> tuple[tuple[str, bool, tuple[str, ...]], ...]:
+    """Each named class's selectors; for a class that does not exist, the name offered in its
+    place (which a class added elsewhere may change)."""
     read = []
     for request in spec.requests:
         for leaf in request.leaves():
             found = device_classes.get(leaf.device_class)
             known = found is not None or leaf.device_class in device_classes
-            read.append((leaf.device_class, known, class_selectors(found)))
+            seen = class_selectors(found) if known else (_suggestion(leaf, device_classes) or "",)
+            read.append((leaf.device_class, known, seen))
     return tuple(read)
+
+
+def _suggestion(request: DeviceRequest, device_classes: Mapping[str, Object]) -> str | None:
+    missing = unknown_class(request.device_class, device_classes)
+    return missing.suggestion if missing is not None else None
 
 
 def check_claim(
@@ -136,6 +152,7 @@ def _check_leaf(
             device_class=request.device_class,
             needed=needed,
             unknown_class=True,
+            suggestion=_suggestion(request, device_classes),
         )
     expressions = [*class_selectors(device_class), *request.selectors]
     selection = inventory.select(expressions)
@@ -169,7 +186,7 @@ def _diagnose(
 def _message(result: FeasibilityResult) -> str:
     head = f"request {result.request!r}"
     if result.unknown_class:
-        return f"{head}: DeviceClass {result.device_class!r} does not exist"
+        return f"{head}: {UnknownClass(result.device_class, result.suggestion)}"
     noun = "device" if result.needed == 1 else "devices"
     if result.ok:
         return f"{head}: {result.matching} devices of class {result.device_class!r} match"

@@ -1,4 +1,5 @@
-"""Checks on one device request: allowed classes, admin access, DeviceClassPolicy rules.
+"""Checks on one device request: allowed classes, admin access, DeviceClassPolicy rules, and
+whether the class it names exists.
 
 Each check returns findings rather than raising, so one admission reports every problem at
 once and a person fixes a manifest in one round trip.
@@ -6,7 +7,7 @@ once and a person fixes a manifest in one round trip.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from webhook.engine.rules import RuleInputs, failed_rules, memoizable
@@ -20,6 +21,7 @@ from webhook.types import (
     PolicySet,
     Reason,
     Tenant,
+    unknown_class,
 )
 
 
@@ -199,3 +201,18 @@ def _class_policy(
         finding = _deny(name, f"{where}: {failure.describe()}", tenant, leaf)
         found.append(Finding(failure.action, finding.reason))
     return found
+
+
+def unknown_classes(
+    requests: Sequence[DeviceRequest], known: Collection[str], prefix: str = ""
+) -> Iterator[Finding]:
+    """A warning, never a denial, for each request or subrequest naming a DeviceClass the
+    cluster does not have: the API server accepts it and the claim is never allocated. The
+    cluster may be about to get the class (a driver being installed), so it is only said."""
+    if not known:
+        return
+    for leaf in (leaf for request in requests for leaf in request.leaves()):
+        unknown = unknown_class(leaf.device_class, known)
+        if unknown is not None:
+            message = f"{prefix}request {leaf.name!r}: {unknown}"
+            yield Finding(Action.WARN, Reason(policy="device-class", message=message))

@@ -2,17 +2,22 @@
 
 `check` and `lint` both read manifests the same way. A broken file does not stop the others:
 its problem is returned beside the documents that could be read, and the command decides the
-exit code.
+exit code. A directory is a repository as people keep it: files found by walking one that hold
+no Kubernetes object at all (a Helm `Chart.yaml` or `values.yaml`, `package.json`, a CI
+workflow, a Go template that is YAML only once rendered) are skipped and counted, while a file
+named on the command line is always read and refused when it is no manifest.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TextIO
+from pathlib import Path, PurePosixPath
+from typing import Any, TextIO
 
+from webhook.files.gotemplates import has_placeholders
 from webhook.files.yamlio import Document, YamlError, parse_documents
 from webhook.types import Source
 
@@ -27,17 +32,88 @@ class ManifestSet:
     documents: tuple[Document, ...] = ()
     problems: tuple[YamlError, ...] = ()
     files: tuple[str, ...] = field(default=())
+    skipped: tuple[str, ...] = ()  # walked files that hold no Kubernetes object
 
 
-def find_files(paths: Iterable[str]) -> Iterator[str]:
-    """Each path itself, or for a directory its manifest files, recursively and sorted."""
+@dataclass(frozen=True)
+class Found:
+    """A file to read, and whether it was named on the command line or found by a walk."""
+
+    path: str
+    named: bool
+
+
+def walk(paths: Iterable[str], exclude: Sequence[str] = ()) -> Iterator[Found]:
+    """Each path itself, or for a directory its manifest files, recursively and sorted.
+
+    `exclude` globs drop walked files (see `excluded`); a path given by name is always kept.
+    """
     for raw in paths:
         path = Path(raw)
-        if raw != STDIN and path.is_dir():
-            found = (p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file())
-            yield from (str(p) for p in sorted(found))
-        else:
-            yield raw
+        if raw == STDIN or not path.is_dir():
+            yield Found(raw, named=True)
+            continue
+        found = (p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+        for file in sorted(found):
+            if not excluded(PurePosixPath(file.relative_to(path).as_posix()), exclude):
+                yield Found(str(file), named=False)
+
+
+def find_files(paths: Iterable[str], exclude: Sequence[str] = ()) -> Iterator[str]:
+    """The paths `walk` finds."""
+    return (found.path for found in walk(paths, exclude))
+
+
+def excluded(relative: PurePosixPath, patterns: Sequence[str]) -> bool:
+    """Whether a walked file matches an `--exclude` glob (`fnmatch`: `*` also matches `/`).
+
+    A pattern without `/` is matched against each part of the path below the directory given
+    (`node_modules`, `values*.yaml`); one with `/` against the whole relative path and each
+    directory leading to it (`charts/*/templates`, `deploy/old` and what it holds); a leading
+    or trailing `/` is ignored.
+    """
+    parents = [str(parent) for parent in reversed(relative.parents) if str(parent) != "."]
+    for raw in patterns:
+        pattern = raw.strip("/")
+        candidates = relative.parts if "/" not in pattern else [*parents, str(relative)]
+        if pattern and any(fnmatch.fnmatchcase(c, pattern) for c in candidates):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A file's text and its documents."""
+
+    text: str
+    documents: list[Document]
+
+
+def parse_found(found: Found, stdin: TextIO | None = None) -> Parsed | None:
+    """A file's text and documents; None for a walked file that holds no Kubernetes object.
+
+    Such a file is a repository's other YAML and JSON: a Helm `Chart.yaml` or `values.yaml`, a
+    `package.json`, a CI workflow, or a Go template that is YAML only once rendered. A file
+    named on the command line is parsed as it is, so the caller refuses what is no manifest.
+    Raises YamlError for an unreadable file and a syntax error outside a template.
+    """
+    text = read_text(found.path, stdin)
+    try:
+        documents = parse_documents(text, _display(found.path))
+    except YamlError:
+        if not found.named and has_placeholders(text):
+            return None
+        raise
+    if not found.named and documents and not any(is_object(d.data) for d in documents):
+        return None
+    return Parsed(text, documents)
+
+
+def is_object(data: Any) -> bool:
+    """A mapping with a non-empty string `apiVersion` and `kind`."""
+    if not isinstance(data, dict):
+        return False
+    return all(isinstance(data.get(key), str) and data[key] for key in ("apiVersion", "kind"))
 
 
 def read_text(path: str, stdin: TextIO | None = None) -> str:
@@ -51,18 +127,34 @@ def read_text(path: str, stdin: TextIO | None = None) -> str:
         raise YamlError(Source(path), f"cannot read: {reason}") from None
 
 
-def read_manifests(paths: Sequence[str], stdin: TextIO | None = None) -> ManifestSet:
-    """All Kubernetes objects in `paths`, `kind: List` expanded, with per-file problems."""
+def read_manifests(
+    paths: Sequence[str],
+    stdin: TextIO | None = None,
+    *,
+    exclude: Sequence[str] = (),
+    skip_foreign: bool = False,
+) -> ManifestSet:
+    """All Kubernetes objects in `paths`, `kind: List` expanded, with per-file problems.
+
+    With `skip_foreign`, walked files that hold no Kubernetes object are skipped and listed
+    (`parse_found`); without it, every file must be a manifest (a state file, a policy input).
+    """
     documents: list[Document] = []
     problems: list[YamlError] = []
-    files = list(find_files(paths))
-    for file in files:
+    skipped: list[str] = []
+    files = list(walk(paths, exclude))
+    for found in files:
         try:
-            text = read_text(file, stdin)
-            documents.extend(objects_in(parse_documents(text, _display(file))))
+            parsed = parse_found(found if skip_foreign else replace(found, named=True), stdin)
+            if parsed is None:
+                skipped.append(found.path)
+            else:
+                documents.extend(objects_in(parsed.documents))
         except YamlError as err:
             problems.append(err)
-    return ManifestSet(tuple(documents), tuple(problems), tuple(files))
+    return ManifestSet(
+        tuple(documents), tuple(problems), tuple(f.path for f in files), tuple(skipped)
+    )
 
 
 def _display(file: str) -> str:
@@ -98,6 +190,8 @@ def _require_object(doc: Document) -> None:
     data = doc.data
     if not isinstance(data, dict):
         raise YamlError(doc.source, f"expected a Kubernetes object (a mapping), got {_type(data)}")
+    if is_object(data):
+        return
     for key in ("apiVersion", "kind"):
         if not isinstance(data.get(key), str) or not data[key]:
             raise YamlError(

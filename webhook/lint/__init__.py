@@ -6,7 +6,7 @@ YAML, no files, no click: the CLI reads the files and turns paths into `file:lin
 
 from webhook.lint.core import INTERNAL, PARSE, POLICY, lint_object
 from webhook.lint.findings import ERROR, WARNING, Finding, Severity
-from webhook.lint.registry import RULES, RuleInfo
+from webhook.lint.registry import RULES, Known, RuleInfo
 
 __all__ = [
     "ERROR",
@@ -16,6 +16,7 @@ __all__ = [
     "RULES",
     "WARNING",
     "Finding",
+    "Known",
     "RuleInfo",
     "Severity",
     "lint_object",

@@ -7,13 +7,14 @@ from typing import Any
 
 from webhook.lint import rules as _rules  # noqa: F401  (importing registers the rules)
 from webhook.lint.findings import ERROR, WARNING, Finding
-from webhook.lint.registry import CHECKS, RULES, RuleInfo
+from webhook.lint.registry import CHECKS, RULES, Known, RuleInfo
 
 INTERNAL = "internal"
 
 
-def lint_object(obj: Mapping[str, Any]) -> list[Finding]:
-    """Every finding for one Kubernetes object or dragate policy document, in path order.
+def lint_object(obj: Mapping[str, Any], known: Known | None = None) -> list[Finding]:
+    """Every finding for one Kubernetes object or dragate policy document, in path order;
+    `known` is what is known beyond the object (see `Known`).
 
     A rule that fails on an odd input becomes a warning naming the rule, never an exception:
     lint must report on everything a person hands it.
@@ -21,11 +22,12 @@ def lint_object(obj: Mapping[str, Any]) -> list[Finding]:
     if not isinstance(obj, Mapping):
         return []
     found: list[Finding] = []
+    known = known or Known()
     for registered in CHECKS:
         try:
-            found.extend(registered.check(obj))
+            found.extend(registered.check(obj, known))
         except Exception as err:
-            name = getattr(registered.check, "__name__", "rule")
+            name = registered.name
             found.append(
                 Finding(
                     INTERNAL,

@@ -3,6 +3,8 @@
 A rule module registers its checks at import; `webhook.lint.lint_object` runs them all. A check
 may report more than one rule id (one walk over the requests finds several kinds of mistake);
 `RULES` lists the ids each check can report, for `dragate lint --list-rules` and docs/cli.md.
+A check that needs more than the object (the DeviceClasses that exist) registers with
+`register_known` and is handed `Known` too.
 """
 
 from __future__ import annotations
@@ -17,6 +19,17 @@ Check = Callable[[Mapping[str, Any]], Iterable[Finding]]
 
 
 @dataclass(frozen=True)
+class Known:
+    """What lint knows beyond one object: the DeviceClasses of the cluster (`--state`) and of
+    the inputs. Empty when none are known, and then nothing is judged against it."""
+
+    device_classes: frozenset[str] = frozenset()
+
+
+KnownCheck = Callable[[Mapping[str, Any], Known], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
 class RuleInfo:
     id: str
     severity: Severity
@@ -25,8 +38,9 @@ class RuleInfo:
 
 @dataclass(frozen=True)
 class Registered:
-    check: Check
+    check: KnownCheck
     rules: tuple[RuleInfo, ...]
+    name: str
 
 
 CHECKS: list[Registered] = []
@@ -37,9 +51,23 @@ def register(*rules: RuleInfo) -> Callable[[Check], Check]:
     """Decorator: run this check on every object; it reports the given rule ids."""
 
     def decorate(check: Check) -> Check:
-        for info in rules:
-            RULES.setdefault(info.id, info)
-        CHECKS.append(Registered(check, rules))
+        _add(lambda obj, _known: check(obj), rules, check.__name__)
         return check
 
     return decorate
+
+
+def register_known(*rules: RuleInfo) -> Callable[[KnownCheck], KnownCheck]:
+    """Decorator: run this check on every object with what lint knows (`Known`)."""
+
+    def decorate(check: KnownCheck) -> KnownCheck:
+        _add(check, rules, check.__name__)
+        return check
+
+    return decorate
+
+
+def _add(check: KnownCheck, rules: tuple[RuleInfo, ...], name: str) -> None:
+    for info in rules:
+        RULES.setdefault(info.id, info)
+    CHECKS.append(Registered(check, rules, name))

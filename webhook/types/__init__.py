@@ -64,6 +64,7 @@ from webhook.types.policyset import (
     Tenant,
     Validation,
 )
+from webhook.types.unknownclass import UnknownClass, unknown_class
 
 __all__ = [
     "ADMIN_ACCESS_LABEL",
@@ -112,6 +113,8 @@ __all__ = [
     "Settings",
     "Source",
     "Tenant",
+    "UnknownClass",
     "Validation",
     "Verdict",
+    "unknown_class",
 ]
