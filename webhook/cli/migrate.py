@@ -20,7 +20,9 @@ from typing import Any
 import click
 
 from webhook.cli import exits
+from webhook.cli.leftovers import DocNotes, Finder, explain
 from webhook.files.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
+from webhook.files.helmblocks import settle
 from webhook.files.manifests import STDIN, find_files, read_text
 from webhook.files.roundtrip import Skip, Stream, new_file_text, parse_stream
 from webhook.files.skim import skipper
@@ -44,6 +46,7 @@ class Migration:
     denied: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     templates: list[dict[str, Any]] = field(default_factory=list)
+    docs: list[DocNotes] = field(default_factory=list)  # what the rewriter said, per document
 
     @property
     def changed(self) -> bool:
@@ -62,6 +65,8 @@ class Run:
     denied: int = 0
     skipped: int = 0  # template files
     skip: Skip | None = None  # documents that certainly stay as they are: never loaded
+    finder: Finder | None = None  # legacy requests left in the text
+    left: int = 0
 
 
 @click.command("migrate")
@@ -84,6 +89,7 @@ def command(
         click.echo(f"error: {err}", err=True)
         raise SystemExit(exits.BAD_INPUT) from None
     run = Run(mappings, mode or "summary", templates_out, skip=skip_rule(mappings))
+    run.finder = Finder(mappings)
     for file in find_files(paths):
         _process(run, file)
     _finish(run)
@@ -112,12 +118,14 @@ def _process(run: Run, file: str) -> None:
     except YamlError as err:
         click.echo(str(err), err=True)
         run.failed += 1
+        _report_left(run, file, text, text, [], "not valid YAML")
         return
     except TemplateFile as err:
         click.echo(
             f"{_display(file)}: template file, skipped: {err}{_by_hand(run, text)}", err=True
         )
         run.skipped += 1
+        _report_left(run, file, text, text, [], f"template not migrated: {err}")
         return
     except Exception as err:
         click.echo(
@@ -126,6 +134,7 @@ def _process(run: Run, file: str) -> None:
             err=True,
         )
         run.failed += 1
+        _report_left(run, file, text, text, [], "internal error")
         return
     for text in migration.warnings:
         click.echo(f"warning: {text}", err=True)
@@ -136,6 +145,19 @@ def _process(run: Run, file: str) -> None:
     run.denied += len(migration.denied)
     run.changed += migration.changed
     _report(run, file, migration)
+    written = run.mode == "write" and file != STDIN
+    before = migration.after if written else migration.before
+    _report_left(run, file, before, migration.after, migration.docs)
+
+
+def _report_left(
+    run: Run, file: str, before: str, after: str, docs: list[DocNotes], why: str = ""
+) -> None:
+    """List each legacy request left in `after`, at its line in the file as it now is."""
+    assert run.finder is not None
+    for left in explain(run.finder, _display(file), before, after, docs, why):
+        click.echo(left.message(_display(file)), err=True)
+        run.left += 1
 
 
 def _by_hand(run: Run, text: str) -> str:
@@ -159,13 +181,17 @@ def migrate_text(text: str, file: str, run: Run) -> Migration:
     migration = Migration(file, text, text)
     migration.warnings = [w for doc in stream.docs for w in doc.warnings]
     for index, doc in enumerate(list(stream.docs)):
+        migration.docs.append(DocNotes(doc.line))
         if isinstance(doc.data, dict):
             _migrate_doc(stream, index, run, migration, present)
     migration.after = stream.text()
     if masked is not None:
-        migration.after = masked.unmask(migration.after)
+        after = settle(masked.text, migration.after, masked) if stream.changed else migration.after
+        migration.after = masked.unmask(after)
         migration.notes = [masked.unmask(n) for n in migration.notes]
         migration.denied = [masked.unmask(n) for n in migration.denied]
+        for notes in migration.docs:
+            notes.notes = [masked.unmask(n) for n in notes.notes]
     return migration
 
 
@@ -190,6 +216,7 @@ def _migrate_doc(
     result = rewrite_object(stream.docs[index].data, run.mappings)
     migration.notes.extend(result.notes)
     migration.denied.extend(result.denied)
+    migration.docs[-1].notes = [*result.notes, *result.denied]
     if not result.changed:
         return
     stream.update(index, result.object)
@@ -271,10 +298,13 @@ def _finish(run: Run) -> None:
     verb = "migrated" if run.mode == "write" else "would migrate"
     summary = f"{verb} {run.changed} file(s)"
     summary += f", {run.skipped} template file(s) skipped" if run.skipped else ""
+    summary += f", {run.left} legacy request(s) left" if run.left else ""
     click.echo(summary + (f", {run.failed} failed" if run.failed else ""), err=True)
     if run.failed:
         raise SystemExit(exits.BAD_INPUT)
-    if run.mode == "check" and (run.changed or run.denied):
+    if run.mode == "check" and (run.changed or run.denied or run.left):
+        raise SystemExit(exits.FINDINGS)
+    if run.mode == "write" and run.left:
         raise SystemExit(exits.FINDINGS)
 
 
