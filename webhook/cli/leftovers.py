@@ -22,8 +22,11 @@ from webhook.types import LegacyResourceMapping
 
 ALWAYS = ("nvidia.com/gpu", "nvidia.com/mig-")
 _VALUES = re.compile(r"^values[\w.-]*\.ya?ml$|[\w.-]*-values\.ya?ml$")
-_NOT_MIGRATED = re.compile(r"not migrated \(([^)]*)\)")
-_KEPT = re.compile(r" kept: (.*)$")
+_WHY = (
+    re.compile(r"not migrated \(([^)]*)\)"),
+    re.compile(r"not migrated: ([^;]*)"),
+    re.compile(r" kept[:;] (.*)$"),
+)
 
 
 @dataclass
@@ -81,24 +84,27 @@ def _reason(hit: Leftover, line: int, values: bool, docs: Sequence[DocNotes]) ->
         return "templated count"
     if values:
         return "values file"
+    if hit.form == "expression":
+        return "resource name computed in a template"
+    if hit.form == "value":
+        return f"resource name as the value of {hit.holder}"
     holder = [d for d in docs if d.line <= line]
     return _from_notes(hit.name, holder[-1].notes if holder else [])
 
 
 def _from_notes(name: str, notes: list[str]) -> str:
+    """Why the rewriter kept `name`, from its note on the document (first pattern first)."""
+    for pattern in _WHY:
+        for text in notes:
+            found = pattern.search(text)
+            if found and name in text:
+                return found.group(1)
     for text in notes:
-        found = _NOT_MIGRATED.search(text)
-        if found and name in text:
-            return found.group(1)
-    for text in notes:
-        kept = _KEPT.search(text)
-        if kept and name in text:
-            return kept.group(1)
         if name in text and "is a legacy GPU request; use" in text:
             return "the mapping's action is Warn"
         if name in text and "is a legacy GPU request; ask" in text:
             return "the mapping's action is Deny"
-    return "not in a resources section of a pod spec dragate rewrites"
+    return "inside a string, or a field dragate does not rewrite"
 
 
 def _line_map(before: str, after: str) -> Callable[[int], int]:

@@ -201,7 +201,7 @@ def _stream(text: str, file: str, run: Run, masked: Masked | None) -> Stream:
     except YamlError as err:
         if masked is None:
             raise
-        raise TemplateFile(f"not YAML until rendered ({err.message})") from None
+        raise TemplateFile(f"line {err.source.line} not YAML until rendered ({err.message})") from None
     if masked is not None:
         for doc in stream.docs:
             found = tokens_in_keys(doc.data, masked)
