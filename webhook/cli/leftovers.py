@@ -46,6 +46,8 @@ class Left:
     reason: str
 
     def message(self, file: str) -> str:
+        if self.reason == MIGRATES:
+            return f"{file}:{self.line}: {self.name}: {MIGRATES}"
         return f"{file}:{self.line}: {self.name} left ({self.reason})"
 
 
@@ -77,6 +79,19 @@ def explain(
         line = old_line(hit.line)
         found.append(Left(line, hit.name, why or _reason(hit, line, values, docs)))
     return found
+
+
+def migrating(finder: Finder, before: str, left: Sequence[Left]) -> list[Left]:
+    """The legacy requests of `before` that the migration rewrites (none of `left`)."""
+    kept = {(item.line, item.name) for item in left}
+    return [
+        Left(hit.line, hit.name, MIGRATES)
+        for hit in finder.find(before)
+        if (hit.line, hit.name) not in kept
+    ]
+
+
+MIGRATES = "--write migrates it"
 
 
 def _reason(hit: Leftover, line: int, values: bool, docs: Sequence[DocNotes]) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from webhook.cli import exits
-from webhook.cli.leftovers import DocNotes, Finder, explain
+from webhook.cli.leftovers import DocNotes, Finder, explain, migrating
 from webhook.files.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
 from webhook.files.helmblocks import settle
 from webhook.files.manifests import STDIN, find_files, read_text
@@ -153,11 +153,14 @@ def _process(run: Run, file: str) -> None:
 def _report_left(
     run: Run, file: str, before: str, after: str, docs: list[DocNotes], why: str = ""
 ) -> None:
-    """List each legacy request left in `after`, at its line in the file as it now is."""
+    """List each legacy request left in `after`, at its line in the file as it now is; and
+    when the file is not written, each one the migration would rewrite too."""
     assert run.finder is not None
-    for left in explain(run.finder, _display(file), before, after, docs, why):
-        click.echo(left.message(_display(file)), err=True)
-        run.left += 1
+    left = explain(run.finder, _display(file), before, after, docs, why)
+    run.left += len(left)
+    listed = [*left, *migrating(run.finder, before, left)] if before != after else left
+    for item in sorted(listed, key=lambda i: i.line):
+        click.echo(item.message(_display(file)), err=True)
 
 
 def _by_hand(run: Run, text: str) -> str:
