@@ -95,9 +95,7 @@ HELM_OUTCOMES: dict[str, Outcome] = {
     "otwld+ollama-helm/values.yaml": Outcome("", False, {"values file": 1}),
     "substratusai+kubeai/charts/kubeai/values.yaml": Outcome("", False, {"values file": 13}),
     f"{TRITON}/aws/templates/deployment.yaml": Outcome("", False, {"templated count": 1}),
-    f"{TRITON}/fleetcommand/templates/deployment.yaml": Outcome(
-        "", False, {"templated count": 1}
-    ),
+    f"{TRITON}/fleetcommand/templates/deployment.yaml": Outcome("", False, {"templated count": 1}),
     f"{TRITON}/gcp/templates/deployment.yaml": Outcome("", False, {"templated count": 1}),
     f"{TRITON}/gke-marketplace-app/server-deployer/chart/triton/templates/deployment.yaml": Outcome(
         "", False, {"templated count": 1}

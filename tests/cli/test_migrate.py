@@ -157,7 +157,9 @@ def test_directory_is_searched(work: Path) -> None:
 def test_policies_change_the_action(work: Path) -> None:
     """A Warn mapping leaves the request as it is: nothing to migrate, yet a legacy request
     remains, so the gate still fails and says why."""
-    status, out, err = run("--check", "--policies", str(work / "policies"), str(work / "deploy.yaml"))
+    status, out, err = run(
+        "--check", "--policies", str(work / "policies"), str(work / "deploy.yaml")
+    )
     assert status == 1
     assert "legacy GPU request" in err and "would migrate" not in out
     assert "nvidia.com/gpu left (the mapping's action is Warn)" in err

@@ -56,20 +56,43 @@ def run(*args: str) -> tuple[int, str, str]:
 
 
 SHAPES = [
-    ("licence-header", "deployment.yaml", (GOLDEN / "licence-header.yaml").read_text(), 31,
-     ": --write migrates it"),
-    ("wrapped-in-if", "deployment.yaml", (GOLDEN / "wrapped.yaml").read_text(), 31,
-     ": --write migrates it"),
-    ("templated-count", "deployment.yaml", DEPLOYMENT.replace("COUNT", "{{ .Values.gpus }}"),
-     13, " left (templated count)"),
+    (
+        "licence-header",
+        "deployment.yaml",
+        (GOLDEN / "licence-header.yaml").read_text(),
+        31,
+        ": --write migrates it",
+    ),
+    (
+        "wrapped-in-if",
+        "deployment.yaml",
+        (GOLDEN / "wrapped.yaml").read_text(),
+        34,
+        ": --write migrates it",
+    ),
+    (
+        "templated-count",
+        "deployment.yaml",
+        DEPLOYMENT.replace("COUNT", "{{ .Values.gpus }}"),
+        13,
+        " left (templated count)",
+    ),
     ("unknown-crd", "runner.yaml", CRD, 9, " left (unknown kind)"),
     ("values-file", "values.yaml", VALUES, 5, " left (values file)"),
-    ("computed-name", "deployment.yaml",
-     DEPLOYMENT.replace("nvidia.com/gpu: COUNT", '{{- $r := "nvidia.com/gpu" }}'), 13,
-     " left (resource name computed in a template)"),
-    ("unparseable-template", "deployment.yaml",
-     DEPLOYMENT.replace("limits:", "limits:\n              {{ .Values.key }}: 1"), 14,
-     " left (template not migrated: {{ .Values.key }} stands in a key)"),
+    (
+        "computed-name",
+        "deployment.yaml",
+        DEPLOYMENT.replace("nvidia.com/gpu: COUNT", '{{- $r := "nvidia.com/gpu" }}'),
+        13,
+        " left (resource name computed in a template)",
+    ),
+    (
+        "unparseable-template",
+        "deployment.yaml",
+        DEPLOYMENT.replace("limits:", "limits:\n              {{ .Values.key }}: 1"),
+        14,
+        " left (template not migrated: {{ .Values.key }} stands in a key)",
+    ),
 ]
 
 

@@ -71,7 +71,10 @@ ACTION_LINES = [
     ("directive-line", "kind: Pod\n{{- if .Values.gpu }}\nspec: {}\n{{- end }}\n"),
     ("nindent-block", "kind: Pod\nspec:\n  resources:\n    {{- toYaml .Values.r | nindent 4 }}\n"),
     ("multi-line-comment", "{{- /*\nlicence\n*/ -}}\nkind: Pod\nspec: {}\n"),
-    ("assignment-and-else", "{{- $x := 1 }}\nkind: Pod\n{{- if .A }}\na: 1\n{{- else }}\nb: 2\n{{- end }}\n"),
+    (
+        "assignment-and-else",
+        "{{- $x := 1 }}\nkind: Pod\n{{- if .A }}\na: 1\n{{- else }}\nb: 2\n{{- end }}\n",
+    ),
 ]
 
 

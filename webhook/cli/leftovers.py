@@ -68,7 +68,7 @@ class Finder:
 
 
 def explain(
-    finder: Finder, file: str, before: str, after: str, docs: Sequence[DocNotes], why: str = ""
+    finder: Finder, file: str, before: str, after: str, docs: Sequence[DocNotes], *, why: str = ""
 ) -> list[Left]:
     """Each legacy request in `after`, at its line in `before` (the file on disk until it is
     written), with its reason: `why` the file was not migrated, when it was not."""
@@ -135,4 +135,3 @@ def _line_map(before: str, after: str) -> Callable[[int], int]:
         return line
 
     return old_line
-

@@ -118,14 +118,14 @@ def _process(run: Run, file: str) -> None:
     except YamlError as err:
         click.echo(str(err), err=True)
         run.failed += 1
-        _report_left(run, file, text, text, [], "not valid YAML")
+        _report_left(run, file, text, text, [], why="not valid YAML")
         return
     except TemplateFile as err:
         click.echo(
             f"{_display(file)}: template file, skipped: {err}{_by_hand(run, text)}", err=True
         )
         run.skipped += 1
-        _report_left(run, file, text, text, [], f"template not migrated: {err}")
+        _report_left(run, file, text, text, [], why=f"template not migrated: {err}")
         return
     except Exception as err:
         click.echo(
@@ -134,7 +134,7 @@ def _process(run: Run, file: str) -> None:
             err=True,
         )
         run.failed += 1
-        _report_left(run, file, text, text, [], "internal error")
+        _report_left(run, file, text, text, [], why="internal error")
         return
     for text in migration.warnings:
         click.echo(f"warning: {text}", err=True)
@@ -151,12 +151,12 @@ def _process(run: Run, file: str) -> None:
 
 
 def _report_left(
-    run: Run, file: str, before: str, after: str, docs: list[DocNotes], why: str = ""
+    run: Run, file: str, before: str, after: str, docs: list[DocNotes], *, why: str = ""
 ) -> None:
     """List each legacy request left in `after`, at its line in the file as it now is; and
     when the file is not written, each one the migration would rewrite too."""
     assert run.finder is not None
-    left = explain(run.finder, _display(file), before, after, docs, why)
+    left = explain(run.finder, _display(file), before, after, docs, why=why)
     run.left += len(left)
     listed = [*left, *migrating(run.finder, before, left)] if before != after else left
     for item in sorted(listed, key=lambda i: i.line):
@@ -204,7 +204,9 @@ def _stream(text: str, file: str, run: Run, masked: Masked | None) -> Stream:
     except YamlError as err:
         if masked is None:
             raise
-        raise TemplateFile(f"line {err.source.line} not YAML until rendered ({err.message})") from None
+        raise TemplateFile(
+            f"line {err.source.line} not YAML until rendered ({err.message})"
+        ) from None
     if masked is not None:
         for doc in stream.docs:
             found = tokens_in_keys(doc.data, masked)

@@ -82,10 +82,12 @@ def settle(before: str, after: str, masked: Masked) -> str:
     old, new = before.split("\n"), after.split("\n")
     old_lines = lines_of(before, masked)
     ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
-    removed = [i for tag, i1, i2, _, _ in ops if tag in ("delete", "replace") for i in range(i1, i2)]
+    removed = [
+        i for tag, i1, i2, _, _ in ops if tag in ("delete", "replace") for i in range(i1, i2)
+    ]
     _require_filled_keys_kept(old, old_lines, set(removed))
     home = _home(old_lines, removed, masked)
-    for tag, i1, i2, j1, j2 in reversed(ops):
+    for tag, i1, _, j1, j2 in reversed(ops):
         if tag == "insert":
             new = _placed(new, old, old_lines, (i1, j1, j2), home)
     return "\n".join(new)
@@ -131,9 +133,9 @@ def _output_indent(action: Action, raw: str) -> int:
 def _parent(old: list[str], lines: Sequence[Line], number: int, indent: int) -> int | None:
     for index in range(number - 1, -1, -1):
         text = old[index]
-        if lines[index].action is None and text.strip() and not text.lstrip().startswith("#"):
-            if len(text) - len(text.lstrip()) < indent:
-                return index
+        content = lines[index].action is None and text.strip() and text.lstrip()[0] != "#"
+        if content and len(text) - len(text.lstrip()) < indent:
+            return index
     return None
 
 

@@ -58,9 +58,7 @@ def find_leftovers(
     return found
 
 
-def _in_line(
-    number: int, content: str, raw: str, legacy: Callable[[str], bool]
-) -> list[Leftover]:
+def _in_line(number: int, content: str, raw: str, legacy: Callable[[str], bool]) -> list[Leftover]:
     found = []
     for match in _NAME.finditer(content):
         end = _KEY_END.match(content, match.end())
