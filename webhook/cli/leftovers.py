@@ -26,7 +26,11 @@ _WHY = (
     re.compile(r"not migrated \(([^)]*)\)"),
     re.compile(r"not migrated: ([^;]*)"),
     re.compile(r" kept[:;] (.*)$"),
+    re.compile(r'"[^"]*": ([^;:]*); migrate by hand'),
 )
+_NAMED = re.compile(r"""^\s*(?:-\s+)?name:\s*["']?([^"'\s#]+)""")
+_WARN = ("is a legacy GPU request; use", "the mapping's action is Warn")
+_DENY = ("is a legacy GPU request; ask", "the mapping's action is Deny")
 
 
 @dataclass
@@ -75,10 +79,21 @@ def explain(
     old_line = _line_map(before, after)
     values = _VALUES.match(PurePath(file).name) is not None
     found = []
+    lines = after.split("\n")
     for hit in finder.find(after):
         line = old_line(hit.line)
-        found.append(Left(line, hit.name, why or _reason(hit, line, values, docs)))
+        owner = _owner(lines, hit.line)
+        found.append(Left(line, hit.name, why or _reason(hit, line, values, docs, owner)))
     return found
+
+
+def _owner(lines: list[str], line: int) -> str:
+    """The `name:` nearest above `line` (its container or template), or ""."""
+    for text in reversed(lines[max(0, line - 16) : line]):
+        named = _NAMED.match(text)
+        if named:
+            return named.group(1)
+    return ""
 
 
 def migrating(finder: Finder, before: str, left: Sequence[Left]) -> list[Left]:
@@ -94,7 +109,7 @@ def migrating(finder: Finder, before: str, left: Sequence[Left]) -> list[Left]:
 MIGRATES = "--write migrates it"
 
 
-def _reason(hit: Leftover, line: int, values: bool, docs: Sequence[DocNotes]) -> str:
+def _reason(hit: Leftover, line: int, values: bool, docs: Sequence[DocNotes], owner: str) -> str:
     if hit.templated:
         return "templated count"
     if values:
@@ -104,22 +119,29 @@ def _reason(hit: Leftover, line: int, values: bool, docs: Sequence[DocNotes]) ->
     if hit.form == "value":
         return f"resource name as the value of {hit.holder}"
     holder = [d for d in docs if d.line <= line]
-    return _from_notes(hit.name, holder[-1].notes if holder else [])
+    return _from_notes(hit.name, owner, holder[-1].notes if holder else [])
 
 
-def _from_notes(name: str, notes: list[str]) -> str:
-    """Why the rewriter kept `name`, from its note on the document (first pattern first)."""
-    for pattern in _WHY:
-        for text in notes:
-            found = pattern.search(text)
-            if found and name in text:
-                return found.group(1)
-    for text in notes:
-        if name in text and "is a legacy GPU request; use" in text:
-            return "the mapping's action is Warn"
-        if name in text and "is a legacy GPU request; ask" in text:
-            return "the mapping's action is Deny"
+def _from_notes(name: str, owner: str, notes: list[str]) -> str:
+    """Why the rewriter kept `name`, from its notes on the document: a note on the container
+    or template holding it (`owner`) first, then one naming the resource, then any."""
+    reasons = [(text, why) for text in notes if (why := _why(text))]
+    for wanted in (f'"{owner}"' if owner else None, name, ""):
+        for text, why in reasons:
+            if wanted is not None and wanted in text:
+                return why
     return "inside a string, or a field dragate does not rewrite"
+
+
+def _why(note: str) -> str:
+    for pattern in _WHY:
+        found = pattern.search(note)
+        if found:
+            return found.group(1)
+    for marker, why in (_WARN, _DENY):
+        if marker in note:
+            return why
+    return ""
 
 
 def _line_map(before: str, after: str) -> Callable[[int], int]:
