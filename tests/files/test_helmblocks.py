@@ -78,6 +78,12 @@ REFUSED = [
         "the edit would move the template line 11",
     ),
     (
+        "entry-after-a-right-trimming-action",
+        HEAD + "        limits:\n          nvidia.com/gpu: 1\n  {{- if .Values.x -}}\n"
+        "  hostNetwork: true\n  {{- end -}}\n",
+        "which trims it (-}})",
+    ),
+    (
         "removed-key-filled-by-an-include",
         HEAD + "        limits:\n          nvidia.com/gpu: 1\n"
         '          {{- include "more" . | nindent 10 }}\n',

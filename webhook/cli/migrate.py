@@ -4,7 +4,9 @@ Black's model: with no flag it is a dry run that says what would change; `--chec
 CI gate (exit 1), `--diff` shows the change, `--write` makes it (atomically, only files that
 change). `-` reads standard input and prints the migrated text. The rewrite itself is the same
 pure `webhook.rewrite.rewrite_object` the webhook runs at admission; this module only reads,
-reports and writes.
+reports and writes. Whatever the rewrite could not do, the legacy requests left in each file's
+text are listed and fail `--check` and `--write` (`webhook.cli.leftovers`): a gate that passes
+a request it skipped would be worse than none.
 """
 
 from __future__ import annotations

@@ -157,6 +157,9 @@ def _placed(
         raise TemplateFile(f"a new entry after line {at} would fall in another template block")
     if slide and new[j2 : j2 + slide] != old[at : at + slide]:
         raise TemplateFile(f"a new entry after line {at} cannot be placed")
+    before = lines[at + slide - 1].action if at + slide else None
+    if before is not None and before.original.rstrip().endswith("-}}"):
+        raise TemplateFile(f"a new entry would follow line {at + slide}, which trims it (-}}}})")
     return new[:j1] + new[j2 : j2 + slide] + added + new[j2 + slide :]
 
 
