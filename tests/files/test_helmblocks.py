@@ -78,6 +78,13 @@ REFUSED = [
         "the edit would move the template line 11",
     ),
     (
+        "gpu-lines-in-two-blocks",
+        HEAD + "        limits:\n          nvidia.com/gpu: 1\n    {{- if .Values.b }}\n"
+        "    - name: b\n      image: i\n      resources:\n        limits:\n"
+        "          nvidia.com/gpu: 1\n    {{- end }}\n",
+        "lie in different template blocks",
+    ),
+    (
         "entry-after-a-right-trimming-action",
         HEAD + "        limits:\n          nvidia.com/gpu: 1\n  {{- if .Values.x -}}\n"
         "  hostNetwork: true\n  {{- end -}}\n",
