@@ -78,12 +78,15 @@ def test_migrated_corpus_passes_strict_server_dry_run(cluster: Cluster, tmp_path
     )
     before = snapshot(tmp_path)
     result = CliRunner().invoke(main, ["migrate", "--write", str(tmp_path)])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # the legacy requests it cannot rewrite remain
+    assert "legacy request(s) left" in result.stderr and "failed" not in result.stderr
     cluster.kubectl("create", "namespace", "corpus")
     checked = 0
     for name, data in snapshot(tmp_path).items():
         if data == before[name] or not name.endswith((".yaml", ".yml")):
             continue
+        if name.startswith("helm-charts/"):
+            continue  # chart files hold objects only once rendered: tests/e2e/test_migrate_helm.py
         text = data.decode()
         for obj in checkable(masked(text), templated=masked(text) != text):
             if obj["kind"] == "Pod" and obj["metadata"] == {"name": "p"}:

@@ -114,8 +114,11 @@ def test_a_tenant_applied_with_kubectl_is_enforced_and_shows_its_usage(
         "the Tenant object to be enforced")  # fmt: skip
     for n in range(3):
         assert create(cluster, claim(f"c{n}", 1)).returncode == 0
-    settle(served, lambda: tenant_status(cluster).get("usageSummary") == f"{GPU}=3/4",
-           "usage 3/4 in the Tenant's status")
+    settle(
+        served,
+        lambda: tenant_status(cluster).get("usageSummary") == f"{GPU}=3/4",
+        "usage 3/4 in the Tenant's status",
+    )
     status = tenant_status(cluster)
     assert status["usage"] == [{"deviceClassName": GPU, "used": 3, "limit": 4}]
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
@@ -126,8 +129,12 @@ def test_a_tenant_applied_with_kubectl_is_enforced_and_shows_its_usage(
     # expires, whatever happens to its object), a deleted one is released at its next pass
     settle(served, lambda: confirmed(cluster), "the reconciler to confirm the claims", 45)
     cluster.kubectl("delete", "resourceclaim", "c2", "-n", NAMESPACE)
-    settle(served, lambda: tenant_status(cluster).get("usageSummary") == f"{GPU}=2/4",
-           "the deleted claim freed in status", timeout=60)
+    settle(
+        served,
+        lambda: tenant_status(cluster).get("usageSummary") == f"{GPU}=2/4",
+        "the deleted claim freed in status",
+        timeout=60,
+    )
 
 
 @pytest.mark.parametrize(

@@ -155,6 +155,7 @@ FULL: dict[str, dict[str, Any]] = {
         "maxCountPerRequest": 8,
         "allowAllocationModeAll": False,
         "validations": [{"expression": "request.count <= 4", "message": "m", "action": "Warn"}],
+        "failurePolicy": "Ignore",
     },
     "LegacyResourceMapping": {
         "action": "Rewrite",

@@ -4,7 +4,9 @@ Black's model: with no flag it is a dry run that says what would change; `--chec
 CI gate (exit 1), `--diff` shows the change, `--write` makes it (atomically, only files that
 change). `-` reads standard input and prints the migrated text. The rewrite itself is the same
 pure `webhook.rewrite.rewrite_object` the webhook runs at admission; this module only reads,
-reports and writes.
+reports and writes. Whatever the rewrite could not do, the legacy requests left in each file's
+text are listed and fail `--check` and `--write` (`webhook.cli.leftovers`): a gate that passes
+a request it skipped would be worse than none.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import click
 
 from webhook.cli import exits
 from webhook.cli.inputs import EXCLUDE_OPTION
+from webhook.cli.leftovers import DocNotes, Finder, explain, migrating
 from webhook.files.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
+from webhook.files.helmblocks import settle
 from webhook.files.manifests import STDIN, find_files, read_text
 from webhook.files.roundtrip import Skip, Stream, new_file_text, parse_stream
 from webhook.files.skim import skipper
@@ -45,6 +49,7 @@ class Migration:
     denied: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     templates: list[dict[str, Any]] = field(default_factory=list)
+    docs: list[DocNotes] = field(default_factory=list)  # what the rewriter said, per document
 
     @property
     def changed(self) -> bool:
@@ -63,6 +68,8 @@ class Run:
     denied: int = 0
     skipped: int = 0  # template files
     skip: Skip | None = None  # documents that certainly stay as they are: never loaded
+    finder: Finder | None = None  # legacy requests left in the text
+    left: int = 0
 
 
 @click.command("migrate")
@@ -90,6 +97,7 @@ def command(
         click.echo(f"error: {err}", err=True)
         raise SystemExit(exits.BAD_INPUT) from None
     run = Run(mappings, mode or "summary", templates_out, skip=skip_rule(mappings))
+    run.finder = Finder(mappings)
     for file in find_files(paths, exclude):
         _process(run, file)
     _finish(run)
@@ -118,12 +126,14 @@ def _process(run: Run, file: str) -> None:
     except YamlError as err:
         click.echo(str(err), err=True)
         run.failed += 1
+        _report_left(run, file, text, text, [], why="not valid YAML")
         return
     except TemplateFile as err:
         click.echo(
             f"{_display(file)}: template file, skipped: {err}{_by_hand(run, text)}", err=True
         )
         run.skipped += 1
+        _report_left(run, file, text, text, [], why=f"template not migrated: {err}")
         return
     except Exception as err:
         click.echo(
@@ -132,6 +142,7 @@ def _process(run: Run, file: str) -> None:
             err=True,
         )
         run.failed += 1
+        _report_left(run, file, text, text, [], why="internal error")
         return
     for text in migration.warnings:
         click.echo(f"warning: {text}", err=True)
@@ -142,6 +153,22 @@ def _process(run: Run, file: str) -> None:
     run.denied += len(migration.denied)
     run.changed += migration.changed
     _report(run, file, migration)
+    written = run.mode == "write" and file != STDIN
+    before = migration.after if written else migration.before
+    _report_left(run, file, before, migration.after, migration.docs)
+
+
+def _report_left(
+    run: Run, file: str, before: str, after: str, docs: list[DocNotes], *, why: str = ""
+) -> None:
+    """List each legacy request left in `after`, at its line in the file as it now is; and
+    when the file is not written, each one the migration would rewrite too."""
+    assert run.finder is not None
+    left = explain(run.finder, _display(file), before, after, docs, why=why)
+    run.left += len(left)
+    listed = [*left, *migrating(run.finder, before, left)] if before != after else left
+    for item in sorted(listed, key=lambda i: i.line):
+        click.echo(item.message(_display(file)), err=True)
 
 
 def _by_hand(run: Run, text: str) -> str:
@@ -165,13 +192,17 @@ def migrate_text(text: str, file: str, run: Run) -> Migration:
     migration = Migration(file, text, text)
     migration.warnings = [w for doc in stream.docs for w in doc.warnings]
     for index, doc in enumerate(list(stream.docs)):
+        migration.docs.append(DocNotes(doc.line))
         if isinstance(doc.data, dict):
             _migrate_doc(stream, index, run, migration, present)
     migration.after = stream.text()
     if masked is not None:
-        migration.after = masked.unmask(migration.after)
+        after = settle(masked.text, migration.after, masked) if stream.changed else migration.after
+        migration.after = masked.unmask(after)
         migration.notes = [masked.unmask(n) for n in migration.notes]
         migration.denied = [masked.unmask(n) for n in migration.denied]
+        for notes in migration.docs:
+            notes.notes = [masked.unmask(n) for n in notes.notes]
     return migration
 
 
@@ -181,7 +212,9 @@ def _stream(text: str, file: str, run: Run, masked: Masked | None) -> Stream:
     except YamlError as err:
         if masked is None:
             raise
-        raise TemplateFile(f"not YAML until rendered ({err.message})") from None
+        raise TemplateFile(
+            f"line {err.source.line} not YAML until rendered ({err.message})"
+        ) from None
     if masked is not None:
         for doc in stream.docs:
             found = tokens_in_keys(doc.data, masked)
@@ -196,6 +229,7 @@ def _migrate_doc(
     result = rewrite_object(stream.docs[index].data, run.mappings)
     migration.notes.extend(result.notes)
     migration.denied.extend(result.denied)
+    migration.docs[-1].notes = [*result.notes, *result.denied]
     if not result.changed:
         return
     stream.update(index, result.object)
@@ -277,10 +311,13 @@ def _finish(run: Run) -> None:
     verb = "migrated" if run.mode == "write" else "would migrate"
     summary = f"{verb} {run.changed} file(s)"
     summary += f", {run.skipped} template file(s) skipped" if run.skipped else ""
+    summary += f", {run.left} legacy request(s) left" if run.left else ""
     click.echo(summary + (f", {run.failed} failed" if run.failed else ""), err=True)
     if run.failed:
         raise SystemExit(exits.BAD_INPUT)
-    if run.mode == "check" and (run.changed or run.denied):
+    if run.mode == "check" and (run.changed or run.denied or run.left):
+        raise SystemExit(exits.FINDINGS)
+    if run.mode == "write" and run.left:
         raise SystemExit(exits.FINDINGS)
 
 

@@ -1,11 +1,14 @@
 """Helm and other Go-template manifests (`{{ ... }}`): what `dragate migrate` can do with them.
 
 A placeholder inside a scalar value (`image: {{ .Values.image }}`, `"--name={{.Name}}"`) leaves
-the YAML around it intact, so the file can be migrated with each placeholder standing in as an
-opaque token and put back afterwards, byte for byte. A placeholder that makes structure (a line
-of its own such as `{{- if .Values.gpu }}` or `{{ toYaml .Values.resources | nindent 12 }}`
-outside a block scalar, or one inside a key) means the YAML only exists after rendering: such a
-file is a template file, and is skipped with a message rather than reported as broken YAML.
+the YAML around it intact, so the file is migrated with each placeholder standing in as an
+opaque token and put back afterwards, byte for byte. A line that holds nothing but template
+actions (`{{- if .Values.gpu }}`, `{{- end }}`, `{{- /* licence */ -}}`,
+`{{ toYaml .Values.resources | nindent 12 }}`, even one spanning several lines) stands in as a
+YAML comment, which the in-place editor keeps where it is; `webhook.files.helmblocks` then
+checks that no edit moved such a line or crossed a template block. A placeholder inside a key,
+or text that is not YAML with the placeholders standing in, makes a template file: it is
+skipped with a message rather than reported as broken YAML.
 """
 
 from __future__ import annotations
@@ -16,12 +19,25 @@ from dataclasses import dataclass, field
 
 from webhook.types import JSON
 
-_PLACEHOLDER = re.compile(r"\{\{.*?\}\}", re.DOTALL)
+_PLACEHOLDER = re.compile(r"\{\{(?:(?!\}\}).)*\}\}", re.DOTALL)
+_ACTION_LINE = re.compile(
+    r"^[ \t]*(\{\{(?:(?!\}\}).)*\}\}(?:[ \t]*\{\{(?:(?!\}\}).)*\}\})*)[ \t]*$",
+    re.DOTALL | re.MULTILINE,
+)
 _BLOCK_SCALAR = re.compile(r"(?:^|[:\-]\s)\s*[|>][-+0-9]*\s*(?:#.*)?$")
 
 
 class TemplateFile(Exception):
     """The text is a template whose YAML exists only once rendered."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """A run of template actions standing alone on its line(s), and the comment it became."""
+
+    line: int  # 1-based, where it starts
+    original: str
+    stand_in: str
 
 
 @dataclass
@@ -30,8 +46,11 @@ class Masked:
 
     text: str
     originals: dict[str, str] = field(default_factory=dict)
+    actions: list[Action] = field(default_factory=list)
 
     def unmask(self, text: str) -> str:
+        for action in self.actions:
+            text = text.replace(action.stand_in, action.original)
         for token, original in self.originals.items():
             text = text.replace(token, original)
         return text
@@ -42,19 +61,27 @@ def has_placeholders(text: str) -> bool:
 
 
 def mask(text: str) -> Masked:
-    """`text` with each placeholder as a token; raises TemplateFile for a structural one."""
-    structural = _structural_line(text)
-    if structural is not None:
-        raise TemplateFile(f"line {structural} is a template directive")
+    """`text` with each action line as a comment and each other placeholder as a token."""
     masked = Masked(text)
     prefix = _unused_prefix(text)
+    outside = {number for number, _ in _outside_block_scalars(text)}
+
+    def action(match: re.Match[str]) -> str:
+        line = text.count("\n", 0, match.start()) + 1
+        if line not in outside:
+            return match.group(0)
+        name = f"#{prefix}{len(masked.originals) + len(masked.actions)}x"
+        lines = match.group(1).count("\n")
+        stand_in = "\n".join([name] + [f"{name}{i}" for i in range(1, lines + 1)])
+        masked.actions.append(Action(line, match.group(1), stand_in))
+        return match.group(0).replace(match.group(1), stand_in)
 
     def token(match: re.Match[str]) -> str:
-        name = f"{prefix}{len(masked.originals)}x"
+        name = f"{prefix}{len(masked.originals) + len(masked.actions)}y"
         masked.originals[name] = match.group(0)
         return name
 
-    masked.text = _PLACEHOLDER.sub(token, text)
+    masked.text = _PLACEHOLDER.sub(token, _ACTION_LINE.sub(action, text))
     return masked
 
 
@@ -63,15 +90,6 @@ def _unused_prefix(text: str) -> str:
     while prefix in text:
         prefix += "q"
     return prefix
-
-
-def _structural_line(text: str) -> int | None:
-    """The 1-based line of the first placeholder standing alone outside a block scalar."""
-    for number, line in _outside_block_scalars(text):
-        stripped = line.strip()
-        if stripped.startswith("{{") and _PLACEHOLDER.sub("", stripped).strip() == "":
-            return number
-    return None
 
 
 def _outside_block_scalars(text: str) -> Iterator[tuple[int, str]]:

@@ -1,0 +1,158 @@
+"""`dragate migrate` never passes a legacy request it leaves: `--check` (and `--write`) exit 1
+while one remains, each listed with `file:line` and why; the chart shapes it can migrate
+(a licence header comment first, a body wrapped in `{{- if }}`) are migrated, checked against
+golden files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from webhook.cli import main
+
+GOLDEN = Path(__file__).parent / "data" / "migrate" / "helm"
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  template:
+    spec:
+      containers:
+        - name: server
+          image: "{{ .Values.image }}"
+          resources:
+            limits:
+              nvidia.com/gpu: COUNT
+"""
+CRD = """apiVersion: example.com/v1
+kind: GpuRunner
+metadata:
+  name: runner
+spec:
+  worker:
+    resources:
+      limits:
+        nvidia.com/gpu: 1
+"""
+VALUES = """image: vllm/vllm-openai
+resources:
+  limits:
+    cpu: 4
+    "nvidia.com/gpu": 1
+tolerations:
+  - key: nvidia.com/gpu
+    operator: Exists
+"""
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["migrate", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.stdout, result.stderr
+
+
+SHAPES = [
+    (
+        "licence-header",
+        "deployment.yaml",
+        (GOLDEN / "licence-header.yaml").read_text(),
+        31,
+        ": --write migrates it",
+    ),
+    (
+        "wrapped-in-if",
+        "deployment.yaml",
+        (GOLDEN / "wrapped.yaml").read_text(),
+        34,
+        ": --write migrates it",
+    ),
+    (
+        "templated-count",
+        "deployment.yaml",
+        DEPLOYMENT.replace("COUNT", "{{ .Values.gpus }}"),
+        13,
+        " left (templated count)",
+    ),
+    ("unknown-crd", "runner.yaml", CRD, 9, " left (unknown kind)"),
+    ("values-file", "values.yaml", VALUES, 5, " left (values file)"),
+    (
+        "computed-name",
+        "deployment.yaml",
+        DEPLOYMENT.replace("nvidia.com/gpu: COUNT", '{{- $r := "nvidia.com/gpu" }}'),
+        13,
+        " left (resource name computed in a template)",
+    ),
+    (
+        "unparseable-template",
+        "deployment.yaml",
+        DEPLOYMENT.replace("limits:", "limits:\n              {{ .Values.key }}: 1"),
+        14,
+        " left (template not migrated: {{ .Values.key }} stands in a key)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line", "says"), [s[1:] for s in SHAPES], ids=[s[0] for s in SHAPES]
+)
+def test_check_fails_and_lists_each_legacy_request(
+    tmp_path: Path, name: str, text: str, line: int, says: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    code, _, err = run("--check", str(path))
+    assert code == 1, err
+    assert f"{path}:{line}: nvidia.com/gpu{says}" in err
+    assert path.read_text() == text
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line", "says"),
+    [s[1:] for s in SHAPES if "left" in s[4]],
+    ids=[s[0] for s in SHAPES if "left" in s[4]],
+)
+def test_write_leaves_them_and_exits_1(
+    tmp_path: Path, name: str, text: str, line: int, says: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    code, _, err = run("--write", str(path))
+    assert code == 1, err
+    assert f"{path}:{line}: nvidia.com/gpu{says}" in err
+    assert err.splitlines()[-1].endswith("1 legacy request(s) left")
+    dry, _, dry_err = run(str(path))
+    assert dry == 0 and f"{path}:{line}: nvidia.com/gpu{says}" in dry_err
+
+
+@pytest.mark.parametrize("name", ["licence-header", "wrapped"])
+def test_chart_shapes_are_migrated(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "deployment.yaml"
+    shutil.copy(GOLDEN / f"{name}.yaml", path)
+    code, _, err = run("--write", str(path))
+    assert code == 0, err
+    assert path.read_text() == (GOLDEN / f"{name}.expected.yaml").read_text()
+    again, _, err = run("--write", str(path))
+    assert again == 0 and path.read_text() == (GOLDEN / f"{name}.expected.yaml").read_text()
+    assert run("--check", str(path))[0] == 0
+
+
+def test_a_warn_mapping_leaves_requests_the_gate_counts(tmp_path: Path) -> None:
+    policies = Path(__file__).parent / "data" / "migrate" / "policies"
+    path = tmp_path / "deployment.yaml"
+    path.write_text(DEPLOYMENT.replace("COUNT", "1"))
+    code, _, err = run("--check", "--policies", str(policies), str(path))
+    assert code == 1
+    assert f"{path}:13: nvidia.com/gpu left (the mapping's action is Warn)" in err
+
+
+def test_a_clean_tree_passes(tmp_path: Path) -> None:
+    path = tmp_path / "deployment.yaml"
+    path.write_text(DEPLOYMENT.replace("nvidia.com/gpu: COUNT", "cpu: 1"))
+    (tmp_path / "values.yaml").write_text("tolerations:\n- key: nvidia.com/gpu\n")
+    code, _, err = run("--check", str(tmp_path))
+    assert code == 0, err
+    assert " left (" not in err
