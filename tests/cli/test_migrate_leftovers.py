@@ -156,3 +156,33 @@ def test_a_clean_tree_passes(tmp_path: Path) -> None:
     code, _, err = run("--check", str(tmp_path))
     assert code == 0, err
     assert " left (" not in err
+
+
+MAPPING = """apiVersion: dragate.io/v1alpha1
+kind: LegacyResourceMapping
+metadata: {name: nvidia}
+spec:
+  action: ACTION
+  resources:
+  - {resourceName: nvidia.com/gpu, deviceClassName: gpu.nvidia.com}
+"""
+
+
+@pytest.mark.parametrize(
+    ("action", "code", "said"),
+    [
+        pytest.param("Warn", 1, "nvidia.com/gpu left", id="warn"),
+        pytest.param("Deny", 1, "nvidia.com/gpu left", id="deny"),
+        pytest.param("Ignore", 0, "", id="ignore-keeps-it-on-purpose"),
+    ],
+)
+def test_a_mapping_that_ignores_a_name_leaves_no_leftover(
+    tmp_path: Path, action: str, code: int, said: str
+) -> None:
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "mapping.yaml").write_text(MAPPING.replace("ACTION", action))
+    (tmp_path / "runner.yaml").write_text(CRD)
+    args = ["migrate", "--check", "--policies", str(tmp_path / "policies"), str(tmp_path)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == code, result.output
+    assert said in result.output

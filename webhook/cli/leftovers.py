@@ -18,7 +18,7 @@ from pathlib import PurePath
 from webhook.files.legacyscan import Leftover, find_leftovers
 from webhook.rewrite import resource_markers
 from webhook.rewrite.mappings import find_match
-from webhook.types import LegacyResourceMapping
+from webhook.types import LegacyResourceMapping, MappingAction
 
 ALWAYS = ("nvidia.com/gpu", "nvidia.com/mig-")
 _VALUES = re.compile(r"^values[\w.-]*\.ya?ml$|[\w.-]*-values\.ya?ml$")
@@ -63,9 +63,13 @@ class Finder:
         self.markers = tuple(dict.fromkeys((*ALWAYS, *resource_markers(mappings))))
 
     def is_legacy(self, name: str) -> bool:
-        if name == ALWAYS[0] or name.startswith(ALWAYS[1]):
-            return True
-        return find_match(name, self.mappings) is not None
+        """A name the mappings in force would act on. A mapping whose action is Ignore says
+        the name stays as it is on purpose (a cluster that keeps a device plugin for it), so
+        its requests are no leftovers."""
+        match = find_match(name, self.mappings)
+        if match is not None:
+            return match.policy.action is not MappingAction.IGNORE
+        return name == ALWAYS[0] or name.startswith(ALWAYS[1])
 
     def find(self, text: str) -> list[Leftover]:
         return find_leftovers(text, self.is_legacy, self.markers)
