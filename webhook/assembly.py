@@ -53,13 +53,15 @@ class ClusterTarget:
     admits from its grant of a tenant's quota (`webhook.ledger.grants`); off, every
     admission waits for its TenantUsage write. `keep_rewrite_policy`: keep the legacy rewrite's
     MutatingAdmissionPolicy applied (`webhook.kube.policykeeper`), leaving `own`'s namespace
-    and user to the webhook, which passes them unevaluated."""
+    and user to the webhook, which passes them unevaluated. `policy_objects`: enforce the
+    cluster's dragate.io policy objects beside the files."""
 
     kubeconfig: str | None = None
     in_cluster: bool = False
     quota_grants: bool = True
     keep_rewrite_policy: bool = False
     own: Identity = NOBODY
+    policy_objects: bool = True
 
 
 POLICY_OBJECTS_WAIT = 5.0
@@ -78,8 +80,9 @@ class PolicyFeed:
 
 
 def policy_feed(cluster: ClusterTarget | None) -> PolicyFeed:
-    """Files alone offline; files and the watched dragate.io objects in a cluster (started)."""
-    if cluster is None:
+    """Files alone offline (or when told); files and the watched dragate.io objects in a
+    cluster (started)."""
+    if cluster is None or not cluster.policy_objects:
         return PolicyFeed(load_policies)
     objects = PolicyObjects(cluster_api(cluster)).start()
     objects.wait_synced(POLICY_OBJECTS_WAIT)
@@ -169,8 +172,9 @@ def cluster_mode(
     target: ClusterTarget, policies: PolicySource, feed: PolicyFeed | None = None,
     served: Callable[[], PolicySet | None] | None = None, observe: Observe = lambda _r: None,
 ) -> ClusterMode:  # fmt: skip
-    """Caches and ledger on one API connection; nothing runs until `start()`. With a `feed`
-    of policy objects and the `served` set, their Ready conditions are kept too."""
+    """Caches and ledger on one API connection; nothing runs until `start()`. The Lease
+    holder audits into PolicyReports and, with a `feed` of policy objects and the `served`
+    set, keeps their status."""
     api = feed.objects.api if feed and feed.objects else cluster_api(target)
 
     def claim_event(kind: str, _claim: Object) -> None:
@@ -194,16 +198,16 @@ def cluster_mode(
         policy_check=policy_check(feed.objects if feed else None),
     )
     policy_keeper = _policy_keeper(target, state, policies) if target.keep_rewrite_policy else None
-    status, leader, reports = None, None, None
+    leader = Leadership(api, target.own.namespace)
+    reports = PolicyReportWriter(
+        api, audit_pass(context, state), leading=leader.leading,
+        changed=lambda: _digest(served or (lambda: None)), observe=observe,
+    )  # fmt: skip
+    status = None
     if feed is not None and feed.objects is not None and served is not None:
-        leader = Leadership(api, target.own.namespace)
         status = PolicyStatusWriter(
             api, feed.objects, served, usage=ledger.usage, leading=leader.leading
         )
-        reports = PolicyReportWriter(
-            api, audit_pass(context, state), leading=leader.leading,
-            changed=lambda: _digest(served), observe=observe,
-        )  # fmt: skip
     return ClusterMode(context, state, reconciler, keeper, policy_keeper, status, leader, reports)
 
 

@@ -306,11 +306,13 @@ def rules_of(role: Doc) -> list[tuple[tuple[str, ...], ...]]:
 def test_cluster_role_is_least_privilege(default: Rendered) -> None:
     """Exactly the API calls webhook/ is seen to make (KubeApi.request and the informers):
     GET one namespace; list+watch the five cached kinds; POST managed templates; GET, list,
-    watch (the wanted ones), POST and PUT TenantUsages; and the policy reports it keeps
-    current. No Pods, Secrets, ConfigMaps, webhook edits, and no policy objects while the
-    policies come from files. Leases only in its own namespace (a Role)."""
+    watch (the wanted ones), POST and PUT TenantUsages; list Pods (the audit) and apply,
+    list and delete the policy reports it keeps current. No Secrets, ConfigMaps, webhook
+    edits, and no policy objects while the policies come from files. Its one Lease only, in
+    its own namespace (a Role)."""
     expected = [
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
         {"apiGroups": ["resource.k8s.io"],
          "resources": ["resourceclaims", "resourceclaimtemplates", "deviceclasses",
                        "resourceslices"],
@@ -320,7 +322,7 @@ def test_cluster_role_is_least_privilege(default: Rendered) -> None:
         {"apiGroups": ["dragate.io"], "resources": ["tenantusages"],
          "verbs": ["get", "list", "watch", "create", "update"]},
         {"apiGroups": ["wgpolicyk8s.io"], "resources": ["policyreports", "clusterpolicyreports"],
-         "verbs": ["list", "watch", "create", "update", "delete"]},
+         "verbs": ["list", "create", "patch", "delete"]},
     ]  # fmt: skip
     role = default.one("ClusterRole")
     assert rules_of(role) == rules_of({"rules": expected})
@@ -335,7 +337,8 @@ def test_cluster_role_is_least_privilege(default: Rendered) -> None:
     assert leases["metadata"]["namespace"] == NAMESPACE
     assert leases["rules"] == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-         "verbs": ["get", "create", "update"]}
+         "resourceNames": ["dragate-leader"], "verbs": ["get", "update"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
     ]  # fmt: skip
     leases_binding = default.one("RoleBinding")
     assert leases_binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
@@ -350,7 +353,7 @@ POLICY_OBJECT_RULES = [
     {"apiGroups": ["dragate.io"],
      "resources": ["tenants/status", "deviceclasspolicies/status",
                    "legacyresourcemappings/status", "settings/status"],
-     "verbs": ["update", "patch"]},
+     "verbs": ["patch"]},
 ]  # fmt: skip
 
 
@@ -358,16 +361,26 @@ POLICY_OBJECT_RULES = [
 def test_policy_objects_as_a_source_grant_watch_and_status_only(
     helm: Helm, default: Rendered, source: str
 ) -> None:
-    """list+watch on the four kinds and writes to their status subresource, never their spec;
-    `dragate serve` takes no flag for the source yet, so its arguments stay as for files."""
+    """list+watch on the four kinds and patches of their status subresource, never their
+    spec; `serve` reads the objects (and the files too with `both`), and the policy kinds get
+    a validating webhook that fails open."""
     rendered = helm.template({"policies": {"source": source}})
     added = [r for r in rendered.one("ClusterRole")["rules"]
              if r not in default.one("ClusterRole")["rules"]]  # fmt: skip
     assert added == POLICY_OBJECT_RULES
     for rule in added:
         assert "create" not in rule["verbs"] and "delete" not in rule["verbs"]
-    assert container(rendered.one("Deployment")) == container(default.one("Deployment"))
+    args = container(rendered.one("Deployment"))["args"]
+    assert "--no-policy-objects" in container(default.one("Deployment"))["args"]
+    assert "--no-policy-objects" not in args
+    assert any(a.startswith("--policies=") for a in args) is (source == "both")
     assert rendered.one("ConfigMap") == default.one("ConfigMap")
+    hooks = {h["name"]: h for h in rendered.one("ValidatingWebhookConfiguration")["webhooks"]}
+    policy_hook = hooks["policies.validate.dragate.io"]
+    assert policy_hook["failurePolicy"] == "Ignore"
+    assert policy_hook["rules"][0]["apiGroups"] == ["dragate.io"]
+    default_hooks = default.one("ValidatingWebhookConfiguration")["webhooks"]
+    assert "policies.validate.dragate.io" not in {h["name"] for h in default_hooks}
     files = helm.template({"policies": {"source": "files"}})
     assert files.one("ClusterRole") == default.one("ClusterRole")
 
@@ -879,7 +892,7 @@ def test_every_serve_flag_the_chart_passes_exists(default: Rendered) -> None:
     """The chart and `dragate serve` are built by different hands: keep them in step."""
     from webhook.cli.serve import command
 
-    known = {opt for param in command.params for opt in param.opts}
+    known = {opt for param in command.params for opt in [*param.opts, *param.secondary_opts]}
     passed = {arg.partition("=")[0] for arg in container(default.one("Deployment"))["args"][1:]}
     assert passed <= known, f"flags unknown to `dragate serve`: {sorted(passed - known)}"
 
@@ -937,6 +950,8 @@ def test_notes_in_cluster_mode(helm: Helm, notes_chart: Path) -> None:
     assert "Network: the webhook port is open to every pod" in text
     narrowed = notes(helm, notes_chart, {"networkPolicy": {"controlPlaneCIDRs": ["10.0.0.0/8"]}})
     assert "Network:" not in narrowed
-    objects = notes(helm, notes_chart, {"policies": {"source": "both"}})
-    assert "`dragate serve` enforces the policy files above" in objects
+    both = notes(helm, notes_chart, {"policies": {"source": "both"}})
+    assert "objects together with the files above" in both
+    objects = notes(helm, notes_chart, {"policies": {"source": "cluster"}})
+    assert "dragate enforces the Tenant" in objects and "together with" not in objects
     assert "Policy objects" not in text

@@ -10,7 +10,7 @@ from typing import Any, cast
 import pytest
 
 from webhook.kube.api import ApiError, KubeApi
-from webhook.kube.policyreports import PolicyReportWriter, report_path, reports_of
+from webhook.kube.policyreports import GROUP, PolicyReportWriter, report_path, reports_of
 from webhook.types import AuditResult, FactsUnavailable
 
 
@@ -46,9 +46,10 @@ def test_cluster_scoped_results_go_to_the_cluster_report() -> None:
 class Api:
     """Reports by path; lists by label as the API server would."""
 
-    def __init__(self) -> None:
+    def __init__(self, installed: bool = True) -> None:
         self.stored: dict[str, Mapping[str, Any]] = {}
         self.writes: list[str] = []
+        self.installed = installed
 
     def request(self, method: str, path: str, *, query: Any = None, body: Any = None,
                 content_type: str = "", **_: Any) -> dict[str, Any]:  # fmt: skip
@@ -61,6 +62,10 @@ class Api:
             if path not in self.stored:
                 raise ApiError(404, "not found")
             return dict(self.stored.pop(path))
+        if path == GROUP:
+            if not self.installed:
+                raise ApiError(404, "the server could not find the requested resource")
+            return {"resources": [{"name": "policyreports"}, {"name": "clusterpolicyreports"}]}
         cluster_wide = path.endswith("clusterpolicyreports")
         items = [
             b for b in self.stored.values() if (b["kind"] == "ClusterPolicyReport") == cluster_wide
@@ -96,3 +101,13 @@ def test_reports_follow_the_results_and_only_the_leader_writes() -> None:
 def test_no_facts_no_writes(leading: bool) -> None:
     api = Api()
     assert writer(api, None, [leading]).run_once() == 0 and api.writes == []
+
+
+def test_without_the_report_crds_results_still_reach_the_metrics() -> None:
+    api, seen = Api(installed=False), []
+    reports = PolicyReportWriter(cast(KubeApi, api), lambda: [result("a", "fail")],
+                                 observe=seen.append, writes_per_second=1000)  # fmt: skip
+    assert reports.run_once() == 0 and api.writes == []
+    assert [len(s) for s in seen] == [1]
+    api.installed = True
+    assert reports.run_once() == 1

@@ -221,6 +221,13 @@ def run(config: ServeConfig) -> None:
     help="Cluster mode: keep the legacy rewrite's MutatingAdmissionPolicy, its binding and "
     "templates applied as the policies and namespaces change (see `dragate rewrite-policy`).",
 )
+@click.option(
+    "--policy-objects/--no-policy-objects",
+    default=True,
+    show_default=True,
+    help="Cluster mode: enforce the cluster's dragate.io policy objects (Tenant, "
+    "DeviceClassPolicy, ...), beside the --policies files when given.",
+)
 def command(**flags: object) -> None:
     """Serve /validate and /mutate over HTTPS (gunicorn, gthread workers)."""
     config = build_config(**flags)  # type: ignore[arg-type]
@@ -264,10 +271,13 @@ def build_config(
     in_cluster: bool,
     quota_grants: bool,
     keep_rewrite_policy: bool = False,
+    policy_objects: bool = True,
 ) -> ServeConfig:
     """Flags to a ServeConfig; makes the dev certificate when needed."""
     own = Identity(own_namespace, own_service_account)
-    target = ClusterTarget(kubeconfig, in_cluster, quota_grants, keep_rewrite_policy, own)
+    target = ClusterTarget(
+        kubeconfig, in_cluster, quota_grants, keep_rewrite_policy, own, policy_objects
+    )
     cluster = target if kubeconfig or in_cluster else None
     if keep_rewrite_policy and cluster is None:
         raise BadInput("--keep-rewrite-policy needs a cluster: --kubeconfig or --in-cluster")
@@ -285,7 +295,7 @@ def build_config(
         own_service_account=own_service_account,
         require_client_cert=client_ca is not None,
     )
-    if policy_dir is None and cluster is None:
+    if policy_dir is None and (cluster is None or not policy_objects):
         policy_dir = default_policy_dir()
     return ServeConfig(
         policy_dir=policy_dir, tls=tls, host=host, port=port,

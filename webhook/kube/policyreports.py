@@ -124,6 +124,7 @@ class PolicyReportWriter(BackgroundLoop):
         self.tick = tick
         self.pause = 1.0 / writes_per_second
         self._written: dict[str, str] = {}
+        self._installed = True
 
     def run_once(self) -> int:
         """One audit pass and the writes it calls for; the number of reports written."""
@@ -137,10 +138,27 @@ class PolicyReportWriter(BackgroundLoop):
             log.warning("audit skipped", extra={"error": str(err)})
             return 0
         self.observe(results)
+        if not self._reports_installed():
+            return 0
         reports = reports_of(results, int(time.time()))
         written = sum(1 for ns, report in reports.items() if self._write(ns, report))
         self._delete_stale(set(reports))
         return written
+
+    def _reports_installed(self) -> bool:
+        """Whether the API server serves PolicyReports; said once each time it changes."""
+        try:
+            found = self.api.request("GET", GROUP)
+            installed = any(r.get("name") == "policyreports" for r in found.get("resources") or [])
+        except ApiError as err:
+            installed = err.status != 404
+        except Unreachable:
+            return False
+        if installed != self._installed:
+            log.warning("PolicyReport CRDs %s", "installed" if installed else
+                        "not installed: audit results go to metrics only")  # fmt: skip
+            self._installed = installed
+        return installed
 
     def _write(self, namespace: str, report: dict[str, Any]) -> bool:
         digest = content_digest(report)
