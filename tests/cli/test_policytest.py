@@ -51,15 +51,37 @@ def test_the_repository_suites_pass() -> None:
         ("{allowed: true}", "expected allowed=True, got False"),
         ("{allowed: false, message: 'nothing like this'}", "no reason matches /nothing like this/"),
         ("{warnings: ['never warned']}", "no warning matches /never warned/"),
+        ("{audit: ['never audited']}", "no audited violation matches /never audited/"),
         ("{patched: {metadata.name: other}}", "metadata.name: expected 'other', got 'c'"),
     ],
-    ids=["allowed", "message", "warning", "patched"],
+    ids=["allowed", "message", "warning", "audit", "patched"],
 )
 def test_wrong_expectations_fail_with_a_reason(tmp_path: Path, expect: str, failure: str) -> None:
     policies = suite(tmp_path, f"  - name: wrong{CLAIM}    expect: {expect}\n")
     result = run(str(policies))
     assert result.exit_code == 1
     assert "FAIL  s: wrong" in result.output and failure in result.output
+
+
+AUDITED = """
+    object:
+      apiVersion: resource.k8s.io/v1
+      kind: ResourceClaim
+      metadata: {name: c, namespace: gpu-operator}
+      spec:
+        devices:
+          requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com, adminAccess: true}}]
+    state:
+    - apiVersion: v1
+      kind: Namespace
+      metadata: {name: gpu-operator, labels: {resource.kubernetes.io/admin-access: "true"}}
+"""
+
+
+def test_audited_violations_are_matched(tmp_path: Path) -> None:
+    expect = "{allowed: true, audit: ['gpu-guardrails.*admin access to GPUs in use']}"
+    result = run(str(suite(tmp_path, f"  - name: audited{AUDITED}    expect: {expect}\n")))
+    assert result.exit_code == 0, result.output
 
 
 def test_a_case_without_object_fails(tmp_path: Path) -> None:

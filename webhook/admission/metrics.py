@@ -50,6 +50,12 @@ DURATION = Histogram(
     buckets=BUCKETS,
 )
 DENIALS = Counter("dragate_denials", "Denial reasons by tenant and policy.", ["tenant", "policy"])
+VIOLATIONS = Counter(
+    "dragate_policy_violations",
+    "Policy rules broken by admitted objects, under Warn or Audit (a policy's enforcement or a "
+    "validation's action), by policy name, policy kind, tenant and mode (warn, audit).",
+    ["policy", "kind", "tenant", "mode"],
+)
 RELOAD_SUCCESS = Gauge(
     "dragate_policy_reload_success",
     "1 when the last policy (re)load in every worker succeeded, 0 when one serves a stale set.",

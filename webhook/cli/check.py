@@ -19,7 +19,7 @@ from webhook.files.manifests import read_manifests
 from webhook.files.yamlio import Document
 from webhook.kube.snapshot import SnapshotState
 from webhook.pipeline import Context, admit, request_from_object
-from webhook.types import Object
+from webhook.types import Action, Object
 
 
 @click.command("check")
@@ -45,7 +45,8 @@ def command(
 ) -> None:
     """Admit each object in MANIFEST... as the webhook would and print the verdicts.
 
-    Exit 0 when all are allowed, 1 when some are denied, 2 on bad input.
+    Exit 0 when all are allowed (under a Warn or Audit policy too), 1 when some are denied,
+    2 on bad input.
     """
     policies = policy_set(policies_dir)
     state = snapshot(state_file)
@@ -74,6 +75,8 @@ def _admit(doc: Document, context: Context, state: SnapshotState, namespace: str
         patched=applied.mutation.patched,
         tenant=decision.tenant or applied.mutation.decision.tenant,
         source=str(doc.source),
+        audit=tuple(str(v.reason) for v in decision.violations if v.mode == Action.AUDIT),
+        modes=tuple(dict.fromkeys(v.mode.value.lower() for v in decision.violations)),
     )
 
 

@@ -23,7 +23,7 @@ from webhook.files.manifests import find_files, read_text
 from webhook.files.yamlio import Document, YamlError, parse_documents
 from webhook.kube.snapshot import SnapshotState
 from webhook.pipeline import admit, request_from_object
-from webhook.types import API_VERSION, Operation, PolicySet
+from webhook.types import API_VERSION, Action, Operation, PolicySet
 
 SUITE_KIND = "PolicyTestSuite"
 
@@ -92,15 +92,26 @@ def _run_case(case: Mapping[str, Any], policies: PolicySet, state: SnapshotState
         obj, operation=operation, namespace=str(case.get("namespace", ""))
     )
     applied = admit(request, context)
-    reasons = [str(r) for r in applied.decision.reasons]
-    yield from _compare(
-        expect, applied.decision.allowed, reasons, list(applied.warnings), applied.final
+    decision = applied.decision
+    said = Said(
+        reasons=[str(r) for r in decision.reasons],
+        warnings=list(applied.warnings),
+        audit=[str(v.reason) for v in decision.violations if v.mode == Action.AUDIT],
     )
+    yield from _compare(expect, decision.allowed, said, applied.final)
 
 
-def _compare(
-    expect: Mapping[str, Any], allowed: bool, reasons: list[str], warnings: list[str], final: Any
-) -> Iterator[str]:
+@dataclass(frozen=True)
+class Said:
+    """What a case's object was told: denial reasons, warnings, and violations audited."""
+
+    reasons: list[str]
+    warnings: list[str]
+    audit: list[str]
+
+
+def _compare(expect: Mapping[str, Any], allowed: bool, said: Said, final: Any) -> Iterator[str]:
+    reasons, warnings = said.reasons, said.warnings
     if "allowed" in expect and expect["allowed"] != allowed:
         yield f"expected allowed={expect['allowed']}, got {allowed}: {'; '.join(reasons)}"
     if "message" in expect and not any(re.search(expect["message"], r) for r in reasons):
@@ -108,6 +119,9 @@ def _compare(
     for pattern in expect.get("warnings") or []:
         if not any(re.search(pattern, w) for w in warnings):
             yield f"no warning matches /{pattern}/ in {warnings}"
+    for pattern in expect.get("audit") or []:
+        if not any(re.search(pattern, a) for a in said.audit):
+            yield f"no audited violation matches /{pattern}/ in {said.audit}"
     for path, value in (expect.get("patched") or {}).items():
         actual = lookup(final, path)
         if actual != value:

@@ -19,6 +19,7 @@ from webhook.engine.podshapes import Findings, PodShape
 from webhook.engine.requests import Finding, check_request
 from webhook.engine.rules import RuleInputs
 from webhook.engine.tenancy import namespace_labels
+from webhook.engine.violations import audit_of, is_violation, warnings_of
 from webhook.types import (
     ALL_MODE_DEVICES,
     Action,
@@ -30,6 +31,7 @@ from webhook.types import (
     Facts,
     PolicySet,
     Reason,
+    Violation,
 )
 from webhook.types.records import record
 
@@ -229,13 +231,13 @@ def _quota_findings(claims: list[JudgedClaim], facts: Facts) -> Iterator[Finding
     for claim in claims:
         charges = claim.charges
         for reason in quota.per_claim_reasons(tenant, claim.spec.label, charges):
-            yield Finding(Action.DENY, reason)
+            yield Finding(tenant.enforcement, reason)
         if claim.holder is not None:
             for device_class, devices in charges.items():
                 totals[device_class] = totals.get(device_class, 0) + devices
     replaced = _already_held(claims, facts)
     for reason in quota.total_reasons(tenant, totals, facts.usage, replaced):
-        yield Finding(Action.DENY, reason)
+        yield Finding(tenant.enforcement, reason)
 
 
 def _all_mode_insight(specs: Sequence[ClaimSpec], facts: Facts) -> Iterator[Finding]:
@@ -275,11 +277,19 @@ def _decide(
     denials: tuple[Reason, ...] = ()
     warnings: list[str] = []
     audit: dict[str, str] = {}
-    if findings:  # most reviews find nothing: three empty passes are not free
+    violations: tuple[Violation, ...] = ()
+    if findings:  # most reviews find nothing: these passes are not free
         denials = tuple(f.reason for f in findings if f.action == Action.DENY)
-        warnings = [_warning(f.reason) for f in findings if f.action == Action.WARN]
-        audited = (f for f in findings if f.action == Action.AUDIT)
-        audit = {f"audit-{i}": str(f.reason) for i, f in enumerate(audited)}
+        violations = tuple(
+            Violation(f.action, f.reason) for f in findings if is_violation(f.action, f.reason)
+        )
+        warnings = [
+            _warning(f.reason)
+            for f in findings
+            if f.action == Action.WARN and not is_violation(f.action, f.reason)
+        ]
+        warnings += warnings_of(violations)
+        audit = audit_of(violations)
     holds = {
         claim.holder: charges
         for claim in claims
@@ -292,4 +302,5 @@ def _decide(
         audit=audit,
         tenant=_tenant_name(facts),
         holds=holds,
+        violations=violations,
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from webhook.types import ClassUsage, Reason, Tenant
+from webhook.types import Action, ClassUsage, Reason, Tenant
 
 HOLDERS_SHOWN = 5
 NO_USAGE = ClassUsage()
@@ -83,5 +83,13 @@ def _over_limit(
 
 
 def limits_of(tenant: Tenant) -> dict[str, int]:
-    """Per class, the tenant's `maxDevices` (the ledger enforces these atomically)."""
+    """Per class, the `maxDevices` the ledger must refuse to pass (atomically).
+
+    None for a tenant in Warn or Audit: its objects are admitted over the limit and their
+    devices recorded all the same (usage says what is really held); the engine judges the
+    limit against the usage read before the reservation and warns or audits. This is the one
+    place the mode reaches the ledger, which knows limits only, never modes.
+    """
+    if tenant.enforcement != Action.DENY:
+        return {}
     return {q.device_class: q.max_devices for q in tenant.quota if q.max_devices is not None}

@@ -41,6 +41,7 @@ from webhook.types.outcomes import (
     Reason,
     RewriteResult,
     Verdict,
+    Violation,
 )
 from webhook.types.policyset import (
     Action,
@@ -104,4 +105,5 @@ __all__ = [
     "Tenant",
     "Validation",
     "Verdict",
+    "Violation",
 ]
