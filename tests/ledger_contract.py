@@ -109,7 +109,20 @@ def a_tenant_in_warn_or_audit_is_charged_past_its_limit(make: MakeLedger) -> Non
     assert not ledger.reserve("t", {"claim:a/w": {GPU: 1}}, limits_of(deny)).granted
 
 
+def a_pods_name_is_kept_beside_its_holder(make: MakeLedger) -> None:
+    """Holders keyed by a Pod's uid carry its `namespace/name`, kept when re-admitted
+    without it (the generated claim's CREATE may not know it) and absent for others."""
+    ledger = make()
+    named = {"pod:uid-1/gpu": "team-a/train-0"}
+    assert ledger.reserve("t", {"pod:uid-1/gpu": {GPU: 2}}, {GPU: 4}, names=named).granted
+    assert ledger.reserve("t", {"claim:a/x": {GPU: 1}}, {GPU: 4}).granted
+    assert ledger.reserve("t", {"pod:uid-1/gpu": {GPU: 1}}, {GPU: 4}).granted
+    holders = {h.key: (h.devices, h.name) for h in ledger.usage("t")[GPU].holders}
+    assert holders == {"pod:uid-1/gpu": (1, "team-a/train-0"), "claim:a/x": (1, "")}
+
+
 CONTRACT = [
+    a_pods_name_is_kept_beside_its_holder,
     a_tenant_in_warn_or_audit_is_charged_past_its_limit,
     reserve_within_limit_is_granted,
     reserve_over_limit_is_refused_and_changes_nothing,

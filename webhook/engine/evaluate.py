@@ -13,7 +13,13 @@ from types import MappingProxyType
 from webhook.engine import normalize, podshapes, quota, rules
 from webhook.engine.adminlabel import admin_label_reasons
 from webhook.engine.contentmemo import template_spec
-from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
+from webhook.engine.counting import (
+    devices_by_class,
+    holder_key,
+    holder_pod_name,
+    pod_holder_key,
+    pod_name,
+)
 from webhook.engine.normalize import ClaimRef
 from webhook.engine.podshapes import Findings, PodShape
 from webhook.engine.requests import Finding, check_request
@@ -47,10 +53,11 @@ class JudgedClaim:
     spec: ClaimSpec
     holder: str | None
     charges: Mapping[str, int]  # `devices_by_class(spec)`: quota and the holds both need it
+    name: str | None = None  # the Pod's `<namespace>/<name>` of a holder keyed by its uid
 
     @classmethod
-    def of(cls, spec: ClaimSpec, holder: str | None) -> JudgedClaim:
-        return cls(spec, holder, devices_by_class(spec))
+    def of(cls, spec: ClaimSpec, holder: str | None, name: str | None = None) -> JudgedClaim:
+        return cls(spec, holder, devices_by_class(spec), name)
 
 
 def evaluate(
@@ -104,7 +111,8 @@ def _judged(
 def _own_claims(request: AdmissionRequest) -> list[JudgedClaim]:
     obj = request.object or {}
     if request.kind == "ResourceClaim":
-        return [JudgedClaim.of(normalize.claim_spec(obj, "the claim"), holder_key(obj))]
+        spec = normalize.claim_spec(obj, "the claim")
+        return [JudgedClaim.of(spec, holder_key(obj), holder_pod_name(obj))]
     if request.kind == "ResourceClaimTemplate":
         return [JudgedClaim.of(normalize.template_claim_spec(obj, "the template"), None)]
     return []
@@ -126,9 +134,11 @@ def _pod_judged(
         specs = [spec for _, spec, _ in shape.claims]
         if not near and not rules.near(deadline) and podshapes.request_only(specs, policies):
             podshapes.SHAPES.put(key, held, shape)
-    uid = str((pod.get("metadata") or {}).get("uid") or request.uid)
+    meta = pod.get("metadata") or {}
+    uid = str(meta.get("uid") or request.uid)
+    named = pod_name(request.namespace, meta.get("name") or request.name)
     claims = [
-        JudgedClaim(spec, pod_holder_key(uid, name), charges)
+        JudgedClaim(spec, pod_holder_key(uid, name), charges, named)
         for name, spec, charges in shape.claims
     ]
     return claims, list(shape.notes), shape.findings
@@ -295,6 +305,7 @@ def _decide(
         for claim in claims
         if claim.holder is not None and (charges := dict(claim.charges))
     }
+    names = {c.holder: c.name for c in claims if c.holder in holds and c.name is not None}
     return Decision(
         allowed=not denials,
         reasons=denials,
@@ -303,4 +314,5 @@ def _decide(
         tenant=_tenant_name(facts),
         holds=holds,
         violations=violations,
+        names=names,
     )

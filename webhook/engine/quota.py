@@ -1,13 +1,15 @@
 """Tenant quota: devices per claim, and devices held by all the tenant's claims together.
 
 The numbers in a denial are the ones a person needs to act: what the tenant already holds,
-its limit, what this object asks for, and which claims hold the quota (largest first).
+its limit, what this object asks for, and which claims hold the quota (largest first), a
+Pod's by its `namespace/name` when the ledger knows it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from webhook.engine.counting import holder_shown
 from webhook.types import Action, ClassUsage, Reason, Tenant
 
 HOLDERS_SHOWN = 5
@@ -64,7 +66,7 @@ def _over_limit(
     tenant: Tenant, device_class: str, *, used: int, limit: int, requested: int, usage: ClassUsage
 ) -> Reason:
     holders = tuple(
-        f"{h.key} ({h.devices})"
+        f"{holder_shown(h.key, h.name)} ({h.devices})"
         for h in sorted(usage.holders, key=lambda h: (-h.devices, h.key))[:HOLDERS_SHOWN]
     )
     more = len(usage.holders) - len(holders)

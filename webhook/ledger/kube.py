@@ -102,18 +102,19 @@ class KubeLedger:
         holds: Mapping[str, Mapping[str, int]],
         limits: Mapping[str, int],
         deadline: Deadline | None = None,
+        names: Mapping[str, str] | None = None,
     ) -> Reservation:
         """Granted at once from this process's grant when it fits; otherwise one change in
         the tenant's next batch, withdrawn unwritten if `deadline` passes while it waits (a
         write already sent may land: it is pending and expires). Refused only for other
         processes' grants, it asks for them back and tries again (`wants`). The usage comes
         with a refusal only: listing every holder costs 1.7 ms at 1,000 holders."""
-        if self._from_grant(tenant, holds, limits, deadline):
+        if self._from_grant(tenant, holds, limits, deadline, names):
             return Reservation(True)
         ends = time.monotonic() + self._budget(deadline)
         pause = wants.WANT_PAUSE
         while True:
-            change, blocked = self._reserving(holds, limits)
+            change, blocked = self._reserving(holds, limits, names)
             answer = self.update(tenant, change, ends - time.monotonic())
             late = time.monotonic() + pause + wants.RETRY_ROOM > ends
             if answer.granted or not blocked() or late:
@@ -127,6 +128,7 @@ class KubeLedger:
         holds: Mapping[str, Mapping[str, int]],
         limits: Mapping[str, int],
         deadline: Deadline | None,
+        names: Mapping[str, str] | None = None,
     ) -> bool:
         """Admitted from this process's grant, without a write now; otherwise counted as
         demand, so the write that decides it sizes the grant for what comes next."""
@@ -137,14 +139,17 @@ class KubeLedger:
         watch.start()  # ... or at once when another process wants it
         if deadline is not None:
             deadline.check("reserving quota")
-        if book.admit(tenant, holds, limits):
+        if book.admit(tenant, holds, limits, names):
             return True
         blocking.check("a write of the tenant's records")  # the retry counts the demand
         book.note(tenant, holds, limits)
         return False
 
     def _reserving(
-        self, holds: Mapping[str, Mapping[str, int]], limits: Mapping[str, int]
+        self,
+        holds: Mapping[str, Mapping[str, int]],
+        limits: Mapping[str, int],
+        names: Mapping[str, str] | None = None,
     ) -> tuple[Change[Reservation], Callable[[], bool]]:
         """The change that reserves `holds`, and whether its last refusal was only for other
         processes' grants (`wants.reserve_or_want`)."""
@@ -154,7 +159,7 @@ class KubeLedger:
         def change(records: Records) -> tuple[Records, Reservation]:
             kept, answer, blocked[0] = wants.reserve_or_want(
                 records, holds, limits, now=self.clock(),
-                pending_seconds=self.pending_seconds, owner=owner,
+                pending_seconds=self.pending_seconds, owner=owner, names=names,
             )  # fmt: skip
             return kept, answer
 

@@ -38,12 +38,13 @@ class MemoryLedger:
         holds: Mapping[str, Mapping[str, int]],
         limits: Mapping[str, int],
         deadline: Deadline | None = None,
+        names: Mapping[str, str] | None = None,
     ) -> Reservation:
         with self._lock:
             if deadline is not None:
                 deadline.check("reserving quota")
             current = self._tenants.get(tenant, {})
-            outcome = accounting.reserve(current, holds, limits, now=self._clock())
+            outcome = accounting.reserve(current, holds, limits, now=self._clock(), names=names)
             self._tenants[tenant] = outcome.records
             return Reservation(outcome.granted, accounting.usage_of(outcome.records))
 

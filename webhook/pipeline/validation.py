@@ -73,7 +73,9 @@ def _validate_with_facts(
         return Verdict(decision)
     deadline.check("reserving quota")
     limits = limits_of(facts.tenant)
-    reservation = context.ledger.reserve(facts.tenant.name, decision.holds, limits, deadline)
+    reservation = context.ledger.reserve(
+        facts.tenant.name, decision.holds, limits, deadline, names=decision.names or None
+    )
     if reservation.granted:
         return Verdict(decision)
     return Verdict(_refused(request, policies, facts.with_usage(reservation.usage)))

@@ -90,8 +90,10 @@ class Decision:
     """The engine's answer for one object.
 
     `holds` is what the object adds to its tenant's usage: per ledger holder (a claim, or one
-    pod claim of a Pod), devices per class. `violations` are the rules broken under Warn or
-    Audit: already in `warnings` and `audit` as text, kept whole for metrics and reports.
+    pod claim of a Pod), devices per class; `names` the `<namespace>/<name>` of the Pod behind
+    holders keyed by its uid, stored beside them for denials to show. `violations` are the
+    rules broken under Warn or Audit: already in `warnings` and `audit` as text, kept whole
+    for metrics and reports.
     """
 
     allowed: bool = True
@@ -101,6 +103,7 @@ class Decision:
     tenant: str = ""
     holds: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     violations: tuple[Violation, ...] = ()
+    names: Mapping[str, str] = field(default_factory=dict)  # holder -> its Pod's ns/name
 
 
 @record
