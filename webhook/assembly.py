@@ -27,7 +27,7 @@ from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.reconciler import Reconciler, claims_truth
 from webhook.ledger.share import Share
 from webhook.ledger.sqlite import SqliteLedger
-from webhook.ledger.usage import existing_holds
+from webhook.ledger.usage import existing_holds, existing_names
 from webhook.pipeline import Context
 from webhook.pipeline.scope import NOBODY, Identity
 from webhook.types import Ledger, Object, PolicySet
@@ -62,7 +62,7 @@ def offline_context(
     Without a `ledger`, an in-memory one starts from the claims already in `state`.
     """
     if ledger is None:
-        ledger = MemoryLedger(existing_holds(policies(), state))
+        ledger = MemoryLedger(existing_holds(policies(), state), names=existing_names(state))
     return Context(
         policies=policies,
         state=state,

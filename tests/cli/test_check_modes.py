@@ -76,3 +76,10 @@ def test_json_carries_warnings_and_the_audit_list(
     assert any(NUMBERS in a and "held by claim:team-a/c3 (3)" in a for a in second["audit"]) is (
         audited
     )
+
+
+def test_junit_shows_the_audited_reasons_beside_the_warnings(tmp_path: Path) -> None:
+    result = check(tmp_path, "Audit", "-o", "junit")
+    assert result.exit_code == 0
+    assert 'failures="0"' in result.stdout
+    assert f"audit: [Tenant/team-a] tenant 'team-a' quota for {GPU} exceeded" in result.stdout

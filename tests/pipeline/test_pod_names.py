@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from builders import claim, exact, pod, request, template
 
+from webhook.assembly import offline_context
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.sqlite import SqliteLedger
@@ -29,6 +30,7 @@ spec:
 """,
     "inline.yaml",
 )
+GPU = "gpu.nvidia.com"
 LEDGERS: dict[str, Callable[[Path], Ledger]] = {
     "memory": lambda _: MemoryLedger(),
     "sqlite": lambda tmp: SqliteLedger(str(tmp / "ledger.sqlite")),
@@ -89,3 +91,21 @@ def test_the_generated_claim_names_its_pod_from_its_owner_reference(tmp_path: Pa
     assert review(request_from_object(generated), context).allowed
     (holder,) = ledger.usage("team-a")["gpu.nvidia.com"].holders
     assert (holder.key, holder.name) == ("pod:uid-0/gpu", "team-a/train-abc")
+
+
+def test_a_ledger_started_from_the_claims_names_the_pods_they_were_made_for() -> None:
+    """`dragate check --state` and `serve`'s seed: the generated claims' owners name them."""
+    generated = claim(request(exact(count=3)), name="train-0-gpu-x1")
+    generated["metadata"]["annotations"] = {"resource.kubernetes.io/pod-claim-name": "gpu"}
+    generated["metadata"]["ownerReferences"] = [{"kind": "Pod", "uid": "uid-0", "name": "train-0"}]
+    state = SnapshotState([generated, template(request(exact(count=3)), name="three")])
+    context = offline_context(lambda: POLICIES, state)
+    denied = review(request_from_object(train("train-1", "uid-1")), context)
+    assert denied.decision.reasons[0].holders == ("pod:team-a/train-0/gpu (3)",)
+
+
+def test_a_seeded_sqlite_ledger_keeps_the_names(tmp_path: Path) -> None:
+    ledger = SqliteLedger(str(tmp_path / "ledger.sqlite"))
+    ledger.seed({"team-a": {"pod:uid-0/gpu": {GPU: 3}}}, {"pod:uid-0/gpu": "team-a/train-0"})
+    (holder,) = ledger.usage("team-a")[GPU].holders
+    assert holder.name == "team-a/train-0"

@@ -110,8 +110,9 @@ def render_junit(rows: Sequence[Row]) -> str:
         if not row.allowed:
             failure = ET.SubElement(case, "failure", message=row.reasons[0] if row.reasons else "")
             failure.text = "\n".join(row.reasons)
-        if row.warnings:
-            ET.SubElement(case, "system-out").text = "\n".join(row.warnings)
+        said = [*row.warnings, *(f"audit: {entry}" for entry in row.audit)]
+        if said:
+            ET.SubElement(case, "system-out").text = "\n".join(said)
     ET.indent(suite)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 

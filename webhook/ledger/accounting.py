@@ -231,6 +231,9 @@ def totals(records: Mapping[str, Record]) -> dict[str, int]:
     return total
 
 
-def confirmed(holds: Mapping[str, Mapping[str, int]]) -> Records:
-    """Records for holders known to exist (a ledger's starting truth)."""
-    return {key: Record(dict(devices)) for key, devices in holds.items()}
+def confirmed(
+    holds: Mapping[str, Mapping[str, int]], names: Mapping[str, str] | None = None
+) -> Records:
+    """Records for holders known to exist (a ledger's starting truth), with their names."""
+    named = names or {}
+    return {key: Record(dict(devices), None, named.get(key)) for key, devices in holds.items()}

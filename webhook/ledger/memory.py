@@ -19,12 +19,15 @@ class MemoryLedger:
     """Per tenant: holder -> record (devices per class, pending expiry)."""
 
     def __init__(
-        self, initial: Mapping[str, Holds] | None = None, clock: Callable[[], float] = time.time
+        self,
+        initial: Mapping[str, Holds] | None = None,
+        clock: Callable[[], float] = time.time,
+        names: Mapping[str, str] | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self._clock = clock
         self._tenants: dict[str, Records] = {
-            tenant: accounting.confirmed(holds) for tenant, holds in (initial or {}).items()
+            tenant: accounting.confirmed(holds, names) for tenant, holds in (initial or {}).items()
         }
 
     def usage(self, tenant: str, deadline: Deadline | None = None) -> Mapping[str, ClassUsage]:

@@ -222,15 +222,18 @@ class SqliteLedger:
                 updated = accounting.reconcile(current, truth.get(tenant, {}), now=now)
                 _write_diff(db, tenant, current, updated)
 
-    def seed(self, holds_by_tenant: Mapping[str, Holds]) -> None:
-        """Replace all confirmed holders with `holds_by_tenant` (the cluster's truth at startup).
+    def seed(
+        self, holds_by_tenant: Mapping[str, Holds], names: Mapping[str, str] | None = None
+    ) -> None:
+        """Replace all confirmed holders with `holds_by_tenant` (the cluster's truth at startup),
+        named by `names` (a Pod's holders, from the claims generated for it).
 
         Pending holders stay: another worker may have just admitted them.
         """
         with self._transaction() as db:
             db.execute("DELETE FROM holders WHERE expires_at IS NULL")
             for tenant, holds in holds_by_tenant.items():
-                for key, record in accounting.confirmed(holds).items():
+                for key, record in accounting.confirmed(holds, names).items():
                     _put(db, tenant, key, record)
 
     def close(self) -> None:
