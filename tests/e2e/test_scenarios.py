@@ -362,6 +362,10 @@ def test_deployment_pod_claim_counted_once(cluster: Cluster, dragate: DragateSer
         # The Pod's reservation is consumed by its generated claim, never a second holder.
         assert f"claim:{ns}/{made['metadata']['name']}" not in usage
         assert [k for k in usage if uid in k] == [key]
+        # A ReplicaSet's Pod has only a generateName: the API server names it before the
+        # validating webhook sees it, so the holder keyed by its uid carries its name.
+        stored = records_of(cluster.get_json("tenantusage", tenant))
+        assert stored[key].name == f"{ns}/{pod['metadata']['name']}", stored[key]
     finally:
         cluster.kubectl("delete", "deployment", "trainer", "-n", ns, "--wait=false")
 

@@ -6,7 +6,7 @@ Warn as kubectl warnings worded as dragate's others (message first, policy name 
 a warning is cut at 120 characters) and tagged: `dragate: [Warn] <message> (<policy>)`, with
 a denial's holders on a warning of their own, `dragate: [Warn] <Kind/policy>: <class> held
 by ...`. Under Audit as an audit annotation per policy, `<kind>-<name>`, which the API server
-stores as `<webhook name>/<kind>-<name>` (e.g. `validate.dragate.io/tenant-team-a`), its
+stores as `<webhook name>/<kind>-<name>` (`claims.validate.dragate.io/tenant-team-a`), its
 value the denial's reasons. Both are kept whole as `Violation`s for the metrics.
 """
 
