@@ -7,8 +7,10 @@ ledger all the same, over the limit too.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from builders import claim, exact, request
+from builders import claim, exact, pod, request, template
 
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
@@ -183,3 +185,29 @@ def test_class_policy_violation_is_told_or_recorded(mode: str, warned: bool, aud
     assert ("deviceclasspolicy-gpu-limits" in recorded) is audited
     modes = {v.mode for v in decision.violations if v.policy_kind == "DeviceClassPolicy"}
     assert modes == {Action(mode)}
+
+
+class CountingLedger(MemoryLedger):
+    """A MemoryLedger that counts the usage reads."""
+
+    reads = 0
+
+    def usage(self, tenant: str, deadline: Any = None) -> Any:
+        self.reads += 1
+        return super().usage(tenant, deadline)
+
+
+@pytest.mark.parametrize(
+    ("claims", "reads", "warned"),
+    [({"gpu": "two"}, 1, True), ({}, 0, False)],
+    ids=["pod-with-a-claim-is-judged-against-usage", "pod-without-claims-reads-nothing"],
+)
+def test_warn_tenant_pods(claims: dict[str, str], reads: int, warned: bool) -> None:
+    ledger = CountingLedger({"team-a": {"claim:team-a/old": {GPU: 3}}})
+    state = SnapshotState([template(request(exact(count=2)), name="two")])
+    warn = policies(tenant_mode="Warn")
+    context = Context(policies=lambda: warn, state=state, ledger=ledger)
+    verdict = review(request_from_object(pod("train-0", claims=claims, uid="u-0")), context)
+    assert verdict.allowed
+    assert ledger.reads == reads
+    assert any(OVER_QUOTA in w for w in verdict.decision.warnings) is warned

@@ -88,8 +88,9 @@ def _needs_usage(request: AdmissionRequest, tenant: Tenant) -> bool:
     counts, and when it refuses, the request is judged again with the usage that refused it
     (`_refused`), so the denial still names the numbers and the holders. A dry run writes
     nothing, and a workload's fit is predicted against usage, so those read it first. So does
-    a tenant in Warn or Audit with a `maxDevices`: the ledger never refuses it (`limits_of`),
-    so its limit is judged here, against the usage as read.
+    an object that may hold devices of a tenant in Warn or Audit with a `maxDevices`: the
+    ledger never refuses it (`limits_of`), so its limit is judged here, against the usage as
+    read.
     """
     return (
         request.dry_run
@@ -97,8 +98,17 @@ def _needs_usage(request: AdmissionRequest, tenant: Tenant) -> bool:
         or (
             tenant.enforcement != Action.DENY
             and any(q.max_devices is not None for q in tenant.quota)
+            and _may_hold(request)
         )
     )
+
+
+def _may_hold(request: AdmissionRequest) -> bool:
+    """A claim, or a Pod that names claims: the objects whose CREATE reserves devices."""
+    if request.kind == "ResourceClaim":
+        return True
+    spec = (request.object or {}).get("spec")
+    return request.kind == "Pod" and isinstance(spec, dict) and bool(spec.get("resourceClaims"))
 
 
 def _predictions(
