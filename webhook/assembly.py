@@ -24,7 +24,7 @@ from webhook.kube.templates import TemplateKeeper
 from webhook.ledger.grants import GrantBook, process_owner
 from webhook.ledger.kube import KubeLedger
 from webhook.ledger.memory import MemoryLedger
-from webhook.ledger.reconciler import Reconciler, claims_truth
+from webhook.ledger.reconciler import Reconciler, claims_names, claims_truth
 from webhook.ledger.share import Share
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.ledger.usage import existing_holds, existing_names
@@ -121,7 +121,7 @@ def cluster_mode(target: ClusterTarget, policies: PolicySource) -> ClusterMode:
     keeper = TemplateKeeper(state, policies)
     grants = GrantBook(process_owner()) if target.quota_grants else None
     ledger = KubeLedger(api, share=Share.for_server(api.server_identity()), grants=grants)
-    reconciler = Reconciler(ledger, claims_truth(policies, state))
+    reconciler = Reconciler(ledger, claims_truth(policies, state), names=claims_names(state))
     context = Context(
         policies=policies,
         state=state,

@@ -194,17 +194,20 @@ def reconcile(
     *,
     now: float,
     drop_grace: float = 0.0,
+    names: Mapping[str, str] | None = None,
 ) -> Records:
     """The records once existing objects (`truth`) are known.
 
-    Holders backed by an object are confirmed with the object's devices; confirmed holders
-    whose object is gone are dropped, or with `drop_grace` first kept pending that long;
-    pending holders stay until they expire.
+    Holders backed by an object are confirmed with the object's devices (and the name they
+    have, else the one `names` gives); confirmed holders whose object is gone are dropped,
+    or with `drop_grace` first kept pending that long; pending holders stay until they expire.
     """
     records: Records = {}
+    named = names or {}
     for key, devices in truth.items():
         known = current.get(key)
-        records[key] = Record(dict(devices), None, known.name if known is not None else None)
+        name = known.name if known is not None and known.name else named.get(key)
+        records[key] = Record(dict(devices), None, name)
     for key, record in current.items():
         if key in records:
             continue

@@ -174,8 +174,9 @@ class KubeLedger:
 
         self.update(tenant, change, self.budget)
 
-    def reconcile(self, truth: Mapping[str, Holds]) -> None:
-        """Bring every tenant's records in line with the existing objects (`truth`).
+    def reconcile(self, truth: Mapping[str, Holds], names: Mapping[str, str] | None = None) -> None:
+        """Bring every tenant's records in line with the existing objects (`truth`), naming
+        the holders keyed by a Pod's uid that have no name yet from `names`.
 
         A confirmed holder missing from `truth` becomes pending for `drop_grace` seconds
         before it is dropped: another replica's cache may lag this one's, and a claim it
@@ -186,7 +187,7 @@ class KubeLedger:
         tenants = set(self._stored_tenants()) | set(truth)
         unstorable: list[recordtext.Unstorable] = []
         for tenant in sorted(tenants):
-            change = self._reconcile_with(truth.get(tenant, {}))
+            change = self._reconcile_with(truth.get(tenant, {}), names)
             try:
                 self.update(tenant, change, self.reconcile_budget)
             except recordtext.Unstorable as error:
@@ -194,10 +195,11 @@ class KubeLedger:
         if unstorable:
             raise unstorable[0]
 
-    def _reconcile_with(self, truth: Holds) -> Change[None]:
+    def _reconcile_with(self, truth: Holds, names: Mapping[str, str] | None) -> Change[None]:
         def change(records: Records) -> tuple[Records, None]:
             now, grace = self.clock(), self.drop_grace
-            return accounting.reconcile(records, truth, now=now, drop_grace=grace), None
+            kept = accounting.reconcile(records, truth, now=now, drop_grace=grace, names=names)
+            return kept, None
 
         return change
 

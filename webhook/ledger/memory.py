@@ -55,12 +55,13 @@ class MemoryLedger:
         with self._lock:
             self._tenants.get(tenant, {}).pop(holder, None)
 
-    def reconcile(self, truth: Mapping[str, Holds]) -> None:
-        """Confirm, keep or drop holders given the holds of existing objects per tenant."""
+    def reconcile(self, truth: Mapping[str, Holds], names: Mapping[str, str] | None = None) -> None:
+        """Confirm, keep or drop holders given the holds of existing objects per tenant (and
+        the names of the Pods behind holders keyed by uid)."""
         with self._lock:
             now = self._clock()
             for tenant in set(self._tenants) | set(truth):
                 current = self._tenants.get(tenant, {})
                 self._tenants[tenant] = accounting.reconcile(
-                    current, truth.get(tenant, {}), now=now
+                    current, truth.get(tenant, {}), now=now, names=names
                 )

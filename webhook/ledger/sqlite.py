@@ -212,14 +212,15 @@ class SqliteLedger:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def reconcile(self, truth: Mapping[str, Holds]) -> None:
-        """Confirm, keep or drop holders given the holds of existing objects per tenant."""
+    def reconcile(self, truth: Mapping[str, Holds], names: Mapping[str, str] | None = None) -> None:
+        """Confirm, keep or drop holders given the holds of existing objects per tenant (and
+        the names of the Pods behind holders keyed by uid)."""
         with self._transaction() as db:
             now = self._clock()
             stored = all_records(db)
             for tenant in set(stored) | set(truth):
                 current = stored.get(tenant, {})
-                updated = accounting.reconcile(current, truth.get(tenant, {}), now=now)
+                updated = accounting.reconcile(current, truth.get(tenant, {}), now=now, names=names)
                 _write_diff(db, tenant, current, updated)
 
     def seed(
