@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
+from webhook.engine.quota import limits_of
 from webhook.ledger.accounting import PENDING_SECONDS
-from webhook.types import Deadline, DeadlineExceeded, FactsUnavailable, Ledger
+from webhook.types import (
+    Action,
+    Deadline,
+    DeadlineExceeded,
+    FactsUnavailable,
+    Ledger,
+    QuotaLimit,
+    Tenant,
+)
 
 GPU = "gpu.nvidia.com"
 MakeLedger = Callable[[], Ledger]
@@ -85,7 +95,35 @@ def readmitting_an_unchanged_holder_is_granted_and_changes_nothing(make: MakeLed
     assert ledger.usage("t") == before
 
 
+def a_tenant_in_warn_or_audit_is_charged_past_its_limit(make: MakeLedger) -> None:
+    """The quota check is what Warn and Audit relax, never the record of what is held: the
+    ledger is handed no limit for such a tenant (`limits_of`), while Deny's stays enforced."""
+    ledger = make()
+    deny = Tenant("t", quota=(QuotaLimit(GPU, max_devices=4),))
+    ledger.reserve("t", {"claim:a/x": {GPU: 3}}, limits_of(deny))
+    assert not ledger.reserve("t", {"claim:a/y": {GPU: 2}}, limits_of(deny)).granted
+    for mode, holder in ((Action.WARN, "claim:a/y"), (Action.AUDIT, "claim:a/z")):
+        relaxed = replace(deny, enforcement=mode)
+        assert ledger.reserve("t", {holder: {GPU: 2}}, limits_of(relaxed)).granted
+    assert ledger.usage("t")[GPU].used == 7
+    assert not ledger.reserve("t", {"claim:a/w": {GPU: 1}}, limits_of(deny)).granted
+
+
+def a_pods_name_is_kept_beside_its_holder(make: MakeLedger) -> None:
+    """Holders keyed by a Pod's uid carry its `namespace/name`, kept when re-admitted
+    without it (the generated claim's CREATE may not know it) and absent for others."""
+    ledger = make()
+    named = {"pod:uid-1/gpu": "team-a/train-0"}
+    assert ledger.reserve("t", {"pod:uid-1/gpu": {GPU: 2}}, {GPU: 4}, names=named).granted
+    assert ledger.reserve("t", {"claim:a/x": {GPU: 1}}, {GPU: 4}).granted
+    assert ledger.reserve("t", {"pod:uid-1/gpu": {GPU: 1}}, {GPU: 4}).granted
+    holders = {h.key: (h.devices, h.name) for h in ledger.usage("t")[GPU].holders}
+    assert holders == {"pod:uid-1/gpu": (1, "team-a/train-0"), "claim:a/x": (1, "")}
+
+
 CONTRACT = [
+    a_pods_name_is_kept_beside_its_holder,
+    a_tenant_in_warn_or_audit_is_charged_past_its_limit,
     reserve_within_limit_is_granted,
     reserve_over_limit_is_refused_and_changes_nothing,
     same_holder_replaces_instead_of_adding,

@@ -29,10 +29,10 @@ from webhook.kube.templates import TemplateKeeper
 from webhook.ledger.grants import GrantBook, process_owner
 from webhook.ledger.kube import KubeLedger
 from webhook.ledger.memory import MemoryLedger
-from webhook.ledger.reconciler import Reconciler, claims_truth
+from webhook.ledger.reconciler import Reconciler, claims_names, claims_truth
 from webhook.ledger.share import Share
 from webhook.ledger.sqlite import SqliteLedger
-from webhook.ledger.usage import existing_holds
+from webhook.ledger.usage import existing_holds, existing_names
 from webhook.pipeline import Context
 from webhook.pipeline.audit import asks_for_devices, audit
 from webhook.pipeline.scope import NOBODY, Identity
@@ -103,7 +103,7 @@ def offline_context(
     Without a `ledger`, an in-memory one starts from the claims already in `state`.
     """
     if ledger is None:
-        ledger = MemoryLedger(existing_holds(policies(), state))
+        ledger = MemoryLedger(existing_holds(policies(), state), names=existing_names(state))
     return Context(
         policies=policies,
         state=state,
@@ -188,7 +188,7 @@ def cluster_mode(
     keeper = TemplateKeeper(state, policies)
     grants = GrantBook(process_owner()) if target.quota_grants else None
     ledger = KubeLedger(api, share=Share.for_server(api.server_identity()), grants=grants)
-    reconciler = Reconciler(ledger, claims_truth(policies, state))
+    reconciler = Reconciler(ledger, claims_truth(policies, state), names=claims_names(state))
     context = Context(
         policies=policies,
         state=state,

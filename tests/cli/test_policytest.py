@@ -56,9 +56,10 @@ def test_the_repository_suites_pass() -> None:
         ("{allowed: true}", "expected allowed=True, got False"),
         ("{allowed: false, message: 'nothing like this'}", "no reason matches /nothing like this/"),
         ("{warnings: ['never warned']}", "no warning matches /never warned/"),
+        ("{audit: ['never audited']}", "no audited violation matches /never audited/"),
         ("{patched: {metadata.name: other}}", "metadata.name: expected 'other', got 'c'"),
     ],
-    ids=["allowed", "message", "warning", "patched"],
+    ids=["allowed", "message", "warning", "audit", "patched"],
 )
 def test_wrong_expectations_fail_at_the_case_line(
     tmp_path: Path, expect: str, failure: str
@@ -180,6 +181,27 @@ def test_invalid_policies_exit_2_before_any_case_runs(tmp_path: Path) -> None:
     result = run(str(file))
     assert result.exit_code == 2 and "PASS" not in result.output
     assert f"{file.parent.parent / 'broken.yaml'}:4: spec.quota: expected a list" in result.output
+
+
+AUDITED = """
+    object:
+      apiVersion: resource.k8s.io/v1
+      kind: ResourceClaim
+      metadata: {name: c, namespace: gpu-operator}
+      spec:
+        devices:
+          requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com, adminAccess: true}}]
+    state:
+    - apiVersion: v1
+      kind: Namespace
+      metadata: {name: gpu-operator, labels: {resource.kubernetes.io/admin-access: "true"}}
+"""
+
+
+def test_audited_violations_are_matched(tmp_path: Path) -> None:
+    expect = "{allowed: true, audit: ['gpu-guardrails.*admin access to GPUs in use']}"
+    result = run(str(suite(tmp_path, f"  - name: audited{AUDITED}    expect: {expect}\n")))
+    assert result.exit_code == 0, result.output
 
 
 @pytest.mark.parametrize(

@@ -164,6 +164,16 @@ def test_reconciler_confirms_and_drops_holders(
     assert _holders(ledger) == {}
 
 
+def test_reconcile_names_a_pods_holder_and_keeps_the_name_it_has(fresh: Any) -> None:
+    ledger = fresh()
+    named = {"pod:uid-a/gpu": "recon/stored"}
+    assert ledger.reserve("names", {"pod:uid-a/gpu": {GPU: 1}}, {}, names=named).granted
+    truth = {"names": {"pod:uid-a/gpu": {GPU: 1}, "pod:uid-b/gpu": {GPU: 2}}}
+    ledger.reconcile(truth, {"pod:uid-a/gpu": "recon/other", "pod:uid-b/gpu": "recon/b"})
+    shown = {h.key: h.name for h in ledger.usage("names")[GPU].holders}
+    assert shown == {"pod:uid-a/gpu": "recon/stored", "pod:uid-b/gpu": "recon/b"}
+
+
 def test_reconciler_skips_while_facts_are_unavailable(fresh: Any) -> None:
     ledger = fresh()
     ledger.reserve("t", {"claim:a/x": {GPU: 1}}, {})

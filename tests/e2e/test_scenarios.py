@@ -56,7 +56,7 @@ RELEASE = "dragate-scn"  # contains the chart name, so it is also the objects' f
 RELEASE_NS = "dragate-scn"
 TENANT_NAMESPACES = (
     "scn-rewrite", "scn-quota", "scn-dryrun", "scn-beta", "scn-outage", "scn-race", "scn-judged",
-    "scn-map",
+    "scn-map", "scn-warn",
 )  # fmt: skip
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -362,6 +362,10 @@ def test_deployment_pod_claim_counted_once(cluster: Cluster, dragate: DragateSer
         # The Pod's reservation is consumed by its generated claim, never a second holder.
         assert f"claim:{ns}/{made['metadata']['name']}" not in usage
         assert [k for k in usage if uid in k] == [key]
+        # A ReplicaSet's Pod has only a generateName: the API server names it before the
+        # validating webhook sees it, so the holder keyed by its uid carries its name.
+        stored = records_of(cluster.get_json("tenantusage", tenant))
+        assert stored[key].name == f"{ns}/{pod['metadata']['name']}", stored[key]
     finally:
         cluster.kubectl("delete", "deployment", "trainer", "-n", ns, "--wait=false")
 
@@ -470,6 +474,30 @@ def test_over_quota_claim_is_denied_with_numbers(cluster: Cluster, dragate: Drag
     assert "held by claim:scn-quota/held (3)" in message
     assert claim_names(cluster, ns) == {"held"}
     assert set(holders(cluster, "scn-quota")) == {"claim:scn-quota/held"}
+
+
+def test_over_quota_claim_of_a_warn_tenant_is_admitted_with_warnings_and_charged(
+    cluster: Cluster, dragate: DragateServer
+) -> None:
+    """`enforcement: Warn`: kubectl shows the denial's numbers and holders as warnings, the
+    claim is stored, and the ledger holds what is really held, over the limit."""
+    ns = "scn-warn"
+    cluster.apply(json.dumps(claim("held", 3)), ns)
+
+    result = kubectl_input(cluster, "apply", claim("big", 2), ns)
+
+    assert result.returncode == 0, result.stderr
+    assert (
+        "Warning: dragate: [Warn] tenant 'scn-warn' quota for gpu.nvidia.com exceeded: "
+        "used 3 + requested 2 > limit 4 (scn-warn)"
+    ) in result.stderr
+    assert (
+        "Warning: dragate: [Warn] Tenant/scn-warn: gpu.nvidia.com held by claim:scn-warn/held (3)"
+        in result.stderr
+    )
+    assert claim_names(cluster, ns) == {"held", "big"}
+    expected = {f"claim:{ns}/held": {"gpu.nvidia.com": 3}, f"claim:{ns}/big": {"gpu.nvidia.com": 2}}
+    assert holders(cluster, ns, expected) == expected
 
 
 # --- 4. server-side dry run writes nothing -------------------------------------------------

@@ -104,3 +104,22 @@ def test_reserve_grants_exactly_what_recounted_totals_allow(seed: int) -> None:
             holds,
             limits,
         )
+
+
+@pytest.mark.parametrize(
+    ("current", "expected"),
+    [
+        ({"pod:u/gpu": Record({GPU: 1}, 50.0, "ns/p")}, Record({GPU: 1}, None, "ns/p")),
+        ({}, Record({GPU: 1})),
+    ],
+    ids=["confirmed-keeps-the-name", "no-record-no-name"],
+)
+def test_reconcile_keeps_a_holders_name(current: dict[str, Record], expected: Record) -> None:
+    truth = {"pod:u/gpu": {GPU: 1}}
+    assert accounting.reconcile(current, truth, now=10.0) == {"pod:u/gpu": expected}
+
+
+def test_a_confirmed_holder_kept_for_its_grace_keeps_its_name() -> None:
+    current = {"pod:u/gpu": Record({GPU: 1}, None, "ns/p")}
+    kept = accounting.reconcile(current, {}, now=10.0, drop_grace=5.0)
+    assert kept == {"pod:u/gpu": Record({GPU: 1}, 15.0, "ns/p")}

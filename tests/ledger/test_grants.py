@@ -180,6 +180,18 @@ def test_a_landed_write_takes_its_holders_off_the_queue() -> None:
     assert book._grants["t"].used.get(GPU, 0) == 0
 
 
+def test_a_pods_name_is_shown_while_queued_and_written_with_its_holder() -> None:
+    clocks = Clocks()
+    book = book_at(clocks)
+    stored_grant(book, clocks, {GPU: 4})
+    assert book.admit("t", {"pod:u/gpu": {GPU: 1}}, LIMITS, names={"pod:u/gpu": "a/train-0"})
+    assert book.overlay("t", {})["pod:u/gpu"].name == "a/train-0"
+    written, _ = book.plan("t", {}, keep)
+    book.landed("t")
+    assert written["pod:u/gpu"].name == "a/train-0"
+    assert book._grants["t"].names == {}
+
+
 def test_a_holder_stored_by_someone_else_keeps_its_record() -> None:
     """A queued holder the reconciler already confirmed stays confirmed (never renewed)."""
     clocks = Clocks()

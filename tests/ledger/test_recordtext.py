@@ -36,6 +36,16 @@ PENDING_AT = 1764567890.1234567
             f"claim:a/x {GPU}=1\nclaim:b/y {GPU}=1\n",
             id="holders-sorted",
         ),
+        pytest.param(
+            {"pod:u-1/gpu": Record({GPU: 2}, PENDING_AT, "team-a/train-0")},
+            f"pod:u-1/gpu @team-a/train-0=0,{GPU}=2 {PENDING_AT!r}\n",
+            id="a-pods-name-as-an-entry-of-no-devices",
+        ),
+        pytest.param(
+            {"pod:u-1/gpu": Record({}, None, "team-a/train-0")},
+            "pod:u-1/gpu @team-a/train-0=0\n",
+            id="a-name-without-devices",
+        ),
     ],
 )
 def test_records_round_trip_through_their_text(records: Records, text: str) -> None:
@@ -109,6 +119,45 @@ def test_longest_kubernetes_names_leave_room_for_the_holders_promised() -> None:
         f"claim:{namespace}/{name}{n:03d}": Record({GPU: 8}, PENDING_AT) for n in range(2700)
     }
     assert len(recordtext.encode(records)) <= recordtext.MAX_BYTES
+
+
+def test_longest_pod_names_leave_room_for_the_holders_promised() -> None:
+    """MAX_BYTES' docstring promises 2,100 Pod holders with the longest names allowed."""
+    pod = "n" * 63 + "/" + "p" * 253
+    records = {f"pod:{n:036d}/{'c' * 63}": Record({GPU: 8}, PENDING_AT, pod) for n in range(2100)}
+    assert len(recordtext.encode(records)) <= recordtext.MAX_BYTES
+
+
+def _parse_as_the_version_before(line: str) -> tuple[str, dict[str, int], float | None]:
+    """How a replica of the version before names were stored parsed a line (copied)."""
+    fields = line.split(" ")
+    assert len(fields) in (2, 3)
+    devices: dict[str, int] = {}
+    if fields[1] != "-":
+        for item in fields[1].split(","):
+            name, _, count = item.partition("=")
+            devices[name] = int(count)
+            assert name and devices[name] >= 0
+    return fields[0], devices, float(fields[2]) if len(fields) == 3 else None
+
+
+def test_the_version_before_reads_a_named_line_as_a_class_holding_nothing() -> None:
+    """During a rolling upgrade an older replica reads the lines written here."""
+    record = Record({GPU: 2}, PENDING_AT, "team-a/train-0")
+    (line,) = recordtext.encode({"pod:u-1/gpu": record}).splitlines()
+    key, devices, expires = _parse_as_the_version_before(line)
+    assert (key, expires) == ("pod:u-1/gpu", PENDING_AT)
+    assert devices == {GPU: 2, "@team-a/train-0": 0}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [f"pod:u-1/gpu {GPU}=2", f"pod:u-1/gpu {GPU}=2 {PENDING_AT!r}"],
+    ids=["confirmed", "pending"],
+)
+def test_lines_written_before_names_were_kept_have_none(line: str) -> None:
+    (record,) = recordtext.decode(line).values()
+    assert record.name is None and dict(record.devices) == {GPU: 2}
 
 
 def test_an_object_is_written_as_records_plus_the_totals_for_older_readers() -> None:

@@ -4,6 +4,7 @@ several processes reserve at once; a locked or foreign file fails clearly instea
 from __future__ import annotations
 
 import fcntl
+import json
 import multiprocessing
 import os
 import sqlite3
@@ -90,6 +91,27 @@ def test_seed_replaces_confirmed_truth_and_keeps_pending(db_path: str) -> None:
 def test_state_survives_reopening(db_path: str) -> None:
     SqliteLedger(db_path).reserve("t", {"claim:a/x": {GPU: 3}}, {GPU: 4})
     assert SqliteLedger(db_path).usage("t")[GPU].used == 3
+
+
+def test_a_pods_name_is_stored_among_its_devices_and_rows_before_have_none(
+    db_path: str,
+) -> None:
+    """The name rides in the `devices` column as an entry of no devices: the schema stays,
+    and a file written here is read by the version before (as a class holding 0)."""
+    named = {"pod:u-1/gpu": "team-a/train-0"}
+    SqliteLedger(db_path).reserve("t", {"pod:u-1/gpu": {GPU: 2}}, {}, names=named)
+    with sqlite3.connect(db_path) as db:
+        db.execute(  # a row as the version before wrote it
+            "INSERT INTO holders VALUES ('t', 'pod:u-2/gpu', ?, NULL)", (json.dumps({GPU: 1}),)
+        )
+        stored = dict(db.execute("SELECT holder, devices FROM holders WHERE tenant = 't'"))
+    assert json.loads(stored["pod:u-1/gpu"]) == {"@team-a/train-0": 0, GPU: 2}
+    usage = SqliteLedger(db_path).usage("t")[GPU]
+    assert usage.used == 3
+    assert {h.key: h.name for h in usage.holders} == {
+        "pod:u-1/gpu": "team-a/train-0",
+        "pod:u-2/gpu": "",
+    }
 
 
 def test_threads_of_one_process_never_overcommit(db_path: str) -> None:

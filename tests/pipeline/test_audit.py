@@ -18,13 +18,14 @@ from webhook.policy.loading import parse_policies
 GPU = "gpu.nvidia.com"
 
 
-def policies(limit: int) -> Any:
+def policies(limit: int, enforcement: str = "Deny") -> Any:
     return parse_policies(f"""
 apiVersion: dragate.io/v1alpha1
 kind: Tenant
 metadata: {{name: team-a}}
 spec:
   namespaces: [team-a]
+  enforcement: {enforcement}
   quota: [{{deviceClassName: {GPU}, maxDevices: {limit}}}]
 """)
 
@@ -35,9 +36,11 @@ def held(name: str, count: int, uid: str = "") -> dict[str, Any]:
     return made
 
 
-def judged(limit: int, objects: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+def judged(
+    limit: int, objects: list[dict[str, Any]], enforcement: str = "Deny"
+) -> list[tuple[str, str, str]]:
     state = SnapshotState([namespace("team-a"), *objects])
-    current = policies(limit)
+    current = policies(limit, enforcement)
     context = Context(
         policies=lambda: current, state=state, ledger=MemoryLedger(existing_holds(current, state))
     )
@@ -58,6 +61,14 @@ CASES = [
     pytest.param(4, [{"apiVersion": "v1", "kind": "ConfigMap",
                       "metadata": {"name": "c", "namespace": "team-a"}}], [], id="not-audited"),
 ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("enforcement", "result"), [("Audit", "fail"), ("Warn", "warn")], ids=["audit", "warn"]
+)
+def test_a_rollout_mode_admits_but_the_audit_still_reports(enforcement: str, result: str) -> None:
+    found = judged(2, [held("a", 2), held("b", 1)], enforcement)
+    assert found == [("a", "Tenant/team-a", result), ("b", "Tenant/team-a", result)]
 
 
 @pytest.mark.parametrize(("limit", "objects", "expected"), CASES)

@@ -149,6 +149,7 @@ FULL: dict[str, dict[str, Any]] = {
         "adminAccess": True,
         "quota": [{"deviceClassName": GPU, "maxDevices": 4, "maxDevicesPerClaim": 2}],
         "legacyMappingAction": "Deny",
+        "enforcement": "Warn",
     },
     "DeviceClassPolicy": {
         "deviceClassNames": [GPU],
@@ -156,6 +157,7 @@ FULL: dict[str, dict[str, Any]] = {
         "allowAllocationModeAll": False,
         "validations": [{"expression": "request.count <= 4", "message": "m", "action": "Warn"}],
         "failurePolicy": "Ignore",
+        "enforcement": "Audit",
     },
     "LegacyResourceMapping": {
         "action": "Rewrite",

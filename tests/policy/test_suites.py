@@ -124,16 +124,16 @@ WRONG = [
         [
             "4: spec.policies: no policy directory {here}/nowhere",
             "4: spec.cases[0].object.apiVersion: required field is missing",
-            "4: spec.cases[0].expect: states nothing to check; give allowed, message, warnings or "
-            "patched",
+            "4: spec.cases[0].expect: states nothing to check; give allowed, message, warnings, "
+            "audit or patched",
         ],
     ),
     (
         "only-empty-expectations",
         f"spec: {{cases: [{{object: {POD}, expect: {{warnings: [], patched: {{}}}}}}]}}",
         [
-            "4: spec.cases[0].expect: states nothing to check; give allowed, message, warnings "
-            "or patched"
+            "4: spec.cases[0].expect: states nothing to check; give allowed, message, warnings, "
+            "audit or patched"
         ],
     ),
     (
@@ -149,8 +149,8 @@ WRONG = [
         f"spec: {{state: {POD}, cases: [{{object: {POD}, expect: {{}}}}]}}",
         [
             "4: spec.state: expected a list of Kubernetes objects, got a mapping",
-            "4: spec.cases[0].expect: states nothing to check; give allowed, message, warnings or "
-            "patched",
+            "4: spec.cases[0].expect: states nothing to check; give allowed, message, warnings, "
+            "audit or patched",
         ],
     ),
     (
@@ -171,8 +171,8 @@ WRONG = [
         f"spec:\n  cases:\n  - {{name: a, object: {POD}, expect: {{}}}}\n"
         f"  - {{name: a, object: {POD}, expect: {{allowed: true}}}}",
         [
-            "6: spec.cases[0].expect: states nothing to check; give allowed, message, warnings or "
-            "patched",
+            "6: spec.cases[0].expect: states nothing to check; give allowed, message, warnings, "
+            "audit or patched",
             '7: spec.cases[1].name: "a" is listed twice (first at spec.cases[0].name, line 6)',
         ],
     ),

@@ -118,6 +118,10 @@ def _count(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: 
     decision = outcome.verdict.decision
     for reason in decision.reasons if not decision.allowed else ():
         metrics.DENIALS.labels(reason.tenant or decision.tenant, reason.policy).inc()
+    for violation in decision.violations:
+        tenant = violation.reason.tenant or decision.tenant
+        mode = violation.mode.value.lower()
+        metrics.VIOLATIONS.labels(violation.policy_name, violation.policy_kind, tenant, mode).inc()
 
 
 def _log(request: AdmissionRequest, endpoint: str, outcome: Outcome, elapsed: float) -> None:

@@ -50,6 +50,12 @@ DURATION = Histogram(
     buckets=BUCKETS,
 )
 DENIALS = Counter("dragate_denials", "Denial reasons by tenant and policy.", ["tenant", "policy"])
+VIOLATIONS = Counter(
+    "dragate_policy_violations",
+    "Policy rules broken by admitted objects, under Warn or Audit (a policy's enforcement or a "
+    "validation's action), by policy name, policy kind, tenant and mode (warn, audit).",
+    ["policy", "kind", "tenant", "mode"],
+)
 RELOAD_SUCCESS = Gauge(
     "dragate_policy_reload_success",
     "1 when the last policy (re)load in every worker succeeded, 0 when one serves a stale set.",
@@ -60,8 +66,8 @@ RELOAD_TIMESTAMP = Gauge(
     "Unix time of the last successful policy load.",
     multiprocess_mode="livemax",
 )
-VIOLATIONS = Gauge(
-    "dragate_policy_violations",
+AUDIT_VIOLATIONS = Gauge(
+    "dragate_audit_violations",
     "Existing objects the background audit finds breaking a policy, by tenant, policy and "
     "result (fail, warn); set by the leader, 0 elsewhere.",
     ["tenant", "policy", "result"],
@@ -79,9 +85,9 @@ def observe_audit(results: Sequence[AuditResult]) -> None:
             key = (r.tenant, r.policy, r.result)
             counts[key] = counts.get(key, 0) + 1
     for key in _violation_labels - counts.keys():
-        VIOLATIONS.labels(*key).set(0)
+        AUDIT_VIOLATIONS.labels(*key).set(0)
     for key, count in counts.items():
-        VIOLATIONS.labels(*key).set(count)
+        AUDIT_VIOLATIONS.labels(*key).set(count)
     _violation_labels.clear()
     _violation_labels.update(counts)
 

@@ -31,7 +31,7 @@ from webhook.lint import Known
 from webhook.lint.objects import POLICY_API_VERSION
 from webhook.lint.rules.deviceclasses import check_class_names
 from webhook.pipeline import Context, admit, request_from_object
-from webhook.types import Object
+from webhook.types import Action, Object
 
 
 @click.command("check")
@@ -60,8 +60,8 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
     """Admit each object in MANIFEST... as the webhook would and print the verdicts.
 
     A directory is searched recursively for *.yaml, *.yml, *.json; files there that hold no
-    Kubernetes object are skipped. Exit 0 when all are allowed, 1 when some are denied, 2 on
-    bad input.
+    Kubernetes object are skipped. Exit 0 when all are allowed (under a Warn or Audit policy
+    too), 1 when some are denied, 2 on bad input.
     """
     policies = policy_set(policies_dir)
     state = snapshot(state_file)
@@ -99,6 +99,8 @@ def _admit(doc: Document, context: Context, state: SnapshotState, namespace: str
         patched=applied.mutation.patched,
         tenant=decision.tenant or applied.mutation.decision.tenant,
         source=str(doc.source),
+        audit=tuple(str(v.reason) for v in decision.violations if v.mode == Action.AUDIT),
+        modes=tuple(dict.fromkeys(v.mode.value.lower() for v in decision.violations)),
     )
 
 

@@ -23,7 +23,7 @@ from webhook.kube.snapshot import SnapshotState
 from webhook.pipeline import admit, request_from_object
 from webhook.policy.schema import PolicyError
 from webhook.policy.suites import SUITE_KIND, Case, Expect, Suite, load_suites, lookup
-from webhook.types import PolicySet, Source
+from webhook.types import Action, PolicySet, Source
 
 DEFAULT_PATHS = ("policies",)
 
@@ -69,23 +69,37 @@ def _run_case(case: Case, policies: PolicySet, state: SnapshotState) -> Iterator
     context = offline_context(lambda: policies, state)
     request = request_from_object(case.object, operation=case.operation, namespace=case.namespace)
     applied = admit(request, context)
-    reasons = [str(r) for r in applied.decision.reasons]
-    yield from _compare(
-        case.expect, applied.decision.allowed, reasons, list(applied.warnings), applied.final
+    decision = applied.decision
+    said = Said(
+        reasons=[str(r) for r in decision.reasons],
+        warnings=list(applied.warnings),
+        audit=[str(v.reason) for v in decision.violations if v.mode == Action.AUDIT],
     )
+    yield from _compare(case.expect, decision.allowed, said, applied.final)
 
 
-def _compare(
-    expect: Expect, allowed: bool, reasons: list[str], warnings: list[str], final: Any
-) -> Iterator[str]:
+@dataclass(frozen=True)
+class Said:
+    """What a case's object was told: denial reasons, warnings, and violations audited."""
+
+    reasons: list[str]
+    warnings: list[str]
+    audit: list[str]
+
+
+def _compare(expect: Expect, allowed: bool, said: Said, final: Any) -> Iterator[str]:
+    reasons = said.reasons
     if expect.allowed is not None and expect.allowed != allowed:
         because = f": {'; '.join(reasons)}" if reasons else ""
         yield f"expected allowed={expect.allowed}, got {allowed}{because}"
     if expect.message is not None and not any(expect.message.search(r) for r in reasons):
         yield f"no reason matches /{expect.message.pattern}/ in {reasons}"
     for pattern in expect.warnings:
-        if not any(pattern.search(w) for w in warnings):
-            yield f"no warning matches /{pattern.pattern}/ in {warnings}"
+        if not any(pattern.search(w) for w in said.warnings):
+            yield f"no warning matches /{pattern.pattern}/ in {said.warnings}"
+    for pattern in expect.audit:
+        if not any(pattern.search(a) for a in said.audit):
+            yield f"no audited violation matches /{pattern.pattern}/ in {said.audit}"
     for path, value in expect.patched.items():
         actual = lookup(final, path)
         if actual != value:

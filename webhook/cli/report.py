@@ -25,6 +25,15 @@ class Row:
     patched: Any
     tenant: str
     source: str
+    audit: tuple[str, ...] = ()  # rules broken under Audit: admitted and recorded
+    modes: tuple[str, ...] = ()  # "warn", "audit": why an object breaking rules was admitted
+
+    @property
+    def result(self) -> str:
+        """`allow`, `DENY`, or `allow (warn)` / `allow (audit)` for rules broken and admitted."""
+        if not self.allowed:
+            return "DENY"
+        return f"allow ({', '.join(self.modes)})" if self.modes else "allow"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -37,6 +46,7 @@ class Row:
             "patched": self.patched,
             "tenant": self.tenant,
             "source": self.source,
+            "audit": list(self.audit),
         }
 
 
@@ -57,7 +67,7 @@ def render_text(rows: Sequence[Row]) -> str:
     header = ("RESULT", "KIND", "NAMESPACE", "NAME", "TENANT", "SOURCE")
     table = [header] + [
         (
-            "allow" if r.allowed else "DENY",
+            r.result,
             r.kind,
             r.namespace or "-",
             r.name or "-",
@@ -82,6 +92,7 @@ def render_text(rows: Sequence[Row]) -> str:
 def _details(row: Row) -> list[str]:
     details = [f"    deny: {reason}" for reason in row.reasons]
     details += [f"    warn: {warning}" for warning in row.warnings]
+    details += [f"    audit: {entry}" for entry in row.audit]
     if row.patched is not None:
         details.append("    mutated: legacy GPU resources rewritten into DRA claims")
     return details
@@ -101,8 +112,9 @@ def render_junit(rows: Sequence[Row]) -> str:
         if not row.allowed:
             failure = ET.SubElement(case, "failure", message=row.reasons[0] if row.reasons else "")
             failure.text = "\n".join(row.reasons)
-        if row.warnings:
-            ET.SubElement(case, "system-out").text = "\n".join(row.warnings)
+        said = [*row.warnings, *(f"audit: {entry}" for entry in row.audit)]
+        if said:
+            ET.SubElement(case, "system-out").text = "\n".join(said)
     ET.indent(suite)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 

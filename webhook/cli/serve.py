@@ -33,7 +33,7 @@ from webhook.cli.certs import BadInput, state_dir
 from webhook.files.yamlio import YamlError
 from webhook.kube.snapshot import SnapshotState, load_state
 from webhook.ledger.sqlite import LedgerFileError, LedgerUnavailable, SqliteLedger
-from webhook.ledger.usage import existing_holds
+from webhook.ledger.usage import existing_holds, existing_names
 from webhook.pipeline.scope import Identity
 from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
 from webhook.types import PolicySet
@@ -81,7 +81,7 @@ def seed_ledger(path: Path, policies: PolicySet, state: SnapshotState) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     ledger = SqliteLedger(str(path))
     try:
-        ledger.seed(existing_holds(policies, state))
+        ledger.seed(existing_holds(policies, state), existing_names(state))
     finally:
         ledger.close()
 

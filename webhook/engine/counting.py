@@ -11,11 +11,16 @@ ResourceSlice is published) would let the same claim pass or fail with the weath
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from webhook.types import ALL_MODE_DEVICES, AllocationMode, ClaimSpec, DeviceRequest, Object
 
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+POD_PREFIX = "pod:"
+_POD_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+"""`<namespace>/<name>` as the API server accepts them: only such a name is stored (a forged
+review's name never reaches the ledger's records)."""
 
 
 def devices_by_class(spec: ClaimSpec) -> dict[str, int]:
@@ -70,4 +75,28 @@ def holder_key(claim: Object) -> str:
 
 
 def pod_holder_key(pod_uid: str, pod_claim: str) -> str:
-    return f"pod:{pod_uid}/{pod_claim}"
+    return f"{POD_PREFIX}{pod_uid}/{pod_claim}"
+
+
+def pod_name(namespace: str, name: object) -> str | None:
+    """A Pod's `<namespace>/<name>`, kept beside its holders (keyed by uid) for people; None
+    when it has no name yet (`generateName` before the API server filled it) or a bad one."""
+    named = f"{namespace}/{name}" if isinstance(name, str) and name else ""
+    return named if _POD_NAME.fullmatch(named) else None
+
+
+def holder_pod_name(claim: Object) -> str | None:
+    """The Pod a generated claim is for, as `<namespace>/<name>` (its owner reference)."""
+    meta = claim.get("metadata") or {}
+    for owner in meta.get("ownerReferences") or []:
+        if isinstance(owner, dict) and owner.get("kind") == "Pod" and owner.get("uid"):
+            return pod_name(str(meta.get("namespace", "")), owner.get("name"))
+    return None
+
+
+def holder_shown(key: str, name: str) -> str:
+    """A holder as a denial names it: a Pod's by `pod:<namespace>/<name>/<pod claim>` when
+    its name is known, anything else (or a Pod recorded without a name) by its key."""
+    if not name or not key.startswith(POD_PREFIX):
+        return key
+    return f"{POD_PREFIX}{name}/{key.partition('/')[2]}"

@@ -13,12 +13,19 @@ from types import MappingProxyType
 from webhook.engine import normalize, podshapes, quota, rules
 from webhook.engine.adminlabel import admin_label_reasons
 from webhook.engine.contentmemo import template_spec
-from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
+from webhook.engine.counting import (
+    devices_by_class,
+    holder_key,
+    holder_pod_name,
+    pod_holder_key,
+    pod_name,
+)
 from webhook.engine.normalize import ClaimRef
 from webhook.engine.podshapes import Findings, PodShape
 from webhook.engine.requests import Finding, check_request, unknown_classes
 from webhook.engine.rules import RuleInputs
 from webhook.engine.tenancy import namespace_labels
+from webhook.engine.violations import audit_of, is_violation, warnings_of
 from webhook.types import (
     ALL_MODE_DEVICES,
     Action,
@@ -30,6 +37,7 @@ from webhook.types import (
     Facts,
     PolicySet,
     Reason,
+    Violation,
 )
 from webhook.types.records import record
 
@@ -45,10 +53,11 @@ class JudgedClaim:
     spec: ClaimSpec
     holder: str | None
     charges: Mapping[str, int]  # `devices_by_class(spec)`: quota and the holds both need it
+    name: str | None = None  # the Pod's `<namespace>/<name>` of a holder keyed by its uid
 
     @classmethod
-    def of(cls, spec: ClaimSpec, holder: str | None) -> JudgedClaim:
-        return cls(spec, holder, devices_by_class(spec))
+    def of(cls, spec: ClaimSpec, holder: str | None, name: str | None = None) -> JudgedClaim:
+        return cls(spec, holder, devices_by_class(spec), name)
 
 
 def evaluate(
@@ -117,7 +126,8 @@ def _unknown_classes(
 def _own_claims(request: AdmissionRequest) -> list[JudgedClaim]:
     obj = request.object or {}
     if request.kind == "ResourceClaim":
-        return [JudgedClaim.of(normalize.claim_spec(obj, "the claim"), holder_key(obj))]
+        spec = normalize.claim_spec(obj, "the claim")
+        return [JudgedClaim.of(spec, holder_key(obj), holder_pod_name(obj))]
     if request.kind == "ResourceClaimTemplate":
         return [JudgedClaim.of(normalize.template_claim_spec(obj, "the template"), None)]
     return []
@@ -139,9 +149,11 @@ def _pod_judged(
         specs = [spec for _, spec, _ in shape.claims]
         if not near and not rules.near(deadline) and podshapes.request_only(specs, policies):
             podshapes.SHAPES.put(key, held, shape)
-    uid = str((pod.get("metadata") or {}).get("uid") or request.uid)
+    meta = pod.get("metadata") or {}
+    uid = str(meta.get("uid") or request.uid)
+    named = pod_name(request.namespace, meta.get("name") or request.name)
     claims = [
-        JudgedClaim(spec, pod_holder_key(uid, name), charges)
+        JudgedClaim(spec, pod_holder_key(uid, name), charges, named)
         for name, spec, charges in shape.claims
     ]
     return claims, list(shape.notes), shape.findings
@@ -244,13 +256,13 @@ def _quota_findings(claims: list[JudgedClaim], facts: Facts) -> Iterator[Finding
     for claim in claims:
         charges = claim.charges
         for reason in quota.per_claim_reasons(tenant, claim.spec.label, charges):
-            yield Finding(Action.DENY, reason)
+            yield Finding(tenant.enforcement, reason)
         if claim.holder is not None:
             for device_class, devices in charges.items():
                 totals[device_class] = totals.get(device_class, 0) + devices
     replaced = _already_held(claims, facts)
     for reason in quota.total_reasons(tenant, totals, facts.usage, replaced):
-        yield Finding(Action.DENY, reason)
+        yield Finding(tenant.enforcement, reason)
 
 
 def _all_mode_insight(specs: Sequence[ClaimSpec], facts: Facts) -> Iterator[Finding]:
@@ -290,16 +302,25 @@ def _decide(
     denials: tuple[Reason, ...] = ()
     warnings: list[str] = []
     audit: dict[str, str] = {}
-    if findings:  # most reviews find nothing: three empty passes are not free
+    violations: tuple[Violation, ...] = ()
+    if findings:  # most reviews find nothing: these passes are not free
         denials = tuple(f.reason for f in findings if f.action == Action.DENY)
-        warnings = [_warning(f.reason) for f in findings if f.action == Action.WARN]
-        audited = (f for f in findings if f.action == Action.AUDIT)
-        audit = {f"audit-{i}": str(f.reason) for i, f in enumerate(audited)}
+        violations = tuple(
+            Violation(f.action, f.reason) for f in findings if is_violation(f.action, f.reason)
+        )
+        warnings = [
+            _warning(f.reason)
+            for f in findings
+            if f.action == Action.WARN and not is_violation(f.action, f.reason)
+        ]
+        warnings += warnings_of(violations)
+        audit = audit_of(violations)
     holds = {
         claim.holder: charges
         for claim in claims
         if claim.holder is not None and (charges := dict(claim.charges))
     }
+    names = {c.holder: c.name for c in claims if c.holder in holds and c.name is not None}
     return Decision(
         allowed=not denials,
         reasons=denials,
@@ -307,4 +328,6 @@ def _decide(
         audit=audit,
         tenant=_tenant_name(facts),
         holds=holds,
+        violations=violations,
+        names=names,
     )

@@ -1,14 +1,16 @@
 """Tenant quota: devices per claim, and devices held by all the tenant's claims together.
 
 The numbers in a denial are the ones a person needs to act: what the tenant already holds,
-its limit, what this object asks for, and which claims hold the quota (largest first).
+its limit, what this object asks for, and which claims hold the quota (largest first), a
+Pod's by its `namespace/name` when the ledger knows it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from webhook.types import ClassUsage, Reason, Tenant
+from webhook.engine.counting import holder_shown
+from webhook.types import Action, ClassUsage, Reason, Tenant
 
 HOLDERS_SHOWN = 5
 NO_USAGE = ClassUsage()
@@ -64,7 +66,7 @@ def _over_limit(
     tenant: Tenant, device_class: str, *, used: int, limit: int, requested: int, usage: ClassUsage
 ) -> Reason:
     holders = tuple(
-        f"{h.key} ({h.devices})"
+        f"{holder_shown(h.key, h.name)} ({h.devices})"
         for h in sorted(usage.holders, key=lambda h: (-h.devices, h.key))[:HOLDERS_SHOWN]
     )
     more = len(usage.holders) - len(holders)
@@ -83,5 +85,13 @@ def _over_limit(
 
 
 def limits_of(tenant: Tenant) -> dict[str, int]:
-    """Per class, the tenant's `maxDevices` (the ledger enforces these atomically)."""
+    """Per class, the `maxDevices` the ledger must refuse to pass (atomically).
+
+    None for a tenant in Warn or Audit: its objects are admitted over the limit and their
+    devices recorded all the same (usage says what is really held); the engine judges the
+    limit against the usage read before the reservation and warns or audits. This is the one
+    place the mode reaches the ledger, which knows limits only, never modes.
+    """
+    if tenant.enforcement != Action.DENY:
+        return {}
     return {q.device_class: q.max_devices for q in tenant.quota if q.max_devices is not None}

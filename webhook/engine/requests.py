@@ -109,14 +109,21 @@ def _leaf_findings(
     return found
 
 
-def _deny(policy: str, message: str, tenant: Tenant | None, leaf: DeviceRequest) -> Finding:
+def _deny(
+    policy: str,
+    message: str,
+    tenant: Tenant | None,
+    leaf: DeviceRequest,
+    action: Action = Action.DENY,
+) -> Finding:
+    """A broken rule: denied, or under its policy's Warn or Audit enforcement admitted."""
     reason = Reason(
         policy=policy,
         message=message,
         tenant=tenant.name if tenant else "",
         device_class=leaf.device_class,
     )
-    return Finding(Action.DENY, reason)
+    return Finding(action, reason)
 
 
 def _class_allowed(leaf: DeviceRequest, tenant: Tenant | None, where: str) -> Iterator[Finding]:
@@ -130,6 +137,7 @@ def _class_allowed(leaf: DeviceRequest, tenant: Tenant | None, where: str) -> It
             f"{leaf.device_class!r} (allowed: {allowed})",
             tenant,
             leaf,
+            tenant.enforcement,
         )
 
 
@@ -144,6 +152,7 @@ def _admin_access(
             f"{where}: adminAccess is not allowed for tenant {tenant.name!r}",
             tenant,
             leaf,
+            tenant.enforcement,
         )
     if labels.get(ADMIN_ACCESS_LABEL) != "true":
         yield _deny(
@@ -184,9 +193,10 @@ def _class_policy(
             f"{leaf.device_class!r}, at most {limit} per request",
             tenant,
             leaf,
+            policy.enforcement,
         )
         found.append(
-            Finding(Action.DENY, replace(finding.reason, limit=limit, requested=leaf.count))
+            replace(finding, reason=replace(finding.reason, limit=limit, requested=leaf.count))
         )
     if all_refused:
         found.append(
@@ -195,11 +205,11 @@ def _class_policy(
                 f"{where}: allocationMode All is not allowed for class {leaf.device_class!r}",
                 tenant,
                 leaf,
+                policy.enforcement,
             )
         )
-    for failure in failures:
-        finding = _deny(name, f"{where}: {failure.describe()}", tenant, leaf)
-        found.append(Finding(failure.action, finding.reason))
+    for failure in failures:  # each with its own action, or the policy's enforcement
+        found.append(_deny(name, f"{where}: {failure.describe()}", tenant, leaf, failure.action))
     return found
 
 

@@ -26,10 +26,13 @@ PENDING_SECONDS = 120.0
 
 @dataclass(frozen=True)
 class Record:
-    """One holder's devices; `expires_at` is set while the holder is still pending."""
+    """One holder's devices; `expires_at` is set while the holder is still pending; `name`
+    is what a person knows the holder by when its key does not say it (a Pod's
+    `<namespace>/<name>`: its holders are keyed by uid, as the claims made for it refer to it)."""
 
     devices: Mapping[str, int]
     expires_at: float | None = None
+    name: str | None = None
 
     def as_json(self) -> dict[str, object]:
         data: dict[str, object] = {"devices": dict(self.devices)}
@@ -64,7 +67,7 @@ def usage_of(records: Mapping[str, Record]) -> dict[str, ClassUsage]:
     for key, record in sorted(records.items()):
         for device_class, count in record.devices.items():
             if count:
-                holders.setdefault(device_class, []).append(Holder(key, count))
+                holders.setdefault(device_class, []).append(Holder(key, count, record.name or ""))
     return {
         device_class: ClassUsage(sum(h.devices for h in items), tuple(items))
         for device_class, items in holders.items()
@@ -78,6 +81,7 @@ def reserve(
     *,
     now: float,
     pending_seconds: float = PENDING_SECONDS,
+    names: Mapping[str, str] | None = None,
 ) -> Outcome:
     """`current` with `holds` set, unless a class that grows would pass its limit.
 
@@ -87,12 +91,14 @@ def reserve(
     confirmation; one still pending keeps its expiry, so admitting the same object again (a
     forged review re-sent in a loop) never renews it; a new one is pending until
     `now + pending_seconds`. A holder re-admitted with the same devices is left as it is: the
-    retry changes nothing, so a ledger need not write.
+    retry changes nothing, so a ledger need not write. A holder set keeps its name unless
+    `names` gives it one.
     """
     current = live(current, now=now)
     change = changes(
-        current, totals(current), holds, limits, now=now, pending_seconds=pending_seconds
-    )
+        current, totals(current), holds, limits, now=now, pending_seconds=pending_seconds,
+        names=names,
+    )  # fmt: skip
     if not change.granted:
         return Outcome(False, current)
     return Outcome(True, {**current, **change.changed})
@@ -115,6 +121,7 @@ def changes(
     *,
     now: float,
     pending_seconds: float = PENDING_SECONDS,
+    names: Mapping[str, str] | None = None,
 ) -> Change:
     """`reserve` on records all live, given their `totals`: only the holders that change.
 
@@ -126,10 +133,11 @@ def changes(
     for key, devices in holds.items():
         known = current.get(key)
         wanted = {c: n for c, n in devices.items() if n}
-        if known is not None and unchanged(known, wanted, now):
+        name = (names or {}).get(key) or (known.name if known is not None else None)
+        if known is not None and unchanged(known, wanted, now) and name == known.name:
             continue
         expires = known.expires_at if known is not None else now + pending_seconds
-        changed[key] = Record(wanted, expires)
+        changed[key] = Record(wanted, expires, name)
         move(after, known.devices if known is not None else {}, wanted)
     for device_class, total in after.items():
         limit = limits.get(device_class)
@@ -139,9 +147,13 @@ def changes(
 
 
 def readmitted(
-    current: Mapping[str, Record], holds: Mapping[str, Mapping[str, int]], now: float
+    current: Mapping[str, Record],
+    holds: Mapping[str, Mapping[str, int]],
+    now: float,
+    names: Mapping[str, str] | None = None,
 ) -> bool:
-    """Whether every holder of `holds` already holds exactly these devices and is live.
+    """Whether every holder of `holds` already holds exactly these devices and is live (and
+    already has the name `names` gives it).
 
     When it is and no record of `current` has expired, `reserve` grants and returns `current`
     as it is (nothing grows, nothing is dropped): a ledger may answer without the arithmetic.
@@ -153,7 +165,11 @@ def readmitted(
         wanted = devices if all(devices.values()) else {c: n for c, n in devices.items() if n}
         if dict(known.devices) != dict(wanted):  # `unchanged`, inlined: asked every review
             return False
-    return True
+    return not names or all(_named(current.get(key), name) for key, name in names.items())
+
+
+def _named(record: Record | None, name: str) -> bool:
+    return record is not None and record.name == name
 
 
 def live(records: Mapping[str, Record], *, now: float) -> Records:
@@ -178,21 +194,27 @@ def reconcile(
     *,
     now: float,
     drop_grace: float = 0.0,
+    names: Mapping[str, str] | None = None,
 ) -> Records:
     """The records once existing objects (`truth`) are known.
 
-    Holders backed by an object are confirmed with the object's devices; confirmed holders
-    whose object is gone are dropped, or with `drop_grace` first kept pending that long;
-    pending holders stay until they expire.
+    Holders backed by an object are confirmed with the object's devices (and the name they
+    have, else the one `names` gives); confirmed holders whose object is gone are dropped,
+    or with `drop_grace` first kept pending that long; pending holders stay until they expire.
     """
-    records: Records = {key: Record(dict(devices)) for key, devices in truth.items()}
+    records: Records = {}
+    named = names or {}
+    for key, devices in truth.items():
+        known = current.get(key)
+        name = known.name if known is not None and known.name else named.get(key)
+        records[key] = Record(dict(devices), None, name)
     for key, record in current.items():
         if key in records:
             continue
         if record.expires_at is not None and record.expires_at > now:
             records[key] = record
         elif record.expires_at is None and drop_grace > 0:
-            records[key] = Record(record.devices, now + drop_grace)
+            records[key] = Record(record.devices, now + drop_grace, record.name)
     return records
 
 
@@ -212,6 +234,9 @@ def totals(records: Mapping[str, Record]) -> dict[str, int]:
     return total
 
 
-def confirmed(holds: Mapping[str, Mapping[str, int]]) -> Records:
-    """Records for holders known to exist (a ledger's starting truth)."""
-    return {key: Record(dict(devices)) for key, devices in holds.items()}
+def confirmed(
+    holds: Mapping[str, Mapping[str, int]], names: Mapping[str, str] | None = None
+) -> Records:
+    """Records for holders known to exist (a ledger's starting truth), with their names."""
+    named = names or {}
+    return {key: Record(dict(devices), None, named.get(key)) for key, devices in holds.items()}

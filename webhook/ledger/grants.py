@@ -120,6 +120,7 @@ class Grant:
     sized_under: Mapping[str, int] = field(default_factory=dict)  # that write's limits
     used: Devices = field(default_factory=dict)  # taken by admissions not stored yet
     queued: Holds = field(default_factory=dict)  # holders admitted, not stored yet
+    names: dict[str, str] = field(default_factory=dict)  # of queued holders, when known
     flight: Flight | None = None
     limits: dict[str, int] = field(default_factory=dict)  # the latest admission's
     admitted: deque[tuple[float, Devices]] = field(default_factory=deque)  # (monotonic, taken)
@@ -191,7 +192,11 @@ class GrantBook:
     # ------------------------------------------------------------------ admissions
 
     def admit(
-        self, tenant: str, holds: Mapping[str, Mapping[str, int]], limits: Mapping[str, int]
+        self,
+        tenant: str,
+        holds: Mapping[str, Mapping[str, int]],
+        limits: Mapping[str, int],
+        names: Mapping[str, str] | None = None,
     ) -> bool:
         """Take `holds` from the tenant's grant and queue them; False (nothing taken) when
         they do not fit in it, or its lease is too short to admit from."""
@@ -212,6 +217,7 @@ class GrantBook:
             if opens:
                 grant.queued_since = self.monotonic()
             grant.queued.update(new)
+            grant.names.update((k, n) for k, n in (names or {}).items() if k in new)
             grant.record(self.monotonic(), taken)
         if opens:  # the holders after it are written with it: no deadline moves for them
             self.queued_signal.set()
@@ -239,7 +245,7 @@ class GrantBook:
             grant = self._grants.setdefault(tenant, Grant())
             now = self.clock()
             queued, taken = dict(grant.queued), dict(grant.used)
-            folded = accounting.reserve(records, queued, {}, now=now).records
+            folded = accounting.reserve(records, queued, {}, now=now, names=grant.names).records
             mine = folded.pop(self.key, None)
             after, result = apply(folded)
             size = self._size(grant, after, now)
@@ -273,6 +279,7 @@ class GrantBook:
             for key, devices in flight.holds.items():
                 if grant.queued.get(key) == devices:
                     del grant.queued[key]
+                    grant.names.pop(key, None)
 
     def missed(self, tenant: str) -> None:
         """The write in flight was refused or never sent: nothing of it is stored."""
@@ -337,7 +344,8 @@ class GrantBook:
         with self._lock:
             grant = self._grants.get(tenant)
             queued = dict(grant.queued) if grant is not None else {}
-        shown = accounting.reserve(records, queued, {}, now=self.clock()).records
+            names = dict(grant.names) if grant is not None else {}
+        shown = accounting.reserve(records, queued, {}, now=self.clock(), names=names).records
         shown.pop(self.key, None)
         return shown
 

@@ -102,18 +102,19 @@ class KubeLedger:
         holds: Mapping[str, Mapping[str, int]],
         limits: Mapping[str, int],
         deadline: Deadline | None = None,
+        names: Mapping[str, str] | None = None,
     ) -> Reservation:
         """Granted at once from this process's grant when it fits; otherwise one change in
         the tenant's next batch, withdrawn unwritten if `deadline` passes while it waits (a
         write already sent may land: it is pending and expires). Refused only for other
         processes' grants, it asks for them back and tries again (`wants`). The usage comes
         with a refusal only: listing every holder costs in proportion to the holders."""
-        if self._from_grant(tenant, holds, limits, deadline):
+        if self._from_grant(tenant, holds, limits, deadline, names):
             return Reservation(True)
         ends = time.monotonic() + self._budget(deadline)
         pause = wants.WANT_PAUSE
         while True:
-            change, blocked = self._reserving(holds, limits)
+            change, blocked = self._reserving(holds, limits, names)
             answer = self.update(tenant, change, ends - time.monotonic())
             late = time.monotonic() + pause + wants.RETRY_ROOM > ends
             if answer.granted or not blocked() or late:
@@ -127,6 +128,7 @@ class KubeLedger:
         holds: Mapping[str, Mapping[str, int]],
         limits: Mapping[str, int],
         deadline: Deadline | None,
+        names: Mapping[str, str] | None = None,
     ) -> bool:
         """Admitted from this process's grant, without a write now; otherwise counted as
         demand, so the write that decides it sizes the grant for what comes next."""
@@ -137,14 +139,17 @@ class KubeLedger:
         watch.start()  # ... or at once when another process wants it
         if deadline is not None:
             deadline.check("reserving quota")
-        if book.admit(tenant, holds, limits):
+        if book.admit(tenant, holds, limits, names):
             return True
         blocking.check("a write of the tenant's records")  # the retry counts the demand
         book.note(tenant, holds, limits)
         return False
 
     def _reserving(
-        self, holds: Mapping[str, Mapping[str, int]], limits: Mapping[str, int]
+        self,
+        holds: Mapping[str, Mapping[str, int]],
+        limits: Mapping[str, int],
+        names: Mapping[str, str] | None = None,
     ) -> tuple[Change[Reservation], Callable[[], bool]]:
         """The change that reserves `holds`, and whether its last refusal was only for other
         processes' grants (`wants.reserve_or_want`)."""
@@ -154,7 +159,7 @@ class KubeLedger:
         def change(records: Records) -> tuple[Records, Reservation]:
             kept, answer, blocked[0] = wants.reserve_or_want(
                 records, holds, limits, now=self.clock(),
-                pending_seconds=self.pending_seconds, owner=owner,
+                pending_seconds=self.pending_seconds, owner=owner, names=names,
             )  # fmt: skip
             return kept, answer
 
@@ -169,8 +174,9 @@ class KubeLedger:
 
         self.update(tenant, change, self.budget)
 
-    def reconcile(self, truth: Mapping[str, Holds]) -> None:
-        """Bring every tenant's records in line with the existing objects (`truth`).
+    def reconcile(self, truth: Mapping[str, Holds], names: Mapping[str, str] | None = None) -> None:
+        """Bring every tenant's records in line with the existing objects (`truth`), naming
+        the holders keyed by a Pod's uid that have no name yet from `names`.
 
         A confirmed holder missing from `truth` becomes pending for `drop_grace` seconds
         before it is dropped: another replica's cache may lag this one's, and a claim it
@@ -181,7 +187,7 @@ class KubeLedger:
         tenants = set(self._stored_tenants()) | set(truth)
         unstorable: list[recordtext.Unstorable] = []
         for tenant in sorted(tenants):
-            change = self._reconcile_with(truth.get(tenant, {}))
+            change = self._reconcile_with(truth.get(tenant, {}), names)
             try:
                 self.update(tenant, change, self.reconcile_budget)
             except recordtext.Unstorable as error:
@@ -189,10 +195,11 @@ class KubeLedger:
         if unstorable:
             raise unstorable[0]
 
-    def _reconcile_with(self, truth: Holds) -> Change[None]:
+    def _reconcile_with(self, truth: Holds, names: Mapping[str, str] | None) -> Change[None]:
         def change(records: Records) -> tuple[Records, None]:
             now, grace = self.clock(), self.drop_grace
-            return accounting.reconcile(records, truth, now=now, drop_grace=grace), None
+            kept = accounting.reconcile(records, truth, now=now, drop_grace=grace, names=names)
+            return kept, None
 
         return change
 

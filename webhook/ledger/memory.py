@@ -19,12 +19,15 @@ class MemoryLedger:
     """Per tenant: holder -> record (devices per class, pending expiry)."""
 
     def __init__(
-        self, initial: Mapping[str, Holds] | None = None, clock: Callable[[], float] = time.time
+        self,
+        initial: Mapping[str, Holds] | None = None,
+        clock: Callable[[], float] = time.time,
+        names: Mapping[str, str] | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self._clock = clock
         self._tenants: dict[str, Records] = {
-            tenant: accounting.confirmed(holds) for tenant, holds in (initial or {}).items()
+            tenant: accounting.confirmed(holds, names) for tenant, holds in (initial or {}).items()
         }
 
     def usage(self, tenant: str, deadline: Deadline | None = None) -> Mapping[str, ClassUsage]:
@@ -38,12 +41,13 @@ class MemoryLedger:
         holds: Mapping[str, Mapping[str, int]],
         limits: Mapping[str, int],
         deadline: Deadline | None = None,
+        names: Mapping[str, str] | None = None,
     ) -> Reservation:
         with self._lock:
             if deadline is not None:
                 deadline.check("reserving quota")
             current = self._tenants.get(tenant, {})
-            outcome = accounting.reserve(current, holds, limits, now=self._clock())
+            outcome = accounting.reserve(current, holds, limits, now=self._clock(), names=names)
             self._tenants[tenant] = outcome.records
             return Reservation(outcome.granted, accounting.usage_of(outcome.records))
 
@@ -51,12 +55,13 @@ class MemoryLedger:
         with self._lock:
             self._tenants.get(tenant, {}).pop(holder, None)
 
-    def reconcile(self, truth: Mapping[str, Holds]) -> None:
-        """Confirm, keep or drop holders given the holds of existing objects per tenant."""
+    def reconcile(self, truth: Mapping[str, Holds], names: Mapping[str, str] | None = None) -> None:
+        """Confirm, keep or drop holders given the holds of existing objects per tenant (and
+        the names of the Pods behind holders keyed by uid)."""
         with self._lock:
             now = self._clock()
             for tenant in set(self._tenants) | set(truth):
                 current = self._tenants.get(tenant, {})
                 self._tenants[tenant] = accounting.reconcile(
-                    current, truth.get(tenant, {}), now=now
+                    current, truth.get(tenant, {}), now=now, names=names
                 )

@@ -20,19 +20,23 @@ from typing import Protocol
 
 from webhook.kube.background import BackgroundLoop
 from webhook.ledger.accounting import Holds
-from webhook.ledger.usage import holds_by_tenant
+from webhook.ledger.usage import holder_names, holds_by_tenant
 from webhook.types import ClusterState, DragateError, PolicySet
 
 log = logging.getLogger("dragate.ledger.reconciler")
 
 Truth = Callable[[], Mapping[str, Holds]]
 """Per tenant, the holds of every existing object; raises DragateError when unknown."""
+Names = Callable[[], Mapping[str, str]]
+"""Per holder keyed by a Pod's uid, the Pod's `<namespace>/<name>` (`usage.holder_names`)."""
 
 
 class Reconcilable(Protocol):
     """A ledger that can be brought in line with the truth (MemoryLedger, KubeLedger)."""
 
-    def reconcile(self, truth: Mapping[str, Holds]) -> None: ...
+    def reconcile(
+        self, truth: Mapping[str, Holds], names: Mapping[str, str] | None = None
+    ) -> None: ...
 
 
 def claims_truth(policies: Callable[[], PolicySet], state: ClusterState) -> Truth:
@@ -48,15 +52,28 @@ def claims_truth(policies: Callable[[], PolicySet], state: ClusterState) -> Trut
     return truth
 
 
+def claims_names(state: ClusterState) -> Names:
+    """The names of the Pods the claims in `state` were generated for, by holder."""
+    return lambda: holder_names(state.claims())
+
+
 class Reconciler(BackgroundLoop):
     """Runs `ledger.reconcile(truth())` every `interval` seconds on a daemon thread."""
 
     thread_name = "reconciler"
 
-    def __init__(self, ledger: Reconcilable, truth: Truth, *, interval: float = 15.0) -> None:
+    def __init__(
+        self,
+        ledger: Reconcilable,
+        truth: Truth,
+        *,
+        interval: float = 15.0,
+        names: Names | None = None,
+    ) -> None:
         super().__init__()
         self.ledger = ledger
         self.truth = truth
+        self.names = names
         self.interval = interval
         self.runs = 0
         self.last_error = ""
@@ -68,7 +85,8 @@ class Reconciler(BackgroundLoop):
         and every confirmed holder would be dropped.
         """
         try:
-            self.ledger.reconcile(self.truth())
+            truth = self.truth()
+            self.ledger.reconcile(truth, self.names() if self.names is not None else None)
         except DragateError as error:
             self.last_error = str(error)
             log.warning("reconcile skipped: %s", error)

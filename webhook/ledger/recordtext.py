@@ -9,26 +9,32 @@ thousand holders as at a few (tests/bench/kube_ledger_bench.py; docs/benchmarks.
 
 One line per holder, sorted by key, fields separated by one space:
 
-    <holder key> <class>=<devices>[,<class>=<devices>...] [<expiresAt>]
+    <holder key> <class>=<devices>[,<class>=<devices>...][,@<namespace>/<name>=0] [<expiresAt>]
 
 `-` stands for no devices; `expiresAt` (unix seconds, Python's shortest round-trip float
-text) is present while the holder is pending. Holder keys (claim:<namespace>/<name>,
-pod:<uid>/<podClaimName>) and DeviceClass names never hold spaces, `=` or `,`, so nothing
-needs quoting; a key or class that would is refused rather than written ambiguously.
+text) is present while the holder is pending. A Pod's holders carry the Pod's name as an
+entry of no devices (`holdernames`), which the version before reads as a class holding 0;
+lines without it (written before, or for claims, whose key is their name) show their key.
+Holder keys (claim:<namespace>/<name>, pod:<uid>/<podClaimName>), names and DeviceClass
+names never hold spaces, `=` or `,`, so nothing needs quoting; a key or class that would is
+refused rather than written ambiguously.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from webhook.ledger import holdernames
 from webhook.ledger.accounting import Record, Records
 from webhook.types import FactsUnavailable
 
 MAX_BYTES = 1_000_000
 """The longest `spec.records` written: etcd refuses requests over 1.5 MiB, and the object
-carries metadata besides. About 16,000 holders with typical names (60 bytes a line); at
-least 2,700 with the longest names Kubernetes allows (a 63-character namespace and a
-253-character claim name, pending: ~360 bytes a line)."""
+carries metadata besides. About 16,000 holders with typical names (60 bytes a line, a
+Pod's with its name about 90); at least 2,700 claims with the longest names Kubernetes
+allows (a 63-character namespace and a 253-character claim name, pending: ~360 bytes a
+line), and 2,100 Pod holders (a 63-character pod claim name and the Pod's longest
+`namespace/name` beside it: ~460 bytes)."""
 
 _SEPARATORS = (" ", "\n")
 _CLASS_SEPARATORS = (" ", "\n", "=", ",")
@@ -60,6 +66,8 @@ def encode(records: Mapping[str, Record], tenant: str = "", lines: Lines | None 
         line = cached[1] if cached is not None and cached[0] is record else None
         if line is None:
             classes.update(record.devices)
+            if record.name:
+                classes.add(holdernames.MARK + record.name)
             line = _line(key, record)
         fresh[key] = (record, line)
         spaces += 1 if record.expires_at is None else 2
@@ -77,7 +85,7 @@ def encode(records: Mapping[str, Record], tenant: str = "", lines: Lines | None 
 
 
 def _line(key: str, record: Record) -> str:
-    devices = record.devices
+    devices = holdernames.with_name(record.devices, record.name) if record.name else record.devices
     if len(devices) == 1:
         ((name, count),) = devices.items()
         held = f"{name}={int(count)}"
@@ -126,4 +134,7 @@ def _parse(line: str) -> tuple[str, Record]:
             if not name or devices[name] < 0:
                 raise ValueError(f"bad device count {item!r}")
     expires = float(fields[2]) if len(fields) == 3 else None
-    return fields[0], Record(devices, expires)
+    if holdernames.MARK not in fields[1]:
+        return fields[0], Record(devices, expires)
+    plain, holder_name = holdernames.split(devices)
+    return fields[0], Record(plain, expires, holder_name)

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
-from webhook.ledger import accounting
+from webhook.ledger import accounting, holdernames
 from webhook.ledger.accounting import PENDING_SECONDS, Holds, Record
 from webhook.ledger.epoch import WriteEpoch
 from webhook.ledger.sqliterows import Plan, Rows, TenantRows, UsageOf, all_records
@@ -167,6 +167,7 @@ class SqliteLedger:
         holds: Mapping[str, Mapping[str, int]],
         limits: Mapping[str, int],
         deadline: Deadline | None = None,
+        names: Mapping[str, str] | None = None,
     ) -> Reservation:
         """Read the tenant's holders, check, write the difference: one IMMEDIATE transaction.
 
@@ -177,16 +178,16 @@ class SqliteLedger:
         """
         read = self._read(tenant)
         now = self._clock()
-        if read.all_live(now) and accounting.readmitted(read.records, holds, now):
+        if read.all_live(now) and accounting.readmitted(read.records, holds, now, names):
             return Reservation(True, UsageOf(read))  # what the plan would grant, unwritten
-        plan = self._plan(read, holds, limits)
+        plan = self._plan(read, holds, limits, names)
         if not plan.writes:
             return plan.reservation()
         rows = self._rows()
         with self._transaction(deadline, only=tenant) as db:
             stamp, current = rows.locked(tenant)
             # the rows read are still the stored ones: the plan made on them holds
-            plan = plan if current is read else self._plan(current, holds, limits)
+            plan = plan if current is read else self._plan(current, holds, limits, names)
             if plan.writes:
                 if deadline is not None:
                     deadline.check("storing the reservation")
@@ -195,9 +196,15 @@ class SqliteLedger:
         return plan.reservation()
 
     def _plan(
-        self, rows: Rows, holds: Mapping[str, Mapping[str, int]], limits: Mapping[str, int]
+        self,
+        rows: Rows,
+        holds: Mapping[str, Mapping[str, int]],
+        limits: Mapping[str, int],
+        names: Mapping[str, str] | None,
     ) -> Plan:
-        return rows.planned(holds, limits, now=self._clock(), pending_seconds=self._pending_seconds)
+        return rows.planned(
+            holds, limits, now=self._clock(), pending_seconds=self._pending_seconds, names=names
+        )
 
     def release(self, tenant: str, holder: str) -> None:
         with self._transaction() as db:
@@ -205,25 +212,29 @@ class SqliteLedger:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def reconcile(self, truth: Mapping[str, Holds]) -> None:
-        """Confirm, keep or drop holders given the holds of existing objects per tenant."""
+    def reconcile(self, truth: Mapping[str, Holds], names: Mapping[str, str] | None = None) -> None:
+        """Confirm, keep or drop holders given the holds of existing objects per tenant (and
+        the names of the Pods behind holders keyed by uid)."""
         with self._transaction() as db:
             now = self._clock()
             stored = all_records(db)
             for tenant in set(stored) | set(truth):
                 current = stored.get(tenant, {})
-                updated = accounting.reconcile(current, truth.get(tenant, {}), now=now)
+                updated = accounting.reconcile(current, truth.get(tenant, {}), now=now, names=names)
                 _write_diff(db, tenant, current, updated)
 
-    def seed(self, holds_by_tenant: Mapping[str, Holds]) -> None:
-        """Replace all confirmed holders with `holds_by_tenant` (the cluster's truth at startup).
+    def seed(
+        self, holds_by_tenant: Mapping[str, Holds], names: Mapping[str, str] | None = None
+    ) -> None:
+        """Replace all confirmed holders with `holds_by_tenant` (the cluster's truth at startup),
+        named by `names` (a Pod's holders, from the claims generated for it).
 
         Pending holders stay: another worker may have just admitted them.
         """
         with self._transaction() as db:
             db.execute("DELETE FROM holders WHERE expires_at IS NULL")
             for tenant, holds in holds_by_tenant.items():
-                for key, record in accounting.confirmed(holds).items():
+                for key, record in accounting.confirmed(holds, names).items():
                     _put(db, tenant, key, record)
 
     def close(self) -> None:
@@ -357,8 +368,14 @@ def _migrate(db: sqlite3.Connection, path: str) -> None:
 def _put(db: sqlite3.Connection, tenant: str, holder: str, record: Record) -> None:
     db.execute(
         "INSERT OR REPLACE INTO holders (tenant, holder, devices, expires_at) VALUES (?,?,?,?)",
-        (tenant, holder, json.dumps(dict(record.devices), sort_keys=True), record.expires_at),
+        (tenant, holder, _stored_devices(record), record.expires_at),
     )
+
+
+def _stored_devices(record: Record) -> str:
+    """The `devices` column: the devices, and the holder's name as an entry of none
+    (`holdernames`), so a file written here is still read by the version before."""
+    return json.dumps(holdernames.with_name(record.devices, record.name), sort_keys=True)
 
 
 def _write(db: sqlite3.Connection, tenant: str, plan: Plan) -> None:

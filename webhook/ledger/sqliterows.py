@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
-from webhook.ledger import accounting
+from webhook.ledger import accounting, holdernames
 from webhook.ledger.accounting import Record, Records
 from webhook.ledger.epoch import Epoch, WriteEpoch, after
 from webhook.types import ClassUsage, Reservation
@@ -85,18 +85,20 @@ class Rows:
         *,
         now: float,
         pending_seconds: float,
+        names: Mapping[str, str] | None = None,
     ) -> Plan:
         """What reserving `holds` on these rows answers, leaves and writes: from the kept
         totals while every holder is live, else by `accounting.reserve` over the records."""
         if self.all_live(now):
             change = accounting.changes(
-                self.records, self.totals, holds, limits, now=now, pending_seconds=pending_seconds
-            )
+                self.records, self.totals, holds, limits, now=now,
+                pending_seconds=pending_seconds, names=names,
+            )  # fmt: skip
             if not change.granted or not change.changed:
                 return Plan(change.granted, self)
             return Plan(True, self.with_changes(change.changed), change.changed)
         outcome = accounting.reserve(
-            self.records, holds, limits, now=now, pending_seconds=pending_seconds
+            self.records, holds, limits, now=now, pending_seconds=pending_seconds, names=names
         )
         if not outcome.granted:
             return Plan(False, self, refused_usage=accounting.usage_of(outcome.records))
@@ -227,7 +229,10 @@ class TenantRows:
 
 
 def _record(devices: str, expires_at: float | None) -> Record:
-    return Record(_devices(devices), expires_at)
+    if holdernames.MARK not in devices:
+        return Record(_devices(devices), expires_at)
+    plain, name = holdernames.split(_devices(devices))
+    return Record(plain, expires_at, name)
 
 
 @functools.lru_cache(maxsize=1024)

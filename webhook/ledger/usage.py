@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from webhook.engine.counting import devices_by_class, holder_key
+from webhook.engine.counting import devices_by_class, holder_key, holder_pod_name
 from webhook.engine.normalize import ObjectError, claim_spec
 from webhook.engine.tenancy import namespace_labels, resolve_tenant
 from webhook.ledger.accounting import Holds
@@ -45,3 +45,19 @@ def existing_holds(policies: PolicySet, state: ClusterState) -> dict[str, Holds]
     namespaces = {str(n["metadata"]["name"]): n for n in state.namespaces()}
     holds, _ = holds_by_tenant(policies, state.claims(), namespaces)
     return holds
+
+
+def holder_names(claims: Iterable[Object]) -> dict[str, str]:
+    """Per holder keyed by a Pod's uid, the Pod's `<namespace>/<name>`, from the owner
+    reference of the claim generated for it: names for a ledger started from the claims."""
+    names = {}
+    for claim in claims:
+        name = holder_pod_name(claim)
+        if name is not None:
+            names[holder_key(claim)] = name
+    return names
+
+
+def existing_names(state: ClusterState) -> dict[str, str]:
+    """`holder_names` of the claims already in `state`, beside `existing_holds`."""
+    return holder_names(state.claims())

@@ -67,11 +67,14 @@ def reserve_or_want(
     now: float,
     pending_seconds: float,
     owner: str | None,
+    names: Mapping[str, str] | None = None,
 ) -> tuple[Records, Reservation, bool]:
     """`accounting.reserve`, answered as a Reservation; when it refuses only because of
     other processes' grants (and `owner` takes part in grants), the records carry `owner`'s
     want and the third value is True: the request is worth trying again."""
-    outcome = accounting.reserve(records, holds, limits, now=now, pending_seconds=pending_seconds)
+    outcome = accounting.reserve(
+        records, holds, limits, now=now, pending_seconds=pending_seconds, names=names
+    )
     if outcome.granted:
         return outcome.records, Reservation(True), False
     refusal = Reservation(False, accounting.usage_of(outcome.records))

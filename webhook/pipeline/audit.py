@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from webhook.engine.violations import warnings_of
 from webhook.pipeline.context import Context
 from webhook.pipeline.offline import request_from_object
 from webhook.pipeline.scope import handles
-from webhook.types import AuditResult, Object, Reason, Verdict
+from webhook.types import Action, AuditResult, Object, Reason, Verdict
 
 AUDITED_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod"})
 AUDITOR = {"username": "system:serviceaccount:dragate:audit"}
@@ -57,23 +58,24 @@ def asks_for_devices(pod: Object) -> bool:
 
 
 def results_of(obj: Object, verdict: Verdict) -> Iterator[AuditResult]:
-    """Fail per reason, warn per warning, audit entry per Audit-mode finding, else one pass."""
+    """Fail per denial reason and per rule broken under Audit, warn per rule broken under
+    Warn and per other warning; one pass when nothing was said."""
     decision = verdict.decision
-    found = False
-    for reason in decision.reasons:
-        found = True
+    said = [("fail", reason) for reason in decision.reasons]
+    said += [(_RESULT_OF[v.mode], v.reason) for v in decision.violations]
+    for result, reason in said:
         numbers = _numbers(reason)
-        yield _result(
-            obj, reason.policy, "fail", reason.message, decision.tenant, properties=numbers
-        )
-    for _, message in sorted(decision.audit.items()):
-        found = True
-        yield _result(obj, _policy_of(message), "fail", message, decision.tenant)
-    for warning in decision.warnings:
-        found = True
+        yield _result(obj, reason.policy, result, reason.message, decision.tenant,
+                      properties=numbers)  # fmt: skip
+    of_violations = set(warnings_of(decision.violations))
+    others = [w for w in decision.warnings if w not in of_violations]
+    for warning in others:
         yield _result(obj, _policy_of(warning), "warn", warning, decision.tenant)
-    if not found:
+    if not said and not others:
         yield _result(obj, PASS_POLICY, "pass", "admitted by every policy", decision.tenant)
+
+
+_RESULT_OF = {Action.AUDIT: "fail", Action.WARN: "warn", Action.DENY: "fail"}
 
 
 def _result(
@@ -101,10 +103,8 @@ def _numbers(reason: Reason) -> dict[str, str]:
 
 
 def _policy_of(text: str) -> str:
-    """The policy a finding's text names: `[Tenant/team-a] ...`, or `dragate: ... (gpu-rules)`
-    as kubectl warnings end; dragate's own otherwise."""
-    if text.startswith("[") and "]" in text:
-        return text[1 : text.index("]")]
+    """The policy a warning names, `dragate: ... (gpu-rules)` as kubectl warnings end;
+    dragate's own otherwise."""
     if text.endswith(")") and "(" in text:
         return text[text.rindex("(") + 1 : -1]
     return PASS_POLICY

@@ -30,6 +30,7 @@ from webhook.types import (
     PolicySet,
     Reason,
     Settings,
+    Tenant,
     Verdict,
 )
 
@@ -76,7 +77,7 @@ def _validate_with_facts(
     legacy = legacy_pod_denial(request, policies, facts, context, deadline)
     if legacy is not None:
         return Verdict(legacy)
-    if facts.tenant is not None and _needs_usage(request):
+    if facts.tenant is not None and _needs_usage(request, facts.tenant):
         deadline.check("reading the tenant's usage")
         facts = facts.with_usage(context.ledger.usage(facts.tenant.name, deadline))
     if (request.group, request.kind) in PREDICTED_KINDS:
@@ -88,21 +89,42 @@ def _validate_with_facts(
         return Verdict(decision)
     deadline.check("reserving quota")
     limits = limits_of(facts.tenant)
-    reservation = context.ledger.reserve(facts.tenant.name, decision.holds, limits, deadline)
+    reservation = context.ledger.reserve(
+        facts.tenant.name, decision.holds, limits, deadline, names=decision.names or None
+    )
     if reservation.granted:
         return Verdict(decision)
     return Verdict(_refused(request, policies, facts.with_usage(reservation.usage)))
 
 
-def _needs_usage(request: AdmissionRequest) -> bool:
+def _needs_usage(request: AdmissionRequest, tenant: Tenant) -> bool:
     """Whether the tenant's usage must be read before judging.
 
     A real CREATE is judged optimistically: the ledger's atomic reserve is the check that
     counts, and when it refuses, the request is judged again with the usage that refused it
     (`_refused`), so the denial still names the numbers and the holders. A dry run writes
-    nothing, and a workload's fit is predicted against usage, so those read it first.
+    nothing, and a workload's fit is predicted against usage, so those read it first. So does
+    an object that may hold devices of a tenant in Warn or Audit with a `maxDevices`: the
+    ledger never refuses it (`limits_of`), so its limit is judged here, against the usage as
+    read.
     """
-    return request.dry_run or (request.group, request.kind) in PREDICTED_KINDS
+    return (
+        request.dry_run
+        or (request.group, request.kind) in PREDICTED_KINDS
+        or (
+            tenant.enforcement != Action.DENY
+            and any(q.max_devices is not None for q in tenant.quota)
+            and _may_hold(request)
+        )
+    )
+
+
+def _may_hold(request: AdmissionRequest) -> bool:
+    """A claim, or a Pod that names claims: the objects whose CREATE reserves devices."""
+    if request.kind == "ResourceClaim":
+        return True
+    spec = (request.object or {}).get("spec")
+    return request.kind == "Pod" and isinstance(spec, dict) and bool(spec.get("resourceClaims"))
 
 
 def _predictions(

@@ -77,6 +77,8 @@ CLASS = Str(_DNS_SUBDOMAIN, "a DeviceClass name (a-z, 0-9, '-', '.')", max_lengt
 NAMESPACE = Str(_DNS_LABEL, "a namespace name (a-z, 0-9, '-', at most 63 characters)")
 TEXT = Str()
 LABEL_VALUE = Str(noun="a string", empty=True)
+ENFORCEMENT = OneOf(tuple(Action), Action)
+"""A Tenant's or DeviceClassPolicy's rollout mode: Deny (the default), Warn or Audit."""
 
 
 # --------------------------------------------------------------------------- CEL
@@ -232,6 +234,7 @@ TENANT = Obj(
         "adminAccess": Bool(),
         "quota": ListOf(QUOTA, "quota entries", unique_by=("deviceClassName",)),
         "legacyMappingAction": OneOf(tuple(MappingAction), MappingAction),
+        "enforcement": ENFORCEMENT,
     },
     check=_has_namespaces,
     rules=(
@@ -253,20 +256,29 @@ def _tenant(name: str, spec: Mapping[str, Any], source: Source) -> Tenant:
         quota=tuple(spec.get("quota", ())),
         mapping_action=spec.get("legacyMappingAction"),
         source=source,
+        enforcement=spec.get("enforcement", Action.DENY),
     )
 
 
 # --------------------------------------------------------------------------- DeviceClassPolicy
 
 
-def _validation(v: Mapping[str, Any]) -> Validation:
+@dataclass(frozen=True)
+class WrittenValidation:
+    """A validation as written: its `action` is None when it takes its policy's enforcement."""
+
+    expression: Compiled
+    message: str
+    action: Action | None
+
+    def resolved(self, enforcement: Action) -> Validation:
+        action = self.action if self.action is not None else enforcement
+        return Validation(self.expression.text, self.message, action, self.expression.program)
+
+
+def _validation(v: Mapping[str, Any]) -> WrittenValidation:
     expression: Compiled = v["expression"]
-    return Validation(
-        expression.text,
-        v.get("message", expression.text),
-        v.get("action", Action.DENY),
-        expression.program,
-    )
+    return WrittenValidation(expression, v.get("message", expression.text), v.get("action"))
 
 
 VALIDATION = Obj(
@@ -286,19 +298,22 @@ CLASS_POLICY = Obj(
         "allowAllocationModeAll": Bool(),
         "validations": ListOf(VALIDATION, "validations"),
         "failurePolicy": OneOf(tuple(FailurePolicy), FailurePolicy),
+        "enforcement": ENFORCEMENT,
     },
 )
 
 
 def _class_policy(name: str, spec: Mapping[str, Any], source: Source) -> DeviceClassPolicy:
+    enforcement = spec.get("enforcement", Action.DENY)
     return DeviceClassPolicy(
         name=name,
         device_class_names=frozenset(spec.get("deviceClassNames", ())),
         max_count_per_request=spec.get("maxCountPerRequest"),
         allow_allocation_mode_all=spec.get("allowAllocationModeAll", True),
-        validations=tuple(spec.get("validations", ())),
+        validations=tuple(v.resolved(enforcement) for v in spec.get("validations", ())),
         source=source,
         failure_policy=spec.get("failurePolicy", FailurePolicy.FAIL),
+        enforcement=enforcement,
     )
 
 

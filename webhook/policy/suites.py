@@ -49,6 +49,7 @@ class Expect:
     message: re.Pattern[str] | None
     warnings: tuple[re.Pattern[str], ...]
     patched: Mapping[str, JSON]
+    audit: tuple[re.Pattern[str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -161,12 +162,13 @@ class PoliciesDir:
 def _checks_something(v: Mapping[str, Any], at: Path, report: Report) -> None:
     """An `expect` with no field, or only empty lists and mappings, would pass whatever came."""
     if all(value in ([], {}) for value in v.values()):
-        report.add(at, "states nothing to check; give allowed, message, warnings or patched")
+        report.add(at, "states nothing to check; give allowed, message, warnings, audit or patched")
 
 
 def _expect(v: Mapping[str, Any]) -> Expect:
     patched = v.get("patched", {})
-    return Expect(v.get("allowed"), v.get("message"), tuple(v.get("warnings", ())), patched)
+    audit = tuple(v.get("audit", ()))
+    return Expect(v.get("allowed"), v.get("message"), tuple(v.get("warnings", ())), patched, audit)
 
 
 EXPECT = Obj(
@@ -174,6 +176,7 @@ EXPECT = Obj(
         "allowed": Bool(),
         "message": Regex(),
         "warnings": ListOf(Regex(), "regular expressions"),
+        "audit": ListOf(Regex(), "regular expressions"),
         "patched": Patched(),
     },
     check=_checks_something,

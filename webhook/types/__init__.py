@@ -44,6 +44,7 @@ from webhook.types.outcomes import (
     Reason,
     RewriteResult,
     Verdict,
+    Violation,
 )
 from webhook.types.policyset import (
     Action,
@@ -116,5 +117,6 @@ __all__ = [
     "UnknownClass",
     "Validation",
     "Verdict",
+    "Violation",
     "unknown_class",
 ]

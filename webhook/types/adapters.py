@@ -70,8 +70,9 @@ class FactsUnavailable(DragateError):
 class Holder:
     """A claim (or a Pod's pending reservation) holding devices of one class."""
 
-    key: str  # "namespace/name" of the claim, or "pod:<uid>" for a reservation
+    key: str  # "claim:<namespace>/<name>", or "pod:<uid>/<pod claim>" for a Pod's reservation
     devices: int
+    name: str = ""  # a Pod's "<namespace>/<name>" when known (the key has only its uid)
 
 
 @dataclass(frozen=True)
@@ -156,12 +157,15 @@ class Ledger(Protocol):
         holds: Mapping[str, Mapping[str, int]],
         limits: Mapping[str, int],
         deadline: Deadline | None = None,
+        names: Mapping[str, str] | None = None,
     ) -> Reservation:
         """Atomically set each holder's devices unless a class would exceed its limit.
 
         A holder already present is replaced, not added to, so admitting the same object
         twice (reinvocation, retries) never counts it twice. When `deadline` passes before
         the change is stored, raise DeadlineExceeded (or FactsUnavailable) having stored nothing.
+        `names` gives holders keyed by a Pod's uid the Pod's `<namespace>/<name>`, stored
+        beside them for denials to show.
         """
         ...
 

@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from webhook.types.basics import Object
+from webhook.types.policyset import Action
 from webhook.types.records import record
 
 
@@ -67,12 +68,32 @@ class Reason:
         return f"[{self.policy}] {self.message}"
 
 
+@dataclass(frozen=True)
+class Violation:
+    """A policy rule the object breaks and is admitted anyway: `mode` Warn or Audit (the
+    rule's action, or its policy's `enforcement`), with the reason a denial would give."""
+
+    mode: Action
+    reason: Reason
+
+    @property
+    def policy_kind(self) -> str:
+        return self.reason.policy.partition("/")[0]
+
+    @property
+    def policy_name(self) -> str:
+        return self.reason.policy.partition("/")[2]
+
+
 @record
 class Decision:
     """The engine's answer for one object.
 
     `holds` is what the object adds to its tenant's usage: per ledger holder (a claim, or one
-    pod claim of a Pod), devices per class.
+    pod claim of a Pod), devices per class; `names` the `<namespace>/<name>` of the Pod behind
+    holders keyed by its uid, stored beside them for denials to show. `violations` are the
+    rules broken under Warn or Audit: already in `warnings` and `audit` as text, kept whole
+    for metrics and reports.
     """
 
     allowed: bool = True
@@ -81,6 +102,8 @@ class Decision:
     audit: Mapping[str, str] = field(default_factory=dict)
     tenant: str = ""
     holds: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    violations: tuple[Violation, ...] = ()
+    names: Mapping[str, str] = field(default_factory=dict)  # holder -> its Pod's ns/name
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,12 @@ class Source:
 
 
 class Action(StrEnum):
-    """What a failing CEL validation does."""
+    """What a failing rule does: a validation's `action`, a policy's `enforcement`.
+
+    Deny refuses the object; Warn admits it with a kubectl warning; Audit admits it and
+    records the violation (an audit annotation and a metric). The names and meanings are
+    ValidatingAdmissionPolicyBinding's `validationActions`.
+    """
 
     DENY = "Deny"
     WARN = "Warn"
@@ -81,6 +86,7 @@ class Tenant:
     quota: tuple[QuotaLimit, ...] = ()
     mapping_action: MappingAction | None = None  # overrides LegacyResourceMapping.action
     source: Source = Source()
+    enforcement: Action = Action.DENY  # what its class rules and quota do when broken
 
     def limit_for(self, device_class: str) -> QuotaLimit | None:
         for limit in self.quota:  # a loop, not next(generator): asked per class per review
@@ -127,6 +133,7 @@ class DeviceClassPolicy:
     validations: tuple[Validation, ...] = ()
     source: Source = Source()
     failure_policy: FailurePolicy = FailurePolicy.FAIL
+    enforcement: Action = Action.DENY  # its built-in rules' (and action-less validations')
 
     def applies_to(self, device_class: str) -> bool:
         return not self.device_class_names or device_class in self.device_class_names
