@@ -164,12 +164,20 @@ def test_warn_admits_over_quota_with_the_numbers_then_the_audit_reports_it(
     settle(served, lambda: "Warning:" in create(
         cluster, claim("w-probe", 9), "--dry-run=server").stderr,
         "the Warn rollout to be served")  # fmt: skip
+    create(cluster, claim("w-fill", 2))  # the tenant's 2 devices in use, whatever ran before
     admitted = create(cluster, claim("over", 1))
     assert admitted.returncode == 0, admitted.stderr
     assert "Warning:" in admitted.stderr and "limit 2" in admitted.stderr, admitted.stderr
 
-    def failing() -> int:
+    def failing() -> list[dict[str, Any]]:
         report = cluster.get_json("policyreport", "dragate", "-n", NAMESPACE)
-        return int(report["summary"]["fail"])
+        return [r for r in report["results"] if r["result"] == "fail"]
 
-    settle(served, lambda: failing() >= 1, "fail results in the namespace's PolicyReport", 60)
+    # the quota lowered below what is held: the audit's next pass (a policy change starts
+    # one within seconds) reports every claim of the tenant as failing
+    assert apply(cluster, tenant(1, "Audit")).returncode == 0
+    settle(served, lambda: len(failing()) >= 2, "fail results in the namespace's PolicyReport", 60)
+    result = failing()[0]
+    assert result["policy"] == "Tenant/po-team" and result["source"] == "dragate"
+    assert result["properties"]["limit"] == "1" and result["properties"]["tenant"] == "po-team"
+    assert result["resources"][0]["kind"] == "ResourceClaim"
