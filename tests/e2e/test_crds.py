@@ -90,7 +90,7 @@ def test_kubectl_get_tenants_shows_namespaces_and_usage(crds: Cluster) -> None:
     crds.kubectl("patch", "tenant/columns", "--subresource=status", "--type=merge",
                  "-p", json.dumps(status))  # fmt: skip
     table = crds.kubectl("get", "tenants", "columns").stdout.splitlines()
-    assert table[0].split() == ["NAME", "NAMESPACES", "USAGE", "ENFORCEMENT", "AGE"], table
+    assert table[0].split() == ["NAME", "NAMESPACES", "USAGE", "ENFORCEMENT", "READY", "AGE"], table
     assert table[1].split()[:3] == ["columns", '["columns-a"]', "gpu.nvidia.com=3/4"], table
     short = crds.kubectl("get", "tnt", "columns", "-o", "name").stdout.strip()
     assert short == "tenant.dragate.io/columns"

@@ -115,7 +115,7 @@ SHAPES: Mapping[str, Shape] = {
     "Tenant": Shape(
         "tenants", "tenant", ("tnt",),
         (Column("Namespaces", ".spec.namespaces"), Column("Usage", ".status.usageSummary"),
-         _ENFORCEMENT, _AGE),
+         _ENFORCEMENT, _READY, _AGE),
         {**STATUS, **USAGE},
     ),
     "DeviceClassPolicy": Shape(
