@@ -34,7 +34,7 @@ from webhook.ledger.share import Share
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.ledger.usage import existing_holds, existing_names
 from webhook.pipeline import Context
-from webhook.pipeline.audit import asks_for_devices, audit
+from webhook.pipeline.audit import asks_for_devices, audit, tenant_results
 from webhook.pipeline.scope import NOBODY, Identity
 from webhook.policy.loading import load_policies
 from webhook.policy.policyobjects import check_object, load_with_objects
@@ -212,15 +212,16 @@ def cluster_mode(
 
 
 def audit_pass(context: Context, state: KubeState) -> Callable[[], list[AuditResult]]:
-    """One background audit over the cluster's claims, templates and device-asking Pods,
-    judged against usage counted from the claims themselves (never the admission ledger)."""
+    """One background audit over the cluster's claims, templates and device-asking Pods, and
+    each tenant's usage against its quota, counted from the claims themselves (never the
+    admission ledger)."""
 
     def run() -> list[AuditResult]:
         current = context.policies()
         truth = MemoryLedger(existing_holds(current, state))
         judged = replace(context, policies=lambda: current, ledger=truth)
         objects = chain(state.claims(), state.templates(), _device_pods(state.api))
-        return list(audit(objects, judged))
+        return [*audit(objects, judged), *tenant_results(current, truth.usage)]
 
     return run
 

@@ -181,3 +181,10 @@ def test_warn_admits_over_quota_with_the_numbers_then_the_audit_reports_it(
     assert result["policy"] == "Tenant/po-team" and result["source"] == "dragate"
     assert result["properties"]["limit"] == "1" and result["properties"]["tenant"] == "po-team"
     assert result["resources"][0]["kind"] == "ResourceClaim"
+
+    def tenant_failing() -> bool:
+        tenants = cluster.get_json("clusterpolicyreport", "dragate")["results"]
+        return any(r["result"] == "fail" and r["resources"][0]["name"] == "po-team"
+                   for r in tenants)  # fmt: skip
+
+    settle(served, tenant_failing, "the tenant's own fail result in the ClusterPolicyReport", 10)

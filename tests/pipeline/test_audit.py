@@ -12,8 +12,9 @@ from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.usage import existing_holds
 from webhook.pipeline import Context
-from webhook.pipeline.audit import asks_for_devices, audit
+from webhook.pipeline.audit import asks_for_devices, audit, tenant_results
 from webhook.policy.loading import parse_policies
+from webhook.types import ClassUsage
 
 GPU = "gpu.nvidia.com"
 
@@ -111,3 +112,18 @@ def test_a_failure_carries_the_numbers() -> None:
 )
 def test_which_pods_the_audit_reads(obj: dict[str, Any], asks: bool) -> None:
     assert asks_for_devices(obj) is asks
+
+
+def test_each_tenant_s_usage_is_judged_against_its_quota() -> None:
+    current = policies(2)
+    usage = {"gpu.nvidia.com": ClassUsage(3)}
+    (result,) = tenant_results(current, lambda name: usage if name == "team-a" else {})
+    assert (result.kind, result.name, result.namespace, result.result) == (
+        "Tenant",
+        "team-a",
+        "",
+        "fail",
+    )
+    assert result.properties == {"deviceClassName": GPU, "used": "3", "limit": "2"}
+    (within,) = tenant_results(policies(4), lambda name: usage)
+    assert within.result == "pass"

@@ -11,13 +11,25 @@ pass), so the audit never reads or writes the admission ledger.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from webhook.engine.violations import warnings_of
 from webhook.pipeline.context import Context
 from webhook.pipeline.offline import request_from_object
 from webhook.pipeline.scope import handles
-from webhook.types import Action, AuditResult, Object, Reason, Verdict
+from webhook.types import (
+    API_VERSION,
+    Action,
+    AuditResult,
+    ClassUsage,
+    Object,
+    PolicySet,
+    Reason,
+    Verdict,
+)
+
+Usage = Callable[[str], Mapping[str, ClassUsage]]
+"""A tenant's usage per DeviceClass."""
 
 AUDITED_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod"})
 AUDITOR = {"username": "system:serviceaccount:dragate:audit"}
@@ -40,6 +52,28 @@ def audit(objects: Iterable[Object], context: Context) -> Iterator[AuditResult]:
 
 
 STANDARD_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "storage"})
+
+
+def tenant_results(policies: PolicySet, usage: Usage) -> Iterator[AuditResult]:
+    """Each tenant's usage against each `maxDevices` of its quota: pass, or fail when a quota
+    was lowered below what the tenant holds. Cluster-scoped, like the Tenant."""
+    for tenant in policies.tenants:
+        held = usage(tenant.name)
+        for limit in tenant.quota:
+            if limit.max_devices is None:
+                continue
+            found = held.get(limit.device_class)
+            used = found.used if found is not None else 0
+            over = used > limit.max_devices
+            message = (f"tenant '{tenant.name}' holds {used} {limit.device_class} devices, "
+                       f"limit {limit.max_devices}")  # fmt: skip
+            yield AuditResult(
+                namespace="", api_version=API_VERSION, kind="Tenant", name=tenant.name, uid="",
+                policy=f"Tenant/{tenant.name}", result="fail" if over else "pass",
+                message=message, tenant=tenant.name,
+                properties={"deviceClassName": limit.device_class, "used": str(used),
+                            "limit": str(limit.max_devices)},
+            )  # fmt: skip
 
 
 def asks_for_devices(pod: Object) -> bool:
