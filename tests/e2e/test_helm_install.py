@@ -126,7 +126,9 @@ SERVICE_ACCOUNT_ACCESS = [
     ("create", "resourceclaimtemplates.resource.k8s.io", True),
     ("update", "tenantusages.dragate.io", True),
     ("create", "tenantusages.dragate.io", True),
+    ("list", "pods", True),  # the background audit
     ("get", "pods", False),
+    ("watch", "pods", False),
     ("get", "secrets", False),
     ("get", "configmaps", False),
     ("get", "resourceclaims.resource.k8s.io", False),
@@ -137,8 +139,10 @@ SERVICE_ACCOUNT_ACCESS = [
     ("patch", f"mutatingadmissionpolicies.admissionregistration.k8s.io/{POLICY}", False),
     ("create", "policyreports.wgpolicyk8s.io", True),
     ("delete", "clusterpolicyreports.wgpolicyk8s.io", True),
-    ("patch", "policyreports.wgpolicyk8s.io", False),
-    ("update", "leases.coordination.k8s.io", True),  # in its own namespace (-n below)
+    ("patch", "policyreports.wgpolicyk8s.io", True),  # server-side apply
+    ("update", "policyreports.wgpolicyk8s.io", False),
+    ("update", "leases.coordination.k8s.io/dragate-leader", True),  # own namespace (-n below)
+    ("update", "leases.coordination.k8s.io/another", False),
     ("list", "tenants.dragate.io", False),  # policies.source=files: the objects are not read
 ]
 
