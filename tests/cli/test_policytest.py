@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
 from webhook.cli import main
-from webhook.cli.policytest import lookup
 
 REPO = Path(__file__).resolve().parents[2]
 HEADER = "apiVersion: dragate.io/v1alpha1\nkind: PolicyTestSuite\nmetadata: {name: s}\n"
@@ -226,20 +224,3 @@ def test_errors_exit_two(tmp_path: Path, content: str | None, message: str) -> N
         (tmp_path / "x.yaml").write_text(content)
     result = run(str(tmp_path))
     assert result.exit_code == 2 and message in result.output
-
-
-DOC: dict[str, Any] = {"spec": {"items": [{"name": "a"}, {"name": "b", "n": None}]}}
-
-
-@pytest.mark.parametrize(
-    ("path", "expected"),
-    [
-        ("spec.items[1].name", "b"),
-        ("spec.items[5].name", None),
-        ("spec.missing.deeper", None),
-        ("spec.items[0]", {"name": "a"}),
-    ],
-    ids=["index", "out-of-range", "missing", "object"],
-)
-def test_lookup(path: str, expected: Any) -> None:
-    assert lookup(DOC, path) == expected
