@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from webhook.files.yamlio import Document
+from webhook.policy.kinds import KINDS
 from webhook.policy.loading import (
     Loaded,
     cross_document_problems,
@@ -32,6 +33,7 @@ from webhook.types import JSON, Object, ObjectVerdict, PolicySet, Source
 
 NOT_YET_CREATED = "\uffff"
 """Sorts after every timestamp: an object without one is the newest."""
+NOT_A_POLICY = "not a policy kind"
 KEPT_METADATA = ("name", "labels", "annotations")
 """What a policy object's metadata carries into the schema; the rest is the API server's."""
 
@@ -79,9 +81,27 @@ def check_object(obj: Object, current: Iterable[Object]) -> tuple[PolicyProblem,
     """Why `obj` would not be enforced beside the `current` objects (empty: it would be).
 
     Admission asks this before the object is stored; objects of the same kind and name in
-    `current` are the ones it replaces."""
-    others = [o for o in current if _key(o) != _key(obj)]
-    return _problems_of(obj, sorted([*others, obj], key=_age))
+    `current` are the ones it replaces. Only `obj` goes through the schema and compiler: the
+    others are read for their names and namespaces alone, so the answer costs one object's
+    load however many policies the cluster holds."""
+    doc = Document(policy_body(obj), object_source(obj))
+    report = Report(doc)
+    loaded = read_document(doc, report)
+    if report.problems or loaded is None:
+        return tuple(report.problems) or (PolicyProblem(doc.source, "kind", NOT_A_POLICY),)
+    entries = sorted([*(o for o in current if _key(o) != _key(obj)), obj], key=_age)
+    named = [loaded if o is obj else _named(o) for o in entries]
+    clashes = _by_file(cross_document_problems([n for n in named if n is not None]))
+    return tuple(clashes.get(doc.source.file, ()))
+
+
+def _named(obj: Object) -> Loaded | None:
+    """An object as the cross-document rules see it (kind, name, namespaces), not compiled."""
+    body = policy_body(obj)
+    kind, name = _key(obj)
+    if kind not in KINDS or not name or not isinstance(body.get("spec", {}), dict):
+        return None
+    return Loaded(kind, name, None, Document(body, object_source(obj)))
 
 
 def _read_objects(
@@ -99,12 +119,6 @@ def _read_objects(
     return accepted, [_verdict(o, problems[_key(o)]) for o in objects if _key(o) in problems]
 
 
-def _problems_of(obj: Object, objects: Sequence[Object]) -> tuple[PolicyProblem, ...]:
-    read, problems = _read_alone(objects)
-    clashes = _by_file(cross_document_problems([loaded for _, loaded in read]))
-    return tuple(problems.get(_key(obj)) or clashes.get(str(object_source(obj))) or ())
-
-
 def _read_alone(
     objects: Sequence[Object],
 ) -> tuple[list[tuple[Object, Loaded]], dict[tuple[str, str], Sequence[PolicyProblem]]]:
@@ -117,7 +131,7 @@ def _read_alone(
         loaded = read_document(doc, report)
         if report.problems or loaded is None:
             problems[_key(obj)] = report.problems or [
-                PolicyProblem(doc.source, "kind", "not a policy kind")
+                PolicyProblem(doc.source, "kind", NOT_A_POLICY)
             ]
         else:
             read.append((obj, loaded))
