@@ -19,14 +19,17 @@ TENANT = {"metadata": {"name": "a", "resourceVersion": "5"}, "spec": {}}
 
 
 class Stream:
-    """A watch that stays open, quiet, until closed."""
+    """A watch that sends the events queued for it, then stays open, quiet, until closed."""
 
-    def __init__(self) -> None:
+    def __init__(self, events: list[dict[str, Any]] | None = None) -> None:
         self.closed = threading.Event()
+        self.events = events if events is not None else []
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        self.closed.wait(5)
-        return iter(())
+        while not self.closed.is_set():
+            while self.events:
+                yield self.events.pop(0)
+            self.closed.wait(0.02)
 
     def close(self) -> None:
         self.closed.set()
@@ -39,6 +42,7 @@ class Api:
         self.down = False
         self.listing = threading.Event()
         self.listing.set()
+        self.events: list[dict[str, Any]] = []
 
     def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
         if self.down:
@@ -53,7 +57,7 @@ class Api:
                 "items": self.items.get(plural, [])}  # fmt: skip
 
     def watch(self, *_: Any) -> Stream:
-        return Stream()
+        return Stream(self.events)
 
 
 def started(api: Api) -> PolicyObjects:
@@ -128,5 +132,28 @@ def test_crds_installed_later_are_watched_without_a_restart() -> None:
         eventually(lambda: objects.discovery.served == frozenset({"Tenant"}))
         assert objects.wait_synced(3)
         assert [o["metadata"]["name"] for o in objects.objects()] == ["a"]
+    finally:
+        objects.stop()
+
+
+def modified(generation: int, **status: Any) -> dict[str, Any]:
+    meta = {"name": "a", "resourceVersion": str(10 + generation + len(status)),
+            "generation": generation}  # fmt: skip
+    return {"type": "MODIFIED", "object": {"metadata": meta, "spec": {}, "status": status}}
+
+
+def test_a_status_write_is_no_policy_change_and_a_new_generation_is() -> None:
+    api = Api(["tenants"], {"tenants": [{**TENANT, "metadata": {**TENANT["metadata"],
+                                                                 "generation": 1}}]})  # fmt: skip
+    objects = started(api)
+    try:
+        assert objects.wait_synced(3)
+        before = objects.fingerprint()
+        api.events.append(modified(1, usageSummary="gpu.nvidia.com=1/4"))
+        eventually(lambda: objects.objects()[0].get("status"))
+        assert objects.fingerprint() == before
+        api.events.append(modified(2))
+        eventually(lambda: objects.objects()[0]["metadata"]["generation"] == 2)
+        assert objects.fingerprint() != before
     finally:
         objects.stop()

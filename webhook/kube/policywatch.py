@@ -31,6 +31,13 @@ POLICY_KINDS = (
 log = logging.getLogger("dragate.kube.policyobjects")
 
 
+def _policy_version(obj: Object) -> tuple[str, object, str]:
+    """What a policy is, as opposed to its status: name, generation (spec) and metadata."""
+    metadata = obj.get("metadata") or {}
+    marks = repr((metadata.get("labels"), metadata.get("annotations")))
+    return str(metadata.get("name")), metadata.get("generation"), marks
+
+
 def plural(resource: Resource) -> str:
     return resource.path.rsplit("/", 1)[1]
 
@@ -56,6 +63,7 @@ class PolicyObjects(BackgroundLoop):
         self.discovery = Discovery()
         self._informers: dict[str, Informer] = {}
         self._lock = threading.Lock()
+        self._seen: dict[str, tuple[int, Hashable]] = {}
 
     def objects(self) -> tuple[Object, ...]:
         """Every policy object of the served kinds; FactsUnavailable until all are listed."""
@@ -72,11 +80,23 @@ class PolicyObjects(BackgroundLoop):
         return not self._unsynced()
 
     def fingerprint(self) -> Hashable:
-        """Changes whenever an object, the served kinds or a cache's sync state changes."""
+        """Changes when a policy changes (an object added, deleted, or its spec or metadata
+        changed: a new generation or resourceVersion of a kind's set), the served kinds or a
+        cache's sync state; not when only a status is written, so the status writer's own
+        writes never reload the policies. Each kind's part is kept while its cache is
+        unchanged."""
         return (
             self.discovery.served,
-            tuple((i.resource.kind, i.synced.is_set(), i.changes) for i in self._watched()),
+            tuple((i.resource.kind, i.synced.is_set(), self._versions(i)) for i in self._watched()),
         )
+
+    def _versions(self, informer: Informer) -> Hashable:
+        kind = informer.resource.kind
+        changes, versions = self._seen.get(kind, (-1, None))
+        if changes != informer.changes:
+            versions = frozenset(_policy_version(o) for o in informer.items())
+            self._seen[kind] = (informer.changes, versions)
+        return versions
 
     def ready(self) -> tuple[bool, str]:
         """A /readyz check: every served kind listed."""
