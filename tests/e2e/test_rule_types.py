@@ -21,7 +21,7 @@ import pytest
 from kube_schema_pin import DOCUMENTS, PINNED, compact, dumps
 
 from webhook.engine.ruletypes import RULE_KINDS
-from webhook.policy.kinds import VALIDATION_VARIABLES, compile_cel
+from webhook.policy.celspec import VALIDATION_VARIABLES, compile_cel
 from webhook.policy.kubetypes import SCHEMAS, validation_types
 
 from .cluster import Cluster

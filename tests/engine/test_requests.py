@@ -18,7 +18,7 @@ from webhook.engine import rules
 from webhook.engine.cel import compile_expression
 from webhook.engine.requests import MAX_FINDINGS_PER_REQUEST, check_request
 from webhook.engine.rules import RuleInputs
-from webhook.policy.kinds import VALIDATION_VARIABLES
+from webhook.policy.celspec import VALIDATION_VARIABLES
 from webhook.types import (
     ADMIN_ACCESS_LABEL,
     Action,

@@ -17,7 +17,7 @@ import pytest
 from webhook.engine import rules
 from webhook.engine.cel import compile_expression
 from webhook.engine.rules import MAX_POLICIES_PER_REQUEST, RuleInputs, failed_rules
-from webhook.policy.kinds import VALIDATION_VARIABLES
+from webhook.policy.celspec import VALIDATION_VARIABLES
 from webhook.types import (
     Action,
     AllocationMode,

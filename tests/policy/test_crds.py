@@ -17,7 +17,8 @@ import re2
 import yaml
 from policy.crd_documents import CASES, FULL, Case
 
-from webhook.policy.kinds import CLASS_POLICY, KINDS, Cel, Kind
+from webhook.policy.celspec import Cel
+from webhook.policy.kinds import CLASS_POLICY, KINDS, Kind
 from webhook.policy.loading import PolicyError, parse_policies
 from webhook.policy.openapi import anchored, schema_of
 from webhook.policy.policycrds import SHAPES, crd_files, crd_texts, policy_crd

@@ -8,7 +8,7 @@ from importlib import resources
 import pytest
 
 from webhook.engine.ruletypes import RULE_KINDS
-from webhook.policy.kinds import VALIDATION_VARIABLES, compile_cel
+from webhook.policy.celspec import VALIDATION_VARIABLES, compile_cel
 from webhook.policy.kubetypes import SCHEMAS, validation_types
 
 CASES = {

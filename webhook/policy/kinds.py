@@ -14,10 +14,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.engine.cel import CelCompileError, Program, TypeEnvironment, compile_expression
+from webhook.policy.celspec import (
+    SAMPLE_SUFFIX,
+    SELECTOR_VARIABLES,
+    VALIDATION_VARIABLES,
+    Cel,
+    Compiled,
+)
 from webhook.policy.kubetypes import validation_types
 from webhook.policy.schema import (
-    INVALID,
     Anything,
     Bool,
     Int,
@@ -33,9 +38,7 @@ from webhook.policy.schema import (
 )
 from webhook.types import (
     API_VERSION,
-    JSON,
     Action,
-    CompiledExpression,
     DeviceClassPolicy,
     FailurePolicy,
     LabelRequirement,
@@ -49,19 +52,6 @@ from webhook.types import (
     Tenant,
     Validation,
 )
-
-VALIDATION_VARIABLES = (
-    "request",
-    "object",
-    "oldObject",
-    "namespace",
-    "tenant",
-    "operation",
-    "userInfo",
-)
-SELECTOR_VARIABLES = ("device",)
-SAMPLE_SUFFIX = "1g.10gb"
-"""What `{suffix}` becomes when a mapping's selector template is test-compiled at load."""
 
 # Patterns read alike by Python and Go's RE2 (they are the CRDs' `pattern` too): no lookaround.
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -79,60 +69,6 @@ TEXT = Str()
 LABEL_VALUE = Str(noun="a string", empty=True)
 ENFORCEMENT = OneOf(tuple(Action), Action)
 """A Tenant's or DeviceClassPolicy's rollout mode: Deny (the default), Warn or Audit."""
-
-
-# --------------------------------------------------------------------------- CEL
-
-
-@dataclass(frozen=True)
-class Compiled:
-    """A CEL expression as written, and the program compiled from it."""
-
-    text: str
-    program: CompiledExpression
-
-
-@dataclass(frozen=True)
-class Cel:
-    """A CEL expression compiled at load, so a typo fails `dragate lint`, not an admission.
-
-    With `sample` set the text is a template: `{suffix}` is replaced by the sample first.
-    """
-
-    variables: tuple[str, ...]
-    sample: str | None = None
-    noun: str = "a CEL expression (a non-empty string)"
-    types: Callable[[], Sequence[TypeEnvironment]] | None = None
-
-    def read(self, value: JSON, at: Path, report: Report) -> Any:
-        text = Str(noun=self.noun).read(value, at, report)
-        if text is INVALID:
-            return INVALID
-        source = text.replace("{suffix}", self.sample or "")
-        types = self.types() if self.types is not None else None
-        program, error = compile_cel(source, self.variables, types)
-        if program is not None:
-            return Compiled(text, program)
-        template = f' (with {{suffix}} = "{self.sample}")' if self.sample is not None else ""
-        report.add(at, f"{error}{template}")
-        return INVALID
-
-
-def compile_cel(
-    text: str, variables: Sequence[str], types: Sequence[TypeEnvironment] | None = None
-) -> tuple[Program | None, str | None]:
-    """The program, or why it can never run as a yes/no rule.
-
-    The CEL engine decides (syntax, undeclared variables, a field the variable's declared type
-    does not have, a result that is never bool); the loader only says where. Compiling at load
-    means a typo fails `dragate lint`, not a Pod.
-    """
-    try:
-        if types is None:
-            return compile_expression(text, variables=variables), None
-        return compile_expression(text, variables=variables, types=types), None
-    except CelCompileError as err:
-        return None, f"does not compile: {err}"
 
 
 # --------------------------------------------------------------------------- shared pieces

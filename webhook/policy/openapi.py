@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from webhook.policy.kinds import Cel
+from webhook.policy.celspec import Cel
 from webhook.policy.schema import Bool, Int, ListOf, MapOf, Obj, OneOf, Spec, Str
 
 Schema = dict[str, Any]
