@@ -80,6 +80,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         )
     )
     rows += _growth_targets(results.get("growth", []))
+    rows += _audit_targets(results.get("audit", []))
     rows += _kube_ledger_targets(results.get("kube-ledger", {}).get("races", []))
     rows += _apiserver_targets(results.get("apiserver", {}).get("added", []))
     return [_judge(row) for row in rows]
@@ -195,6 +196,29 @@ def _growth_targets(growth: list[dict[str, Any]]) -> list[Target]:
         )
     )
     return rows
+
+
+AUDIT_INTERVAL_S = 60
+"""The background audit's default interval: a pass longer than it never rests."""
+
+
+def _audit_targets(audit: list[dict[str, Any]]) -> list[Target]:
+    """At the largest size, in each order of the claims: one pass within the interval."""
+    if not audit:
+        return []
+    largest = max((r["tenants"], r["claims"]) for r in audit)
+    return [
+        (
+            f"audit pass at {r['tenants']} tenants/{r['claims']} claims, {r['order']} order",
+            "s",
+            r["pass_s"],
+            "<=",
+            AUDIT_INTERVAL_S,
+            "s",
+        )
+        for r in audit
+        if (r["tenants"], r["claims"]) == largest
+    ]
 
 
 def _first(
@@ -355,6 +379,7 @@ def markdown(results: dict[str, Any]) -> str:
         ]
     return "\n".join(
         parts
+        + _audit_table(results.get("audit") or [])
         + _holders_table(results.get("holders") or [])
         + _kube_ledger_tables(results.get("kube-ledger") or {})
         + _apiserver_tables(results.get("apiserver") or {})
@@ -483,6 +508,21 @@ def _cpu_table(rows: list[dict[str, Any]]) -> list[str]:
 
 def _ms(us: float) -> float:
     return round(us / 1000, 2)
+
+
+AUDIT_COLUMNS = ["tenants", "claims", "order", "pass_s", "seed_s", "audit_s", "reports_s"]
+AUDIT_COLUMNS += ["claims_per_s", "results", "fail", "warn", "pass", "reports"]
+AUDIT_COLUMNS += ["state_rss_mib", "peak_rss_mib"]
+
+
+def _audit_table(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    return [
+        "\n## Background audit: one pass over the claims (seed the ledger, judge, make the "
+        "PolicyReports), a fresh process per row\n",
+        _table(rows, AUDIT_COLUMNS),
+    ]
 
 
 def _holders_table(levels: list[dict[str, Any]]) -> list[str]:

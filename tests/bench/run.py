@@ -5,7 +5,8 @@
 
 Sections: http (dragate serve vs a no-op app under the same gunicorn and TLS, keep-alive
 connections 1..16), engine, inventory, migrate, ledger, growth, holders (one tenant's
-claims, 0 to 6,000, under a new Pod's review), and two that need a real
+claims, 0 to 6,000, under a new Pod's review), audit (one background audit pass, 10 tenants
+/ 100 claims to 10,000 / 100,000, seconds and peak memory), and two that need a real
 etcd + kube-apiserver: kube-ledger (the cluster ledger) and apiserver (create latency and
 creates/s with no admission, a ValidatingAdmissionPolicy, dragate validating, dragate
 validating + mutating); in a full run only when the e2e toolchain is built, never in
@@ -38,6 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import apiserver_bench
+import audit_bench
 import engine
 import growth
 import holders
@@ -54,7 +56,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENTS = ((REPO / "docs" / "benchmarks.md", False), (REPO / "README.md", True))
 """Where the results table goes, and whether the document shows the brief one."""
-SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth", "holders")
+SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth", "holders", "audit")
 OPTIONAL = ("kube-ledger", "apiserver")  # needs the e2e toolchain; never part of --quick by default
 
 
@@ -76,6 +78,12 @@ class Sizes:
     migrate_repeats: int = migrate_bench.REPEATS
     holder_levels: tuple[int, ...] = (0, 500, 2000, 6000)
     holder_iterations: int = 200
+    audit_sizes: tuple[tuple[int, int], ...] = (
+        (10, 100),
+        (100, 1_000),
+        (1_000, 10_000),
+        (10_000, 100_000),
+    )
 
 
 FULL = Sizes(
@@ -103,6 +111,7 @@ QUICK = Sizes(
     http_rounds=2,
     holder_levels=(0, 100),
     holder_iterations=20,
+    audit_sizes=((10, 100), (50, 500)),
 )
 
 
@@ -123,6 +132,7 @@ def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any
         "ledger": lambda: ledger_bench.curve(sizes.ledger_per_process),
         "growth": lambda: growth.curve(sizes.growth_sizes, sizes.growth_iterations),
         "holders": lambda: holders.curve(sizes.holder_levels, sizes.holder_iterations),
+        "audit": lambda: audit_bench.curve(sizes.audit_sizes),
         "kube-ledger": lambda: kube_ledger_bench.curve(sizes.kube_ledger_per_process),
         "apiserver": lambda: apiserver_bench.curve(*sizes.apiserver_counts),
     }

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 RUN = Path(__file__).resolve().parent / "run.py"
-SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth", "holders")
+SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth", "holders", "audit")
 SUMMARY_KEYS = {"min_us", "p50_us", "p99_us", "max_us"}
 
 
@@ -67,6 +67,26 @@ def test_curves_and_targets(report: tuple[Path, dict]) -> None:  # type: ignore[
     assert [level["holders"] > 0 for level in data["holders"]] == [True, True]
     assert {"new_pod", "readmitted", "new_pod_p50_ratio"} <= data["holders"][0].keys()
     assert all({"name", "measured", "target", "met"} <= t.keys() for t in data["targets"])
+
+
+def test_audit_passes_find_the_tenants_over_quota(report: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    _, data = report
+    audit = data["audit"]
+    assert [(r["tenants"], r["order"]) for r in audit] == [
+        (10, "listed"),
+        (10, "created"),
+        (50, "listed"),
+        (50, "created"),
+    ]
+    for row in audit:
+        over_quota = row["tenants"] // 10  # their ten claims each fail
+        assert (row["fail"], row["warn"]) == (over_quota * 10, 0)
+        assert row["results"] == row["fail"] + row["pass"] >= row["claims"]
+        assert row["reports"] > row["tenants"] and row["peak_rss_mib"] >= row["state_rss_mib"]
+    assert [t["met"] is not None for t in data["targets"] if t["name"].startswith("audit")] == [
+        True,
+        True,
+    ]
 
 
 def test_merge_keeps_the_sections_not_run(

@@ -105,3 +105,24 @@ def test_only_a_full_report_into_the_results_directory_rewrites_the_documents(
 def test_a_report_without_sections_gives_an_empty_table() -> None:
     bare = {"machine": REPORT["machine"]}
     assert summary.rows(bare, []) == []
+
+
+def _audit_row(order: str, pass_s: float) -> dict[str, Any]:
+    return {"tenants": 10_000, "claims": 100_000, "order": order, "pass_s": pass_s,
+            "fail": 10_000, "results": 100_012, "reports": 10_001,
+            "peak_rss_mib": 434.6}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("created_s", "expected"),
+    [(40.0, "met"), (110.6, "**missed**")],
+    ids=["both orders within the interval", "one order past it"],
+)
+def test_the_audit_row_is_judged_on_every_order_at_the_largest_size(
+    created_s: float, expected: str
+) -> None:
+    small = {**_audit_row("created", 99.0), "tenants": 10, "claims": 100}
+    results = {"audit": [small, _audit_row("listed", 18.4), _audit_row("created", created_s)]}
+    (row,) = summary.rows(results, report.targets(results))
+    assert row.verdict == expected and row.target == "≤ 60 s per pass (the audit interval)"
+    assert row.measured.startswith(f"18.4 / {created_s:.1f} s / 435 MiB")
