@@ -161,13 +161,14 @@ def test_warn_admits_over_quota_with_the_numbers_then_the_audit_reports_it(
     cluster: Cluster, served: DragateServer
 ) -> None:
     assert apply(cluster, tenant(2, "Warn")).returncode == 0
-    settle(served, lambda: "Warning:" in create(
+    settle(served, lambda: "[Warn]" in create(
         cluster, claim("w-probe", 9), "--dry-run=server").stderr,
         "the Warn rollout to be served")  # fmt: skip
     create(cluster, claim("w-fill", 2))  # the tenant's 2 devices in use, whatever ran before
     admitted = create(cluster, claim("over", 1))
     assert admitted.returncode == 0, admitted.stderr
-    assert "Warning:" in admitted.stderr and "limit 2" in admitted.stderr, admitted.stderr
+    assert "Warning: dragate: [Warn]" in admitted.stderr, admitted.stderr
+    assert "limit 2" in admitted.stderr, admitted.stderr
 
     def failing() -> list[dict[str, Any]]:
         report = cluster.get_json("policyreport", "dragate", "-n", NAMESPACE)
