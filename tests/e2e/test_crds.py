@@ -65,9 +65,12 @@ def test_example_policies_apply_as_objects(crds: Cluster) -> None:
     applied = crds.kubectl(
         "apply", "--server-side", "--validate=strict", "-f", str(REPO / "policies")
     )
-    assert "tenant.dragate.io/ml-research serverside-applied" in applied.stdout, applied.stdout
-    kinds = {json.loads(line)["kind"] for line in _objects(crds)}
-    assert kinds == {"Tenant", "DeviceClassPolicy", "LegacyResourceMapping", "Settings"}
+    try:
+        assert "tenant.dragate.io/ml-research serverside-applied" in applied.stdout, applied.stdout
+        kinds = {json.loads(line)["kind"] for line in _objects(crds)}
+        assert kinds == {"Tenant", "DeviceClassPolicy", "LegacyResourceMapping", "Settings"}
+    finally:  # a dragate serving the cluster later would enforce them
+        crds.kubectl("delete", "--ignore-not-found", "-f", str(REPO / "policies"), check=False)
 
 
 def _objects(cluster: Cluster) -> list[str]:
