@@ -1,5 +1,5 @@
 """`python -m webhook` is `dragate`, for machines where the console script is not on PATH."""
 
-from webhook.cli import main
+from webhook.cli import entry
 
-main(prog_name="dragate")
+entry()

@@ -123,7 +123,7 @@ def start(
         certificates.create(cert_dir, ["localhost", "127.0.0.1"])
     port = port or free_port()
     command = [
-        sys.executable, "-c", "from webhook.cli import main; main()", "serve",
+        sys.executable, "-c", "from webhook.cli import entry; entry()", "serve",
         "--port", str(port), "--cert-dir", str(cert_dir), "--policies", str(policies),
         "--workers", str(workers), "--threads", "4", "--reload-interval", "0.2",
         "--graceful-timeout", "10",

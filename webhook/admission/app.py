@@ -1,10 +1,9 @@
 """The WSGI app: /validate and /mutate in front, Flask behind for /healthz, /readyz, /metrics.
 
 `create_app` takes everything it needs as arguments (tests pass a fake context and reviewer);
-`make_app` is what each gunicorn worker calls after fork: it loads policies, gets its context
+`make_app` is what the gunicorn worker calls after fork: it loads policies, gets its context
 from `webhook.assembly` (the one place offline and cluster pieces are chosen) and starts the
-policy watcher in that worker, then settles the garbage collector (`settle_collector`) and
-shortens the GIL switch interval (`shorten_switch_interval`). Every request for `/validate`
+policy watcher, then settles the garbage collector (`settle_collector`). Every request for `/validate`
 and `/mutate` is answered by `routes.ReviewRoutes`, the one path a review takes; Flask never
 sees one.
 """
@@ -12,7 +11,6 @@ sees one.
 from __future__ import annotations
 
 import gc
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -31,7 +29,7 @@ from webhook.types import PolicySet
 
 
 def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
-    """gunicorn's WSGI app for one worker: policies, context, watcher, reviewer.
+    """gunicorn's WSGI app for the worker: policies, context, watcher, reviewer.
 
     `fallback` is the policy set the master loaded, served when the files are unreadable now.
     """
@@ -52,28 +50,7 @@ def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
     watcher.ensure_running()
     app.extensions["dragate.watcher"] = watcher
     settle_collector()
-    shorten_switch_interval()
     return app
-
-
-SWITCH_INTERVAL = 0.002
-"""Seconds a thread may hold the GIL while another waits for it (CPython's default: 0.005)."""
-
-
-def shorten_switch_interval() -> None:
-    """A review waiting for the GIL gets it after a shorter slice of another thread's
-    pure-Python work.
-
-    A worker runs more than its request threads: the watch caches decode events, the
-    reconciler rebuilds the truth from every claim (every 15 s), the template keeper, a
-    policy reload compiles CEL. While one of them computes, a review thread that wants the
-    GIL back (after each socket or SQLite call) waits a whole switch interval, so the
-    interval bounds the tail a busy background thread adds to a review. A shorter one costs
-    throughput when request threads contend (every forced switch waits for the other thread
-    to be scheduled); SWITCH_INTERVAL keeps the throughput and most of the tail's gain
-    (tests/bench/worker_probe.py measures both; docs/benchmarks.md).
-    """
-    sys.setswitchinterval(SWITCH_INTERVAL)
 
 
 def settle_collector() -> None:

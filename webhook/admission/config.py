@@ -1,6 +1,6 @@
 """Everything `dragate serve` decides before the first request, as one plain value.
 
-The gunicorn master builds it from flags and hands it to every worker; workers build their own
+The gunicorn master builds it from flags and hands it to its one worker, which builds the
 Flask app, context and watcher from it after fork (threads and sockets do not survive a fork).
 """
 
@@ -45,6 +45,9 @@ class AdmissionOptions:
     own_service_account: str = ""
     max_warnings: int = 20
     require_client_cert: bool = False  # reviews only from a peer with a verified certificate
+    client_names: frozenset[str] = frozenset()
+    """With `require_client_cert`, the identities allowed to send reviews: a certificate's DNS
+    names, or its Common Name when it has none. Empty: any certificate the CA signed."""
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,7 @@ class ServeConfig:
     state_file: Path | None = None
     ledger_file: Path | None = None
     cluster: ClusterTarget | None = None
-    workers: int = 2
-    threads: int = 4
+    max_connections: int = 8192  # open connections, idle ones included: see server.py
     keepalive: int = 120  # > the API server's 90 s idle timeout: see server.py
     graceful_timeout: int = 25
     reload_interval: float = 1.0

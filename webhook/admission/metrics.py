@@ -1,15 +1,8 @@
-"""Prometheus metrics, aggregated across gunicorn workers.
-
-`dragate serve` points PROMETHEUS_MULTIPROC_DIR at a fresh temporary directory before this
-module is imported, so each worker writes its samples to files and any worker answering
-/metrics reports the sum for the whole server. Without the variable (tests, one process) the
-default registry is used.
-"""
+"""Prometheus metrics of the one serving process, in prometheus-client's default registry."""
 
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -22,19 +15,10 @@ from prometheus_client import (
     Gauge,
     Histogram,
     generate_latest,
-    multiprocess,
-    values,
 )
 from prometheus_client.core import GaugeMetricFamily
 
-from webhook.types import AuditResult, processid
-
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
-if os.environ.get(MULTIPROC_ENV):
-    # Each update asked os.getpid (a system call) to notice a fork: the id is kept instead.
-    values.ValueClass = values.MultiProcessValue(  # type: ignore[no-untyped-call]
-        process_identifier=processid.current
-    )
+from webhook.types import AuditResult
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 REQUESTS = Counter(
@@ -58,20 +42,17 @@ VIOLATIONS = Counter(
 )
 RELOAD_SUCCESS = Gauge(
     "dragate_policy_reload_success",
-    "1 when the last policy (re)load in every worker succeeded, 0 when one serves a stale set.",
-    multiprocess_mode="livemin",
+    "1 when the last policy (re)load succeeded, 0 while a stale set is served.",
 )
 RELOAD_TIMESTAMP = Gauge(
     "dragate_policy_last_reload_timestamp",
     "Unix time of the last successful policy load.",
-    multiprocess_mode="livemax",
 )
 AUDIT_VIOLATIONS = Gauge(
     "dragate_audit_violations",
     "Existing objects the background audit finds breaking a policy, by tenant, policy and "
     "result (fail, warn); set by the leader, 0 elsewhere.",
     ["tenant", "policy", "result"],
-    multiprocess_mode="livemax",
 )
 CERT_EXPIRY = "dragate_certificate_expiry_timestamp_seconds"
 _violation_labels: set[tuple[str, str, str]] = set()
@@ -104,8 +85,8 @@ def duration(endpoint: str) -> Histogram:
 
 
 class CertificateExpiry:
-    """Reads the serving certificate at scrape time: always the file the next connection gets,
-    and the same in every worker, so nothing needs aggregating."""
+    """Reads the serving certificate at scrape time: always the file the next connection
+    gets."""
 
     def __init__(self, cert: Path) -> None:
         self._cert = cert
@@ -121,13 +102,8 @@ class CertificateExpiry:
 
 
 def exposition(cert: Path | None = None) -> tuple[bytes, str]:
-    """The text format for /metrics: worker samples summed, plus the certificate expiry."""
-    if os.environ.get(MULTIPROC_ENV):
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
-        text = generate_latest(registry)
-    else:
-        text = generate_latest(REGISTRY)
+    """The text format for /metrics: the process's samples, plus the certificate expiry."""
+    text = generate_latest(REGISTRY)
     if cert is not None:
         extra = CollectorRegistry()
         extra.register(CertificateExpiry(cert))

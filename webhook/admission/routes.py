@@ -4,16 +4,17 @@
 answers every request for the two review paths itself: a POST is reviewed, any other method
 gets a JSON 405. A review is the webhook's only hot path, so it reads the WSGI environ
 directly: no Flask or Werkzeug request, context, URL adapter or response object per review.
-Every reply is JSON: an AdmissionReview (200) or `{code, message[, uid]}`.
-
-Relies on (checked with gunicorn 27.0.1; canaries: tests/canary/test_gunicorn.py):
-- `environ['gunicorn.socket']`: the connection's socket, for the peer certificate.
+Every reply is JSON: an AdmissionReview (200) or `{code, message[, uid]}`. The connection's
+socket, for the peer certificate under `--client-ca`, is the server's WSGI extension
+`gunicorn.sock` (gevent's handler, as gunicorn configures it) or `gunicorn.socket` (gunicorn's
+own handler).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from dataclasses import replace
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -26,7 +27,6 @@ from webhook.admission import bounds, metrics
 from webhook.admission.deadline import budget
 from webhook.admission.handler import Admitter
 from webhook.admission.review import BadReview, encode_review, parse_review, render_response
-from webhook.types.blocking import WouldBlock
 from webhook.types.records import record
 
 log = logging.getLogger("dragate.http")
@@ -40,6 +40,8 @@ _ENCODER = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", 
 """What Flask's `jsonify` does outside debug mode, built once rather than per reply."""
 NOT_ALLOWED = "The method is not allowed for the requested URL."
 UNCERTIFIED = "reviews need a client certificate signed by --client-ca"
+UNNAMED = "this client certificate's names are not among --client-name"
+FRAMING = "a request with both Content-Length and Transfer-Encoding is refused (RFC 9112 6.3)"
 
 
 @record
@@ -50,6 +52,7 @@ class Reply:
     code: int
     body: bytes
     after: Callable[[], None] | None = None
+    close: bool = False  # ask the server to close the connection once this is sent
 
     @property
     def status(self) -> str:
@@ -57,7 +60,8 @@ class Reply:
         return f"{self.code} {HTTP_STATUS_CODES.get(self.code, 'UNKNOWN').upper()}"
 
     def headers(self) -> list[tuple[str, str]]:
-        return [("Content-Type", "application/json"), ("Content-Length", str(len(self.body)))]
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(self.body)))]
+        return [*headers, ("Connection", "close")] if self.close else headers
 
 
 def json_reply(code: int, body: object) -> Reply:
@@ -90,16 +94,20 @@ class ReviewRoutes:
     def _reply(self, environ: Environ, mutate: bool) -> Reply:
         if environ.get("REQUEST_METHOD") != "POST":
             return json_error(405, NOT_ALLOWED)
-        if self._admitter.options.require_client_cert and not peer_certified(environ):
-            return json_error(403, UNCERTIFIED)
+        options = self._admitter.options
+        if options.require_client_cert:
+            names = peer_names(environ)
+            if names is None:
+                return json_error(403, UNCERTIFIED)
+            if options.client_names and not names & options.client_names:
+                return json_error(403, UNNAMED)
         return guarded(self._admitter, environ, mutate=mutate)
 
 
 class Sent(list[bytes]):
     """The body, and what runs once the server has written it: WSGI servers call `close` on
-    what the app returned after sending it (PEP 3333; gunicorn in `handle_request`'s finally,
-    the loop after writing a `buffered` answer), so the client never waits for what follows.
-    It runs once; what it raises is logged."""
+    what the app returned after sending it (PEP 3333), so the client never waits for what
+    follows. It runs once; what it raises is logged."""
 
     def __init__(self, body: list[bytes], after: Callable[[], None]) -> None:
         super().__init__(body)
@@ -115,23 +123,26 @@ class Sent(list[bytes]):
             log.exception("accounting a sent reply failed")
 
 
-def peer_certified(environ: Environ) -> bool:
-    """True when the TLS peer presented a certificate the client CA verified (mTLS)."""
-    sock = environ.get("gunicorn.socket")
+def peer_names(environ: Environ) -> frozenset[str] | None:
+    """The Common Name and DNS names of the certificate the TLS peer presented and the client
+    CA verified (mTLS); None when it presented none."""
+    sock = environ.get("gunicorn.sock") or environ.get("gunicorn.socket")
     getpeercert = getattr(sock, "getpeercert", None)
     try:
-        return bool(getpeercert()) if getpeercert is not None else False
+        cert = getpeercert() if getpeercert is not None else None
     except (OSError, ValueError):
-        return False
+        return None
+    if not cert:
+        return None
+    common = {v for rdn in cert.get("subject", ()) for k, v in rdn if k == "commonName"}
+    dns = {v for k, v in cert.get("subjectAltName", ()) if k == "DNS"}
+    return frozenset(common | dns)
 
 
 def guarded(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
-    """`answer`, with a JSON 500 for what escapes it (a bug must not become an HTML page);
-    WouldBlock goes on to the worker, which serves the request again on a pool thread."""
+    """`answer`, with a JSON 500 for what escapes it (a bug must not become an HTML page)."""
     try:
         return answer(admitter, environ, mutate=mutate)
-    except WouldBlock:
-        raise  # the worker serves the request again where it may wait
     except Exception as err:
         return internal_error(err)
 
@@ -141,11 +152,15 @@ def answer(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
     try:
         body = read_body(environ, admitter.options.max_body_bytes)
         parsed = parse_review(body, environ.get("CONTENT_TYPE"))
+    except TooLarge as err:
+        return _bad_request(err, mutate, code=413)
+    except BadFraming as err:
+        return replace(_bad_request(err, mutate), close=True)
     except BadReview as err:
         return _bad_request(err, mutate)
-    except TimeoutError:  # DeadlineSocket's bound on reading a request ran out mid-body
+    except TimeoutError:  # the connection's socket timeout ran out mid-body
         log.warning("request body not received in time", extra={"endpoint": _endpoint(mutate)})
-        return json_error(408, "request body not received in time")
+        return replace(json_error(408, "request body not received in time"), close=True)
     refused = bounds.refusal(parsed)
     if refused is not None:  # no review: the object is over a limit Kubernetes enforces
         log.warning("object over Kubernetes limits", extra={"uid": parsed.uid})
@@ -155,8 +170,6 @@ def answer(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
     try:
         admitted = admitter.admit(parsed, mutate=mutate, budget=seconds)
         return Reply(200, encode_review(admitted.reply), admitted.account)
-    except WouldBlock:
-        raise
     except Exception:
         log.exception("internal error during review", extra={"uid": parsed.uid})
         return json_error(500, "internal error; see the webhook log for this uid", parsed.uid)
@@ -175,16 +188,24 @@ def _timeout_in(query: str) -> str | None:
     return values[0] if values else None
 
 
+class TooLarge(BadReview):
+    """A body over the size limit: answered 413 without reading it (no `100 Continue` is
+    sent for it); the server reads and drops the rest after the answer."""
+
+
+class BadFraming(BadReview):
+    """A request whose body length is ambiguous: answered 400, and the connection closed."""
+
+
 def read_body(environ: Environ, limit: int) -> bytes:
     """The request body, refused above `limit` even when Content-Length is absent (chunked).
 
     Without a Content-Length the body is read to its end only when the server marks the input
-    as terminated (gunicorn does, for chunked bodies); otherwise it is empty, as in Werkzeug.
+    as terminated (chunked bodies); otherwise it is empty, as in Werkzeug.
     """
     stream, length = environ["wsgi.input"], _content_length(environ)
     if length is not None and length > limit:
-        _discard(stream, min(length, DRAIN_FACTOR * limit))
-        raise BadReview(f"body of {length} bytes exceeds the {limit}-byte limit")
+        raise TooLarge(f"body of {length} bytes exceeds the {limit}-byte limit")
     if length is None and not environ.get("wsgi.input_terminated"):
         return b""
     wanted = limit + 1 if length is None else length
@@ -196,56 +217,37 @@ def read_body(environ: Environ, limit: int) -> bytes:
         chunks.append(chunk)
         size += len(chunk)
     if size > limit:
-        _discard(stream, DRAIN_FACTOR * limit)
-        raise BadReview(f"body exceeds the {limit}-byte limit")
+        raise TooLarge(f"body exceeds the {limit}-byte limit")
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _content_length(environ: Environ) -> int | None:
-    """The declared length; none for a chunked body, whatever else was sent (as Werkzeug)."""
-    if "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
-        return None
+    """The declared length; none for a chunked body. Both at once is refused (BadFraming)."""
     value = environ.get("CONTENT_LENGTH")
+    if "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+        if value:
+            raise BadFraming(FRAMING)
+        return None
     try:
         return max(0, int(value)) if value else None
     except ValueError:
         return None
 
 
-DRAIN_FACTOR = 4
-"""An oversized body is read and dropped up to this many times the limit before answering.
-
-A client still sending when the server answers and closes gets a reset instead of the 400
-and its message; reading a bounded amount lets it see why. Past the bound the connection is
-closed regardless, so a huge body cannot hold a worker thread.
-"""
-
-
-def _discard(stream: Any, remaining: int) -> None:
-    while remaining > 0:
-        chunk = stream.read(min(65536, remaining))
-        if not chunk:
-            return
-        remaining -= len(chunk)
-
-
 def _endpoint(mutate: bool) -> str:
     return "mutate" if mutate else "validate"
 
 
-def _bad_request(err: BadReview, mutate: bool) -> Reply:
+def _bad_request(err: BadReview, mutate: bool, code: int = 400) -> Reply:
     endpoint = _endpoint(mutate)
     metrics.request_counter("unknown", "unknown", endpoint, "bad_request").inc()
     log.warning("bad review", extra={"uid": err.uid, "error": err.message, "endpoint": endpoint})
-    return json_error(400, err.message, err.uid)
+    return json_error(code, err.message, err.uid)
 
 
 def http_error(err: HTTPException) -> Reply:
     """404, 405, 413 and friends as JSON; routing errors are the caller's, never a 500."""
-    code = err.code or 400
-    if code == 413:  # Werkzeug's own size guard: report it as the documented 400
-        code = 400
-    return json_error(code, err.description or err.name)
+    return json_error(err.code or 400, err.description or err.name)
 
 
 def internal_error(err: Exception) -> Reply:

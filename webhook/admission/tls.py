@@ -1,26 +1,39 @@
 """The SSLContext for every accepted connection, rebuilt only when the files change.
 
-gunicorn's gthread worker asks the `ssl_context` hook for a context on each new connection.
-Re-reading PEM files each time would be slow, and never re-reading them would need a restart
-after rotation, so the context is cached under the (inode, mtime, size) of the certificate,
-key and client CA. A rotation shows up on the next connection; connections already open keep
-their context. When the files are mid-swap (a new certificate with the old key), loading
-fails and the previous context keeps serving until the pair matches again.
+gunicorn asks the `ssl_context` hook once per worker; the context it gets back carries an SNI
+callback, which OpenSSL calls on every handshake (with or without a server name), and which
+hands that connection the current context (`SSLSocket.context`, a public `ssl` API). The
+current context is cached under the (inode, mtime, size) of the certificate, key and client
+CA: a rotation shows up on the next connection, connections already open keep theirs.
+
+A pair is served only once it is proven: the key must sign a fresh nonce that the
+certificate's public key verifies. OpenSSL's own check compares public parts only, so a key
+file read half-written can pass it and then fail every handshake; such a pair, and any that
+does not load, leaves the previous context serving until the files change again.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import ssl
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, padding, rsa
 
 from webhook.admission.config import TlsFiles
-from webhook.admission.deadlinesocket import DeadlineSocket
 
 log = logging.getLogger("dragate.tls")
 FileKey = tuple[tuple[int, int, int], ...]
+TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
+"""TLS 1.2 suites offered: ECDHE key exchange with an AEAD cipher only (no CBC, no RSA key
+exchange). TLS 1.3 suites are all AEAD and are not affected by this list."""
 
 
 def _file_key(paths: list[Path]) -> FileKey:
@@ -29,12 +42,13 @@ def _file_key(paths: list[Path]) -> FileKey:
 
 
 def server_ssl_context(files: TlsFiles) -> ssl.SSLContext:
-    """TLS 1.2 minimum (1.3 negotiated when offered), HTTP/1.1 only, default ciphers."""
+    """TLS 1.2 minimum (1.3 negotiated when offered), AEAD suites, HTTP/1.1 only."""
+    prove_pair(files.cert.read_bytes(), files.key.read_bytes())
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_ciphers(TLS12_CIPHERS)
     context.load_cert_chain(certfile=str(files.cert), keyfile=str(files.key))
     context.set_alpn_protocols(["http/1.1"])
-    context.sslsocket_class = DeadlineSocket  # handshake and request read time-bounded
     if files.client_ca is not None:
         # Optional at the TLS layer: a presented certificate must chain to the client CA or
         # the handshake fails, but kubelet probes and Prometheus carry none. The review
@@ -42,6 +56,41 @@ def server_ssl_context(files: TlsFiles) -> ssl.SSLContext:
         context.load_verify_locations(cafile=str(files.client_ca))
         context.verify_mode = ssl.CERT_OPTIONAL
     return context
+
+
+def prove_pair(cert_pem: bytes, key_pem: bytes) -> None:
+    """Raise ValueError unless the key signs a nonce that the certificate's key verifies."""
+    try:
+        key = serialization.load_pem_private_key(key_pem, password=None)
+        public = x509.load_pem_x509_certificate(cert_pem).public_key()
+    except (ValueError, TypeError, UnsupportedAlgorithm) as err:
+        raise ValueError(f"unreadable certificate or key: {err}") from None
+    nonce = os.urandom(32)
+    try:
+        _verify(public, _sign(key, nonce), nonce)
+    except (InvalidSignature, TypeError, ValueError):
+        raise ValueError("the key does not sign for the certificate's public key") from None
+
+
+def _sign(key: Any, nonce: bytes) -> bytes:
+    if isinstance(key, rsa.RSAPrivateKey):
+        return key.sign(nonce, padding.PKCS1v15(), hashes.SHA256())
+    if isinstance(key, ec.EllipticCurvePrivateKey):
+        return key.sign(nonce, ec.ECDSA(hashes.SHA256()))
+    if isinstance(key, ed25519.Ed25519PrivateKey | ed448.Ed448PrivateKey):
+        return key.sign(nonce)
+    raise TypeError(f"unsupported key type {type(key).__name__}")
+
+
+def _verify(public: Any, signature: bytes, nonce: bytes) -> None:
+    if isinstance(public, rsa.RSAPublicKey):
+        public.verify(signature, nonce, padding.PKCS1v15(), hashes.SHA256())
+    elif isinstance(public, ec.EllipticCurvePublicKey):
+        public.verify(signature, nonce, ec.ECDSA(hashes.SHA256()))
+    elif isinstance(public, ed25519.Ed25519PublicKey | ed448.Ed448PublicKey):
+        public.verify(signature, nonce)
+    else:
+        raise TypeError(f"unsupported key type {type(public).__name__}")
 
 
 class ContextCache:
@@ -90,19 +139,28 @@ Factory = Callable[[], ssl.SSLContext]
 
 
 def gunicorn_hook(files: TlsFiles) -> Callable[[object, Factory], ssl.SSLContext]:
-    """gunicorn's `ssl_context(conf, default_factory)` hook, one cache per worker process.
+    """gunicorn's `ssl_context(conf, default_factory)` hook, called once in the worker.
 
-    The cache is filled here, in the master, before workers fork: a worker (re)started while
-    the files are missing or mid-swap then still serves the last good certificate instead of
-    failing every handshake until the files come back.
+    The context it returns starts every handshake; its SNI callback then switches the
+    connection to the cache's current context (the same object while the files are unchanged).
     """
-    cache = ContextCache(files)
-    try:
-        cache.get()
-    except ssl.SSLError as err:  # the master checked the files; a worker will retry anyway
-        log.warning("cannot load TLS files yet", extra={"error": str(err)})
 
     def ssl_context(conf: object, default_ssl_context_factory: Factory) -> ssl.SSLContext:
-        return cache.get()
+        cache = ContextCache(files)
+        first = cache.get()
+        first.sni_callback = _switcher(cache, first)
+        return first
 
     return ssl_context
+
+
+def _switcher(cache: ContextCache, first: ssl.SSLContext) -> Callable[..., None]:
+    def switch(sock: ssl.SSLObject | ssl.SSLSocket, _name: str | None, _ctx: object) -> None:
+        try:
+            current = cache.get()
+        except ssl.SSLError:
+            return  # nothing better than what the handshake started with
+        if current is not first:
+            sock.context = current
+
+    return switch

@@ -7,6 +7,7 @@ the webhook uses, so CI and the cluster can never disagree.
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
@@ -41,3 +42,20 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="dragate")
 def main() -> None:
     """dragate: admission webhook and policy engine for Kubernetes DRA."""
+
+
+def entry() -> None:
+    """The `dragate` console script and `python -m webhook`: `main`, with gevent's monkey
+    patching first when the command is `serve`.
+
+    The server's worker is gevent's (webhook/admission/server.py); gevent must patch the
+    standard library before anything else imports it, or modules that bound `ssl` or
+    `socket` names on import (urllib3, under the kubernetes client) keep blocking calls that
+    stall every connection of the worker. Patching here, before the serve command's modules
+    load, is the earliest point; every other command runs unpatched.
+    """
+    if "serve" in sys.argv[1:2]:
+        from gevent import monkey  # noqa: PLC0415  (serve only)
+
+        monkey.patch_all()
+    main(prog_name="dragate")

@@ -2,16 +2,15 @@
 
 With no flags it serves the example policies shipped in the package, offline state and a
 self-signed localhost certificate made on first start under the state directory, on
-https://127.0.0.1:8443. Everything is checked in the master before any worker starts, so a
+https://127.0.0.1:8443. Everything is checked in the master before the worker starts, so a
 bad policy file or state file fails fast with exit code 2 instead of a worker boot loop.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
+import socket
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,7 +25,6 @@ from webhook.admission.config import (
     TlsFiles,
     own_namespace_default,
 )
-from webhook.admission.listeners import check_address_free
 from webhook.assembly import ClusterTarget
 from webhook.cli import exits
 from webhook.cli.certs import BadInput, state_dir
@@ -76,8 +74,16 @@ def check_inputs(config: ServeConfig) -> None:
         ) from None
 
 
+def check_address_free(host: str, port: int) -> None:
+    """Raise OSError when nothing could listen on host:port (taken, or no such address)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host, port))
+
+
 def seed_ledger(path: Path, policies: PolicySet, state: SnapshotState) -> None:
-    """Once, before workers fork: the claims in the snapshot are the ledger's confirmed truth."""
+    """Once, before the worker forks: the claims in the snapshot are the ledger's confirmed truth."""
     path.parent.mkdir(parents=True, exist_ok=True)
     ledger = SqliteLedger(str(path))
     try:
@@ -87,47 +93,25 @@ def seed_ledger(path: Path, policies: PolicySet, state: SnapshotState) -> None:
 
 
 def master_policies(config: ServeConfig) -> PolicySet | None:
-    """The policy set loaded in the master, inherited by every worker through fork: what a
+    """The policy set loaded in the master, inherited by the worker through fork: what a
     worker booting while the files are broken or gone serves (stale) instead of failing to
     boot, which would make gunicorn stop the whole server. Best effort: `check_inputs` has
-    already reported real problems, so None (workers load their own) whatever goes wrong."""
+    already reported real problems, so None (the worker loads its own) whatever goes wrong."""
     try:
         if config.policy_dir is None:
-            return None  # the cluster's policy objects alone: each worker reads them
+            return None  # the cluster's policy objects alone: the worker reads them
         return load_policies([config.policy_dir])
     except Exception:
         return None
 
 
-def use_multiprocess_metrics() -> Path | None:
-    """A fresh directory for prometheus-client's per-worker files, unless one is set already.
-
-    A directory named by the environment is used (and made, when it does not exist yet: a
-    stale name must not keep workers from booting). Must run before
-    `webhook.admission.metrics` is imported anywhere in this process.
-    """
-    configured = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
-    if configured:
-        Path(configured).mkdir(parents=True, exist_ok=True)
-        return None
-    directory = Path(tempfile.mkdtemp(prefix="dragate-metrics-"))
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
-    return directory
-
-
 def run(config: ServeConfig) -> None:
     """Serve until SIGTERM/SIGINT; gunicorn exits the process (0 on a clean shutdown)."""
-    master = os.getpid()
-    metrics_dir = use_multiprocess_metrics()
-    try:
-        from webhook.admission.server import DragateServer  # noqa: PLC0415  (after the env var)
+    from webhook.admission.server import DragateServer  # noqa: PLC0415  (serve only)
 
-        server = DragateServer(config)
-        server.policies = master_policies(config)
-        server.run()
-    finally:
-        if metrics_dir is not None and os.getpid() == master:  # workers unwind through here too
-            shutil.rmtree(metrics_dir, ignore_errors=True)
+    server = DragateServer(config)
+    server.policies = master_policies(config)
+    server.run()
 
 
 @click.command("serve")
@@ -155,12 +139,17 @@ def run(config: ServeConfig) -> None:
     "--ledger",
     "ledger_file",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="SQLite file holding quota reservations offline, shared by all workers "
+    help="SQLite file holding quota reservations offline "
     "[default: $XDG_STATE_HOME/dragate/ledger.sqlite3].",
 )
 @click.option("--dns-name", "dns_names", multiple=True, help="Extra SAN for a generated cert.")
-@click.option("--workers", default=2, show_default=True, type=click.IntRange(1, 64))
-@click.option("--threads", default=4, show_default=True, type=click.IntRange(1, 256))
+@click.option(
+    "--max-connections",
+    default=8192,
+    show_default=True,
+    type=click.IntRange(16, 1_000_000),
+    help="Open connections served at once, idle ones included; more wait to be accepted.",
+)
 @click.option(
     "--max-body-bytes", default=DEFAULT_MAX_BODY_BYTES, show_default=True, type=click.IntRange(1024)
 )
@@ -168,6 +157,14 @@ def run(config: ServeConfig) -> None:
     "--client-ca",
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
     help="Require client certificates signed by this CA (mTLS).",
+)
+@click.option(
+    "--client-name",
+    "client_names",
+    multiple=True,
+    help="With --client-ca: a client identity allowed to send reviews (a DNS name of its "
+    "certificate, or its Common Name), e.g. the API server's client certificate name. "
+    "Repeatable; without it, any certificate the CA signed is allowed.",
 )
 @click.option(
     "--on-timeout",
@@ -212,7 +209,7 @@ def run(config: ServeConfig) -> None:
     "--quota-grants/--no-quota-grants",
     default=True,
     show_default=True,
-    help="Cluster mode: each worker admits from its grant of a tenant's quota and writes the "
+    help="Cluster mode: each replica admits from its grant of a tenant's quota and writes the "
     "holders moments later; off, every admission waits for its TenantUsage write.",
 )
 @click.option(
@@ -229,7 +226,7 @@ def run(config: ServeConfig) -> None:
     "DeviceClassPolicy, ...), beside the --policies files when given.",
 )
 def command(**flags: object) -> None:
-    """Serve /validate and /mutate over HTTPS (gunicorn, gthread workers)."""
+    """Serve /validate and /mutate over HTTPS (gunicorn, one gevent worker)."""
     config = build_config(**flags)  # type: ignore[arg-type]
     check_inputs(config)
     click.echo(
@@ -257,10 +254,10 @@ def build_config(
     state_file: Path | None,
     ledger_file: Path | None,
     dns_names: tuple[str, ...],
-    workers: int,
-    threads: int,
+    max_connections: int,
     max_body_bytes: int,
     client_ca: Path | None,
+    client_names: tuple[str, ...],
     on_timeout: str,
     own_namespace: str,
     own_service_account: str,
@@ -274,6 +271,8 @@ def build_config(
     policy_objects: bool = True,
 ) -> ServeConfig:
     """Flags to a ServeConfig; makes the dev certificate when needed."""
+    if client_names and client_ca is None:
+        raise BadInput("--client-name needs --client-ca: names are read from verified certificates")
     own = Identity(own_namespace, own_service_account)
     target = ClusterTarget(
         kubeconfig, in_cluster, quota_grants, keep_rewrite_policy, own, policy_objects
@@ -294,13 +293,14 @@ def build_config(
         own_namespace=own_namespace,
         own_service_account=own_service_account,
         require_client_cert=client_ca is not None,
+        client_names=frozenset(client_names),
     )
     if policy_dir is None and (cluster is None or not policy_objects):
         policy_dir = default_policy_dir()
     return ServeConfig(
         policy_dir=policy_dir, tls=tls, host=host, port=port,
         state_file=state_file, cluster=cluster,
-        ledger_file=ledger_file or state_dir() / "ledger.sqlite3", workers=workers, threads=threads,
+        ledger_file=ledger_file or state_dir() / "ledger.sqlite3", max_connections=max_connections,
         graceful_timeout=graceful_timeout, log_level=log_level, admission=options,
         reload_interval=reload_interval,
     )  # fmt: skip
