@@ -90,7 +90,7 @@ def start(
     entry = (
         [str(HERE / "serve_with_double.py")]
         if double
-        else ["-c", "from webhook.cli import main; main()"]
+        else ["-c", "from webhook.cli import entry; entry()"]
     )
     command = [
         sys.executable,
@@ -102,14 +102,11 @@ def start(
         str(cert_dir),
         "--policies",
         str(policies),
-        "--workers",
-        "2",
-        "--threads",
-        "4",
+        "--graceful-timeout",  # idle kept-alive connections hold a stopping worker this long
+        "3",
         *args,
     ]
     env = {**os.environ, "XDG_STATE_HOME": str(tmp / "state")}
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     log = tmp / "serve.log"
     process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env)
     server = Server(process, port, cert_dir, log, client_cert)
@@ -133,6 +130,6 @@ def _wait_healthy(server: Server, seconds: float = 30) -> None:
 
 
 def readyz(server: Server) -> dict[str, Any]:
-    """/readyz over a new connection, so repeated calls reach every worker."""
+    """/readyz over a new connection."""
     body: dict[str, Any] = json.loads(server.get("/readyz", headers={"Connection": "close"}).text)
     return body

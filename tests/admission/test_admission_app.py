@@ -91,7 +91,7 @@ def test_uid_is_echoed_in_400_when_known(client: Any) -> None:
 
 
 @pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
-def test_body_over_limit_is_400(make_app: Any, declared: bool) -> None:
+def test_body_over_limit_is_413(make_app: Any, declared: bool) -> None:
     client = make_app(max_body_bytes=2048).test_client()
     body = encode(review_body(pod(filler="x" * 60)) | {"pad": "y" * 4096})
     if declared:
@@ -102,9 +102,9 @@ def test_body_over_limit_is_400(make_app: Any, declared: bool) -> None:
             input_stream=io.BytesIO(body),
             content_type=JSON,
             headers={"Transfer-Encoding": "chunked"},
-            environ_overrides={"wsgi.input_terminated": True},
+            environ_overrides={"wsgi.input_terminated": True, "CONTENT_LENGTH": ""},
         )
-    assert response.status_code == 400
+    assert response.status_code == 413
     assert "limit" in response.get_json()["message"]
 
 

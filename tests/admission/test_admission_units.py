@@ -7,12 +7,13 @@ import ssl
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from admission.admission_support import POLICIES, StaticLoader
 
 from webhook import certificates
-from webhook.admission import review
+from webhook.admission import review, tls
 from webhook.admission.config import TlsFiles
 from webhook.admission.deadline import budget, parse_go_duration
 from webhook.admission.reload import PolicyHolder
@@ -288,3 +289,57 @@ def test_client_ca_verifies_client_certificates(tmp_path: Path) -> None:
     assert ContextCache(files).get().verify_mode == ssl.CERT_OPTIONAL
     no_ca = TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key")
     assert ContextCache(no_ca).get().verify_mode == ssl.CERT_NONE
+
+
+def _another_key(key_pem: bytes) -> bytes:
+    """A well-formed key of the same curve that the certificate does not name."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    key = load_pem_private_key(key_pem, password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    return certificates.pem_key(ec.generate_private_key(key.curve))
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        pytest.param(lambda good: good[: len(good) // 2], id="half-written"),
+        pytest.param(_another_key, id="another-key"),
+        pytest.param(lambda good: b"", id="empty"),
+    ],
+)
+def test_a_key_that_cannot_sign_for_the_certificate_is_never_served(
+    tmp_path: Path, broken: Any
+) -> None:
+    certificates.create(tmp_path, ["localhost"])
+    cert, key = (tmp_path / "tls.crt").read_bytes(), (tmp_path / "tls.key").read_bytes()
+    tls.prove_pair(cert, key)
+    with pytest.raises(ValueError, match="key"):
+        tls.prove_pair(cert, broken(key))
+    cache = ContextCache(TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key"))
+    first = cache.get()
+    certificates.write_file(tmp_path / "tls.key", broken(key), private=True)
+    assert cache.get() is first
+    certificates.write_file(tmp_path / "tls.key", key, private=True)
+    assert cache.get() is not first  # the good pair again: loaded
+
+
+def test_tls12_offers_only_ecdhe_with_aead(tmp_path: Path) -> None:
+    certificates.create(tmp_path, ["localhost"])
+    context = ContextCache(TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key")).get()
+    tls12 = [c for c in context.get_ciphers() if c["protocol"] == "TLSv1.2"]
+    assert tls12 and all(c["aead"] and c["kea"] == "kx-ecdhe" for c in tls12), tls12
+
+
+def test_every_handshake_gets_the_current_certificate(tmp_path: Path) -> None:
+    """The hook's context switches each connection to the cache's current one (SNI callback,
+    called with and without a server name)."""
+    certificates.create(tmp_path, ["localhost"])
+    files = TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key")
+    first = tls.gunicorn_hook(files)(object(), ssl.create_default_context)
+    before = _serial(first, tmp_path / "ca.crt")
+    certificates.renew(tmp_path)
+    renewed = certificates.read_certs(files.cert)[0].serial_number
+    assert before != renewed
+    assert _serial(first, tmp_path / "ca.crt") == renewed

@@ -21,7 +21,6 @@ from werkzeug.test import Client, TestResponse
 
 from webhook.admission import routes
 from webhook.admission.routes import json_reply
-from webhook.types import blocking
 
 JSON = "application/json"
 Case = dict[str, Any]
@@ -94,16 +93,23 @@ CASES = [  # (request, options, status, what the body holds)
     pytest.param(
         {"data": encode(review_body(pod(filler="x" * 4096)))},
         {"max_body_bytes": 2048},
-        400,
+        413,
         "bytes exceeds the 2048-byte limit",
         id="oversized-declared",
     ),
     pytest.param(
         {"data": encode(review_body(pod(filler="x" * 4096))), "chunked": True},
         {"max_body_bytes": 2048},
-        400,
+        413,
         "body exceeds the 2048-byte limit",
         id="oversized-chunked",
+    ),
+    pytest.param(
+        {"data": encode(review_body()), "chunked": True, "content_length": 10},
+        {},
+        400,
+        "both Content-Length and Transfer-Encoding",
+        id="length-and-chunked",
     ),
     pytest.param(
         {"data": encode(review_body()), "chunked": True}, {}, 200, '"allowed":true', id="chunked"
@@ -175,9 +181,10 @@ def _send(client: Client, case: Case) -> TestResponse:
     extra: dict[str, Any] = {}
     if case.get("chunked"):
         headers["Transfer-Encoding"] = "chunked"
+        length = str(case.get("content_length", ""))  # the test client sets one of its own
         extra = {
             "input_stream": io.BytesIO(data),
-            "environ_overrides": {"wsgi.input_terminated": True},
+            "environ_overrides": {"wsgi.input_terminated": True, "CONTENT_LENGTH": length},
         }
     elif "content_length" in case:
         extra = {"input_stream": io.BytesIO(data), "content_length": case["content_length"]}
@@ -191,6 +198,7 @@ STATUS_LINES = {
     200: "200 OK",
     400: "400 BAD REQUEST",
     403: "403 FORBIDDEN",
+    413: "413 REQUEST ENTITY TOO LARGE",
     404: "404 NOT FOUND",
     405: "405 METHOD NOT ALLOWED",
     500: "500 INTERNAL SERVER ERROR",
@@ -207,9 +215,11 @@ def test_each_answer_is_json_with_its_status(
 ) -> None:
     answer = _send(make_app(**options).test_client(), case)
     assert answer.status == STATUS_LINES[code]
+    closes = [("Connection", "close")] if case.get("content_length") and case.get("chunked") else []
     assert answer.headers.to_wsgi_list() == [
         ("Content-Type", "application/json"),
         ("Content-Length", str(len(answer.data))),
+        *closes,
     ]
     assert fragment in answer.get_data(as_text=True) and answer.data.endswith(b"}\n")
     document = json.loads(answer.data)
@@ -319,16 +329,56 @@ def test_the_review_runs_in_the_request_thread_with_the_deadline_passed_down(
     assert all(budget - 0.5 < left <= budget for _, left in seen), seen
 
 
-@pytest.mark.parametrize("endpoint", ["/validate", "/mutate"])
-def test_a_review_that_would_wait_reaches_the_worker_unanswered(
-    make_app: Callable[..., Flask], endpoint: str
+class _Peer:
+    """A TLS socket as the server hands it to the app, with a verified peer certificate."""
+
+    def __init__(self, cert: dict[str, Any]) -> None:
+        self._cert = cert
+
+    def getpeercert(self) -> dict[str, Any]:
+        return self._cert
+
+
+API_SERVER = {"subject": ((("commonName", "apiserver"),),)}
+KUBELET = {"subject": ((("commonName", "kubelet"),),), "subjectAltName": (("DNS", "node-1"),)}
+NAMED = {"subject": ((("organizationName", "x"),),), "subjectAltName": (("DNS", "apiserver"),)}
+
+
+@pytest.mark.parametrize(
+    ("cert", "names", "code", "key"),
+    [
+        pytest.param(API_SERVER, frozenset({"apiserver"}), 200, "gunicorn.sock", id="cn-allowed"),
+        pytest.param(NAMED, frozenset({"apiserver"}), 200, "gunicorn.sock", id="dns-allowed"),
+        pytest.param(KUBELET, frozenset({"apiserver"}), 403, "gunicorn.sock", id="other-name"),
+        pytest.param(KUBELET, frozenset(), 200, "gunicorn.sock", id="any-name"),
+        pytest.param({}, frozenset(), 403, "gunicorn.sock", id="no-certificate"),
+        pytest.param(API_SERVER, frozenset({"apiserver"}), 200, "gunicorn.socket", id="own-key"),
+    ],
+)
+def test_client_names_decide_who_may_send_reviews(
+    make_app: Callable[..., Flask], cert: dict[str, Any], names: frozenset[str], code: int, key: str
 ) -> None:
-    """WouldBlock is no internal error: it leaves the app with nothing answered, so the
-    worker can answer the request again where waiting is allowed (loopserving)."""
+    app = make_app(require_client_cert=True, client_names=names)
+    answer = app.test_client().post(
+        "/validate",
+        data=encode(review_body()),
+        content_type=JSON,
+        environ_overrides={key: _Peer(cert)},
+    )
+    assert answer.status_code == code and answer.is_json
+    if code == 403:
+        assert "certificate" in answer.get_json()["message"]
 
-    def waits(request: Any, context: Any, *, mutate: bool = False, deadline: Any = None) -> Any:
-        raise blocking.WouldBlock("a ledger write")
 
-    client = make_app(waits).test_client()
-    with pytest.raises(blocking.WouldBlock):
-        client.post(endpoint, data=encode(review_body()), content_type=JSON)
+def test_a_stopping_worker_asks_every_client_to_close(make_app: Callable[..., Flask]) -> None:
+    client = make_app().test_client()
+    assert "Connection" not in client.get("/healthz").headers
+    routes.STOPPING.set()
+    try:
+        for answer in (
+            client.get("/healthz"),
+            client.post("/validate", data=encode(review_body()), content_type=JSON),
+        ):
+            assert answer.headers["Connection"] == "close"
+    finally:
+        routes.STOPPING.clear()

@@ -1,10 +1,9 @@
-"""What a worker does to the interpreter once booted (app.py): the collector frozen after
-loading and once more when first ready, and a short GIL switch interval."""
+"""What the worker does to the interpreter once booted (app.py): the collector frozen after
+loading and once more when first ready."""
 
 from __future__ import annotations
 
 import gc
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,11 +21,9 @@ from webhook.pipeline import Context
 
 @pytest.fixture
 def interpreter() -> Iterator[None]:
-    """The test process's collector and switch interval, put back afterwards."""
-    interval = sys.getswitchinterval()
+    """The test process's collector, put back afterwards."""
     yield
     gc.unfreeze()
-    sys.setswitchinterval(interval)
 
 
 def test_settling_freezes_what_is_loaded(interpreter: None) -> None:
@@ -36,13 +33,6 @@ def test_settling_freezes_what_is_loaded(interpreter: None) -> None:
     assert gc.get_freeze_count() >= len(loaded)
     walked = {id(obj) for obj in gc.get_objects()}  # what a collection still looks at
     assert not any(id(obj) in walked for obj in loaded)
-
-
-def test_switch_interval_is_shortened(interpreter: None) -> None:
-    sys.setswitchinterval(0.005)
-    app_module.shorten_switch_interval()
-    assert sys.getswitchinterval() == pytest.approx(app_module.SWITCH_INTERVAL)
-    assert app_module.SWITCH_INTERVAL < 0.005
 
 
 def _app(tmp_path: Any, ready: list[bool], calls: list[int]) -> Any:

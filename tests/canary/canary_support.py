@@ -4,8 +4,8 @@ A module that uses something a library does not document (a private attribute, a
 be subclassed only inside the library, the shape of generated code) says so in a "Relies on"
 section of its docstring, one bullet per internal:
 
-    Relies on (checked with gunicorn 27.0.1; canaries: tests/canary/test_gunicorn.py):
-    - `gunicorn.workers.gthread.ThreadWorker.enqueue_req(conn)`: hands a connection to a thread.
+    Relies on (checked with cel-python 0.5.0; canaries: tests/canary/test_celpy.py):
+    - `celpy.evaluation.result(activation, cel_expr)`: replaced in the code's namespace.
 
 Each canary table has one row per such name, with a check of the shape or behaviour relied on.
 When a release moves one, the row fails naming the release, the internal and every module that

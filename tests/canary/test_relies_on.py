@@ -5,10 +5,10 @@ from __future__ import annotations
 from importlib import metadata
 
 import pytest
-from canary import test_celpy, test_gunicorn, test_jsonpatch, test_kubernetes, test_ruamel
+from canary import test_celpy, test_jsonpatch, test_kubernetes, test_ruamel
 from canary.canary_support import Internal, relied_on_by_module, verify
 
-TABLES = (test_gunicorn, test_celpy, test_ruamel, test_kubernetes, test_jsonpatch)
+TABLES = (test_celpy, test_ruamel, test_kubernetes, test_jsonpatch)
 CHECKED = {i.key: i for table in TABLES for i in table.INTERNALS}
 LISTED = {name for names in relied_on_by_module().values() for name in names}
 
@@ -24,7 +24,6 @@ def test_every_canary_names_a_module_that_relies_on_it() -> None:
 @pytest.mark.parametrize(
     ("module", "distribution"),
     [
-        pytest.param("webhook/admission/slowclients.py", "gunicorn", id="slowclients"),
         pytest.param("webhook/engine/cel/transpile.py", "cel-python", id="transpile"),
         pytest.param("webhook/engine/cel/program.py", "cel-python", id="program"),
     ],
@@ -36,12 +35,12 @@ def test_module_lists_what_it_relies_on(module: str, distribution: str) -> None:
 
 def test_a_moved_internal_fails_naming_release_internal_and_user() -> None:
     def moved() -> None:
-        raise AttributeError("type object 'ThreadWorker' has no attribute 'enqueue_req'")
+        raise AttributeError("module 'celpy.evaluation' has no attribute 'result'")
 
-    name = "gunicorn.workers.gthread.ThreadWorker.enqueue_req"
+    name = "celpy.evaluation.result"
     with pytest.raises(pytest.fail.Exception) as failure:
-        verify(Internal("gunicorn", f"{name}(conn)", moved))
+        verify(Internal("cel-python", f"{name}(activation, cel_expr)", moved))
     assert str(failure.value).startswith(
-        f"gunicorn {metadata.version('gunicorn')} moved {name}: "
-        "webhook/admission/slowclients.py relies on it (AttributeError: "
+        f"cel-python {metadata.version('cel-python')} moved {name}: "
+        "webhook/engine/cel/program.py relies on it (AttributeError: "
     )

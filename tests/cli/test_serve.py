@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -67,10 +66,8 @@ def test_flags_reach_the_config(started: list[ServeConfig], tmp_path: Path) -> N
         "::1",
         "--port",
         "9443",
-        "--workers",
-        "3",
-        "--threads",
-        "8",
+        "--max-connections",
+        "3000",
         "--max-body-bytes",
         "4096",
         "--on-timeout",
@@ -85,7 +82,7 @@ def test_flags_reach_the_config(started: list[ServeConfig], tmp_path: Path) -> N
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     config = started[0]
-    assert (config.host, config.port, config.workers, config.threads) == ("::1", 9443, 3, 8)
+    assert (config.host, config.port, config.max_connections) == ("::1", 9443, 3000)
     options = config.admission
     assert (options.max_body_bytes, options.on_timeout.value) == (4096, "allow")
     assert (options.own_namespace, options.own_service_account) == ("dragate", "sa")
@@ -176,42 +173,26 @@ def test_no_writable_state_dir_exits_2_with_a_message(
     assert not started
 
 
-def test_multiprocess_metrics_dir_is_set_and_removed(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    # set, then delete: monkeypatch records only a variable that existed, and `serve.run`
-    # sets it directly, so without this it would leak into every later test's subprocesses
-    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "")
-    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR")
-    seen: list[str] = []
+def test_gunicorn_settings_are_public_and_name_a_stock_worker() -> None:
+    from gunicorn.config import Config
 
-    class FakeServer:
-        def __init__(self, config: Any) -> None:
-            import os
-
-            seen.append(os.environ["PROMETHEUS_MULTIPROC_DIR"])
-
-        def run(self) -> None:
-            assert Path(seen[0]).is_dir()
-
-    import webhook.admission.server as server_module
-
-    monkeypatch.setattr(server_module, "DragateServer", FakeServer)
-    serve.run(None)  # type: ignore[arg-type]
-    assert seen and not Path(seen[0]).exists()
-
-
-def test_gunicorn_settings() -> None:
     from webhook.admission.config import TlsFiles
-    from webhook.admission.loopserving import LoopServingWorker
     from webhook.admission.server import gunicorn_settings
 
     config = ServeConfig(Path("p"), TlsFiles(Path("c"), Path("k")), host="::1", port=9443)
     settings = gunicorn_settings(config)
-    assert settings["bind"] == ["[::1]:9443"]
-    assert settings["worker_class"] is LoopServingWorker and settings["http_protocols"] == "h1"
-    assert settings["keepalive"] == 120 and settings["control_socket_disable"] is True
-    assert callable(settings["ssl_context"])
+    assert settings["bind"] == ["[::1]:9443"] and settings["workers"] == 1
+    assert settings["worker_class"] == "gevent_pywsgi" and settings["http_protocols"] == "h1"
+    assert settings["keepalive"] == 120 and settings["worker_connections"] == 8192
+    assert callable(settings["ssl_context"]) and callable(settings["post_worker_init"])
+    known = Config().settings
+    assert sorted(set(settings) - set(known)) == []  # every key is a documented setting
+
+
+def test_client_names_need_a_client_ca(started: list[ServeConfig]) -> None:
+    result = CliRunner().invoke(main, ["serve", "--client-name", "apiserver"])
+    assert result.exit_code == 2 and "--client-name needs --client-ca" in result.output
+    assert not started
 
 
 # --------------------------------------------------------------------------- webhook-config
@@ -326,12 +307,3 @@ def test_webhook_config_uses_the_rotation_bundle(tmp_path: Path) -> None:
 def test_webhook_config_errors(args: list[str], message: str) -> None:
     result = CliRunner().invoke(main, ["webhook-config", *args])
     assert result.exit_code == 2 and message in result.output
-
-
-def test_a_configured_metrics_dir_that_is_gone_is_made_again(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    gone = tmp_path / "removed-by-an-earlier-run"
-    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(gone))
-    assert serve.use_multiprocess_metrics() is None
-    assert gone.is_dir()

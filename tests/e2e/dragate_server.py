@@ -46,17 +46,16 @@ def scenario_policies(directory: Path) -> Path:
     return directory
 
 
-def serve_command(kubeconfig: Path, policies: Path, workers: int = 2) -> list[str]:
+def serve_command(kubeconfig: Path, policies: Path) -> list[str]:
     """`dragate serve` in cluster mode; placeholders are filled by start_webhook_server.
 
-    `--graceful-timeout 5`: after a burst the apiserver keeps idle connections parked in
-    gthread worker threads, which a stopping worker waits for until the graceful timeout
-    (25 s by default) instead of the 2 s keep-alive cap; 5 s keeps stop/restart quick.
+    `--graceful-timeout 5`: the apiserver keeps idle connections open, which a stopping worker
+    keeps serving until the graceful timeout (25 s by default); 5 s keeps stop/restart quick.
     """
     return [
         DRAGATE, "serve", "--kubeconfig", str(kubeconfig), "--policies", str(policies),
         "--host", "{host}", "--port", "{port}", "--cert-dir", "{cert_dir}",
-        "--workers", str(workers), "--graceful-timeout", "5", "--log-level", "info",
+        "--graceful-timeout", "5", "--log-level", "info",
     ]  # fmt: skip
 
 

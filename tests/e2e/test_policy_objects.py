@@ -96,7 +96,7 @@ def served(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     workdir = tmp_path_factory.mktemp("policy-objects")
     command = [
         DRAGATE, "serve", "--kubeconfig", str(cluster.kubeconfig), "--host", "{host}",
-        "--port", "{port}", "--cert-dir", "{cert_dir}", "--workers", "2",
+        "--port", "{port}", "--cert-dir", "{cert_dir}",
         "--graceful-timeout", "5",
     ]  # fmt: skip
     server = DragateServer.launch(command, workdir, name="dragate-objects")

@@ -3,9 +3,9 @@
 `create_app` takes everything it needs as arguments (tests pass a fake context and reviewer);
 `make_app` is what the gunicorn worker calls after fork: it loads policies, gets its context
 from `webhook.assembly` (the one place offline and cluster pieces are chosen) and starts the
-policy watcher, then settles the garbage collector (`settle_collector`). Every request for `/validate`
-and `/mutate` is answered by `routes.ReviewRoutes`, the one path a review takes; Flask never
-sees one.
+policy watcher, then settles the garbage collector (`settle_collector`). Every request for
+`/validate` and `/mutate` is answered by `routes.ReviewRoutes`, the one path a review takes;
+Flask never sees one.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 
 from webhook.types import AuditResult
+
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 REQUESTS = Counter(

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import replace
 import logging
+import threading
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -27,6 +28,7 @@ from webhook.admission import bounds, metrics
 from webhook.admission.deadline import budget
 from webhook.admission.handler import Admitter
 from webhook.admission.review import BadReview, encode_review, parse_review, render_response
+from webhook.types import AdmissionRequest
 from webhook.types.records import record
 
 log = logging.getLogger("dragate.http")
@@ -76,6 +78,23 @@ def json_error(code: int, message: str, uid: str = "") -> Reply:
     return json_reply(code, body)
 
 
+STOPPING = threading.Event()
+"""Set once the worker is told to stop (server.py's SIGTERM hook). Every answer from then on
+asks the client to close its connection, so the API server dials a replica that stays rather
+than reusing this one's connections until the graceful timeout cuts them."""
+
+
+def closing(start_response: StartResponse) -> StartResponse:
+    """`start_response`, adding `Connection: close` while the worker stops."""
+
+    def start(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
+        if STOPPING.is_set() and ("Connection", "close") not in headers:
+            headers = [*headers, ("Connection", "close")]
+        return start_response(status, headers, *rest)
+
+    return start
+
+
 class ReviewRoutes:
     """WSGI middleware: answers the two review paths, hands every other path to `app`."""
 
@@ -84,6 +103,7 @@ class ReviewRoutes:
         self._admitter = admitter
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        start_response = closing(start_response)
         mutate = ROUTES.get(environ.get("PATH_INFO", ""))
         if mutate is None:
             return self.app(environ, start_response)
@@ -147,11 +167,10 @@ def guarded(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
         return internal_error(err)
 
 
-def answer(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
-    """400 for anything that is not an AdmissionReview, else the admitter's reply."""
+def received(environ: Environ, limit: int, mutate: bool) -> AdmissionRequest | Reply:
+    """The AdmissionReview's request, or the JSON 4xx that answers a body that is none."""
     try:
-        body = read_body(environ, admitter.options.max_body_bytes)
-        parsed = parse_review(body, environ.get("CONTENT_TYPE"))
+        return parse_review(read_body(environ, limit), environ.get("CONTENT_TYPE"))
     except TooLarge as err:
         return _bad_request(err, mutate, code=413)
     except BadFraming as err:
@@ -161,6 +180,13 @@ def answer(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
     except TimeoutError:  # the connection's socket timeout ran out mid-body
         log.warning("request body not received in time", extra={"endpoint": _endpoint(mutate)})
         return replace(json_error(408, "request body not received in time"), close=True)
+
+
+def answer(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
+    """400 for anything that is not an AdmissionReview, else the admitter's reply."""
+    parsed = received(environ, admitter.options.max_body_bytes, mutate)
+    if isinstance(parsed, Reply):
+        return parsed
     refused = bounds.refusal(parsed)
     if refused is not None:  # no review: the object is over a limit Kubernetes enforces
         log.warning("object over Kubernetes limits", extra={"uid": parsed.uid})

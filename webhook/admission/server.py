@@ -17,6 +17,9 @@ its settings and server hooks; the worker is a stock class chosen by name. Why t
   one just as the client reuses it fails that POST with EOF, which the API server does not
   retry. The timeout is set in the worker (`post_worker_init`), after gevent's monkey
   patching, before the first connection is accepted.
+- SIGTERM: the worker stops accepting, answers what arrives on open connections with
+  `Connection: close` (routes.STOPPING) and exits once none is left or the graceful timeout
+  passes; an idle kept-alive connection is held until then, never cut while reused.
 - the `ssl_context` hook hands gunicorn a context whose SNI callback gives every handshake the
   current certificate (tls.py): a rotated certificate takes effect without a restart.
 - HTTP/2 stays off (CVE-2023-44487; the apiserver speaks HTTP/1.1 to webhooks anyway).
@@ -26,6 +29,7 @@ its settings and server hooks; the worker is a stock class chosen by name. Why t
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from typing import Any
 
@@ -62,19 +66,30 @@ def gunicorn_settings(config: ServeConfig) -> dict[str, Any]:
         "proc_name": "dragate",
         "control_socket_disable": True,
         "preload_app": False,
-        "post_worker_init": connection_timeout(config.keepalive),
+        "post_worker_init": worker_ready(config.keepalive),
     }
     if os.path.isdir("/dev/shm"):
         settings["worker_tmp_dir"] = "/dev/shm"
     return settings
 
 
-def connection_timeout(seconds: float) -> Any:
+def worker_ready(seconds: float) -> Any:
     """A `post_worker_init` hook: every connection the worker accepts gets `seconds` as its
-    socket timeout (idle keep-alive, a stalled handshake, a stalled request or body)."""
+    socket timeout (idle keep-alive, a stalled handshake, a stalled request or body), and
+    SIGTERM marks the worker as stopping before gunicorn's own handler runs."""
 
     def hook(_worker: Any) -> None:
+        from webhook.admission import routes  # noqa: PLC0415  (Flask loads in the worker)
+
         socket.setdefaulttimeout(seconds)
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def on_term(signum: int, frame: Any) -> None:
+            routes.STOPPING.set()
+            if callable(previous):
+                previous(signum, frame)
+
+        signal.signal(signal.SIGTERM, on_term)
 
     return hook
 

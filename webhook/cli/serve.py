@@ -83,7 +83,7 @@ def check_address_free(host: str, port: int) -> None:
 
 
 def seed_ledger(path: Path, policies: PolicySet, state: SnapshotState) -> None:
-    """Once, before the worker forks: the claims in the snapshot are the ledger's confirmed truth."""
+    """Once, before the worker forks: the snapshot's claims are the ledger's confirmed truth."""
     path.parent.mkdir(parents=True, exist_ok=True)
     ledger = SqliteLedger(str(path))
     try:
