@@ -134,7 +134,7 @@ NON_DEFAULT = {
     "serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
     "prometheusRule": {"enabled": True},
     "deployment": {"replicas": 5, "preStopSleepSeconds": 5},
-    "serve": {"workers": 3, "threads": 8, "gracefulTimeoutSeconds": 20},
+    "serve": {"maxConnections": 3000, "gracefulTimeoutSeconds": 20},
     "webhook": {"validating": {"failurePolicy": "Ignore", "timeoutSeconds": 5}},
 }
 
@@ -237,7 +237,7 @@ def test_container_runs_dragate_serve_in_cluster(default: Rendered) -> None:
     assert args["host"] == "0.0.0.0"
     assert args["cert-dir"] == "/etc/dragate/tls"
     assert args["policies"].startswith("/etc/dragate/policies")
-    assert (args["workers"], args["threads"]) == ("2", "4")
+    assert args["max-connections"] == "8192"
     assert args["own-service-account"] == "$(POD_SERVICE_ACCOUNT)"
     env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
            for e in dragate["env"]}  # fmt: skip
@@ -674,7 +674,7 @@ def test_non_default_values(helm: Helm) -> None:
     pod = deployment["spec"]["template"]["spec"]
     args = flags(container(deployment)["args"])
     assert deployment["spec"]["replicas"] == 5
-    assert (args["workers"], args["threads"], args["graceful-timeout"]) == ("3", "8", "20")
+    assert (args["max-connections"], args["graceful-timeout"]) == ("3000", "20")
     assert pod["terminationGracePeriodSeconds"] > 5 + 20
     hooks = webhooks(rendered)
     assert hooks["claims.validate.dragate.io"]["failurePolicy"] == "Ignore"
@@ -955,3 +955,14 @@ def test_notes_in_cluster_mode(helm: Helm, notes_chart: Path) -> None:
     objects = notes(helm, notes_chart, {"policies": {"source": "cluster"}})
     assert "dragate enforces the Tenant" in objects and "together with" not in objects
     assert "Policy objects" not in text
+
+
+def test_client_names_become_client_name_flags(helm: Helm) -> None:
+    values = {"clientCA": {"configMap": "cluster-ca", "names": ["apiserver", "kube-apiserver"]}}
+    args = container(helm.template({"serve": values}).one("Deployment"))["args"]
+    assert [a for a in args if a.startswith("--client-name=")] == [
+        "--client-name=apiserver",
+        "--client-name=kube-apiserver",
+    ]
+    assert not any(a.startswith("--client-name") for a in container(
+        helm.template().one("Deployment"))["args"])  # fmt: skip
