@@ -122,7 +122,7 @@ def test_cluster_mode_runs_the_cluster_wide_loops_under_the_lease(
     kubeconfig.write_text(KUBECONFIG)
     mode = cluster_mode(ClusterTarget(str(kubeconfig), keep_rewrite_policy=True), lambda: POLICIES)
     background = getattr(mode, loop)
-    assert mode.leader is not None and background.leading == mode.leader.leading
+    assert mode.leader is not None and background.lease_held == mode.leader.leading
     assert not background._running()
     mode.leader._started()  # the election's callback: this replica now holds the Lease
     assert background._running() and background._wake.is_set()

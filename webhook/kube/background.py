@@ -2,11 +2,12 @@
 process leads.
 
 The reconciler, the template keeper and the rewrite-policy keeper do cluster-wide work that
-one replica is enough for: each is given `leading` (the Lease holder's `Leadership.leading`)
-and runs its passes only while it returns True; otherwise its thread waits, woken when
-leadership changes (`Leadership.on_change`), so a replica that takes over the Lease starts
-at once and one that loses it stops after the pass under way. Without `leading` a loop
-always runs (offline, tests).
+one replica is enough for: each is given `leading` (the Lease holder's `Leadership.leading`,
+kept as `lease_held`) and runs its passes only while it returns True; otherwise its thread
+waits, woken when leadership changes (`Leadership.on_change`), so a replica that takes over
+the Lease starts at once and one that loses it stops after the pass under way. Without
+`leading` a loop always runs (offline, tests, and loops that check leadership per pass
+themselves: the policy status and report writers).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class BackgroundLoop:
     thread_name = "background"
 
     def __init__(self, leading: Callable[[], bool] = always) -> None:
-        self.leading = leading
+        self.lease_held = leading  # not `leading`: some subclasses check that per pass
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -62,7 +63,7 @@ class BackgroundLoop:
 
     def _running(self) -> bool:
         """Whether `_loop` goes on: not stopped, and leading."""
-        return not self._stop.is_set() and self.leading()
+        return not self._stop.is_set() and self.lease_held()
 
     def _sleep(self, seconds: float) -> None:
         """Wait `seconds`, or less when woken or stopped."""
@@ -72,7 +73,7 @@ class BackgroundLoop:
     def _run(self) -> None:
         """`_loop` for each term of leadership; between terms, wait to be woken."""
         while not self._stop.is_set():
-            if self.leading():
+            if self.lease_held():
                 self._loop()
             else:
                 self._sleep(FOLLOWER_CHECK)
