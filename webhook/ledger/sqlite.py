@@ -15,12 +15,13 @@ Whether remembered rows are still the stored ones is SQLite's own `PRAGMA data_v
 asked on every read (`sqliterows.TenantRows`): it moves for every commit of any other
 connection, whether another thread of this process or another process on the same file (a
 second `dragate serve`, the sqlite3 shell), so nothing outside SQLite has to be kept in step
-and no writer can be missed. A write starts from the rows the connection's last write left
-when no other connection has committed since, so a controller creating Pods one after
-another in a tenant does not decode every holder for each one. The rows also keep their
-totals and first expiry, so a new holder is checked and stored without walking the others
-(`Rows.planned`): a new Pod's cost grows little with the tenant's holders
-(`tests/bench/holders.py`; docs/benchmarks.md).
+and no writer can be missed. A write counter kept by this process could skip that call (one
+read transaction, no rows) only by trusting that no other process writes the file. A write
+starts from the rows the connection's last write left when no other connection has committed
+since, so a controller creating Pods one after another in a tenant does not decode every
+holder for each one. The rows also keep their totals and first expiry, so a new holder is
+checked and stored without walking the others (`Rows.planned`): a new Pod's cost grows little
+with the tenant's holders (`tests/bench/holders.py`; docs/benchmarks.md).
 """
 
 from __future__ import annotations
