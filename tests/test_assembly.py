@@ -1,6 +1,6 @@
 """The composer: every offline Context counts what the snapshot already holds, the webhook's
-offline Context reads its snapshot and ledger files, and cluster mode is composed as told
-(running it is covered in tests/e2e)."""
+offline Context reads its snapshot and ledger files, and cluster mode is composed as told,
+its cluster-wide loops under the Lease (running it is covered in tests/e2e)."""
 
 from __future__ import annotations
 
@@ -110,6 +110,24 @@ def test_cluster_mode_keeps_the_rewrite_policy_when_told(tmp_path: Path) -> None
     assert mode.policy_keeper.store is mode.state and mode.policy_keeper.api is mode.state.api
     assert mode.policy_keeper.own_namespace == "gpu-system"
     assert mode.policy_keeper.exempt_users == {"system:serviceaccount:gpu-system:dragate"}
+
+
+@pytest.mark.parametrize("loop", ["reconciler", "keeper", "policy_keeper"])
+def test_cluster_mode_runs_the_cluster_wide_loops_under_the_lease(
+    tmp_path: Path, loop: str
+) -> None:
+    """Composed in every replica, each loop asks the Lease before a pass and is woken when
+    the replica gains it (`Leadership.on_change`): idle while not leading, at once when it is."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    mode = cluster_mode(ClusterTarget(str(kubeconfig), keep_rewrite_policy=True), lambda: POLICIES)
+    background = getattr(mode, loop)
+    assert mode.leader is not None and background.lease_held == mode.leader.leading
+    assert not background._running()
+    mode.leader._started()  # the election's callback: this replica now holds the Lease
+    assert background._running() and background._wake.is_set()
+    mode.leader._stopped()
+    assert not background._running()
 
 
 TENANT_OBJECT = {

@@ -3,10 +3,16 @@
 `dragate check`, `dragate test`, `dragate serve` without a cluster and the webhook in a cluster
 must judge exactly alike, so each gets its Context here and nowhere else: cluster facts (a
 snapshot, or watch caches), a ledger, the device inventory, and where managed templates go.
-Cluster mode is built in each gunicorn worker after fork (threads do not survive a fork), so
-every worker has its own caches, reconciler and keeper; the ledger's compare-and-swap makes
-the reconcilers agree, and AlreadyExists-is-success makes keepers racing to re-create a
-template harmless.
+
+In a cluster each replica is one serving process. Every replica has its own watch caches
+(admission reads them), its own quota grants (`GrantBook`) and its own TenantUsage ledger;
+replicas meet only at the API server's compare-and-swap. The work one replica is enough for
+runs only in the holder of the coordination.k8s.io Lease (`Leadership`): the ledger's
+reconciler, the template keeper's re-creation of deleted managed templates, the rewrite
+policy keeper, the policy objects' status and the PolicyReports. Their threads run in every
+replica and wait while it does not lead; a replica that takes the Lease over is woken and
+starts them at once. Admission itself (`state.ensure_templates` included) runs in every
+replica.
 """
 
 from __future__ import annotations
@@ -30,7 +36,6 @@ from webhook.ledger.grants import GrantBook, process_owner
 from webhook.ledger.kube import KubeLedger
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.reconciler import Reconciler, claims_names, claims_truth
-from webhook.ledger.share import Share
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.ledger.usage import existing_holds, existing_names
 from webhook.pipeline import Context
@@ -49,7 +54,7 @@ ReadinessCheck = Callable[[], tuple[bool, str]]
 
 @dataclass(frozen=True)
 class ClusterTarget:
-    """Where live cluster facts come from; None means offline. `quota_grants`: each worker
+    """Where live cluster facts come from; None means offline. `quota_grants`: each replica
     admits from its grant of a tenant's quota (`webhook.ledger.grants`); off, every
     admission waits for its TenantUsage write. `keep_rewrite_policy`: keep the legacy rewrite's
     MutatingAdmissionPolicy applied (`webhook.kube.policykeeper`), leaving `own`'s namespace
@@ -65,7 +70,7 @@ class ClusterTarget:
 
 
 POLICY_OBJECTS_WAIT = 5.0
-"""Seconds a worker waits at boot for the policy objects to be listed before it serves (it
+"""Seconds the server waits at boot for the policy objects to be listed before it serves (it
 answers as without cluster facts until then)."""
 
 
@@ -144,7 +149,8 @@ def _add_templates(
 
 @dataclass(frozen=True)
 class ClusterMode:
-    """The running pieces of cluster mode: the Context and what runs beside it."""
+    """The running pieces of cluster mode: the Context and what runs beside it (the loops
+    under `leader` run their passes only while this replica holds the Lease)."""
 
     context: Context
     state: KubeState
@@ -185,10 +191,13 @@ def cluster_mode(
         keeper.observe(kind, template)  # a deleted managed template is put back soon
 
     state = KubeState(api, claim_listener=claim_event, template_listener=template_event)
-    keeper = TemplateKeeper(state, policies)
+    leader = Leadership(api, target.own.namespace)
+    keeper = TemplateKeeper(state, policies, leading=leader.leading)
     grants = GrantBook(process_owner()) if target.quota_grants else None
-    ledger = KubeLedger(api, share=Share.for_server(api.server_identity()), grants=grants)
-    reconciler = Reconciler(ledger, claims_truth(policies, state), names=claims_names(state))
+    ledger = KubeLedger(api, grants=grants)
+    reconciler = Reconciler(
+        ledger, claims_truth(policies, state), names=claims_names(state), leading=leader.leading
+    )
     context = Context(
         policies=policies,
         state=state,
@@ -197,8 +206,12 @@ def cluster_mode(
         inventory=InventorySource(state.slices).current,
         policy_check=policy_check(feed.objects if feed else None),
     )
-    policy_keeper = _policy_keeper(target, state, policies) if target.keep_rewrite_policy else None
-    leader = Leadership(api, target.own.namespace)
+    policy_keeper = (
+        _policy_keeper(target, state, policies, leader) if target.keep_rewrite_policy else None
+    )
+    for loop in (reconciler, keeper, policy_keeper):
+        if loop is not None:
+            leader.on_change(loop.wake)
     reports = PolicyReportWriter(
         api, audit_pass(context, state), leading=leader.leading,
         changed=lambda: _digest(served or (lambda: None)), observe=observe,
@@ -239,12 +252,12 @@ def _digest(served: Callable[[], PolicySet | None]) -> str:
 
 
 def _policy_keeper(
-    target: ClusterTarget, state: KubeState, policies: PolicySource
+    target: ClusterTarget, state: KubeState, policies: PolicySource, leader: Leadership
 ) -> RewritePolicyKeeper:
     own = target.own
     return RewritePolicyKeeper(
         state, state.api, policies, own_namespace=own.namespace,
-        exempt_users=frozenset({own.user} - {""}),
+        exempt_users=frozenset({own.user} - {""}), leading=leader.leading,
     )  # fmt: skip
 
 
@@ -260,7 +273,7 @@ def serving_context(
 ) -> tuple[Context, list[ReadinessCheck]]:
     """The webhook's Context, started: cluster mode when a target is given, otherwise offline.
 
-    Offline, the ledger file was seeded by the master before fork (`dragate serve`).
+    Offline, the ledger file was seeded at start (`dragate serve`).
     """
     if cluster is not None:
         mode = cluster_mode(cluster, policies, feed, served, observe)

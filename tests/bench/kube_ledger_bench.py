@@ -29,7 +29,6 @@ import multiprocessing
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -44,7 +43,6 @@ if str(TESTS) not in sys.path:
 from webhook.ledger import accounting, wants  # noqa: E402
 from webhook.ledger.grants import GrantBook, process_owner  # noqa: E402
 from webhook.ledger.kube import KubeLedger  # noqa: E402
-from webhook.ledger.share import Share  # noqa: E402
 from webhook.ledger.tenantusage import (  # noqa: E402
     COLLECTION,
     object_name,
@@ -105,7 +103,6 @@ def _worker(
     per_thread: int,
     quota: int,
     budget: float,
-    share: str,
     grants: bool,
     ready: Any,
     start: Any,
@@ -114,7 +111,6 @@ def _worker(
     ledger = CountingLedger.from_kubeconfig(
         kubeconfig,
         budget=budget,
-        share=Share(Path(share)) if share else None,
         grants=GrantBook(process_owner()) if grants else None,
     )
     assert isinstance(ledger, CountingLedger)
@@ -163,15 +159,14 @@ def race(
     per_thread: int,
     budget: float,
     *,
-    share: str = "",
     grants: bool = False,
 ) -> dict[str, Any]:
-    """2 processes x `threads` threads x `per_thread` reservations against one fresh tenant;
-    with `share` (a directory) the processes are two workers of one replica, else replicas;
-    with `grants`, each admits from its grant of the quota (`webhook.ledger.grants`)."""
+    """2 processes (two replicas) x `threads` threads x `per_thread` reservations against
+    one fresh tenant; with `grants`, each admits from its grant of the quota
+    (`webhook.ledger.grants`)."""
     attempts = PROCESSES * threads * per_thread
     quota = attempts * 3 // 4
-    tenant = f"bench-t{threads}" + ("-shared" if share else "") + ("-grants" if grants else "")
+    tenant = f"bench-t{threads}" + ("-grants" if grants else "")
     context = multiprocessing.get_context("spawn")
     ready, start, out = context.Queue(), context.Event(), context.Queue()
     procs = [
@@ -183,7 +178,6 @@ def race(
                 "per_thread": per_thread,
                 "quota": quota,
                 "budget": budget,
-                "share": share,
                 "grants": grants,
                 "ready": ready,
                 "start": start,
@@ -219,7 +213,7 @@ def race(
         "processes": PROCESSES,
         "threads_per_process": threads,
         "attempts": attempts,
-        "as": ("workers of one replica" if share else "replicas") + (", grants" if grants else ""),
+        "as": "replicas" + (", grants" if grants else ""),
         "quota": quota,
         "granted": granted,
         "refused": refused,
@@ -328,8 +322,6 @@ def curve(
         kubeconfig, busiest = str(cluster.kubeconfig), max(thread_counts)
         rows = [race(kubeconfig, t, max(1, per_thread_total // t), budget) for t in thread_counts]
         busy = (kubeconfig, busiest, max(1, per_thread_total // busiest), budget)
-        with tempfile.TemporaryDirectory(prefix="dragate-share-") as share:
-            rows.append(race(*busy, share=share))
         rows.append(race(*busy, grants=True))
         growth = by_holders(str(cluster.kubeconfig))
     return {

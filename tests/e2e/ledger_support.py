@@ -21,14 +21,12 @@ from .cluster import Cluster
 CRD = Path(__file__).parents[2] / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
 RACER = textwrap.dedent(
     """
-    import json, pathlib, sys, threading, time
+    import json, sys, threading, time
     from webhook.ledger.grants import GrantBook, process_owner
     from webhook.ledger.kube import KubeLedger
-    from webhook.ledger.share import Share
-    kubeconfig, tenant, quota, threads, proc, start, shared, each, grants = sys.argv[1:10]
-    share = Share(pathlib.Path(shared)) if shared else None
+    kubeconfig, tenant, quota, threads, proc, start, each, grants = sys.argv[1:9]
     book = GrantBook(process_owner()) if grants == "1" else None
-    ledger = KubeLedger.from_kubeconfig(kubeconfig, budget=20.0, share=share, grants=book)
+    ledger = KubeLedger.from_kubeconfig(kubeconfig, budget=20.0, grants=book)
     granted, answered = [], []
     def race(number):
         time.sleep(max(0.0, float(start) - time.time()))
@@ -52,20 +50,17 @@ def race(
     processes: int,
     threads: int,
     *,
-    share: Path | None = None,
     each: int = 1,
     grants: bool = False,
 ) -> list[Any]:
     """`processes` x `threads` x `each` one-GPU reservations, started together; each
-    process's answer. With `share`, the processes are the workers of one replica
-    (`webhook.ledger.share`); with `grants`, each process admits from grants."""
+    process's answer. The processes are replicas; with `grants`, each admits from grants."""
     start = time.time() + 2.0
     arguments = [str(cluster.kubeconfig), tenant, str(quota), str(threads)]
-    shared = str(share or "")
     options = [str(each), "1" if grants else "0"]
     racers = [
         subprocess.Popen(
-            [sys.executable, "-c", RACER, *arguments, str(proc), str(start), shared, *options],
+            [sys.executable, "-c", RACER, *arguments, str(proc), str(start), *options],
             stdout=subprocess.PIPE,
             text=True,
         )

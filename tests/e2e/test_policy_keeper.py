@@ -226,8 +226,8 @@ def _rewritten(cluster: Cluster, namespace: str) -> dict[str, Any]:
 def test_dragate_serve_keeps_it_as_policies_and_namespaces_change(
     cluster: Cluster, tmp_path: Path, names: tuple[str, str]
 ) -> None:
-    """`dragate serve --keep-rewrite-policy`: the keepers run in the gunicorn workers, follow
-    a namespace that appears and a policy file edited under them (hot reload), on their own."""
+    """`dragate serve --keep-rewrite-policy`: the keeper runs in the Lease holder and follows
+    a namespace that appears and a policy file edited under it (hot reload), on its own."""
     here, later = names
     _namespace(cluster, here)
     policies = tmp_path / "policies"

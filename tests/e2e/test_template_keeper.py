@@ -61,7 +61,8 @@ def template(namespace: str, name: str, *, managed: bool = True) -> dict[str, An
 
 @pytest.fixture
 def keeper(cluster: Cluster) -> Iterator[TemplateKeeper]:
-    """A KubeState whose template listener feeds a started keeper, as each worker runs them."""
+    """A KubeState whose template listener feeds a started keeper, as the Lease holder runs
+    them (no `leading` given: it always leads)."""
 
     def template_event(kind: str, obj: Object) -> None:
         running.observe(kind, obj)

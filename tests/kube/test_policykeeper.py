@@ -5,6 +5,7 @@ terminating namespaces, native resources, failures backed off."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -324,3 +325,26 @@ def test_namespaces_leaving_are_unbound_before_the_new_policy_goes_in(
     assert deleted + api.bindings == expected
     assert api.bound() == ["a", "c"]
     assert api.calls.count(("GET", f"{BINDINGS}/{NAME}")) == 1  # read once, narrowing or not
+
+
+@pytest.mark.parametrize(
+    ("leading", "calls"), [(False, False), (True, True)], ids=["follower", "leader"]
+)
+def test_a_started_keeper_passes_only_while_leading(
+    store: Store, leading: bool, calls: bool
+) -> None:
+    """A follower's keeper asks the API server nothing; once it leads it applies at once."""
+    api, lead = Api(), [leading]
+    made = RewritePolicyKeeper(store, api, lambda: POLICIES_SET, tick=0.01, leading=lambda: lead[0])
+    made.start()
+    try:
+        time.sleep(0.2)
+        assert bool(api.calls) is calls
+        lead[0] = True
+        made.wake()  # as Leadership.on_change does
+        ends = time.monotonic() + 1.0
+        while made.status != "applied" and time.monotonic() < ends:
+            time.sleep(0.01)
+        assert made.status == "applied" and api.bound() == ["a", "b"]
+    finally:
+        made.stop()

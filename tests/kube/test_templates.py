@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -168,3 +168,33 @@ def test_started_keeper_restores_on_its_own_and_stops(store: Store) -> None:
     finally:
         keeper.stop(timeout=1)
     assert keeper._thread is not None and not keeper._thread.is_alive()
+
+
+@pytest.mark.parametrize(
+    ("leading", "posted"), [(False, 0), (True, 1)], ids=["a-follower-waits", "the-leader-restores"]
+)
+def test_only_the_leader_restores_and_a_new_leader_restores_what_it_heard(
+    store: Store, leading: bool, posted: int
+) -> None:
+    """Every replica hears the deletion; the Lease holder alone re-creates it, and a replica
+    that takes the Lease over re-creates what it heard deleted while it followed."""
+    lead = [leading]
+    keeper = TemplateKeeper(store, lambda: POLICIES, max_delay=0.01, leading=lambda: lead[0])
+    keeper.start()
+    try:
+        keeper.observe("DELETED", _template("team-a"))
+        _wait_until(lambda: bool(store.posted), 0.3)
+        assert len(store.posted) == posted
+        lead[0] = True
+        keeper.wake()  # as Leadership.on_change does
+        assert _wait_until(lambda: bool(store.posted), 1.0)
+        assert store.posted == [desired(_template("team-a"))]
+    finally:
+        keeper.stop(timeout=1)
+
+
+def _wait_until(condition: Callable[[], bool], seconds: float) -> bool:
+    ends = time.monotonic() + seconds
+    while not condition() and time.monotonic() < ends:
+        time.sleep(0.01)
+    return condition()

@@ -1,7 +1,9 @@
-"""The reconciler names the holders it confirms after the Pods their claims were made for."""
+"""The reconciler names the holders it confirms after the Pods their claims were made for, and
+runs only while its replica holds the Lease."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -61,3 +63,37 @@ def test_a_stored_name_is_kept_over_the_claims() -> None:
     ledger.reconcile({"team-a": {"pod:uid-0/gpu": {GPU: 2}}}, {"pod:uid-0/gpu": "team-a/b"})
     (holder,) = ledger.usage("team-a")[GPU].holders
     assert (holder.name, holder.devices) == ("team-a/a", 2)
+
+
+def _within(seconds: float, condition: Callable[[], bool]) -> bool:
+    ends = time.monotonic() + seconds
+    while not condition() and time.monotonic() < ends:
+        time.sleep(0.01)
+    return condition()
+
+
+@pytest.mark.parametrize(
+    ("leading", "held"),
+    [(False, 0), (True, 2)],
+    ids=["a-follower-reconciles-nothing", "the-leader-reconciles"],
+)
+def test_the_reconciler_runs_only_while_leading(leading: bool, held: int) -> None:
+    """Started and poked (a claim deleted) in every replica, it reconciles only in the Lease
+    holder; the follower that takes the Lease over reconciles as soon as it is woken."""
+    ledger, lead = MemoryLedger(), [leading]
+    state = SnapshotState([claim(request(exact(count=2)), name="held")])
+    reconciler = Reconciler(
+        ledger, claims_truth(lambda: POLICIES, state), interval=600.0, leading=lambda: lead[0]
+    ).start()
+    try:
+        reconciler.poke()
+        _within(0.3, lambda: reconciler.runs > 0)
+        usage = ledger.usage("team-a")
+        assert (usage[GPU].used if usage else 0) == held
+        assert reconciler.runs == (1 if leading else 0)
+        lead[0] = True  # the Lease taken over: Leadership wakes the loop
+        reconciler.wake()
+        assert _within(1.0, lambda: reconciler.runs == 1)
+        assert ledger.usage("team-a")[GPU].used == 2
+    finally:
+        reconciler.stop()

@@ -1,9 +1,10 @@
 """The SQLite ledger's remembered rows never answer for a file another connection changed.
 
 Each connection keeps a tenant's decoded rows under `PRAGMA data_version`; these tests change
-the file from another worker process, another thread and the connection itself, and check that
-every answer is the one the rows in the file give. A randomized run of two ledgers on one file
-is compared with a memory ledger given the same operations (the same arithmetic, no SQLite).
+the file from another process, another thread, another connection outside dragate and the
+connection itself, and check that every answer is the one the rows in the file give. A
+randomized run of two ledgers on one file is compared with a memory ledger given the same
+operations (the same arithmetic, no SQLite).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ MIG = "mig.nvidia.com"
 @pytest.fixture
 def db_path(tmp_path: Any) -> str:
     path = str(tmp_path / "ledger.sqlite")
-    SqliteLedger(path)  # the schema, made once as `serve` does before forking
+    SqliteLedger(path)  # the schema, made once as `serve` does at start
     return path
 
 
@@ -204,9 +205,9 @@ def _traced(ledger: SqliteLedger) -> list[str]:
     return statements
 
 
-def test_an_unchanged_re_admission_asks_sqlite_nothing(db_path: str) -> None:
-    """The most common review: answered from the rows remembered under the write epoch,
-    without a read transaction; once anything is written, rows are checked again."""
+def test_an_unchanged_re_admission_asks_sqlite_only_its_data_version(db_path: str) -> None:
+    """The most common review: answered from the remembered rows after one `PRAGMA
+    data_version`, no rows read; once another connection writes, rows are read again."""
     ours, theirs = SqliteLedger(db_path), SqliteLedger(db_path)
     ours.reserve("t", {"pod:a/gpu": {GPU: 1}}, {GPU: 4})
     ours.reserve("u", {"pod:u/gpu": {GPU: 1}}, {GPU: 4})
@@ -215,27 +216,57 @@ def test_an_unchanged_re_admission_asks_sqlite_nothing(db_path: str) -> None:
     for _ in range(3):
         assert ours.reserve("t", {"pod:a/gpu": {GPU: 1}}, {GPU: 4}).granted
         assert ours.usage("t")[GPU].used == 1
-    assert statements == []
+    assert statements == ["PRAGMA data_version"] * 6
     theirs.reserve("t", {"pod:b/gpu": {GPU: 2}}, {GPU: 4})  # another connection writes
-    assert ours.usage("t")[GPU].used == 3 and statements  # seen: read again
+    statements.clear()
+    assert ours.usage("t")[GPU].used == 3 and len(statements) == 2  # seen: read again
     ours.reserve("u", {"pod:v/gpu": {GPU: 1}}, {GPU: 4})  # our own write, to another tenant
     statements.clear()
     assert ours.usage("t")[GPU].used == 3
     assert statements == ["PRAGMA data_version"]  # t's rows checked, not decoded again
 
 
-def test_a_write_outside_dragate_is_counted_by_the_next_write(db_path: str) -> None:
-    """Reads trust the epoch, which only a SqliteLedger moves; a write checks the file's own
-    data_version under the lock, so a row stored by anything else still counts against it."""
-    ledger = SqliteLedger(db_path)
-    assert ledger.reserve("t", {"pod:a/gpu": {GPU: 1}}, {GPU: 4}).granted
-    outside = sqlite3.connect(db_path, isolation_level=None)
+def _outside_dragate(path: str) -> None:
+    """A row stored by a plain sqlite3 connection, as the sqlite3 shell would."""
+    outside = sqlite3.connect(path, isolation_level=None)
     try:
         devices = json.dumps({GPU: 3})
-        outside.execute("INSERT INTO holders VALUES ('t', 'pod:outside/gpu', ?, NULL)", (devices,))
+        outside.execute("INSERT INTO holders VALUES ('t', 'pod:w/gpu', ?, NULL)", (devices,))
     finally:
         outside.close()
-    refused = ledger.reserve("t", {"pod:b/gpu": {GPU: 1}}, {GPU: 4})
+
+
+def _in_a_thread(write: Any) -> None:
+    thread = threading.Thread(target=write)
+    thread.start()
+    thread.join()
+
+
+def _reserve_three(ledger: SqliteLedger) -> None:
+    ledger.reserve("t", {"pod:w/gpu": {GPU: 3}}, {})
+
+
+WRITERS: dict[str, Any] = {
+    "the-ledger-itself": lambda ours, path: _reserve_three(ours),
+    "another-thread": lambda ours, path: _in_a_thread(lambda: _reserve_three(ours)),
+    "another-ledger": lambda ours, path: _reserve_three(SqliteLedger(path)),
+    "another-process": lambda ours, path: run_in_another_process(path, "reserve", "pod:w/gpu", 3),
+    "outside-dragate": lambda ours, path: _outside_dragate(path),
+}
+
+
+@pytest.mark.parametrize("writer", list(WRITERS), ids=list(WRITERS))
+def test_every_writer_s_change_is_seen_by_the_next_read_and_write(
+    db_path: str, writer: str
+) -> None:
+    """Rows remembered by a read and by a write are never trusted past a commit, whoever
+    made it: the next read counts it, and so does the next reservation."""
+    ours = SqliteLedger(db_path)
+    assert ours.reserve("t", {"pod:a/gpu": {GPU: 1}}, {GPU: 4}).granted
+    assert ours.usage("t")[GPU].used == 1  # remembered now
+    WRITERS[writer](ours, db_path)
+    assert ours.usage("t")[GPU].used == 4 == in_file(db_path, "t", 0)[GPU].used
+    refused = ours.reserve("t", {"pod:b/gpu": {GPU: 1}}, {GPU: 4})
     assert not refused.granted and refused.usage[GPU].used == 4
 
 
@@ -347,8 +378,8 @@ def _apply(ledger: Any, clock: Clock, operation: tuple[Any, ...]) -> Any:
 
 @pytest.mark.parametrize("seed", range(3), ids=[f"seed-{s}" for s in range(3)])
 def test_two_ledgers_on_one_file_answer_as_one_memory_ledger(db_path: str, seed: int) -> None:
-    """Two SqliteLedgers are two connections, as two workers are: data_version tells each
-    about the other's commits exactly as it would across processes."""
+    """Two SqliteLedgers are two connections: data_version tells each about the other's
+    commits exactly as it would across processes."""
     rng, clock = random.Random(seed), Clock()
     ledgers = [SqliteLedger(db_path, clock=clock) for _ in range(2)]
     oracle = MemoryLedger(clock=clock)

@@ -2,7 +2,7 @@
 
 `KubeState` is the live twin of `SnapshotState`: the same five kinds, kept current by one
 list+watch thread each (`informer.Informer`), with indexes so an admission never scans.
-Threads are started by `start()`, never in the constructor, because gunicorn forks workers
+Threads are started by `start()`, never in the constructor, because gunicorn forks its worker
 after the app is imported and threads do not survive a fork.
 
 A cache that has not synced yet, or has not reached the API server for `stale_after`
@@ -236,7 +236,7 @@ class KubeState:
             created = self.api.request("POST", path, body=body, timeout=timeout)
         except ApiError as error:
             if error.status == 409:
-                return  # AlreadyExists: made by another replica, worker or request
+                return  # AlreadyExists: made by another replica or request
             raise
         self._caches["ResourceClaimTemplate"].upsert(created)
 

@@ -2,9 +2,11 @@
 Lease, elected with the official client's `kubernetes.leaderelection` (LeaseLock).
 
 Work that must happen once per cluster, not once per replica (writing policy objects'
-status), asks `leading()` on each pass and skips it otherwise. When the leader dies, its
-lease runs out and another candidate takes over within `lease_duration` seconds. Candidates
-are processes (`host_pid`), so several workers of one pod also elect one of them.
+status and PolicyReports, reconciling the ledger, re-creating deleted managed templates,
+keeping the rewrite policy), asks `leading()` and skips it otherwise; loops that wait for
+leadership register `on_change` to be woken when it is gained or lost. When the leader dies,
+its lease runs out and another candidate takes over within `lease_duration` seconds. Each
+replica runs one serving process, its one candidate (`host_pid`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubernetes import client as k8s
@@ -59,9 +62,15 @@ class Leadership:
         self._leading = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
 
     def leading(self) -> bool:
         return self._leading.is_set()
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (quick, e.g. `BackgroundLoop.wake`) whenever leadership is gained
+        or lost, on the election thread."""
+        self._listeners.append(listener)
 
     def start(self) -> Leadership:
         with self._lock:
@@ -79,7 +88,7 @@ class Leadership:
                 leaderelection.LeaderElection(self._config()).run()  # type: ignore[no-untyped-call]
             except Exception:  # an election thread that dies would leave the work undone
                 log.exception("leader election failed; campaigning again")
-            self._leading.clear()
+            self._set(False)
             threading.Event().wait(self.times.retry_period)
 
     def _config(self) -> electionconfig.Config:
@@ -95,8 +104,22 @@ class Leadership:
 
     def _started(self) -> None:
         log.info("leading", extra={"lease": f"{self.namespace}/{self.name}"})
-        self._leading.set()
+        self._set(True)
 
     def _stopped(self) -> None:
         log.info("no longer leading", extra={"lease": f"{self.namespace}/{self.name}"})
-        self._leading.clear()
+        self._set(False)
+
+    def _set(self, leading: bool) -> None:
+        """Record the change and tell the listeners (only when it is one)."""
+        if leading == self._leading.is_set():
+            return
+        if leading:
+            self._leading.set()
+        else:
+            self._leading.clear()
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:  # a listener must not cost the election thread
+                log.exception("leadership listener failed")

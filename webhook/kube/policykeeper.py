@@ -22,9 +22,11 @@ policy reload, a namespace appearing, a DeviceClass), checked every `tick` secon
 caches, and every `interval` seconds regardless, which repairs drift (an edited or deleted
 binding); a failed pass is retried with backoff.
 
-Every worker of every replica runs one. They agree: they apply the same objects, and an
+Every replica has one, but only the one holding the Lease (`leading`, see
+`kube.background`) runs passes; a replica that takes the Lease over runs one at once. Were
+two to overlap while the Lease changes hands, they agree: they apply the same objects, and an
 apply that changes nothing writes nothing. Only during a rolling update to different policies
-may old and new replicas alternate, at most one write each per `interval`.
+may an old and a new leader alternate, at most one write each per `interval`.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from webhook.kube.api import APPLY, ApiError, Backoff, Unreachable
-from webhook.kube.background import BackgroundLoop
+from webhook.kube.background import BackgroundLoop, always
 from webhook.kube.templates import is_managed, is_terminating
 from webhook.rewrite.admissionpolicy import (
     NAME,
@@ -102,10 +104,11 @@ class RewritePolicyKeeper(BackgroundLoop):
         exempt_users: frozenset[str] = frozenset(),
         tick: float = 2.0,
         interval: float = 30.0,
+        leading: Callable[[], bool] = always,
     ) -> None:
         """`own_namespace`, `exempt_users`: the webhook's own, which it passes unevaluated,
-        so the policy leaves them alone too."""
-        super().__init__()
+        so the policy leaves them alone too. `leading`: whether to run passes now."""
+        super().__init__(leading)
         self.store, self.api, self.policies = store, api, policies
         self.own_namespace, self.exempt_users = own_namespace, exempt_users
         self.tick, self.interval = tick, interval
@@ -271,7 +274,7 @@ class RewritePolicyKeeper(BackgroundLoop):
     # ----------------------------------------------------------- lifecycle
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
+        while self._running():
             self.step()
             self._sleep(self.tick)
 

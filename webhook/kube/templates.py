@@ -15,9 +15,12 @@ under the current policies; the namespace is read fresh from the API server just
 writing, so it never fights a namespace deletion. It runs on its own daemon thread and never
 blocks admission.
 
-Every worker of every replica runs its own keeper. That is safe: re-creating is idempotent,
-because the content and name come from the same deleted object and AlreadyExists (409)
-counts as success, so keepers racing for one template make it exactly once.
+Every replica's keeper hears the template watch and remembers, but only the one holding the
+Lease (`leading`, see `kube.background`) re-creates: one write per deleted template. A
+replica that takes the Lease over re-creates at once what it heard deleted meanwhile. Overlap
+while the Lease changes hands is harmless: re-creating is idempotent, because the content and
+name come from the same deleted object and AlreadyExists (409) counts as success, so keepers
+racing for one template make it exactly once.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Protocol
 
 from webhook.engine.tenancy import namespace_labels, resolve_tenant
 from webhook.kube.api import ApiError, Backoff, Unreachable
-from webhook.kube.background import BackgroundLoop
+from webhook.kube.background import BackgroundLoop, always
 from webhook.kube.informer import Key
 from webhook.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, FactsUnavailable, Object, PolicySet
 
@@ -68,8 +71,9 @@ class TemplateKeeper(BackgroundLoop):
         *,
         interval: float = 60.0,
         max_delay: float = 10.0,
+        leading: Callable[[], bool] = always,
     ) -> None:
-        super().__init__()
+        super().__init__(leading)
         self.store = store
         self.policies = policies
         self.interval = interval
@@ -95,7 +99,7 @@ class TemplateKeeper(BackgroundLoop):
             if kind == "DELETED":
                 self._schedule(key, time.monotonic())
         if kind == "DELETED":
-            self._wake.set()
+            self.wake()
 
     def _schedule(self, key: Key, when: float) -> None:
         """Due at `when` unless already due (its backoff is kept); call with the lock held."""
@@ -185,7 +189,7 @@ class TemplateKeeper(BackgroundLoop):
 
     def _loop(self) -> None:
         next_sweep = time.monotonic() + self._jittered()
-        while not self._stop.is_set():
+        while self._running():
             if time.monotonic() >= next_sweep:
                 self._sweep_logged()
                 next_sweep = time.monotonic() + self._jittered()

@@ -5,7 +5,7 @@ thread, one per process, writes each tenant's queued holders within FLUSH_INTERV
 first (a burst shares one write), sizes the grant again in the same write, and gives back
 the grant of a tenant that went idle or that another process wants. It starts with
 the first admission from a grant (after fork: threads do not survive it) and `drain` gives
-everything back at shutdown, also from an `atexit` hook for a worker that exits normally.
+everything back at shutdown, also from an `atexit` hook for a process that exits normally.
 """
 
 from __future__ import annotations

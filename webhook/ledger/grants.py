@@ -3,8 +3,8 @@
 Without a grant, every admission that charges quota waits for a compare-and-swap write of
 the tenant's TenantUsage, most of what dragate adds to a claim's create through the API
 server (docs/benchmarks.md). With a grant, the write moves off the request path for all but
-the first admission of a burst, without giving up the guarantee that quota is never overcommitted,
-whatever the number of replicas and workers:
+the first admission of a burst, without giving up the guarantee that quota is never
+overcommitted, whatever the number of replicas (one serving process each):
 
 - A grant is a pending record `grant:<owner>` in the tenant's records, written with the same
   compare-and-swap as every holder, so the API server keeps checking the stored invariant
@@ -18,8 +18,9 @@ whatever the number of replicas and workers:
   the write ends: landed, refused, or unknown (a timeout: the book then assumes the smaller).
 - An admission is made from a grant only while its stored lease has at least MIN_LEASE_LEFT
   seconds to run. A process that dies before writing its queued holders leaves a grant that
-  still counts their devices for that long: longer than the reconciler (every 15 s in every
-  worker) takes to see their claims and record them itself.
+  still counts their devices for that long: longer than the reconciler takes to see their
+  claims and record them itself (every 15 s in the Lease holder; when the holder is the
+  process that died, another replica takes the Lease within its 15 s and reconciles at once).
 - Size: twice the devices the process admitted for the class in the last DEMAND_SECONDS,
   so the write that decides the first admission of a burst already takes a grant for the
   next one, and never less than the size it had while the tenant keeps admitting (a
@@ -69,7 +70,7 @@ back through a want (`wants`, `wantwatch`)."""
 FLUSH_INTERVAL = 0.5
 """Queued holders are written this long after the first of them was queued, and at most one
 flush per tenant this often: a burst of admissions shares one write. Each write costs the
-worker O(holders) and the API server a PUT of the whole TenantUsage, so writing the first
+process O(holders) and the API server a PUT of the whole TenantUsage, so writing the first
 holder of a burst at once and the rest at a short interval would make the flusher a large
 share of dragate's CPU per created claim. The lease, not this interval, keeps a crashed
 process's admissions counted."""

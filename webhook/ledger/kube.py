@@ -1,10 +1,10 @@
 """The quota ledger in a cluster: one TenantUsage object per tenant, changed by compare-and-swap.
 
-Every webhook replica and gunicorn worker applies the shared arithmetic (`accounting.reserve`)
-to the tenant's records and writes them back with the resourceVersion they were read at. The
-API server refuses a write based on a stale read with 409 Conflict, so of two racing
-admissions exactly one wins and the other re-reads and re-checks: the quota can never be
-overcommitted, whatever the number of processes.
+Every webhook replica (one serving process each) applies the shared arithmetic
+(`accounting.reserve`) to the tenant's records and writes them back with the resourceVersion
+they were read at. The API server refuses a write based on a stale read with 409 Conflict, so
+of two racing admissions exactly one wins and the other re-reads and re-checks: the quota can
+never be overcommitted, whatever the number of replicas. Replicas meet only there.
 
 Within a process, changes for a tenant are committed in batches (`batch.GroupCommit`): the
 thread whose turn it is applies every queued change in arrival order and writes once. It
@@ -12,8 +12,7 @@ works from the records this process last wrote or read, without a GET (unless it
 tenant back to back: `_busy`), and re-reads only after a 409 or 404; an answer is given only
 once it is known to rest on the stored records, either because the compare-and-swap that
 stored it succeeded, or, when nothing is written (a denial), because it was re-checked on a
-fresh read. `usage()` and `records()` always read. The workers of one replica can also take
-turns per tenant and pass on their last copy (`share`), so they do not race each other.
+fresh read. `usage()` and `records()` always read.
 
 The records are stored as one string (`recordtext`, `spec.records`, see `tenantusage`): the
 API server's cost per write then stays flat as holders accumulate.
@@ -40,7 +39,6 @@ from webhook.ledger.accounting import Holds, Records
 from webhook.ledger.batch import Answer, Change, GroupCommit, Job, OutOfTime, apply_in_order, settle
 from webhook.ledger.flusher import Flusher
 from webhook.ledger.grants import GrantBook
-from webhook.ledger.share import Copy, Share, Turn
 from webhook.ledger.tenantusage import COLLECTION, Stored, object_name, stored_of, tenant_usage
 from webhook.ledger.wantwatch import WantWatch
 from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation, blocking
@@ -49,7 +47,7 @@ T = TypeVar("T")
 
 
 class KubeLedger:
-    """A Ledger on TenantUsage objects; safe across threads, processes and replicas."""
+    """A Ledger on TenantUsage objects; safe across threads and replicas."""
 
     def __init__(
         self,
@@ -60,18 +58,16 @@ class KubeLedger:
         pending_seconds: float = accounting.PENDING_SECONDS,
         drop_grace: float = 5.0,
         clock: Callable[[], float] = time.time,
-        share: Share | None = None,
         grants: GrantBook | None = None,
     ) -> None:
         self.api = api
-        self.share = share  # the turns and last copy shared with this replica's workers
         self.grants = grants  # this process's grants of quota; None: every admission writes
         self.budget = budget
         self.reconcile_budget = reconcile_budget
         self.pending_seconds = pending_seconds
         self.drop_grace = drop_grace
         self.clock = clock
-        self._turns = GroupCommit(self._commit)
+        self._turns = GroupCommit(self._commit_batch)
         self._known: dict[str, Stored] = {}  # per tenant: as this process last read or wrote
         self._last_write: dict[str, tuple[float, float]] = {}  # per tenant: (ended, seconds)
         self._flusher = Flusher(grants, self._flush) if grants is not None else None
@@ -215,41 +211,6 @@ class KubeLedger:
         """
         blocking.check(f"a write of tenant {tenant!r}'s records")
         return self._turns.run(tenant, change, time.monotonic() + budget)
-
-    def _commit(self, tenant: str, jobs: Sequence[Job[Any]], deadline: float) -> None:
-        """`_commit_batch` in this replica's turn for the tenant, from the copy the worker
-        before left (`share`), leaving its own for the next."""
-        if self.share is None:
-            self._commit_batch(tenant, jobs, deadline)
-            return
-        with self.share.turn(tenant, deadline) as turn:
-            self._adopt(tenant, turn.read())
-            try:
-                self._commit_batch(tenant, jobs, deadline)
-            finally:
-                self._pass_on(tenant, turn)
-
-    def _adopt(self, tenant: str, copy: Copy | None) -> None:
-        """Take the copy another worker left as this process's own, unless it is its own."""
-        known = self._known.get(tenant)
-        if copy is None or (known is not None and known.resource_version == copy.resource_version):
-            return
-        lines: recordtext.Lines = {}
-        records = recordtext.decode(copy.text, f"shared copy of {tenant!r}", lines)
-        self._known[tenant] = Stored(records, copy.resource_version, lines, copy.uid)
-        if copy.written_at > self._last_write.get(tenant, (0.0, 0.0))[0]:
-            self._last_write[tenant] = (copy.written_at, copy.write_seconds)
-
-    def _pass_on(self, tenant: str, turn: Turn) -> None:
-        known = self._known.get(tenant)
-        if known is None or known.resource_version is None:
-            return  # nothing known for sure: the next worker reads
-        try:  # the records as text again: a copy read in the format before has no lines
-            text = recordtext.encode(known.records, tenant, dict(known.lines))
-        except recordtext.Unstorable:
-            return  # the older copy left stays a base the API server refuses
-        ended, seconds = self._last_write.get(tenant, (0.0, 0.0))
-        turn.write(Copy(known.uid, known.resource_version, text, ended, seconds))
 
     def _commit_batch(self, tenant: str, jobs: Sequence[Job[Any]], deadline: float) -> None:
         """Apply `jobs` in order to the tenant's records and store the outcome in one write.

@@ -7,9 +7,13 @@ that truth to the ledger, which confirms holders whose object appeared, releases
 holders whose object never appeared within `PENDING_SECONDS`, and drops holders whose
 object is gone. Claims being deleted still count until they are gone.
 
-Only one process needs to run it, but every step is a compare-and-swap on the latest stored
-records, so running it in every replica and worker is safe: two reconcilers with the same
-truth write the same records, and the second write is a no-op.
+In a cluster it runs only in the replica holding the Lease (`leading`, see
+`kube.background`): one pass per interval for the whole cluster, not one per replica. A
+replica that takes the Lease over reconciles at once, so a dead leader's work (a pending
+holder whose object never appeared, a deleted claim's holder) is picked up within the lease
+time. Overlap is still harmless: every step is a compare-and-swap on the latest stored
+records, so two reconcilers with the same truth write the same records, and the second
+write is a no-op.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from webhook.kube.background import BackgroundLoop
+from webhook.kube.background import BackgroundLoop, always
 from webhook.ledger.accounting import Holds
 from webhook.ledger.usage import holder_names, holds_by_tenant
 from webhook.types import ClusterState, DragateError, PolicySet
@@ -58,7 +62,8 @@ def claims_names(state: ClusterState) -> Names:
 
 
 class Reconciler(BackgroundLoop):
-    """Runs `ledger.reconcile(truth())` every `interval` seconds on a daemon thread."""
+    """Runs `ledger.reconcile(truth())` every `interval` seconds on a daemon thread, while
+    `leading`."""
 
     thread_name = "reconciler"
 
@@ -69,8 +74,9 @@ class Reconciler(BackgroundLoop):
         *,
         interval: float = 15.0,
         names: Names | None = None,
+        leading: Callable[[], bool] = always,
     ) -> None:
-        super().__init__()
+        super().__init__(leading)
         self.ledger = ledger
         self.truth = truth
         self.names = names
@@ -97,10 +103,10 @@ class Reconciler(BackgroundLoop):
 
     def poke(self, *_: object) -> None:
         """Run soon (e.g. a claim was deleted); usable as a KubeState claim listener."""
-        self._wake.set()
+        self.wake()
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
+        while self._running():
             try:
                 self.run_once()
             except Exception:  # the loop must survive a bug in one pass

@@ -1,33 +1,32 @@
-"""A ledger in a SQLite file: the offline and single-node webhook's shared quota state.
+"""A ledger in a SQLite file: the offline webhook's quota state (`dragate serve --ledger FILE`).
 
-Several gunicorn worker *processes* (each with several threads) admit at once, so the
-check-and-reserve must be one database transaction: `BEGIN IMMEDIATE` takes SQLite's write lock
-before the tenant's rows are read, so two workers can never both read "36 of 37 used" and both
-add one. The arithmetic itself is `accounting.reserve`, shared with the memory and Kubernetes
-ledgers so that all three agree on what fits.
+One serving process admits on several threads, so the check-and-reserve must be one database
+transaction: `BEGIN IMMEDIATE` takes SQLite's write lock before the tenant's rows are read, so
+two threads can never both read "36 of 37 used" and both add one. The arithmetic itself is
+`accounting.reserve`, shared with the memory and Kubernetes ledgers so that all three agree on
+what fits.
 
 WAL mode lets readers (`usage`) run while a writer holds the lock. Each thread has its own
 connection (sqlite3 connections must not be shared between threads) and a connection made
 before a fork is never reused in the child. A write lock held longer than the busy timeout
 raises `LedgerUnavailable` rather than hanging the admission request past its deadline.
 
-A tenant's rows are read through `sqliterows.TenantRows`, which remembers them per connection
-under the write epoch (`epoch.WriteEpoch`, moved by every COMMIT here while the writer gate
-is held) and `PRAGMA data_version`: re-admitting an unchanged holder, the most common review,
-reads one shared-memory word instead of a SQLite read transaction (served, the first SQLite
-call is the largest single step of such a review); and a write starts from the rows the
-connection's last write left when no other connection has committed since, so a controller
-creating Pods one after another in a tenant does not decode every holder for each one. The
-rows also keep their totals and first expiry, so a new holder is checked and stored without
-walking the others (`Rows.planned`): a new Pod's cost grows little with the tenant's
-holders (`tests/bench/holders.py`; docs/benchmarks.md).
+Whether remembered rows are still the stored ones is SQLite's own `PRAGMA data_version`,
+asked on every read (`sqliterows.TenantRows`): it moves for every commit of any other
+connection, whether another thread of this process or another process on the same file (a
+second `dragate serve`, the sqlite3 shell), so nothing outside SQLite has to be kept in step
+and no writer can be missed. A write counter kept by this process could skip that call (one
+read transaction, no rows) only by trusting that no other process writes the file. A write
+starts from the rows the connection's last write left when no other connection has committed
+since, so a controller creating Pods one after another in a tenant does not decode every
+holder for each one. The rows also keep their totals and first expiry, so a new holder is
+checked and stored without walking the others (`Rows.planned`): a new Pod's cost grows little
+with the tenant's holders (`tests/bench/holders.py`; docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -36,7 +35,6 @@ from contextlib import contextmanager
 
 from webhook.ledger import accounting, holdernames
 from webhook.ledger.accounting import PENDING_SECONDS, Holds, Record
-from webhook.ledger.epoch import WriteEpoch
 from webhook.ledger.sqliterows import Plan, Rows, TenantRows, UsageOf, all_records
 from webhook.types import (
     ClassUsage,
@@ -50,7 +48,7 @@ from webhook.types import (
 SCHEMA_VERSION = 1
 """Stored in `PRAGMA user_version`; a file with a newer version is refused, never rewritten."""
 BUSY_TIMEOUT_MS = 2000
-"""How long a transaction waits for another worker's write lock; well inside the webhook's
+"""How long a transaction waits for another connection's write lock; well inside the webhook's
 admission deadline so that a stuck lock gives a clear error, not an apiserver timeout."""
 
 _SCHEMA = """
@@ -77,61 +75,33 @@ class LedgerFileError(DragateError):
 
 
 class WriterGate:
-    """Lets one writer at a time reach SQLite: a thread lock, then a lock file across processes.
+    """Lets one of this process's threads at a time reach SQLite's write lock.
 
     SQLite's own busy handler waits for the write lock by sleeping in growing steps (up to
-    100 ms), which turns two gunicorn workers admitting at once into a long latency tail. A
-    writer waiting here instead is let in within a fraction of a millisecond of the last one
-    committing. The kernel drops a dead process's lock file lock, and every wait is bounded.
+    100 ms), which turns two threads admitting at once into a long latency tail. A writer
+    waiting here instead is let in as soon as the last one commits. Another process writing
+    the same file is waited for by SQLite's busy handler (the busy timeout); the kernel drops
+    a dead process's SQLite lock.
     """
 
-    POLL_SECONDS = 0.0002
-
     def __init__(self, path: str, timeout: float) -> None:
-        self._path = f"{path}.lock"
+        self._path = path
         self._timeout = timeout
         self._thread_lock = threading.Lock()
-        self._fd: int | None = None
-        self._pid = 0
 
     @contextmanager
     def held(self, review: Deadline | None = None) -> Iterator[None]:
         wait = review.bound(self._timeout) if review is not None else self._timeout
-        deadline = time.monotonic() + wait
         if not self._thread_lock.acquire(timeout=wait):
             raise LedgerUnavailable(f"{self._path}: another thread kept the ledger too long")
         try:
-            fd = self._descriptor()
-            self._lock_file(fd, deadline, wait)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+            yield
         finally:
             self._thread_lock.release()
 
-    def _lock_file(self, fd: int, deadline: float, wait: float) -> None:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise LedgerUnavailable(
-                        f"{self._path}: another process kept the ledger for more than {wait:.1f}s"
-                    ) from None
-                time.sleep(self.POLL_SECONDS)
-
-    def _descriptor(self) -> int:
-        """This process's descriptor: one inherited through fork would share its lock."""
-        if self._fd is None or self._pid != processid.current():
-            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
-            self._pid = processid.current()
-        return self._fd
-
 
 class SqliteLedger:
-    """Per tenant: holder -> record, in one SQLite table; safe across processes and threads."""
+    """Per tenant: holder -> record, in one SQLite table; safe across threads (and processes)."""
 
     def __init__(
         self,
@@ -149,7 +119,6 @@ class SqliteLedger:
         self._gate = WriterGate(path, busy_timeout_ms / 1000)
         with self._errors():  # fail at startup, not at the first admission
             self._open().close()
-        self._epoch = WriteEpoch(f"{path}.epoch")
 
     # ------------------------------------------------------------------ Ledger protocol
 
@@ -229,7 +198,7 @@ class SqliteLedger:
         """Replace all confirmed holders with `holds_by_tenant` (the cluster's truth at startup),
         named by `names` (a Pod's holders, from the claims generated for it).
 
-        Pending holders stay: another worker may have just admitted them.
+        Pending holders stay: they were admitted and their objects may not exist yet.
         """
         with self._transaction() as db:
             db.execute("DELETE FROM holders WHERE expires_at IS NULL")
@@ -253,7 +222,7 @@ class SqliteLedger:
             with self._errors():
                 db = self._open()
             self._local.db, self._local.pid = db, processid.current()
-            self._local.rows = TenantRows(db, self._epoch)
+            self._local.rows = TenantRows(db)
         return db
 
     def _rows(self) -> TenantRows:
@@ -304,10 +273,7 @@ class SqliteLedger:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-            try:
-                db.execute("COMMIT")
-            finally:  # a failed COMMIT may have stored part: readers must look again
-                self._epoch.bump()
+            db.execute("COMMIT")
 
     @contextmanager
     def _busy_wait(self, db: sqlite3.Connection, deadline: Deadline | None) -> Iterator[None]:

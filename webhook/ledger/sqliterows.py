@@ -1,14 +1,13 @@
 """The SQLite ledger's rows as read: decoded once, remembered per connection and tenant.
 
-Each connection keeps a tenant's decoded rows with the write epoch and the `PRAGMA
-data_version` they were read under (`TenantRows`). The epoch moves with every write of any
-SqliteLedger; SQLite changes `data_version` whenever another connection (another thread's,
-another worker process's, anything's) commits, and never for the connection's own commits.
-So a read that finds the epoch unchanged is answered from memory and is still exact, and a
-write, holding the write lock (no other connection can commit then), trusts remembered rows
-only under an unchanged `data_version` and keeps what it wrote. Rows are shared by later
-reads: nothing may change them (`accounting` builds new records and never changes those it
-is given).
+Each connection keeps a tenant's decoded rows with the `PRAGMA data_version` they were read
+under (`TenantRows`). SQLite changes `data_version` whenever another connection commits
+(another thread's, another process's, anything's) and never for the connection's own
+commits. So a read that finds `data_version` unchanged answers from memory and is still
+exact, and a write, holding the write lock (no other connection can commit then), starts
+from remembered rows under an unchanged `data_version` and keeps what it wrote. Rows are
+shared by later reads: nothing may change them (`accounting` builds new records and never
+changes those it is given).
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from typing import NamedTuple
 
 from webhook.ledger import accounting, holdernames
 from webhook.ledger.accounting import Record, Records
-from webhook.ledger.epoch import Epoch, WriteEpoch, after
 from webhook.types import ClassUsage, Reservation
 
 MAX_REMEMBERED_TENANTS = 256
@@ -108,9 +106,8 @@ class Rows:
 
 
 class Stamp(NamedTuple):
-    """What a write transaction read before its rows: the epoch and `data_version`."""
+    """What a write transaction read before its rows: the connection's `data_version`."""
 
-    epoch: Epoch
     version: int
 
 
@@ -162,57 +159,49 @@ class UsageOf(Mapping[str, ClassUsage]):
 
 
 class TenantRows:
-    """One connection's decoded rows per tenant, with the write epoch and the connection's
-    `PRAGMA data_version` they were read under.
+    """One connection's decoded rows per tenant, with the connection's `PRAGMA data_version`
+    they were read under.
 
-    A read answers from memory while the epoch (`epoch.WriteEpoch`: moved by every write of
-    any SqliteLedger, in any process) is where it was: no SQLite call at all. A write, under
-    the write lock, trusts remembered rows only while `data_version` (which SQLite moves for
-    every other connection's commit, whoever made it) is unchanged: what is stored never
-    rests on the epoch alone. Both are read before the rows, so rows read after a commit are
-    kept under the older marks and read again next time: never stale, at worst read twice.
-    The connection's own commits do not change `data_version`, so a write either forgets
-    everything first (`forget`) or takes its tenant's rows out and puts back what it wrote
-    (`locked`, `keep`).
+    A read asks `data_version` (one read transaction, no rows) and answers from memory while
+    it is where it was. It is read before the rows, so rows read after another connection's
+    commit are kept under the older mark and read again next time: never stale, at worst
+    read twice. The connection's own commits do not change `data_version`, so a write either
+    forgets everything first (`forget`) or takes its tenant's rows out and puts back what it
+    wrote (`locked`, `keep`).
     """
 
-    def __init__(self, db: sqlite3.Connection, epoch: WriteEpoch) -> None:
+    def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
-        self._epoch = epoch
-        self._tenants: dict[str, tuple[Epoch, int, Rows]] = {}
+        self._tenants: dict[str, tuple[int, Rows]] = {}
 
     def read(self, tenant: str) -> Rows:
-        epoch = self._epoch.current()
-        found = self._tenants.get(tenant)
-        if found is not None and found[0] == epoch:
-            return found[2]
         version = self._data_version()
-        if found is not None and found[1] == version:  # moved by this connection's writes
-            rows = found[2]  # to other tenants only: this one's are taken out or forgotten
-        else:
-            rows = Rows(records_of(self._db, tenant))
-        self._remember(tenant, (epoch, version, rows))
+        found = self._tenants.get(tenant)
+        if found is not None and found[0] == version:
+            return found[1]
+        rows = Rows(records_of(self._db, tenant))
+        self._remember(tenant, (version, rows))
         return rows
 
     def locked(self, tenant: str) -> tuple[Stamp, Rows]:
-        """Inside a write transaction: the marks to `keep` the result under, and the tenant's
+        """Inside a write transaction: the mark to `keep` the result under, and the tenant's
         rows exact as of now.
 
         No other connection can commit while this one holds the write lock, so rows
         remembered under the `data_version` read now are the stored rows; others are read."""
-        stamp = Stamp(self._epoch.current(), self._data_version())
+        stamp = Stamp(self._data_version())
         found = self._tenants.pop(tenant, None)  # `keep` puts the rows written back
-        if found is not None and found[1] == stamp.version:
-            return stamp, found[2]
+        if found is not None and found[0] == stamp.version:
+            return stamp, found[1]
         return stamp, Rows(records_of(self._db, tenant))
 
     def keep(self, tenant: str, stamp: Stamp, rows: Rows) -> None:
         """After this connection committed `rows` for `tenant` under the write lock `stamp`
-        was read under: its own commit leaves `data_version` as it was and moved the epoch by
-        one, and any later write moves them again, so `rows` stay exact until then."""
-        self._remember(tenant, (after(stamp.epoch), stamp.version, rows))
+        was read under: its own commit leaves `data_version` as it was, and any other
+        connection's commit moves it, so `rows` stay exact until then."""
+        self._remember(tenant, (stamp.version, rows))
 
-    def _remember(self, tenant: str, entry: tuple[Epoch, int, Rows]) -> None:
+    def _remember(self, tenant: str, entry: tuple[int, Rows]) -> None:
         if len(self._tenants) >= MAX_REMEMBERED_TENANTS:
             self._tenants.clear()
         self._tenants[tenant] = entry
