@@ -6,8 +6,8 @@ tests, so HTTP, TLS, deadlines and reload are tested without depending on engine
 Behaviour is chosen by labels on the admitted object:
   deny=yes    -> denied by a quota reason with numbers
   crash=yes   -> raises (an internal bug: HTTP 500)
-  sleep=<s>   -> waits that long first (as on the API server: never in the worker's loop,
-                 `blocking`), stopping at the deadline as the pipeline does
+  sleep=<s>   -> waits that long first (as on the API server), stopping at the deadline as
+                 the pipeline does
   thread=yes  -> a warning names the thread that answered
 A namespace that no tenant of the current policy set lists is denied by policy "tenancy", so
 policy reloads are visible from outside.
@@ -28,7 +28,6 @@ from webhook.types import (
     Reason,
     Tenant,
     Verdict,
-    blocking,
 )
 
 PATCH = ({"op": "add", "path": "/metadata/labels/dragate.io~1seen", "value": "yes"},)
@@ -43,7 +42,6 @@ def review(
 ) -> Verdict:
     labels = ((request.object or {}).get("metadata") or {}).get("labels") or {}
     if "sleep" in labels:
-        blocking.check("the double's wait")
         deadline = deadline or Deadline.never()
         time.sleep(deadline.bound(float(labels["sleep"])))
         deadline.check("the double's next step")

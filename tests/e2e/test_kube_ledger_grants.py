@@ -25,7 +25,7 @@ from webhook.kube.api import Unreachable
 from webhook.ledger import grants, wants
 from webhook.ledger.grants import LEASE_SECONDS, GrantBook
 from webhook.ledger.kube import KubeLedger
-from webhook.types import FactsUnavailable, blocking
+from webhook.types import FactsUnavailable
 
 from .cluster import Cluster
 from .ledger_support import race, stored
@@ -91,37 +91,6 @@ def test_admissions_from_a_grant_make_no_request(crd: Cluster, fresh: Fresh) -> 
     assert set(claims) == {f"claim:fast/c{i}" for i in range(60)}
     assert all(r.get("expiresAt") for r in claims.values()), "a new holder is pending"
     assert totals(records) <= 1000
-
-
-def test_a_thread_that_may_not_wait_is_answered_from_the_grant_or_told_so(
-    crd: Cluster, fresh: Fresh
-) -> None:
-    """In a worker's loop (`blocking.forbidden()`), an admission the grant covers is answered
-    without a request; one that needs a write raises WouldBlock before any request, joining
-    no batch and storing nothing, and the same admission made where waiting is allowed (a
-    pool thread, as the worker then serves it) is granted."""
-    ledger = granted(fresh)
-    assert ledger.reserve("loop", {"claim:loop/first": {GPU: 1}}, {GPU: 100}).granted
-    made: list[str] = []
-    original = ledger.api.request
-
-    def counting(method: str, path: str, **options: Any) -> Any:
-        made.append(f"{method} {path}")
-        return original(method, path, **options)
-
-    ledger.api.request = counting  # type: ignore[method-assign]
-    assert ledger.grants is not None
-    demand = ledger.grants._grants["loop"].admitted
-    with blocking.forbidden():
-        assert ledger.reserve("loop", {"claim:loop/from-grant": {GPU: 1}}, {GPU: 100}).granted
-        counted = len(demand)
-        with pytest.raises(blocking.WouldBlock):
-            ledger.reserve("loop", {"claim:loop/too-big": {GPU: 50}}, {GPU: 100})
-    assert made == [], "a request was made where waiting is forbidden"
-    assert len(demand) == counted, "the attempt counted demand its retry counts again"
-    assert "claim:loop/too-big" not in settled(ledger, crd, "loop")
-    assert ledger.reserve("loop", {"claim:loop/too-big": {GPU: 50}}, {GPU: 100}).granted
-    assert "claim:loop/too-big" in settled(ledger, crd, "loop")
 
 
 def test_racing_replicas_with_grants_grant_exactly_the_quota(crd: Cluster, fresh: Fresh) -> None:

@@ -110,20 +110,3 @@ def test_closing_a_real_stream_is_idempotent(ended: bool) -> None:
     finally:
         server.release.set()  # type: ignore[attr-defined]
         server.shutdown()
-
-
-def test_a_thread_that_may_not_wait_never_reaches_the_network() -> None:
-    """Under `blocking.forbidden()` a request raises WouldBlock before it connects: against a
-    port nobody listens on, a request that tried would be Unreachable instead."""
-    from kubernetes import client as k8s
-
-    from webhook.kube.api import KubeApi
-    from webhook.types import blocking
-
-    configuration = k8s.Configuration()
-    configuration.host = "https://127.0.0.1:1"
-    api = KubeApi.from_configuration(configuration)
-    with pytest.raises(Unreachable):
-        api.request("GET", "/api", timeout=1)
-    with blocking.forbidden(), pytest.raises(blocking.WouldBlock, match="GET /api"):
-        api.request("GET", "/api", timeout=1)

@@ -25,7 +25,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from webhook.types import Object, blocking
+from webhook.types import Object
 
 JSON = "application/json"
 APPLY = "application/apply-patch+yaml"
@@ -151,7 +151,6 @@ class KubeApi:
         *,
         content_type: str = JSON,
     ) -> Any:
-        blocking.check(f"{method} {path}")
         headers = {"Accept": JSON, "Content-Type": content_type}
         try:
             params = self._client.param_serialize(

@@ -41,7 +41,7 @@ from webhook.ledger.flusher import Flusher
 from webhook.ledger.grants import GrantBook
 from webhook.ledger.tenantusage import COLLECTION, Stored, object_name, stored_of, tenant_usage
 from webhook.ledger.wantwatch import WantWatch
-from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation, blocking
+from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation
 
 T = TypeVar("T")
 
@@ -137,7 +137,6 @@ class KubeLedger:
             deadline.check("reserving quota")
         if book.admit(tenant, holds, limits, names):
             return True
-        blocking.check("a write of the tenant's records")  # the retry counts the demand
         book.note(tenant, holds, limits)
         return False
 
@@ -207,9 +206,7 @@ class KubeLedger:
         Raises FactsUnavailable when the API does not let the change through in `budget` s.
         Threads of one process queue per tenant and the first in line writes for all of them
         (`batch.GroupCommit`), so compare-and-swap races only happen between processes.
-        A thread that may not wait (`blocking`) gets WouldBlock before it joins a batch.
         """
-        blocking.check(f"a write of tenant {tenant!r}'s records")
         return self._turns.run(tenant, change, time.monotonic() + budget)
 
     def _commit_batch(self, tenant: str, jobs: Sequence[Job[Any]], deadline: float) -> None:
