@@ -26,6 +26,7 @@ from webhook.kube.background import BackgroundLoop, always
 from webhook.ledger.accounting import Holds
 from webhook.ledger.usage import holder_names, holds_by_tenant
 from webhook.types import ClusterState, DragateError, PolicySet
+from webhook.types.pacing import paced
 
 log = logging.getLogger("dragate.ledger.reconciler")
 
@@ -44,11 +45,12 @@ class Reconcilable(Protocol):
 
 
 def claims_truth(policies: Callable[[], PolicySet], state: ClusterState) -> Truth:
-    """The truth from the claims in `state`, each counted for the tenant of its namespace."""
+    """The truth from the claims in `state`, each counted for the tenant of its namespace (a
+    `paced` walk: the server answers reviews between its slices)."""
 
     def truth() -> Mapping[str, Holds]:
         namespaces = {str(n["metadata"]["name"]): n for n in state.namespaces()}
-        holds, notes = holds_by_tenant(policies(), state.claims(), namespaces)
+        holds, notes = holds_by_tenant(policies(), paced(state.claims()), namespaces)
         for note in notes:
             log.warning("reconcile: %s", note)
         return holds

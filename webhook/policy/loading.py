@@ -28,6 +28,7 @@ from webhook.types import (
     Source,
     Tenant,
 )
+from webhook.types.pacing import paced
 
 __all__ = [
     "POLICY_SUFFIXES",
@@ -151,7 +152,7 @@ def read_all(texts: list[tuple[str, str]], problems: list[PolicyProblem]) -> lis
         except YamlError as err:
             problems.append(PolicyProblem(err.source, "", err.message))
             continue
-        for doc in documents:
+        for doc in paced(documents):  # the server answers reviews while a reload compiles
             report = Report(doc)
             item = read_document(doc, report)
             problems.extend(report.problems)
