@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import resource
 import signal
 import sqlite3
 import ssl
@@ -106,6 +107,16 @@ class Serve:
         return self.log.read_text(errors="replace")
 
 
+def raise_open_files_limit(wanted: int) -> int:
+    """Raise this process's soft RLIMIT_NOFILE toward `wanted` (at most the hard limit); a
+    server started afterwards inherits it. Returns the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
 def start(
     tmp: Path,
     name: str,
@@ -115,7 +126,6 @@ def start(
     ledger: Path | None = None,
     args: tuple[str, ...] = (),
     port: int | None = None,
-    workers: int = 2,
     client_cert: tuple[str, str] | None = None,
 ) -> Serve:
     """`dragate serve` with the real pipeline; returns once /healthz answers over TLS."""
@@ -125,8 +135,7 @@ def start(
     command = [
         sys.executable, "-c", "from webhook.cli import entry; entry()", "serve",
         "--port", str(port), "--cert-dir", str(cert_dir), "--policies", str(policies),
-        "--workers", str(workers), "--threads", "4", "--reload-interval", "0.2",
-        "--graceful-timeout", "10",
+        "--reload-interval", "0.2", "--graceful-timeout", "10",
         *(("--ledger", str(ledger)) if ledger else ()),
         *args,
     ]  # fmt: skip
@@ -190,6 +199,27 @@ def request(
             return response.status, raw.decode(errors="replace")
     finally:
         conn.close()
+
+
+def timed_review(server: Serve, uid: str, timeout: float = 10) -> float:
+    """Seconds for one dry-run claim review on a new TLS connection (connect, handshake,
+    answer), as the API server opens one; asserts it was answered and allowed."""
+    body = review(claim(f"c-{uid}", "team-a"), uid, dry_run=True)
+    started = time.monotonic()
+    status, answer = request(
+        server.port, server.cert_dir / "ca.crt", "POST", "/validate", body, timeout=timeout
+    )
+    elapsed = time.monotonic() - started
+    assert status == 200 and answer["response"]["allowed"] is True, answer
+    return elapsed
+
+
+def latency_summary(seconds: list[float]) -> dict[str, float]:
+    """count, p50 and max in milliseconds, for the test output."""
+    ordered = sorted(seconds) or [0.0]
+    middle = ordered[len(ordered) // 2]
+    return {"count": len(seconds), "p50_ms": round(middle * 1000, 1),
+            "max_ms": round(ordered[-1] * 1000, 1)}  # fmt: skip
 
 
 # --------------------------------------------------------------------------- objects
