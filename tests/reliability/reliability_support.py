@@ -16,6 +16,7 @@ import sqlite3
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -220,6 +221,48 @@ def latency_summary(seconds: list[float]) -> dict[str, float]:
     middle = ordered[len(ordered) // 2]
     return {"count": len(seconds), "p50_ms": round(middle * 1000, 1),
             "max_ms": round(ordered[-1] * 1000, 1)}  # fmt: skip
+
+
+class ReviewLoad:
+    """`threads` clients sending dry-run claim reviews in a loop, each on a new TLS connection,
+    until the block ends: what was answered, how fast, and every failure (a handshake error
+    counts as one)."""
+
+    def __init__(self, server: Serve, threads: int, label: str = "load") -> None:
+        self.server, self.label = server, label
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.latencies: list[float] = []
+        self.failures: list[str] = []
+        self.threads = [threading.Thread(target=self._run, args=(n,), daemon=True)
+                        for n in range(threads)]  # fmt: skip
+
+    def _run(self, n: int) -> None:
+        i = 0
+        while not self.stop.is_set():
+            i += 1
+            try:
+                seconds = timed_review(self.server, f"{self.label}-{n}-{i}")
+            except (AssertionError, OSError, http.client.HTTPException) as err:
+                with self.lock:
+                    self.failures.append(repr(err)[:300])
+                continue
+            with self.lock:
+                self.latencies.append(seconds)
+
+    def answered(self) -> int:
+        with self.lock:
+            return len(self.latencies)
+
+    def __enter__(self) -> ReviewLoad:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=30)
 
 
 # --------------------------------------------------------------------------- objects
