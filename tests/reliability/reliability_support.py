@@ -288,6 +288,15 @@ def pod(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
     }
 
 
+def legacy_gpu_pod(name: str, target_bytes: int, namespace: str = "team-a") -> dict[str, Any]:
+    """A legacy Pod whose uniquely named GPU containers fill about `target_bytes` of review."""
+    one = {"name": "gpu-container-00000", "image": "busybox",
+           "resources": {"limits": {"nvidia.com/gpu": 1}}}  # fmt: skip
+    count = target_bytes // (len(json.dumps(one)) + 2)
+    containers = [{**one, "name": f"gpu-container-{i:05d}"} for i in range(count)]
+    return pod(name, namespace, containers=containers)
+
+
 KINDS = {
     "Pod": ("", "v1", "pods"),
     "ResourceClaim": ("resource.k8s.io", "v1", "resourceclaims"),
