@@ -1,7 +1,8 @@
 """A real `dragate serve` over its life: draining on SIGTERM, and memory after big reviews.
 
 - SIGTERM (what the kubelet sends a terminating pod) with reviews in flight, light and heavy:
-  every one is answered, then the process exits 0.
+  every one is answered, then the process exits 0; a kept-alive connection goes on being
+  answered until its client closes it.
 - After 20 reviews of objects near the 3 MiB body limit, the pod's memory (PSS of the
   gunicorn master and its worker, what the kernel charges the pod for) stays well under the
   chart's 768 MiB limit.
@@ -9,6 +10,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import signal
 import socket
@@ -112,6 +114,33 @@ def test_sigterm_answers_every_review_in_flight_then_exits_0(tmp_path: Path) -> 
     assert all(body["response"]["uid"] == uid for uid, (_, body) in answers)
     assert code == 0, server.logs()[-3000:]
     assert "graceful timeout" not in server.logs().lower()
+
+
+def test_a_kept_alive_connection_is_answered_while_draining(tmp_path: Path) -> None:
+    """The API server keeps sending on its pooled connections after the endpoint goes: they
+    are answered until it closes them, then the process exits 0."""
+    server = start(tmp_path, "keepalive", policies=write_policies(tmp_path / "policies",
+                   {"team-a": 2}), cert_dir=tmp_path / "certs")  # fmt: skip
+    conn = http.client.HTTPSConnection(
+        "127.0.0.1", server.port, context=tls_context(server.cert_dir / "ca.crt"), timeout=15
+    )
+
+    def allowed(uid: str) -> bool:
+        data = json.dumps(review(claim(f"c-{uid}", "team-a"), uid, dry_run=True))
+        conn.request("POST", "/validate", body=data, headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        answer = json.loads(response.read())
+        return response.status == 200 and bool(answer["response"]["allowed"])
+
+    try:
+        assert allowed("before")
+        server.process.send_signal(signal.SIGTERM)
+        time.sleep(1.5)  # the worker has seen it and stops accepting
+        assert all(allowed(f"draining-{n}") for n in range(5))
+    finally:
+        conn.close()
+        code = server.stop()
+    assert code == 0, server.logs()[-3000:]
 
 
 # --------------------------------------------------------------------------- memory
