@@ -164,9 +164,9 @@ def test_body_at_the_limit_is_judged(http: Poster, errors: Errors) -> None:
 
 
 @pytest.mark.parametrize("size", [3 * MIB + 1, 8 * MIB])
-def test_body_over_the_limit_is_400(http: Poster, errors: Errors, size: int) -> None:
+def test_body_over_the_limit_is_413(http: Poster, errors: Errors, size: int) -> None:
     status, body = http("/validate", b" " * size)
-    assert status == 400 and "limit" in json.loads(body)["message"]
+    assert status == 413 and "limit" in json.loads(body)["message"]
     assert errors.take() == []
 
 

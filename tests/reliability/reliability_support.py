@@ -10,11 +10,13 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import resource
 import signal
 import sqlite3
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,6 +108,16 @@ class Serve:
         return self.log.read_text(errors="replace")
 
 
+def raise_open_files_limit(wanted: int) -> int:
+    """Raise this process's soft RLIMIT_NOFILE toward `wanted` (at most the hard limit); a
+    server started afterwards inherits it. Returns the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
 def start(
     tmp: Path,
     name: str,
@@ -115,7 +127,6 @@ def start(
     ledger: Path | None = None,
     args: tuple[str, ...] = (),
     port: int | None = None,
-    workers: int = 2,
     client_cert: tuple[str, str] | None = None,
 ) -> Serve:
     """`dragate serve` with the real pipeline; returns once /healthz answers over TLS."""
@@ -125,8 +136,7 @@ def start(
     command = [
         sys.executable, "-c", "from webhook.cli import entry; entry()", "serve",
         "--port", str(port), "--cert-dir", str(cert_dir), "--policies", str(policies),
-        "--workers", str(workers), "--threads", "4", "--reload-interval", "0.2",
-        "--graceful-timeout", "10",
+        "--reload-interval", "0.2", "--graceful-timeout", "10",
         *(("--ledger", str(ledger)) if ledger else ()),
         *args,
     ]  # fmt: skip
@@ -192,6 +202,69 @@ def request(
         conn.close()
 
 
+def timed_review(server: Serve, uid: str, timeout: float = 10) -> float:
+    """Seconds for one dry-run claim review on a new TLS connection (connect, handshake,
+    answer), as the API server opens one; asserts it was answered and allowed."""
+    body = review(claim(f"c-{uid}", "team-a"), uid, dry_run=True)
+    started = time.monotonic()
+    status, answer = request(
+        server.port, server.cert_dir / "ca.crt", "POST", "/validate", body, timeout=timeout
+    )
+    elapsed = time.monotonic() - started
+    assert status == 200 and answer["response"]["allowed"] is True, answer
+    return elapsed
+
+
+def latency_summary(seconds: list[float]) -> dict[str, float]:
+    """count, p50 and max in milliseconds, for the test output."""
+    ordered = sorted(seconds) or [0.0]
+    middle = ordered[len(ordered) // 2]
+    return {"count": len(seconds), "p50_ms": round(middle * 1000, 1),
+            "max_ms": round(ordered[-1] * 1000, 1)}  # fmt: skip
+
+
+class ReviewLoad:
+    """`threads` clients sending dry-run claim reviews in a loop, each on a new TLS connection,
+    until the block ends: what was answered, how fast, and every failure (a handshake error
+    counts as one)."""
+
+    def __init__(self, server: Serve, threads: int, label: str = "load") -> None:
+        self.server, self.label = server, label
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.latencies: list[float] = []
+        self.failures: list[str] = []
+        self.threads = [threading.Thread(target=self._run, args=(n,), daemon=True)
+                        for n in range(threads)]  # fmt: skip
+
+    def _run(self, n: int) -> None:
+        i = 0
+        while not self.stop.is_set():
+            i += 1
+            try:
+                seconds = timed_review(self.server, f"{self.label}-{n}-{i}")
+            except (AssertionError, OSError, http.client.HTTPException) as err:
+                with self.lock:
+                    self.failures.append(repr(err)[:300])
+                continue
+            with self.lock:
+                self.latencies.append(seconds)
+
+    def answered(self) -> int:
+        with self.lock:
+            return len(self.latencies)
+
+    def __enter__(self) -> ReviewLoad:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=30)
+
+
 # --------------------------------------------------------------------------- objects
 
 
@@ -213,6 +286,15 @@ def pod(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"containers": containers, **spec},
     }
+
+
+def legacy_gpu_pod(name: str, target_bytes: int, namespace: str = "team-a") -> dict[str, Any]:
+    """A legacy Pod whose uniquely named GPU containers fill about `target_bytes` of review."""
+    one = {"name": "gpu-container-00000", "image": "busybox",
+           "resources": {"limits": {"nvidia.com/gpu": 1}}}  # fmt: skip
+    count = target_bytes // (len(json.dumps(one)) + 2)
+    containers = [{**one, "name": f"gpu-container-{i:05d}"} for i in range(count)]
+    return pod(name, namespace, containers=containers)
 
 
 KINDS = {

@@ -6,7 +6,7 @@
 - Regexes are RE2: `(a+)+$` against `'a' * 30 + '!'` is linear, not 2^30 steps.
 - The apiserver's `?timeout=` bounds the whole review: a slow policy over many requests is
   answered inside it (validation denied, mutation skipped with a warning).
-- Bodies above 3 MiB are refused with 400, with or without Content-Length.
+- Bodies above 3 MiB are refused with 413, with or without Content-Length.
 """
 
 from __future__ import annotations
@@ -168,4 +168,4 @@ def test_request_size_cap(slow_client: FlaskClient) -> None:
     assert limit == 3 * 1024 * 1024
     answer = slow_client.post("/validate", data=b"x" * (limit + 1),
                               content_type="application/json")  # fmt: skip
-    assert answer.status_code == 400 and "limit" in json.loads(answer.data)["message"]
+    assert answer.status_code == 413 and "limit" in json.loads(answer.data)["message"]

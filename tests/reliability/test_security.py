@@ -78,8 +78,8 @@ def test_plaintext_http_is_refused(server: Serve) -> None:
         requests.post(f"http://127.0.0.1:{server.port}/validate", json={}, timeout=5)
 
 
-def test_chunked_body_over_the_cap_is_400(server: Serve) -> None:
-    """No Content-Length (chunked): the cap still holds, the answer is a 400 with a message."""
+def test_chunked_body_over_the_cap_is_413(server: Serve) -> None:
+    """No Content-Length (chunked): the cap still holds, the answer is a 413 with a message."""
     conn = http.client.HTTPSConnection(
         "127.0.0.1", server.port, context=tls_context(server.cert_dir / "ca.crt"), timeout=20
     )
@@ -88,54 +88,102 @@ def test_chunked_body_over_the_cap_is_400(server: Serve) -> None:
         conn.request("POST", "/validate", body=iter([chunk] * 49),  # 3 MiB + 64 KiB
                      headers={"Content-Type": "application/json"}, encode_chunked=True)  # fmt: skip
         response = conn.getresponse()
-        assert response.status == 400 and b"limit" in response.read()
+        assert response.status == 413 and b"limit" in response.read()
     finally:
         conn.close()
 
 
-def test_mtls_refuses_wrong_and_missing_client_certs(tmp_path: Path) -> None:
-    clients = tmp_path / "clients"
+ClientFiles = dict[str, tuple[str, str]]
+
+
+def _client_files(clients: Path) -> ClientFiles:
+    """Client certificates: CN=apiserver and CN=kubelet from the trusted CA, one from a rogue
+    CA; the trusted CA is written to clients/ca.crt."""
     good_ca, good_key = certificates.make_ca("apiserver-client-ca")
     rogue_ca, rogue_key = certificates.make_ca("rogue-ca")
-    files = {}
-    for label, (ca, key) in {"good": (good_ca, good_key), "rogue": (rogue_ca, rogue_key)}.items():
-        cert, cert_key = certificates.make_client(ca, key)
-        write = certificates.write_file
-        write(clients / f"{label}.crt", certificates.pem_certs([cert]), private=False)
-        write(clients / f"{label}.key", certificates.pem_key(cert_key), private=True)
+    issued = {
+        "apiserver": (good_ca, good_key, "apiserver"),
+        "kubelet": (good_ca, good_key, "kubelet"),
+        "rogue": (rogue_ca, rogue_key, "apiserver"),
+    }
+    files: ClientFiles = {}
+    for label, (ca, key, name) in issued.items():
+        cert, cert_key = certificates.make_client(ca, key, name)
+        certificates.write_file(
+            clients / f"{label}.crt", certificates.pem_certs([cert]), private=False
+        )
+        certificates.write_file(
+            clients / f"{label}.key", certificates.pem_key(cert_key), private=True
+        )
         files[label] = (str(clients / f"{label}.crt"), str(clients / f"{label}.key"))
     certificates.write_file(clients / "ca.crt", certificates.pem_certs([good_ca]), private=False)
-    policies = write_policies(tmp_path / "policies", {"team-a": 2})
-    server = start(
-        tmp_path, "mtls", policies=policies, cert_dir=tmp_path / "certs",
-        args=("--client-ca", str(clients / "ca.crt")), client_cert=files["good"],
+    return files
+
+
+@pytest.fixture(scope="module")
+def mtls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Serve, ClientFiles]]:
+    """A server requiring client certificates from clients/ca.crt named `apiserver`."""
+    tmp = tmp_path_factory.mktemp("mtls")
+    files = _client_files(tmp / "clients")
+    running = start(
+        tmp, "mtls", policies=write_policies(tmp / "policies", {"team-a": 2}),
+        cert_dir=tmp / "certs", client_cert=files["apiserver"],
+        args=("--client-ca", str(tmp / "clients" / "ca.crt"), "--client-name", "apiserver"),
     )  # fmt: skip
+    yield running, files
+    assert running.stop() == 0, running.logs()
+
+
+CLIENTS = [
+    # (client certificate, status of a review, words in the message)
+    pytest.param("apiserver", 200, "", id="named-client"),
+    pytest.param("kubelet", 403, "names are not among --client-name", id="other-name-same-ca"),
+    pytest.param(None, 403, "client certificate", id="no-certificate"),
+]
+
+
+@pytest.mark.parametrize(("client", "status", "words"), CLIENTS)
+def test_reviews_only_from_a_named_client_certificate(
+    mtls: tuple[Serve, ClientFiles], client: str | None, status: int, words: str
+) -> None:
+    server, files = mtls
+    forged = review(claim(f"c-{client}", "team-a", 2), f"mtls-{client}")
+    code, answer = request(server.port, server.cert_dir / "ca.crt", "POST", "/validate", forged,
+                           client_cert=files[client] if client else None)  # fmt: skip
+    assert code == status, answer
+    if status == 200:
+        assert answer["response"]["allowed"] is True
+    else:
+        assert answer["code"] == status and words in answer["message"]  # JSON, no reservation
+
+
+def test_a_certificate_from_another_ca_fails_the_handshake(mtls: tuple[Serve, ClientFiles]) -> None:
+    server, files = mtls
+    with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+        request(server.port, server.cert_dir / "ca.crt", "GET", "/healthz",
+                client_cert=files["rogue"])  # fmt: skip
+
+
+def test_probes_need_no_certificate_and_reviews_are_refused_before_the_body(
+    mtls: tuple[Serve, ClientFiles],
+) -> None:
+    server, _ = mtls
     trust = server.cert_dir / "ca.crt"
-    forged = review(claim("forged", "team-a", 2), "forged-1")
-    try:
-        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
-            request(server.port, trust, "GET", "/healthz", client_cert=files["rogue"])
-        status, answer = request(server.port, trust, "POST", "/validate", forged)
-        assert status == 403 and "client certificate" in answer["message"]  # no reservation
-        assert request(server.port, trust, "GET", "/healthz")[0] == 200  # kubelet probes
-        # refused once the headers are in: a 3 MiB body that never comes is never waited for
-        with (
-            socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw,
-            tls_context(trust).wrap_socket(raw, server_hostname="127.0.0.1") as tls,
-        ):
-            tls.sendall(b"POST /validate HTTP/1.1\r\nHost: d\r\nContent-Length: 3145728\r\n\r\n")
-            assert b" 403 " in tls.recv(4096)
-        status, answer = request(server.port, trust, "POST", "/validate", forged,
-                                 client_cert=files["good"])  # fmt: skip
-        assert status == 200 and answer["response"]["allowed"] is True
-    finally:
-        assert server.stop() == 0, server.logs()
+    assert request(server.port, trust, "GET", "/healthz")[0] == 200  # kubelet probes
+    # refused once the headers are in: a 3 MiB body that never comes is never waited for
+    with (
+        socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw,
+        tls_context(trust).wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        tls.sendall(b"POST /validate HTTP/1.1\r\nHost: d\r\nContent-Length: 3145728\r\n\r\n")
+        assert b" 403 " in tls.recv(4096)
 
 
 # --------------------------------------------------------------------------- logs and messages
 
 
 def test_no_objects_or_secrets_in_logs(server: Serve) -> None:
+    before = len(server.logs())  # failed handshakes earlier in the module log gevent's own
     secret_pod = pod("leaky", "team-a", containers=[{
         "name": "c", "image": "busybox", "env": [{"name": "PASSWORD", "value": SECRET}],
         "resources": {"limits": {"nvidia.com/gpu": 1}},
@@ -148,7 +196,7 @@ def test_no_objects_or_secrets_in_logs(server: Serve) -> None:
     broken["request"]["object"]["spec"]["containers"] = {"not": "a list", "x": SECRET}
     post(server, "/validate", broken)  # a malformed object: an explicit answer, no traceback
     eventually(lambda: '"uid":"leak-3"' in server.logs(), what="the review log lines")
-    logs = server.logs()
+    logs = server.logs()[before:]
     assert '"uid":"leak-3"' in logs  # review lines are written...
     assert SECRET not in logs  # ...but never the object
     assert "Traceback" not in logs

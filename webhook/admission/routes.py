@@ -237,7 +237,7 @@ def read_body(environ: Environ, limit: int) -> bytes:
     wanted = limit + 1 if length is None else length
     chunks, size = [], 0
     while size < wanted:
-        chunk = stream.read(min(65536, wanted - size))
+        chunk = _read(stream, min(65536, wanted - size))
         if not chunk:
             break
         chunks.append(chunk)
@@ -245,6 +245,16 @@ def read_body(environ: Environ, limit: int) -> bytes:
     if size > limit:
         raise TooLarge(f"body exceeds the {limit}-byte limit")
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _read(stream: Any, size: int) -> bytes:
+    try:
+        chunk: bytes = stream.read(size)
+    except TimeoutError:
+        raise
+    except OSError as err:  # broken chunked framing, or the client gone mid-body
+        raise BadFraming(f"malformed request body: {err}") from None
+    return chunk
 
 
 def _content_length(environ: Environ) -> int | None:

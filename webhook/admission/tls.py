@@ -14,6 +14,7 @@ does not load, leaves the previous context serving until the files change again.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import ssl
@@ -143,10 +144,14 @@ def gunicorn_hook(files: TlsFiles) -> Callable[[object, Factory], ssl.SSLContext
 
     The context it returns starts every handshake; its SNI callback then switches the
     connection to the cache's current context (the same object while the files are unchanged).
+    The cache is filled here, in the master: a worker forked while the files are missing or
+    half-written serves that pair instead of failing to boot (and being forked again).
     """
+    cache = ContextCache(files)
+    with contextlib.suppress(ssl.SSLError):  # nothing usable yet: the worker's `get` says so
+        cache.get()
 
     def ssl_context(conf: object, default_ssl_context_factory: Factory) -> ssl.SSLContext:
-        cache = ContextCache(files)
         first = cache.get()
         first.sni_callback = _switcher(cache, first)
         return first
