@@ -17,6 +17,9 @@ its settings and server hooks; the worker is a stock class chosen by name. Why t
   one just as the client reuses it fails that POST with EOF, which the API server does not
   retry. The timeout is set in the worker (`post_worker_init`), after gevent's monkey
   patching, before the first connection is accepted.
+- a connection that fails its TLS handshake or drops (a scanner, plain HTTP, a client gone)
+  ends its greenlet with an SSL or connection error, which gevent would print as a traceback
+  each time: those are listed in the hub's documented `NOT_ERROR`, and the log stays JSON.
 - SIGTERM: the worker stops accepting, answers what arrives on open connections with
   `Connection: close` (routes.STOPPING) and exits once none is left or the graceful timeout
   passes; an idle kept-alive connection is held until then, never cut while reused.
@@ -31,6 +34,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -75,13 +79,18 @@ def gunicorn_settings(config: ServeConfig) -> dict[str, Any]:
 
 def worker_ready(seconds: float) -> Any:
     """A `post_worker_init` hook: every connection the worker accepts gets `seconds` as its
-    socket timeout (idle keep-alive, a stalled handshake, a stalled request or body), and
-    SIGTERM marks the worker as stopping before gunicorn's own handler runs."""
+    socket timeout (idle keep-alive, a stalled handshake, a stalled request or body), a
+    client's failed handshake or dropped connection is no error to print, and SIGTERM marks
+    the worker as stopping before gunicorn's own handler runs."""
 
     def hook(_worker: Any) -> None:
+        import gevent  # noqa: PLC0415  (the worker's own event loop)
+
         from webhook.admission import routes  # noqa: PLC0415  (Flask loads in the worker)
 
         socket.setdefaulttimeout(seconds)
+        hub = gevent.get_hub()
+        hub.NOT_ERROR = (*hub.NOT_ERROR, ssl.SSLError, ConnectionError, TimeoutError)
         previous = signal.getsignal(signal.SIGTERM)
 
         def on_term(signum: int, frame: Any) -> None:
