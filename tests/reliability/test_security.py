@@ -73,9 +73,13 @@ def test_tls_versions(server: Serve, version: ssl.TLSVersion, accepted: bool) ->
             assert refused.value.reason == "TLSV1_ALERT_PROTOCOL_VERSION"  # the server said no
 
 
-def test_plaintext_http_is_refused(server: Serve) -> None:
+def test_plaintext_http_is_refused_and_logs_no_traceback(server: Serve) -> None:
+    before = len(server.logs())
     with pytest.raises(requests.ConnectionError):
         requests.post(f"http://127.0.0.1:{server.port}/validate", json={}, timeout=5)
+    socket.create_connection(("127.0.0.1", server.port), timeout=5).close()  # a port scan
+    assert post(server, "/validate", review(claim("after-scan", "team-a"), "scan"))["allowed"]
+    assert "Traceback" not in server.logs()[before:]
 
 
 def test_chunked_body_over_the_cap_is_413(server: Serve) -> None:
@@ -183,7 +187,7 @@ def test_probes_need_no_certificate_and_reviews_are_refused_before_the_body(
 
 
 def test_no_objects_or_secrets_in_logs(server: Serve) -> None:
-    before = len(server.logs())  # failed handshakes earlier in the module log gevent's own
+    before = len(server.logs())
     secret_pod = pod("leaky", "team-a", containers=[{
         "name": "c", "image": "busybox", "env": [{"name": "PASSWORD", "value": SECRET}],
         "resources": {"limits": {"nvidia.com/gpu": 1}},
