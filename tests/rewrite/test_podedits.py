@@ -24,6 +24,7 @@ from webhook.rewrite import podedits, rewrite_object
 from webhook.rewrite.patch import make_patch
 from webhook.rewrite.podedits import (
     CONTAINER_KEYS,
+    MEMO_MAX_CONTAINERS,
     MEMO_SIZE,
     SPEC_KEYS,
     fingerprint,
@@ -374,6 +375,21 @@ def test_the_rewritten_pod_is_built_only_when_read() -> None:
     got = rewrite_pod(pod, default_mappings())
     assert got.patch and "result" not in vars(got)
     assert got.rewritten() is got.result.object and got.result.object["spec"] is not pod["spec"]
+
+
+@pytest.mark.parametrize(
+    ("containers", "kept"),
+    [pytest.param(MEMO_MAX_CONTAINERS, True, id="at-the-bound"),
+     pytest.param(MEMO_MAX_CONTAINERS + 1, False, id="over-the-bound")],
+)  # fmt: skip
+def test_a_huge_pod_spec_is_rewritten_afresh_never_kept(containers: int, kept: bool) -> None:
+    podedits._memo.clear()
+    spec = legacy_pod()["spec"]
+    spec["containers"] = [{**spec["containers"][0], "name": f"c{i}"} for i in range(containers)]
+    opts = Options(default_mappings())
+    first = spec_edits(spec, opts)
+    assert (spec_edits(spec, opts) is first) is kept
+    assert len(podedits._memo) == int(kept)
 
 
 def test_the_memo_is_bounded() -> None:

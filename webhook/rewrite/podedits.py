@@ -48,6 +48,10 @@ CONTAINER_KEYS = frozenset({"name", "restartPolicy", "resources"})
 _CONTAINER_LISTS = ("initContainers", "containers")
 MEMO_SIZE = 512
 """Distinct pod spec rewrites kept (a few kB each): one per workload shape creating Pods."""
+MEMO_MAX_CONTAINERS = 64
+"""A pod spec with more containers than this is rewritten afresh each time, never kept: its
+edits grow with it (about 7 kB a container), and a handful of huge specs would otherwise hold
+hundreds of MiB for shapes no workload repeats."""
 
 
 @dataclass(frozen=True)
@@ -130,14 +134,19 @@ def spec_edits(spec: dict[str, Any], opts: Options) -> SpecEdits | None:
         )
     except ValueError:
         return None
-    if type(opts.mappings) is not tuple:  # mutable: cannot be remembered by identity
-        return _edits(projection, opts)
+    if type(opts.mappings) is not tuple or _container_count(spec) > MEMO_MAX_CONTAINERS:
+        return _edits(projection, opts)  # mutable mappings: not rememberable by identity
     found = _memo.get(key)
     if found is not None and found[0] is opts.mappings:
         return found[1]
     edits = _edits(projection, opts)
     _memo.put(key, (opts.mappings, edits))
     return edits
+
+
+def _container_count(spec: dict[str, Any]) -> int:
+    lists = (spec.get(name) for name in _CONTAINER_LISTS)
+    return sum(len(items) for items in lists if isinstance(items, list))
 
 
 def fingerprint(node: Any) -> bytes:
