@@ -117,26 +117,30 @@ def test_sigterm_answers_every_review_in_flight_then_exits_0(tmp_path: Path) -> 
 
 
 def test_a_kept_alive_connection_is_answered_while_draining(tmp_path: Path) -> None:
-    """The API server keeps sending on its pooled connections after the endpoint goes: they
-    are answered until it closes them, then the process exits 0."""
+    """The API server keeps sending on its pooled connections after the endpoint goes: a
+    review arriving on one is answered, with `Connection: close` so that the client dials a
+    replica that stays; new connections are refused, and the process exits 0."""
     server = start(tmp_path, "keepalive", policies=write_policies(tmp_path / "policies",
                    {"team-a": 2}), cert_dir=tmp_path / "certs")  # fmt: skip
     conn = http.client.HTTPSConnection(
         "127.0.0.1", server.port, context=tls_context(server.cert_dir / "ca.crt"), timeout=15
     )
 
-    def allowed(uid: str) -> bool:
+    def answer(uid: str) -> tuple[bool, str]:
         data = json.dumps(review(claim(f"c-{uid}", "team-a"), uid, dry_run=True))
         conn.request("POST", "/validate", body=data, headers={"Content-Type": "application/json"})
         response = conn.getresponse()
-        answer = json.loads(response.read())
-        return response.status == 200 and bool(answer["response"]["allowed"])
+        body = json.loads(response.read())
+        allowed = response.status == 200 and bool(body["response"]["allowed"])
+        return allowed, str(response.getheader("Connection", ""))
 
     try:
-        assert allowed("before")
+        assert answer("before") == (True, "")
         server.process.send_signal(signal.SIGTERM)
         time.sleep(1.5)  # the worker has seen it and stops accepting
-        assert all(allowed(f"draining-{n}") for n in range(5))
+        assert answer("draining") == (True, "close")
+        with pytest.raises(ConnectionRefusedError):
+            answer("redialled")
     finally:
         conn.close()
         code = server.stop()
