@@ -10,9 +10,9 @@ webhooks skip), and the same objects for every variant:
   vap            a ValidatingAdmissionPolicy: class allow-list and per-claim count cap in CEL
                  (what the API server can do without a webhook; it cannot count quota
                  across objects)
-  noop-validate  the no-op AdmissionReview server (tests/bench/noop_server.py: same gunicorn
-                 class, settings and TLS) behind the chart's validating webhooks: what any
-                 webhook round trip costs through the API server
+  noop-validate  the no-op AdmissionReview server (tests/bench/noop_server.py: a Flask app on
+                 the same gunicorn worker class, settings and TLS) behind the chart's
+                 validating webhooks: what any webhook round trip costs through the API server
   validate       dragate's validating webhooks
   noop-mutate    the no-op behind the chart's validating and mutating webhooks
   noop-patch     the same, but the no-op answers each Pod on /mutate with the very patch
@@ -166,8 +166,8 @@ def rotated(turn: int) -> tuple[str, ...]:
 
 
 def meter(cluster: Any, servers: dict[str, Any]) -> CpuMeter:
-    """The processes a create can wake: the control plane, the webhook servers (with their
-    workers) and this process, the load generator."""
+    """The processes a create can wake: the control plane, the webhook servers (master and
+    worker) and this process, the load generator."""
     control = {p.name: p.pid for p in cluster.processes}
 
     def served(*names: str) -> Callable[[], list[int]]:

@@ -192,7 +192,7 @@ def register(cluster: Any, servers: dict[str, Any]) -> None:
 
 def prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
     """CRD, DeviceClasses, namespaces, a running dragate and no-op (not registered yet)."""
-    from e2e.dragate_server import DATA, DragateServer, serve_command
+    from e2e.dragate_server import DATA, DragateServer
 
     cluster.kubectl("apply", "-f", str(CRD))
     cluster.kubectl(
@@ -211,7 +211,7 @@ def prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
         "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
     )
     kubeconfig = service_account_kubeconfig(cluster, workdir / "dragate.kubeconfig")
-    command = serve_command(kubeconfig, bench_policies(_policy_dir(workdir)))
+    command = dragate_command(kubeconfig, bench_policies(_policy_dir(workdir)))
     patch = workdir / "dragate-patch.json"
     patch.write_text(json.dumps(dragate_patch(_policy_dir(workdir))))
     launched: dict[str, Any] = {}
@@ -262,6 +262,17 @@ def service_account_kubeconfig(cluster: Any, path: Path) -> Path:
     path.write_text(json.dumps(config))
     path.chmod(0o600)
     return path
+
+
+def dragate_command(kubeconfig: Path, policies: Path) -> list[str]:
+    """`dragate serve` in cluster mode with its defaults (one gevent worker, the chart's
+    quota grants); placeholders are filled by the e2e `start_webhook_server`."""
+    return [
+        sys.executable, "-c", "from webhook.cli import main; main()", "serve",
+        "--kubeconfig", str(kubeconfig), "--policies", str(policies),
+        "--host", "{host}", "--port", "{port}", "--cert-dir", "{cert_dir}",
+        "--graceful-timeout", "5", "--log-level", "info",
+    ]  # fmt: skip
 
 
 NOOP_COMMAND = [
