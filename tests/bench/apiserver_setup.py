@@ -266,9 +266,10 @@ def service_account_kubeconfig(cluster: Any, path: Path) -> Path:
 
 def dragate_command(kubeconfig: Path, policies: Path) -> list[str]:
     """`dragate serve` in cluster mode with its defaults (one gevent worker, the chart's
-    quota grants); placeholders are filled by the e2e `start_webhook_server`."""
+    quota grants), started as the console script starts it (`python -m webhook`: gevent's
+    monkey patching first); placeholders are filled by the e2e `start_webhook_server`."""
     return [
-        sys.executable, "-c", "from webhook.cli import main; main()", "serve",
+        sys.executable, "-m", "webhook", "serve",
         "--kubeconfig", str(kubeconfig), "--policies", str(policies),
         "--host", "{host}", "--port", "{port}", "--cert-dir", "{cert_dir}",
         "--graceful-timeout", "5", "--log-level", "info",
@@ -278,4 +279,5 @@ def dragate_command(kubeconfig: Path, policies: Path) -> list[str]:
 NOOP_COMMAND = [
     sys.executable, str(Path(__file__).resolve().with_name("noop_server.py")),
     "--host", "{host}", "--port", "{port}", "--cert-dir", "{cert_dir}",
+    "--graceful-timeout", "5",
 ]  # fmt: skip

@@ -7,9 +7,16 @@ difference from `dragate serve` is the WSGI app. Run:
 `python tests/bench/noop_server.py --port P --cert-dir D`.
 With `--patch FILE` (a JSON patch), every Pod reviewed on /mutate is answered with that patch:
 what the API server's own work on dragate's rewrite costs, without dragate's reviews.
+Run as a script, it patches the standard library with gevent first, as `dragate serve` does
+(`webhook.cli.entry`); imported (tests, instructions.py), it patches nothing.
 """
 
 from __future__ import annotations
+
+if __name__ == "__main__":
+    from gevent import monkey  # type: ignore[import-untyped, unused-ignore]
+
+    monkey.patch_all()
 
 import argparse
 import base64
@@ -63,12 +70,14 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cert-dir", type=Path, required=True)
+    parser.add_argument("--graceful-timeout", type=int, default=ServeConfig.graceful_timeout)
     parser.add_argument("--patch", type=Path, help="a JSON patch for every Pod on /mutate")
     args = parser.parse_args()
     tls = TlsFiles(args.cert_dir / "tls.crt", args.cert_dir / "tls.key")
     config = ServeConfig(
-        policy_dir=Path("."), tls=tls, host=args.host, port=args.port, log_level="info"
-    )
+        policy_dir=Path("."), tls=tls, host=args.host, port=args.port,
+        graceful_timeout=args.graceful_timeout, log_level="info",
+    )  # fmt: skip
     patch = json.loads(args.patch.read_text()) if args.patch else None
     NoopServer(config, patch).run()
 

@@ -20,7 +20,9 @@ from processcpu import with_children
 from timing import pod_pss_mib
 
 HERE = Path(__file__).resolve().parent
-DRAGATE = ["-c", "from webhook.cli import main; main()", "serve"]
+DRAGATE = ["-m", "webhook", "serve"]
+"""`dragate serve` as the console script runs it (`webhook.cli.entry`: gevent's monkey
+patching before anything imports ssl or socket)."""
 
 
 @dataclass
