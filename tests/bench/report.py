@@ -508,6 +508,11 @@ def _apiserver_tables(api: dict[str, Any]) -> list[str]:
         ),
         *_cpu_table(api["rows"]),
     ]
+    if api.get("memory"):
+        parts.append(
+            "\nMemory of each server after the run, PSS of master and worker and their sum "
+            f"(MiB; dragate in cluster mode with its watch caches): {json.dumps(api['memory'])}\n"
+        )
     if reviews:
         parts += [
             "\n### dragate's own time per review (its log's duration_ms)\n",
