@@ -230,7 +230,7 @@ def _instructions(results: dict[str, Any], _: list[dict[str, Any]]) -> list[Row]
     return [
         Row(
             "CPU per review in instructions (callgrind, the WSGI app in-process, no TLS; "
-            "`tests/bench/instructions.py`): `/validate` / `/mutate` / the no-op app",
+            "`tests/bench/instructions.py`): `/validate` / `/mutate` / the no-op Flask app",
             f"{millions('route/validate')} / {millions('route/mutate')} / "
             f"{millions('noop/validate')} (the review itself {millions('pipeline/validate')} / "
             f"{millions('pipeline/mutate')})",
