@@ -292,22 +292,23 @@ def _cluster_ledger(results: dict[str, Any], targets: list[dict[str, Any]]) -> l
 
 
 def _apiserver(results: dict[str, Any], targets: list[dict[str, Any]]) -> list[Row]:
-    added = {(r["variant"], r["kind"]): r for r in results.get("apiserver", {}).get("added", [])}
+    api = results.get("apiserver") or {}
+    added = {(r["variant"], r["kind"]): r for r in api.get("added", [])}
     claim, pod = added.get(("validate", "claim")), added.get(("mutate", "pod"))
     if claim is None or pod is None or "over_patch_p50_ms" not in pod:
         return []
 
     def over_none(variant: str) -> str:
         both = [added.get((variant, kind)) for kind in ("claim", "pod")]
-        return " / ".join("n/a" if r is None else f"+{r['added_p50_ms']:.2f}" for r in both)
+        return " / ".join("n/a" if r is None else f"{r['added_p50_ms']:+.2f}" for r in both)
 
     return [
         Row(
             "creates through kube-apiserver, p50 dragate adds over the no-op webhook on the same "
             "stack: claim (validating) / legacy Pod (validating + mutating, the no-op pair "
             "answering with dragate's patch)",
-            f"+{claim['over_noop_p50_ms']:.2f} / +{pod['over_patch_p50_ms']:.2f} ms (the Pod "
-            f"over the no-op pair that does not patch +{pod['over_noop_p50_ms']:.2f})",
+            f"{claim['over_noop_p50_ms']:+.2f} / {pod['over_patch_p50_ms']:+.2f} ms (the Pod "
+            f"over the no-op pair that does not patch {pod['over_noop_p50_ms']:+.2f})",
             "≤ 0.3 ms",
             verdict(targets, "apiserver create p50 added by dragate"),
         ),
@@ -321,7 +322,30 @@ def _apiserver(results: dict[str, Any], targets: list[dict[str, Any]]) -> list[R
             "curve",
             brief=False,
         ),
+        Row(
+            "the same creates that failed (one connection and 8)",
+            _failed(api.get("rows", [])),
+            "",
+            "curve",
+            brief=False,
+        ),
     ]
+
+
+def _failed(rows: list[dict[str, Any]]) -> str:
+    """Each variant and kind with failed creates: how many of how many, and the slowest."""
+    found = []
+    for row in rows:
+        seq, conc = row["sequential"], row["concurrent"]
+        failed = seq["failed"] + conc["failed"]
+        if failed:
+            made = seq["samples"] + conc["samples"]
+            slowest = max(seq["max_us"] or 0, conc["max_us"] or 0) / 1e6
+            found.append(
+                f"{row['variant']} {row['kind']}: {failed:,} of {made:,} (the slowest create "
+                f"{slowest:.1f} s)"
+            )
+    return "; ".join(found) or "none"
 
 
 SECTIONS = (
@@ -348,9 +372,14 @@ def machine(results: dict[str, Any]) -> str:
     return (
         f"Machine: {m['nproc']} CPUs ({m['cpu_model']}), {m['memory_gib']} GiB, Python "
         f"{m['python']}, gunicorn {m['gunicorn']}, {m['wrk']} on the same machine (the load "
-        "generator takes a share of the CPUs). Every figure is against its baseline of the "
-        "same run."
+        "generator takes a share of the CPUs), shared with other work: load average "
+        f"{_load(m.get('loadavg_start'))} at the start of the run, {_load(m.get('loadavg_end'))} "
+        "at its end. Every figure is against its baseline of the same run."
     )
+
+
+def _load(averages: list[float] | None) -> str:
+    return " / ".join(f"{a:.2f}" for a in averages) if averages else "n/a"
 
 
 def table(results: dict[str, Any], targets: list[dict[str, Any]], brief: bool = False) -> str:
