@@ -10,9 +10,9 @@ webhooks skip), and the same objects for every variant:
   vap            a ValidatingAdmissionPolicy: class allow-list and per-claim count cap in CEL
                  (what the API server can do without a webhook; it cannot count quota
                  across objects)
-  noop-validate  the no-op AdmissionReview server (tests/bench/noop_server.py: same gunicorn
-                 class, settings and TLS) behind the chart's validating webhooks: what any
-                 webhook round trip costs through the API server
+  noop-validate  the no-op AdmissionReview server (tests/bench/noop_server.py: a Flask app on
+                 the same gunicorn worker class, settings and TLS) behind the chart's
+                 validating webhooks: what any webhook round trip costs through the API server
   validate       dragate's validating webhooks
   noop-mutate    the no-op behind the chart's validating and mutating webhooks
   noop-patch     the same, but the no-op answers each Pod on /mutate with the very patch
@@ -65,7 +65,7 @@ if str(TESTS) not in sys.path:
 from apiserver_objects import KINDS, VARIANTS, make, namespace, namespaces, path  # noqa: E402
 from apiserver_setup import connect, prepare, register  # noqa: E402
 from processcpu import CpuMeter, per_create_ms, with_children  # noqa: E402
-from timing import summarize  # noqa: E402
+from timing import pod_pss_mib, summarize  # noqa: E402
 
 NOOP_OF = {"validate": "noop-validate", "mutate": "noop-mutate"}
 PATCHED_OF = {"mutate": "noop-patch"}
@@ -166,8 +166,8 @@ def rotated(turn: int) -> tuple[str, ...]:
 
 
 def meter(cluster: Any, servers: dict[str, Any]) -> CpuMeter:
-    """The processes a create can wake: the control plane, the webhook servers (with their
-    workers) and this process, the load generator."""
+    """The processes a create can wake: the control plane, the webhook servers (master and
+    worker) and this process, the load generator."""
     control = {p.name: p.pid for p in cluster.processes}
 
     def served(*names: str) -> Callable[[], list[int]]:
@@ -231,6 +231,7 @@ def run(
             cpu = meter(cluster, servers)
             measured = measure(cluster, sequential_count, concurrent_count, rounds, cpu)
             reviews = review_times(servers["dragate"].process.log_path)
+            memory = {name: pod_memory(served.process.pid) for name, served in servers.items()}
         finally:
             for served in servers.values():
                 served.stop()
@@ -239,11 +240,19 @@ def run(
         "rows": rows,
         "added": added(rows),
         "reviews": reviews,
+        "memory": memory,
         "connections": CONNECTIONS,
         "rounds": rounds,
         "sequential_count": sequential_count,
         "concurrent_count": concurrent_count,
     }
+
+
+def pod_memory(master: int) -> dict[str, float]:
+    """A server's memory after the run as a pod's: the PSS of its master and its one worker
+    ({} when the worker is gone)."""
+    pids = with_children(master)
+    return pod_pss_mib(*pids) if len(pids) == 2 else {}
 
 
 def review_times(log: Path) -> list[dict[str, Any]]:

@@ -192,7 +192,7 @@ def register(cluster: Any, servers: dict[str, Any]) -> None:
 
 def prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
     """CRD, DeviceClasses, namespaces, a running dragate and no-op (not registered yet)."""
-    from e2e.dragate_server import DATA, DragateServer, serve_command
+    from e2e.dragate_server import DATA, DragateServer
 
     cluster.kubectl("apply", "-f", str(CRD))
     cluster.kubectl(
@@ -211,7 +211,7 @@ def prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
         "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
     )
     kubeconfig = service_account_kubeconfig(cluster, workdir / "dragate.kubeconfig")
-    command = serve_command(kubeconfig, bench_policies(_policy_dir(workdir)))
+    command = dragate_command(kubeconfig, bench_policies(_policy_dir(workdir)))
     patch = workdir / "dragate-patch.json"
     patch.write_text(json.dumps(dragate_patch(_policy_dir(workdir))))
     launched: dict[str, Any] = {}
@@ -264,7 +264,20 @@ def service_account_kubeconfig(cluster: Any, path: Path) -> Path:
     return path
 
 
+def dragate_command(kubeconfig: Path, policies: Path) -> list[str]:
+    """`dragate serve` in cluster mode with its defaults (one gevent worker, the chart's
+    quota grants), started as the console script starts it (`python -m webhook`: gevent's
+    monkey patching first); placeholders are filled by the e2e `start_webhook_server`."""
+    return [
+        sys.executable, "-m", "webhook", "serve",
+        "--kubeconfig", str(kubeconfig), "--policies", str(policies),
+        "--host", "{host}", "--port", "{port}", "--cert-dir", "{cert_dir}",
+        "--graceful-timeout", "5", "--log-level", "info",
+    ]  # fmt: skip
+
+
 NOOP_COMMAND = [
     sys.executable, str(Path(__file__).resolve().with_name("noop_server.py")),
     "--host", "{host}", "--port", "{port}", "--cert-dir", "{cert_dir}",
+    "--graceful-timeout", "5",
 ]  # fmt: skip

@@ -1,11 +1,14 @@
 """Growth: the same two reviews as cluster state grows from 10 to 10,000 tenants.
 
-Each size runs in a fresh process (so its memory is its own, like a gunicorn worker's): the
-bench policy set with N generated tenants (half listed by namespace, half selected by a
-namespace label), a SnapshotState with their Namespaces and M existing ResourceClaims, and a
-SQLite ledger seeded from those claims the way `dragate serve` seeds it. The figures are
-`pipeline.review` p50/p99 for /validate (ledger reserve included) and /mutate, and the
-process's resident memory with the webhook's modules (Flask included) loaded.
+Each size runs in a fresh pair of processes shaped like a pod: the first, as gunicorn's
+master in the chart's cluster mode, imports `dragate serve` and gunicorn and loads the policy
+files, then forks the second, the worker, which loads the rest: the bench policy set with N
+generated tenants (half listed by namespace, half selected by a namespace label), a
+SnapshotState with their Namespaces and M existing ResourceClaims, and a SQLite ledger seeded
+from those claims the way `dragate serve` seeds it, with the webhook's modules (Flask
+included). The figures are `pipeline.review` p50/p99 for /validate (ledger reserve included)
+and /mutate, and the pod's memory: the PSS of master and worker (/proc/PID/smaps_rollup,
+pages they share counted once), against the chart's memory limit; the worker's RSS too.
 
 Each size is measured in PROCESSES fresh processes, in interleaved rounds (every size once,
 then every size again), and each figure is their median (memory: their largest). On this
@@ -18,16 +21,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import workload
-from timing import rss_mib, sample, summarize, timed
+from timing import pod_pss_mib, rss_mib, sample, summarize, timed
 
 from webhook import pipeline
 from webhook.assembly import offline_context
@@ -39,6 +44,7 @@ from webhook.types import LabelSelector, PolicySet, QuotaLimit, Tenant
 
 LABEL = "dragate.io/tenant"
 PROCESSES = 3
+POD_KEYS = ("pss_mib", "master_pss_mib", "worker_pss_mib")
 
 
 def grown_tenant(index: int) -> Tenant:
@@ -84,6 +90,7 @@ def measure(tenants: int, claims: int, iterations: int) -> dict[str, Any]:
             call = lambda r=request, m=name == "mutate": pipeline.review(r, context, mutate=m)  # noqa: E731
             result[name] = summarize(sample(call, iterations, warmup=100))
         result.update(rss_mib())
+        result.update(pod_pss_mib(os.getppid(), os.getpid()))
         ledger.close()
     return result
 
@@ -129,8 +136,8 @@ def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
             for key, value in runs[0][endpoint].items()
             if isinstance(value, int | float)
         }
-    for key in ("rss_mib", "peak_rss_mib"):
-        row[key] = max(r[key] for r in runs)
+    for key in ("rss_mib", "peak_rss_mib", *POD_KEYS):
+        row[key] = max(r[key] for r in runs if key in r)
     row["runs"] = [
         {
             endpoint: {k: r[endpoint][k] for k in ("p50_us", "p99_us")}
@@ -141,13 +148,40 @@ def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return row
 
 
+def as_master() -> PolicySet:
+    """What `dragate serve`'s master holds before it forks its worker in cluster mode: the
+    CLI, gunicorn and the policy files it loads (`master_policies`)."""
+    import gunicorn.app.base  # noqa: F401
+
+    from webhook.cli import serve  # noqa: F401
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return load_policies([str(workload.write_policies(Path(tmp)))])
+
+
+def in_worker(work: Callable[[], dict[str, Any]]) -> None:
+    """Run `work` in a forked child (the worker), which prints its JSON line; this process
+    (the master) waits for it and exits as it did."""
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            print(json.dumps(work()), flush=True)
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tenants", type=int, required=True)
     parser.add_argument("--claims", type=int, required=True)
     parser.add_argument("--iterations", type=int, default=2000)
     args = parser.parse_args()
-    print(json.dumps(measure(args.tenants, args.claims, args.iterations)))
+    held = as_master()  # noqa: F841  (kept, as the master keeps it, while the worker runs)
+    in_worker(lambda: measure(args.tenants, args.claims, args.iterations))
 
 
 if __name__ == "__main__":

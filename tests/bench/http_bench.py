@@ -1,10 +1,11 @@
-"""`dragate serve` against the no-op baseline: same gunicorn settings, TLS and certificate.
+"""`dragate serve` against the no-op baseline: a Flask app on the same gunicorn worker class
+(`gevent_pywsgi`, one worker), settings, TLS and certificate.
 
 For each concurrency level (keep-alive connections, closed loop) and each target the load
 generator reports requests/s and latency percentiles. Each (target, connections) cell is
 measured in several short rounds, interleaved (noop, validate, mutate, then validate, mutate,
-noop, ...), so that drift on the machine (other work, which worker the connections land on)
-hits every target alike: a cell reports the median of its rounds and their spread, and a
+noop, ...), so that drift on the machine (other work, the host's scheduling) hits every
+target alike: a cell reports the median of its rounds and their spread, and a
 ratio to the no-op is the median of the ratios within each round. One long run per cell let
 the no-op's own curve dip at a different connection count in each run. The load generator
 runs on the same machine and takes CPU from the servers: compare the ratios, not the
@@ -71,7 +72,7 @@ def run(
     bodies = workload.review_bodies()
     with servers.serving(tmp, policies, state) as served:
         found = verdicts(served, bodies)
-        for server, path in TARGETS.values():  # warm caches and both workers
+        for server, path in TARGETS.values():  # warm the workers' caches
             loadgen.load(served[server].url + path, bodies[path], 8, min(seconds, 1.0), client)
         curves: dict[str, list[dict[str, Any]]] = {t: [] for t in TARGETS}
         for connections in levels:
@@ -86,12 +87,12 @@ def run(
             for target, own in runs.items():
                 curves[target].append(cell(connections, own))
         apart = _apart(served, bodies, seconds=seconds, client=client, rounds=rounds)
-        memory = {name: s.worker_memory() for name, s in served.items()}
+        memory = {name: s.memory() for name, s in served.items()}
     return {
         "verdicts": found,
         "curves": curves,
         "apart": apart,
-        "worker_memory": memory,
+        "memory": memory,
         "body_bytes": {path: len(body) for path, body in bodies.items()},
         "seconds_per_point": seconds,
         "rounds": rounds,

@@ -94,14 +94,14 @@ def targets() -> list[tuple[str, Call]]:
     ledger = SqliteLedger(str(tmp / "ledger.db"))
     context = offline_context(holder.get, load_state(str(state)), ledger)
     app = create_app(context, holder, AdmissionOptions(), pipeline.review)
-    found = []
+    found, noop = [], noop_server.noop_app()
     for path, body in workload.review_bodies().items():
         parsed = parse_review(body, "application/json")
         mutate = path == "/mutate"
         found += [
             (f"route{path}", _wsgi(app.wsgi_app, path, body)),
             (f"pipeline{path}", _reviewing(parsed, context, mutate)),
-            (f"noop{path}", _wsgi(noop_server.noop_app, path, body)),
+            (f"noop{path}", _wsgi(noop.wsgi_app, path, body)),
         ]
     return found
 

@@ -1,63 +1,57 @@
-"""The baseline: an AdmissionReview endpoint that parses, echoes the uid and allows.
+"""The baseline: a no-op Flask app that parses the AdmissionReview, echoes its uid and allows.
 
-Served by dragate's own gunicorn application class with the same ServeConfig (workers,
-threads, keep-alive, TLS context hook, worker tmp dir), so the only difference from
-`dragate serve` is the WSGI app. Run: `python tests/bench/noop_server.py --port P --cert-dir D`.
+Served by dragate's own gunicorn application (`DragateServer`, so `gunicorn_settings` of the
+same ServeConfig: the `gevent_pywsgi` worker class, one worker, keep-alive, connection limit,
+TLS context hook and certificate, worker tmp dir) with another `load()`, so the only
+difference from `dragate serve` is the WSGI app. Run:
+`python tests/bench/noop_server.py --port P --cert-dir D`.
 With `--patch FILE` (a JSON patch), every Pod reviewed on /mutate is answered with that patch:
 what the API server's own work on dragate's rewrite costs, without dragate's reviews.
+Run as a script, it patches the standard library with gevent first, as `dragate serve` does
+(`webhook.cli.entry`); imported (tests, instructions.py), it patches nothing.
 """
 
 from __future__ import annotations
 
+if __name__ == "__main__":
+    from gevent import monkey  # type: ignore[import-untyped, unused-ignore]
+
+    monkey.patch_all()
+
 import argparse
 import base64
 import json
-from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from flask import Flask, request
 
 from webhook.admission.config import ServeConfig, TlsFiles
 from webhook.admission.server import DragateServer
 
-StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 
-
-def noop_app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-    """Parse the review, answer allowed with its uid; /healthz and /readyz answer ok."""
-    return _answer(environ, start_response, None)
-
-
-def patching_app(patch: list[dict[str, Any]]) -> Callable[..., Iterable[bytes]]:
-    """The no-op, but a Pod reviewed on /mutate is answered with `patch`."""
-    encoded = base64.b64encode(json.dumps(patch).encode()).decode()
-
-    def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        return _answer(environ, start_response, encoded)
-
+def noop_app(patch: list[dict[str, Any]] | None = None) -> Flask:
+    """/validate and /mutate allow every review with its uid; with `patch`, a Pod reviewed on
+    /mutate is answered with it. /healthz and /readyz answer ok."""
+    encoded = base64.b64encode(json.dumps(patch).encode()).decode() if patch else None
+    app = Flask("noop")
+    app.add_url_rule("/healthz", "healthz", _ok)
+    app.add_url_rule("/readyz", "readyz", _ok)
+    app.add_url_rule("/validate", "validate", lambda: _answer(None), methods=["POST"])
+    app.add_url_rule("/mutate", "mutate", lambda: _answer(encoded), methods=["POST"])
     return app
 
 
-def _answer(
-    environ: dict[str, Any], start_response: StartResponse, patch: str | None
-) -> Iterable[bytes]:
-    if environ.get("PATH_INFO") in ("/healthz", "/readyz"):
-        return _json(start_response, {"status": "ok"})
-    length = int(environ.get("CONTENT_LENGTH") or 0)
-    request = json.loads(environ["wsgi.input"].read(length))["request"]
-    response: dict[str, Any] = {"uid": request["uid"], "allowed": True}
-    pod = request.get("kind", {}).get("kind") == "Pod"
-    if patch is not None and pod and environ.get("PATH_INFO") == "/mutate":
+def _ok() -> dict[str, Any]:
+    return {"status": "ok"}
+
+
+def _answer(patch: str | None) -> dict[str, Any]:
+    review = request.get_json(force=True)["request"]
+    response: dict[str, Any] = {"uid": review["uid"], "allowed": True}
+    if patch is not None and review.get("kind", {}).get("kind") == "Pod":
         response.update(patchType="JSONPatch", patch=patch)
-    reply = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
-    return _json(start_response, reply)
-
-
-def _json(start_response: StartResponse, body: dict[str, Any]) -> list[bytes]:
-    data = json.dumps(body).encode()
-    start_response(
-        "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
-    )
-    return [data]
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
 class NoopServer(DragateServer):
@@ -68,7 +62,7 @@ class NoopServer(DragateServer):
         super().__init__(config)
 
     def load(self) -> Any:
-        return noop_app if self.patch is None else patching_app(self.patch)
+        return noop_app(self.patch)
 
 
 def main() -> None:
@@ -76,20 +70,14 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cert-dir", type=Path, required=True)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--graceful-timeout", type=int, default=ServeConfig.graceful_timeout)
     parser.add_argument("--patch", type=Path, help="a JSON patch for every Pod on /mutate")
     args = parser.parse_args()
     tls = TlsFiles(args.cert_dir / "tls.crt", args.cert_dir / "tls.key")
     config = ServeConfig(
-        policy_dir=Path("."),
-        tls=tls,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        threads=args.threads,
-        log_level="info",
-    )
+        policy_dir=Path("."), tls=tls, host=args.host, port=args.port,
+        graceful_timeout=args.graceful_timeout, log_level="info",
+    )  # fmt: skip
     patch = json.loads(args.patch.read_text()) if args.patch else None
     NoopServer(config, patch).run()
 

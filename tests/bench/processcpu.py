@@ -5,7 +5,7 @@ millisecond of CPU anywhere lands on a create's latency, so the apiserver bench 
 variant, the CPU each process spent per create next to the latency. A process's time is the
 sum of its threads' run time in `/proc/<pid>/task/<tid>/schedstat` (nanoseconds, where
 `/proc/<pid>/stat` counts 10 ms ticks: a block of 40 creates is 100-300 ms of CPU), and a
-server's includes its gunicorn workers (its children).
+server's includes its gunicorn worker (its child).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def run_ns(pid: int) -> int:
 
 
 def with_children(pid: int) -> list[int]:
-    """The process and its direct children (a gunicorn master and its workers)."""
+    """The process and its direct children (a gunicorn master and its worker)."""
     path = Path(f"/proc/{pid}/task/{pid}/children")
     try:
         return [pid, *(int(child) for child in path.read_text().split())]

@@ -86,30 +86,46 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     return [_judge(row) for row in rows]
 
 
+APISERVER_TARGET_MS = 0.3
+"""What dragate may add to a create's p50 over the no-op webhook on the same stack."""
+
+
 def _apiserver_targets(added: list[dict[str, Any]]) -> list[Target]:
-    """Through the API server: dragate's added p50 at one connection over no admission, named
-    with what a ValidatingAdmissionPolicy and the no-op webhook behind the same chart
-    configurations add (the round trip any webhook pays)."""
-    names = {
-        "validate": "dragate validating",
-        "mutate": "dragate validating + mutating",
-        "mutate-map": "dragate validating + mutating behind its rewrite policy",
-    }
-    noop = {"validate": "noop-validate", "mutate": "noop-mutate", "mutate-map": "noop-validate"}
-    return [
-        (
-            f"apiserver create p50 added by {names[row['variant']]}, {row['kind']} "
-            f"(a ValidatingAdmissionPolicy adds {_added(added, 'vap', row['kind'])} ms, "
-            f"the no-op webhook {_added(added, noop[row['variant']], row['kind'])} ms)",
-            "ms",
-            row["added_p50_ms"],
-            "<=",
-            2.0,
-            "ms",
+    """Through the API server: dragate's added p50 at one connection over the no-op webhook
+    behind the same chart configurations. A claim meets the validating webhook; a legacy Pod
+    meets both, and is judged against the no-op pair answering it with dragate's very patch
+    (the API server's own work on the rewritten Pod is then the same on both sides), with the
+    figure over the plain no-op pair and over no admission in its name."""
+    by = {(r["variant"], r["kind"]): r for r in added}
+    rows: list[Target] = []
+    claim, pod = by.get(("validate", "claim")), by.get(("mutate", "pod"))
+    if claim is not None:
+        rows.append(
+            (
+                "apiserver create p50 added by dragate over the no-op webhook, claim (validating; "
+                f"over no admission {claim['added_p50_ms']} ms)",
+                "ms",
+                claim.get("over_noop_p50_ms"),
+                "<=",
+                APISERVER_TARGET_MS,
+                "ms",
+            )
         )
-        for row in added
-        if row["variant"] in names
-    ]
+    if pod is not None:
+        rows.append(
+            (
+                "apiserver create p50 added by dragate over the no-op webhooks answering with its "
+                f"patch, legacy Pod (validating + mutating; over the no-op pair that does not "
+                f"patch {pod.get('over_noop_p50_ms', 'n/a')} ms, over no admission "
+                f"{pod['added_p50_ms']} ms)",
+                "ms",
+                pod.get("over_patch_p50_ms"),
+                "<=",
+                APISERVER_TARGET_MS,
+                "ms",
+            )
+        )
+    return rows
 
 
 def _added(added: list[dict[str, Any]], variant: str, kind: str) -> Any:
@@ -187,15 +203,20 @@ def _growth_targets(growth: list[dict[str, Any]]) -> list[Target]:
             rows.append((name, "x", growth_factor, "<=", 1.2, "x"))
     rows.append(
         (
-            f"memory per worker at {large['tenants']} tenants",
+            f"memory per pod (PSS of master + worker) at {large['tenants']} tenants/"
+            f"{large['claims']} claims",
             "MiB",
-            large["rss_mib"],
+            large.get("pss_mib"),
             "<=",
-            300,
+            CHART_MEMORY_LIMIT_MIB,
             "MiB",
         )
     )
     return rows
+
+
+CHART_MEMORY_LIMIT_MIB = 768
+"""The chart's memory limit of the dragate container (charts/dragate/values.yaml)."""
 
 
 AUDIT_INTERVAL_S = 60
@@ -318,7 +339,10 @@ def markdown(results: dict[str, Any]) -> str:
                 + ", ".join(f"{e} {r[0]} to {r[1]}" for e, r in ranges.items())
                 + "\n"
             )
-        parts.append(f"\nWorker memory (MiB): {json.dumps(http['worker_memory'])}\n")
+        parts.append(
+            "\nMemory of each server after the run, PSS of master and worker and their sum "
+            f"(MiB): {json.dumps(http['memory'])}\n"
+        )
     parts += _profile(results.get("profile") or {})
     sections = {
         "engine": (
@@ -368,13 +392,14 @@ def markdown(results: dict[str, Any]) -> str:
                 "claims": g["claims"],
                 "validate p50/p99 µs": f"{g['validate']['p50_us']} / {g['validate']['p99_us']}",
                 "mutate p50/p99 µs": f"{g['mutate']['p50_us']} / {g['mutate']['p99_us']}",
-                "rss MiB": g["rss_mib"],
+                "pod PSS MiB (master + worker)": _pod(g),
+                "worker rss MiB": g["rss_mib"],
                 "seed s": g["seed_s"],
             }
             for g in results["growth"]
         ]
         parts += [
-            "\n## Growth: pipeline.review against tenants and claims\n",
+            "\n## Growth: pipeline.review and a pod's memory against tenants and claims\n",
             _table(rows, list(rows[0])),
         ]
     return "\n".join(
@@ -384,6 +409,12 @@ def markdown(results: dict[str, Any]) -> str:
         + _kube_ledger_tables(results.get("kube-ledger") or {})
         + _apiserver_tables(results.get("apiserver") or {})
     )
+
+
+def _pod(row: dict[str, Any]) -> str:
+    if "pss_mib" not in row:
+        return ""
+    return f"{row['pss_mib']} ({row['master_pss_mib']} + {row['worker_pss_mib']})"
 
 
 def _runs(runs: dict[str, Any]) -> list[str]:
@@ -477,6 +508,11 @@ def _apiserver_tables(api: dict[str, Any]) -> list[str]:
         ),
         *_cpu_table(api["rows"]),
     ]
+    if api.get("memory"):
+        parts.append(
+            "\nMemory of each server after the run, PSS of master and worker and their sum "
+            f"(MiB; dragate in cluster mode with its watch caches): {json.dumps(api['memory'])}\n"
+        )
     if reviews:
         parts += [
             "\n### dragate's own time per review (its log's duration_ms)\n",
@@ -501,7 +537,7 @@ def _cpu_table(rows: list[dict[str, Any]]) -> list[str]:
         "\n### CPU per create at 1 connection (ms, each process's threads from /proc, "
         "sequential blocks with their warm-ups)\n\nOn this machine's shared CPUs all of "
         "it lands on the create's latency; the no-op and dragate columns are the webhook "
-        "servers with their workers (dragate's include its watches of the created claims).\n",
+        "servers, master and worker (dragate's include its watches of the created claims).\n",
         _table(cpu, ["variant", "kind", *CPU_GROUPS]),
     ]
 
@@ -608,7 +644,8 @@ def plot(results: dict[str, Any], path: Path) -> bool:
     latency.set_yscale("log")
     machine = results["machine"]
     figure.suptitle(
-        f"dragate serve vs no-op, gunicorn gthread 2x4, TLS — {machine['nproc']} "
+        f"dragate serve vs a no-op Flask app, gunicorn gevent_pywsgi, one worker, TLS — "
+        f"{machine['nproc']} "
         f"CPUs {machine['cpu_model']}, load generator on the same machine",
         fontsize=9,
     )

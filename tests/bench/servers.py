@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from processcpu import with_children
-from timing import rss_mib
+from timing import pod_pss_mib
 
 HERE = Path(__file__).resolve().parent
-DRAGATE = ["-c", "from webhook.cli import main; main()", "serve"]
+DRAGATE = ["-m", "webhook", "serve"]
+"""`dragate serve` as the console script runs it (`webhook.cli.entry`: gevent's monkey
+patching before anything imports ssl or socket)."""
 
 
 @dataclass
@@ -36,11 +38,16 @@ class Served:
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
-    def workers(self) -> list[int]:
-        return with_children(self.process.pid)[1:]
+    def processes(self) -> list[int]:
+        """The gunicorn master and its one worker."""
+        return with_children(self.process.pid)
 
-    def worker_memory(self) -> list[dict[str, float]]:
-        return [rss_mib(pid) for pid in self.workers()]
+    def memory(self) -> dict[str, float]:
+        """The pod's memory: PSS of the master and the worker, and their sum."""
+        master, *workers = self.processes()
+        if len(workers) != 1:
+            raise RuntimeError(f"{self.name}: expected one worker, found {len(workers)}")
+        return pod_pss_mib(master, workers[0])
 
 
 def free_port() -> int:
@@ -71,30 +78,6 @@ def _wait(served: Served, seconds: float = 180) -> None:
     raise RuntimeError(f"{served.name} did not become healthy:\n{served.log.read_text()[-3000:]}")
 
 
-def listening_sockets(port: int) -> int:
-    """How many sockets listen on `port` (one per worker: they bind after fork, SO_REUSEPORT)."""
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        if os.path.exists(table):
-            for row in Path(table).read_text().splitlines()[1:]:
-                fields = row.split()
-                count += fields[3] == "0A" and int(fields[1].rpartition(":")[2], 16) == port
-    return count
-
-
-def wait_all_listening(served: Served, workers: int, seconds: float = 120) -> None:
-    """Until every worker listens: /healthz answering says only that one does."""
-    if not os.path.exists("/proc/net/tcp"):
-        return
-    deadline = time.monotonic() + seconds
-    while listening_sockets(served.port) < workers:
-        if time.monotonic() > deadline or served.process.poll() is not None:
-            raise RuntimeError(
-                f"{served.name}: not every worker listens:\n{served.log.read_text()[-3000:]}"
-            )
-        time.sleep(0.1)
-
-
 def _start(name: str, args: list[str], tmp: Path, port: int) -> Served:
     env = {**os.environ, "XDG_STATE_HOME": str(tmp / "state")}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
@@ -121,8 +104,8 @@ def stop(served: Served) -> None:
             served.process.wait()
 
 
-def start_dragate(tmp: Path, policies: Path, state: Path, workers: int, threads: int) -> Served:
-    """`dragate serve` with its defaults except the files, the port and the pool size."""
+def start_dragate(tmp: Path, policies: Path, state: Path) -> Served:
+    """`dragate serve` with its defaults except the files and the port."""
     port = free_port()
     args = [
         *DRAGATE,
@@ -136,41 +119,24 @@ def start_dragate(tmp: Path, policies: Path, state: Path, workers: int, threads:
         str(state),
         "--ledger",
         str(tmp / "ledger.sqlite3"),
-        "--workers",
-        str(workers),
-        "--threads",
-        str(threads),
     ]
     return _start("dragate", args, tmp, port)
 
 
-def start_noop(tmp: Path, workers: int, threads: int) -> Served:
-    """The no-op app with dragate's gunicorn settings and certificate (start dragate first)."""
+def start_noop(tmp: Path) -> Served:
+    """The no-op Flask app with dragate's gunicorn settings and certificate (start dragate
+    first: it makes the certificate)."""
     port = free_port()
-    args = [
-        str(HERE / "noop_server.py"),
-        "--port",
-        str(port),
-        "--cert-dir",
-        str(tmp / "certs"),
-        "--workers",
-        str(workers),
-        "--threads",
-        str(threads),
-    ]
+    args = [str(HERE / "noop_server.py"), "--port", str(port), "--cert-dir", str(tmp / "certs")]
     return _start("noop", args, tmp, port)
 
 
 @contextmanager
-def serving(
-    tmp: Path, policies: Path, state: Path, workers: int = 2, threads: int = 4
-) -> Iterator[dict[str, Served]]:
+def serving(tmp: Path, policies: Path, state: Path) -> Iterator[dict[str, Served]]:
     """Both servers, stopped on the way out."""
-    dragate = start_dragate(tmp, policies, state, workers, threads)
+    dragate = start_dragate(tmp, policies, state)
     try:
-        noop = start_noop(tmp, workers, threads)
-        for served in (dragate, noop):
-            wait_all_listening(served, workers)
+        noop = start_noop(tmp)
     except BaseException:
         stop(dragate)
         raise
@@ -203,7 +169,7 @@ def cpus_apart(served: list[Served]) -> Iterator[bool]:
 def _pin(served: list[Served], cpus: set[int]) -> None:
     """Every thread of every server process (threads made later inherit their maker's CPUs)."""
     for one in served:
-        for pid in [one.process.pid, *one.workers()]:
+        for pid in one.processes():
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with contextlib.suppress(ProcessLookupError, FileNotFoundError):
                     os.sched_setaffinity(int(tid), cpus)

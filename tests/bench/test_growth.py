@@ -23,6 +23,9 @@ def _run(validate_p50: float, mutate_p50: float, rss: float) -> dict[str, Any]:
         "mutate": summary(mutate_p50),
         "rss_mib": rss,
         "peak_rss_mib": rss + 1,
+        "master_pss_mib": 40.0,
+        "worker_pss_mib": rss - 10,
+        "pss_mib": rss + 30,
     }
 
 
@@ -33,4 +36,5 @@ def test_each_figure_is_the_median_of_the_processes_and_memory_the_largest() -> 
     assert row["validate"] == {"samples": 10, "p50_us": 52.0, "p99_us": 104.0}
     assert row["mutate"]["p50_us"] == 90.0
     assert (row["rss_mib"], row["peak_rss_mib"], row["seed_s"]) == (120.0, 121.0, 1.0)
+    assert (row["pss_mib"], row["master_pss_mib"], row["worker_pss_mib"]) == (150.0, 40.0, 110.0)
     assert [r["validate"]["p50_us"] for r in row["runs"]] == [78.0, 51.0, 52.0]

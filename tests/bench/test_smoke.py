@@ -63,7 +63,10 @@ def test_curves_and_targets(report: tuple[Path, dict]) -> None:  # type: ignore[
     assert {"cold_ms", "warm_ms", "devices"} <= data["inventory"][0].keys()
     assert {"migrate_docs_per_s", "ratio", "check_migrated_docs_per_s"} <= data["migrate"][0].keys()
     assert all(row["overcommit"] == 0 for row in data["ledger"])
-    assert {"validate", "mutate", "rss_mib"} <= data["growth"][0].keys()
+    assert {"validate", "mutate", "rss_mib", "pss_mib"} <= data["growth"][0].keys()
+    for pod in [*(data["growth"]), *data["http"]["memory"].values()]:
+        assert pod["pss_mib"] == round(pod["master_pss_mib"] + pod["worker_pss_mib"], 1)
+        assert pod["master_pss_mib"] > 0 and pod["worker_pss_mib"] > 0
     assert [level["holders"] > 0 for level in data["holders"]] == [True, True]
     assert {"new_pod", "readmitted", "new_pod_p50_ratio"} <= data["holders"][0].keys()
     assert all({"name", "measured", "target", "met"} <= t.keys() for t in data["targets"])

@@ -126,3 +126,26 @@ def test_the_audit_row_is_judged_on_every_order_at_the_largest_size(
     (row,) = summary.rows(results, report.targets(results))
     assert row.verdict == expected and row.target == "≤ 60 s per pass (the audit interval)"
     assert row.measured.startswith(f"18.4 / {created_s:.1f} s / 435 MiB")
+
+
+def _api_row(variant: str, failed: tuple[int, int], slowest_us: float) -> dict[str, Any]:
+    seq = {"samples": 40, "failed": failed[0], "max_us": 9000.0}
+    conc = {"samples": 80, "failed": failed[1], "max_us": slowest_us}
+    return {"variant": variant, "kind": "pod", "sequential": seq, "concurrent": conc}
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        ([_api_row("validate", (0, 0), 1e4)], "none"),
+        (
+            [_api_row("validate", (0, 0), 1e4), _api_row("mutate", (1, 7), 5.03e6)],
+            "mutate pod: 8 of 120 (the slowest create 5.0 s)",
+        ),
+    ],
+    ids=["none failed", "one variant failed"],
+)
+def test_failed_creates_name_their_variant_and_the_slowest(
+    rows: list[dict[str, Any]], expected: str
+) -> None:
+    assert summary._failed(rows) == expected

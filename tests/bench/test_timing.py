@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import http.server
 import ssl
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from loadgen import run_python
-from timing import SUMMARY_KEYS, summarize
+from timing import SUMMARY_KEYS, pod_pss_mib, summarize
 
 from webhook import certificates
 
@@ -81,3 +83,16 @@ def test_an_empty_window_still_measures_one_request_per_connection(allow_server:
     result = run_python(allow_server, b"{}", connections=3, seconds=0)
     assert result["requests"] >= 3 and result["samples"] >= 3
     assert result["p50_us"] is not None and result["non_2xx"] == 0
+
+
+def test_a_pods_memory_is_the_pss_of_its_two_processes() -> None:
+    code = "import time; print('up', flush=True); time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"up\n"
+        pod = pod_pss_mib(child.pid, child.pid)
+    finally:
+        child.kill()
+        child.wait()
+    assert pod["master_pss_mib"] > 1 and pod["master_pss_mib"] == pod["worker_pss_mib"]
+    assert pod["pss_mib"] == round(2 * pod["master_pss_mib"], 1)

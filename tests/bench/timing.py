@@ -64,3 +64,20 @@ def rss_mib(pid: int | str = "self") -> dict[str, float]:
             if key in ("VmRSS", "VmHWM"):
                 fields[key] = round(int(value.split()[0]) / 1024, 1)
     return {"rss_mib": fields.get("VmRSS", 0.0), "peak_rss_mib": fields.get("VmHWM", 0.0)}
+
+
+def pss_mib(pid: int | str = "self") -> float:
+    """Proportional set size from /proc/PID/smaps_rollup (Linux): the process's own pages plus
+    its share of pages it shares (with a forked master, say), so the PSS of a pod's processes
+    adds up to the memory they take together, each shared page counted once."""
+    with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
+        for line in rollup:
+            if line.startswith("Pss:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def pod_pss_mib(master: int, worker: int) -> dict[str, float]:
+    """A pod's memory as its two processes (gunicorn's master and its one worker) take it."""
+    own = {"master_pss_mib": pss_mib(master), "worker_pss_mib": pss_mib(worker)}
+    return {**own, "pss_mib": round(own["master_pss_mib"] + own["worker_pss_mib"], 1)}

@@ -1,15 +1,14 @@
-"""Inside the served workers: garbage collections and pauses per review, and the time the
+"""Inside the served worker: garbage collections and pauses per review, and the time the
 review takes in the worker, against the latency the client sees (the tail's suspects).
 
 `dragate serve`'s own app (make_app, with the benchmark's policies and state), served by
-DragateServer, with `gc.callbacks` timing every collection and a WSGI wrapper timing every
-request in each worker; wrk (or the Python client) loads /validate or /mutate. `--gc stock`
-undoes the worker's collector settings after make_app (gc.unfreeze, thresholds 700/10/10),
-so the settings can be compared A/B in one run:
+DragateServer (the gevent worker, one per server), with `gc.callbacks` timing every
+collection and a WSGI wrapper timing every request; wrk (or the Python client) loads
+/validate or /mutate. `--gc stock` undoes the worker's collector settings after make_app
+(`gc.unfreeze`, thresholds 700/10/10), so the settings can be compared A/B:
 
     python tests/bench/worker_probe.py [--path /validate] [--connections 1] [--seconds 10]
                                        [--rounds 3] [--gc stock|served]
-                                       [--switch-interval SECONDS]
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ STOCK_THRESHOLDS = (700, 10, 10)
 
 
 class _Probe:
-    """Collections (count and pause per generation) and request times in one worker."""
+    """Collections (count and pause per generation) and request times in the worker."""
 
     def __init__(self, out: Path) -> None:
         self.out = out
@@ -99,8 +98,6 @@ def serve(args: argparse.Namespace) -> None:
             if args.gc == "stock":
                 gc.unfreeze()
                 gc.set_threshold(*STOCK_THRESHOLDS)
-            if args.switch_interval is not None:
-                sys.setswitchinterval(args.switch_interval)
             probe = _Probe(out)
             gc.callbacks.append(probe.on_gc)
             atexit.register(probe.dump)
@@ -111,19 +108,19 @@ def serve(args: argparse.Namespace) -> None:
     config = build_config(
         policy_dir=Path(args.policies), host="127.0.0.1", port=args.port,
         cert_dir=Path(args.cert_dir), state_file=Path(args.state), ledger_file=Path(args.ledger),
-        dns_names=(), workers=2, threads=4, max_body_bytes=3 * 1024 * 1024, client_ca=None,
-        on_timeout="deny", own_namespace="", own_service_account="", reload_interval=1.0,
+        dns_names=(), max_connections=8192, max_body_bytes=3 * 1024 * 1024, client_ca=None,
+        client_names=(), on_timeout="deny", own_namespace="", own_service_account="",
+        reload_interval=1.0,
         graceful_timeout=5, log_level="warning", kubeconfig=None, in_cluster=False,
         quota_grants=True,
     )  # fmt: skip
     ProbeServer(config).run()
 
 
-def _start(tmp: Path, gc_mode: str, switch: float | None) -> servers.Served:
+def _start(tmp: Path, gc_mode: str) -> servers.Served:
     port = servers.free_port()
     args = [
         str(Path(__file__).resolve()), "serve", "--port", str(port), "--gc", gc_mode,
-        *(["--switch-interval", str(switch)] if switch is not None else []),
         "--out", str(tmp / "out"), "--cert-dir", str(tmp / "certs"),
         "--policies", str(workload.write_policies(tmp / "policies")),
         "--state", str(workload.write_state(tmp / "state.json")),
@@ -134,24 +131,23 @@ def _start(tmp: Path, gc_mode: str, switch: float | None) -> servers.Served:
 
 
 def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Per round: the client's figures and each worker's collections and review times."""
+    """Per round: the client's figures; the worker's collections and review times of the
+    last round."""
     rows = []
     body = workload.review_bodies()[args.path]
     with tempfile.TemporaryDirectory(prefix="dragate-probe-") as tmp:
-        served = _start(Path(tmp), args.gc, args.switch_interval)
+        served = _start(Path(tmp), args.gc)
         try:
-            servers.wait_all_listening(served, 2)
             url = served.url + args.path
-            loadgen.load(url, body, 8, 2.0, args.client)  # warm both workers
+            loadgen.load(url, body, 8, 2.0, args.client)  # warm the worker
             for round_ in range(args.rounds):
-                for _ in range(12):  # new connections: reach every worker (1 - 2**-11)
-                    _get(served.url + "/probe-reset")
+                _get(served.url + "/probe-reset")
                 client = loadgen.load(url, body, args.connections, args.seconds, args.client)
                 rows.append({"round": round_, "client": client})
         finally:
             servers.stop(served)
         workers = [json.loads(p.read_text()) for p in Path(tmp, "out").glob("worker-*.json")]
-    rows.append({"workers_last_round": workers})
+    rows.append({"worker_last_round": workers})
     return rows
 
 
@@ -175,9 +171,6 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
-    parser.add_argument(
-        "--switch-interval", type=float, help="the GIL switch interval in workers (A/B)"
-    )
     for name in ("--port", "--out", "--cert-dir", "--policies", "--state", "--ledger"):
         parser.add_argument(name, type=int if name == "--port" else str)
     args = parser.parse_args()
