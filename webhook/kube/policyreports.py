@@ -22,6 +22,7 @@ from typing import Any
 from webhook.kube.api import APPLY, ApiError, KubeApi, Unreachable, list_pages
 from webhook.kube.background import BackgroundLoop
 from webhook.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, AuditResult, FactsUnavailable
+from webhook.types.pacing import paced
 
 GROUP = "/apis/wgpolicyk8s.io/v1alpha2"
 REPORT_NAME = "dragate"
@@ -46,9 +47,11 @@ def reports_of(
 ) -> dict[str, dict[str, Any]]:
     """One report per namespace ("" is the cluster's), results ordered failures first."""
     by_namespace: dict[str, list[AuditResult]] = {}
-    for result in results:
+    for result in paced(results):
         by_namespace.setdefault(result.namespace, []).append(result)
-    return {ns: _report(ns, found, seconds, max_results) for ns, found in by_namespace.items()}
+    return {
+        ns: _report(ns, found, seconds, max_results) for ns, found in paced(by_namespace.items())
+    }
 
 
 def _report(
@@ -141,7 +144,7 @@ class PolicyReportWriter(BackgroundLoop):
         if not self._reports_installed():
             return 0
         reports = reports_of(results, int(time.time()))
-        written = sum(1 for ns, report in reports.items() if self._write(ns, report))
+        written = sum(1 for ns, report in paced(reports.items()) if self._write(ns, report))
         self._delete_stale(set(reports))
         return written
 

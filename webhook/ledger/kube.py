@@ -42,6 +42,7 @@ from webhook.ledger.grants import GrantBook
 from webhook.ledger.tenantusage import COLLECTION, Stored, object_name, stored_of, tenant_usage
 from webhook.ledger.wantwatch import WantWatch
 from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation
+from webhook.types.pacing import paced
 
 T = TypeVar("T")
 
@@ -181,7 +182,7 @@ class KubeLedger:
         """
         tenants = set(self._stored_tenants()) | set(truth)
         unstorable: list[recordtext.Unstorable] = []
-        for tenant in sorted(tenants):
+        for tenant in paced(sorted(tenants)):
             change = self._reconcile_with(truth.get(tenant, {}), names)
             try:
                 self.update(tenant, change, self.reconcile_budget)
