@@ -45,7 +45,11 @@ REQUEST_FIELDS = (
 MODES = ("ExactCount", "All")
 
 SHAPE = RuleInfo("request-shape", ERROR, "request written in the shape of another API version")
-COUNT = RuleInfo("request-count", ERROR, "count with allocationMode All, count <= 0 or > 32")
+COUNT = RuleInfo(
+    "request-count",
+    ERROR,
+    f"count with allocationMode All, count <= 0 or > {ALLOCATION_RESULTS_MAX}",
+)
 LIMITS = RuleInfo("request-limits", ERROR, "more requests, subrequests, selectors than allowed")
 NAME = RuleInfo("request-name", ERROR, "request or subrequest name not a unique DNS label")
 ADMIN_SUB = RuleInfo("admin-access-subrequest", ERROR, "adminAccess on a firstAvailable subrequest")
