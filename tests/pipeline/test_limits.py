@@ -62,6 +62,11 @@ SIZES = {
     "newline-counted-once": ({"a": "b\nc"}, len('{"a":"b\nc"}')),
     "non-ascii-as-utf8": ({"a": "é"}, len('{"a":"é"}'.encode())),
     "integer-past-64-bits": ({"a": 2**70}, len('{"a":' + str(2**70) + "}")),
+    "status-left-to-the-api-server": ({"a": 1, "status": {"b": 2}}, len('{"a":1}')),
+    "managed-fields-left-too": (
+        {"metadata": {"name": "n", "managedFields": [{"manager": "kubectl"}]}},
+        len('{"metadata":{"name":"n"}}'),
+    ),
 }
 
 

@@ -129,7 +129,11 @@ def stored_size(obj: Mapping[str, Any]) -> int | None:
     ...): about what its characters take in etcd, where strings are stored unescaped (the real
     kube-apiserver stores a Pod of 2.8 MB of JSON made of quotation marks, and refuses one of
     1.58 MB of plain letters). None when the object cannot be encoded at all (nesting too
-    deep): the review then denies it as unreadable, as it would have anyway."""
+    deep): the review then denies it as unreadable, as it would have anyway.
+
+    Its `status` and `metadata.managedFields` are left out: the API server writes both itself
+    (and the audit reads objects etcd stored with them, in a denser encoding than JSON)."""
+    obj = _as_written(obj)
     try:
         encoded = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
     except orjson.JSONEncodeError:  # an integer past 64 bits, or deeper than orjson goes
@@ -139,3 +143,15 @@ def stored_size(obj: Mapping[str, Any]) -> int | None:
         except (RecursionError, ValueError, TypeError):
             return None
     return len(encoded) - encoded.count(b"\\")
+
+
+def _as_written(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`obj` without `status` and `metadata.managedFields` (shallow copies, when it has them)."""
+    meta = obj.get("metadata")
+    fields = meta if isinstance(meta, dict) and "managedFields" in meta else None
+    if "status" not in obj and fields is None:
+        return obj
+    written = {k: v for k, v in obj.items() if k != "status"}
+    if fields is not None:
+        written["metadata"] = {k: v for k, v in fields.items() if k != "managedFields"}
+    return written
