@@ -9,15 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kube_limits_cases import CASES, LEGACY_CONTAINERS, SIZE_CASES, legacy_pod, pod
+from kube_limits_cases import CASES, LEGACY_CONTAINERS, SIZE_CASES, claim, legacy_pod, pod
 
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context, admit, request_from_object, review
+from webhook.pipeline.audit import audit
 from webhook.pipeline.limits import POLICY, problems, refusal, stored_size
 from webhook.policy.loading import parse_policies
 from webhook.types import Deadline
-from webhook.types.kubelimits import OBJECT_BYTES_MAX
+from webhook.types.kubelimits import DEVICE_REQUESTS_MAX, OBJECT_BYTES_MAX
 
 ALL_CASES = {**CASES, **SIZE_CASES}
 POLICIES = parse_policies(
@@ -100,3 +101,11 @@ def test_check_and_test_meet_the_same_denial() -> None:
     applied = admit(request_from_object(pod(["c"] * 4000, gpus=1)), _context())
     assert not applied.decision.allowed and applied.validation is None
     assert applied.decision.reasons[0].policy == POLICY
+
+
+def test_the_audit_meets_the_same_denial() -> None:
+    over, within = claim(DEVICE_REQUESTS_MAX + 1), claim(DEVICE_REQUESTS_MAX)
+    over["metadata"]["name"], within["metadata"]["name"] = "over", "within"
+    results = {(r.name, r.policy): r.result for r in audit([over, within], _context())}
+    assert results[("over", POLICY)] == "fail"
+    assert ("within", POLICY) not in results and ("within", "dragate") in results
