@@ -189,16 +189,21 @@ def _edits(projection: dict[str, Any], opts: Options) -> SpecEdits:
 
 def _copied(projection: dict[str, Any], deadline: Deadline) -> dict[str, Any]:
     """`copy_tree(projection)`, its containers one at a time (passing `deadline` at each)."""
-    checkpoint = deadline.checkpoint
     new = {}
     for key, value in projection.items():
         if key in _CONTAINER_LISTS and type(value) is list:
-            new[key] = [
-                copy_tree(item) for item in value if checkpoint("copying containers") is None
-            ]
+            new[key] = _copied_items(value, deadline)
         else:
             new[key] = copy_tree(value)
     return new
+
+
+def _copied_items(items: list[Any], deadline: Deadline) -> list[Any]:
+    copies = []
+    for item in items:
+        deadline.checkpoint("copying containers")
+        copies.append(copy_tree(item))
+    return copies
 
 
 def _marked(pod: Object, removed: frozenset[str]) -> dict[str, Any]:
