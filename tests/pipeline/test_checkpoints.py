@@ -118,11 +118,12 @@ CLOCK_READS = {
 
 @pytest.mark.parametrize(("seconds", "pauses", "reads"), CLOCK_READS.values(),
                          ids=CLOCK_READS.keys())  # fmt: skip
-def test_a_checkpoint_reads_the_clock_once_at_most(
+def test_a_checkpoint_not_due_to_pause_reads_the_clock_once_at_most(
     seconds: float, pauses: bool, reads: int
 ) -> None:
-    clock = TickingClock()
-    deadline = Deadline(seconds, clock, Pauses()) if pauses else Deadline(seconds, clock)
-    for _ in range(10):
+    clock, counted = TickingClock(), Pauses()
+    deadline = Deadline.after(seconds, clock, counted) if pauses else Deadline.after(seconds, clock)
+    clock.reads = 0
+    for _ in range(10):  # well within one PAUSE_INTERVAL of work: no pause is due
         deadline.checkpoint("work")
-    assert clock.reads == reads
+    assert clock.reads == reads and counted.count == 0

@@ -92,9 +92,10 @@ class Deadline:
             raise DeadlineExceeded(f"deadline passed before {step}")
 
     def checkpoint(self, step: str) -> None:
-        """`check`, inside long work: and `pause` once PAUSE_INTERVAL has passed since the last
-        pause, so the thread is handed over every couple of milliseconds at most. One clock
-        read; none at all without a deadline or a pause (the CLI's)."""
+        """`check`, inside long work: and `pause` once the review has worked PAUSE_INTERVAL
+        since the last pause, so the thread is handed over every couple of milliseconds at
+        most. One clock read when no pause is due; none at all without a deadline or a pause
+        (the CLI's)."""
         if self.at == math.inf and self.pause is no_pause:
             return
         now = self.clock()
@@ -102,8 +103,8 @@ class Deadline:
             raise DeadlineExceeded(f"deadline passed during {step}")
         pacing = self.pacing
         if now >= pacing.due:
-            pacing.due = now + PAUSE_INTERVAL
             self.pause()
+            pacing.due = self.clock() + PAUSE_INTERVAL  # the review's own work, not the pause
 
 
 NEVER = Deadline(math.inf)
