@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from kube_limits_cases import LEGACY_CONTAINERS, legacy_pod
 from repo_tree import (
     CLAIM,
     DEVICE_CLASSES,
@@ -20,6 +21,7 @@ from repo_tree import (
 )
 
 from webhook.cli import main
+from webhook.types.kubelimits import OBJECT_BYTES_MAX
 
 DATA = Path(__file__).parent / "data" / "check"
 GOLDEN_FORMATS = ["text", "json", "yaml", "junit"]
@@ -235,3 +237,12 @@ def test_unknown_device_classes_are_warned_and_allowed(
     for name, prefix in warned.items():
         assert f"{prefix} 'gpu.nvdia.com' does not exist" in found[name][0]
         assert HINT in found[name][0]
+
+
+def test_an_object_etcd_could_never_store_is_denied_with_its_size(tmp_path: Path) -> None:
+    manifest = tmp_path / "huge.json"
+    manifest.write_text(json.dumps(legacy_pod(LEGACY_CONTAINERS)))
+    result = check(str(manifest))
+    assert result.exit_code == 1
+    assert "[dragate/kubernetes-limits] the object is " in result.stdout
+    assert f"more than the {OBJECT_BYTES_MAX:,} bytes (1.5 MiB)" in result.stdout

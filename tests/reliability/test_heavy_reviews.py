@@ -72,12 +72,6 @@ class HeavyStream:
             self.answers.append((path, status, echoed))
 
 
-@pytest.mark.xfail(
-    strict=False,
-    raises=LatencyBoundExceeded,
-    reason="a heavy review holds the worker's one event loop until it ends: the pipeline's "
-    "deadline checkpoints and cooperative pauses are not on this branch",
-)
 def test_ordinary_reviews_beside_heavy_legacy_pods(server: Serve) -> None:
     stop = threading.Event()
     heavy = [HeavyStream(server, n, stop) for n in range(HEAVY_STREAMS)]

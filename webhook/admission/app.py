@@ -26,6 +26,7 @@ from webhook.admission.reload import PolicyHolder, PolicyWatcher
 from webhook.assembly import ReadinessCheck, policy_feed, serving_context
 from webhook.pipeline import Context, Identity
 from webhook.types import PolicySet
+from webhook.types.pacing import yield_now
 
 
 def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
@@ -90,7 +91,7 @@ def create_app(
     runs once, the first time /readyz finds every check passing."""
     app = Flask("dragate")
     own = Identity(options.own_namespace, options.own_service_account)
-    admitter = Admitter(replace(context, own=own), options, reviewer)
+    admitter = Admitter(replace(context, own=own), options, reviewer, pause=yield_now)
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(status="ok"))
     first_ready = _Once(on_first_ready)
     app.add_url_rule("/readyz", "readyz", lambda: _readyz(holder, readiness, first_ready))

@@ -23,6 +23,7 @@ from webhook.admission.config import AdmissionOptions, TimeoutOutcome
 from webhook.admission.review import render_response
 from webhook.pipeline import Context
 from webhook.types import AdmissionRequest, Deadline, DeadlineExceeded, Decision, Reason, Verdict
+from webhook.types.adapters import no_pause
 from webhook.types.records import record
 
 log = logging.getLogger("dragate.admission")
@@ -58,11 +59,15 @@ class Admitter:
         options: AdmissionOptions,
         reviewer: Reviewer,
         clock: Callable[[], float] = time.monotonic,
+        pause: Callable[[], None] = no_pause,
     ) -> None:
+        """`pause`: what a review's checkpoints call every couple of milliseconds of its work,
+        to let the server's other reviews run (`Deadline.checkpoint`)."""
         self.context = context
         self.options = options
         self._reviewer = reviewer
         self._clock = clock
+        self._pause = pause
 
     def admit(self, request: AdmissionRequest, *, mutate: bool, budget: float) -> Admitted:
         """The reply body, and its accounting (metrics, the log line) to run once it is sent;
@@ -77,7 +82,7 @@ class Admitter:
         return Admitted(reply, functools.partial(account, request, endpoint, outcome, elapsed))
 
     def _outcome(self, request: AdmissionRequest, *, mutate: bool, budget: float) -> Outcome:
-        deadline = Deadline.after(budget, self._clock)
+        deadline = Deadline.after(budget, self._clock, self._pause)
         try:
             verdict = self._reviewer(request, self.context, mutate=mutate, deadline=deadline)
         except DeadlineExceeded:

@@ -24,10 +24,10 @@ from urllib.parse import parse_qs
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
 
-from webhook.admission import bounds, metrics
+from webhook.admission import metrics
 from webhook.admission.deadline import budget
 from webhook.admission.handler import Admitter
-from webhook.admission.review import BadReview, encode_review, parse_review, render_response
+from webhook.admission.review import BadReview, encode_review, parse_review
 from webhook.types import AdmissionRequest
 from webhook.types.records import record
 
@@ -187,10 +187,6 @@ def answer(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
     parsed = received(environ, admitter.options.max_body_bytes, mutate)
     if isinstance(parsed, Reply):
         return parsed
-    refused = bounds.refusal(parsed)
-    if refused is not None:  # no review: the object is over a limit Kubernetes enforces
-        log.warning("object over Kubernetes limits", extra={"uid": parsed.uid})
-        return Reply(200, encode_review(render_response(parsed.uid, refused, mutate=mutate)))
     options = admitter.options
     seconds = budget(_timeout(environ), options.default_timeout, options.timeout_margin)
     try:

@@ -39,6 +39,7 @@ from webhook.types import (
     Reason,
     Violation,
 )
+from webhook.types.adapters import NEVER
 from webhook.types.records import record
 
 CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod"})
@@ -167,7 +168,9 @@ def _pod_shape(
     inputs: RuleInputs,
 ) -> PodShape:
     claims, notes = [], []
+    checkpoint = (inputs.deadline or NEVER).checkpoint
     for name, template_name, _, _ in refs:
+        checkpoint("reading the Pod's claim templates")
         if template_name is None:
             continue  # an existing claim: judged and charged when it was created
         template = facts.templates.get(template_name)
@@ -198,7 +201,9 @@ def _claim_findings(
     if tenant is None and has_requests and policies.settings.deny_unknown_namespaces:
         message = f"namespace {request.namespace!r} belongs to no tenant; it may not use devices"
         before.append(Finding(Action.DENY, Reason(policy="Settings", message=message)))
+    checkpoint = (inputs.deadline or NEVER).checkpoint
     for spec in specs:
+        checkpoint("judging claims")
         for device_request in spec.requests:
             before += check_request(
                 device_request,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from webhook.pipeline.context import Context, TemplateSink
 from webhook.pipeline.facts import gather
+from webhook.pipeline.limits import refusal
 from webhook.pipeline.mutation import mutate as _mutate
 from webhook.pipeline.offline import request_from_object
 from webhook.pipeline.scope import Handling, Identity, handles
@@ -54,10 +55,14 @@ def review(
 ) -> Verdict:
     """Judge (or, with `mutate`, rewrite) one admission request.
 
-    Runs in the caller's thread. `deadline` is handed to every step that may block and checked
-    before every step that changes state: past it, DeadlineExceeded is raised and nothing has
-    been reserved or created (the webhook answers its timeout verdict).
+    Runs in the caller's thread. An object Kubernetes would refuse anyway is denied first,
+    unread (`limits`). `deadline` is handed to every step that may block, checked before every
+    step that changes state and inside long work: past it, DeadlineExceeded is raised and
+    nothing has been reserved or created (the webhook answers its timeout verdict).
     """
+    refused = refusal(request)
+    if refused is not None:
+        return refused
     try:
         policies = context.policies()
     except FactsUnavailable as err:  # policy objects not listed yet: nothing to judge with

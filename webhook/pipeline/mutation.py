@@ -47,7 +47,7 @@ def _rewrite(
     deadline: Deadline,
 ) -> Verdict:
     facts = gather(request, policies, context)
-    rewrite = _rewritten(request, policies, facts)
+    rewrite = _rewritten(request, policies, facts, deadline)
     if not _made_already(request, rewrite, context):
         denial = _counted_denial(
             request, policies, facts, rewrite, context=context, deadline=deadline
@@ -100,19 +100,23 @@ def legacy_pod_denial(
         (request.object or {}).get("spec"), policies.mappings
     ):
         return None
-    rewrite = _rewritten(request, policies, facts)
+    rewrite = _rewritten(request, policies, facts, deadline)
     return _counted_denial(request, policies, facts, rewrite, context=context, deadline=deadline)
 
 
-def _rewritten(request: AdmissionRequest, policies: PolicySet, facts: Facts) -> PodRewrite:
+def _rewritten(
+    request: AdmissionRequest, policies: PolicySet, facts: Facts, deadline: Deadline
+) -> PodRewrite:
     """The rewrite and its patch; `scope.handles` lets only Pods through, and any other object
-    goes the general way inside `rewrite_pod`."""
+    goes the general way inside `rewrite_pod`. Long (a container at a time) past `deadline`,
+    it stops there (DeadlineExceeded)."""
     return rewrite_pod(
         request.object or {},
         policies.mappings,
         native_resources=native_resources(facts.device_classes.values()),
         action_override=facts.tenant.mapping_action if facts.tenant else None,
         namespace=request.namespace,
+        deadline=deadline,
     )
 
 
@@ -128,7 +132,7 @@ def _counted_denial(
     """`_rewrite_denial`, judged first without the tenant's usage as validation judges (most
     rewrites are allowed, and the ledger's reserve is what counts); a denial is judged again
     with the usage, so that its numbers and holders are the ledger's, as validation's are."""
-    denial = _rewrite_denial(request, policies, facts, rewrite)
+    denial = _rewrite_denial(request, policies, facts, rewrite, deadline)
     if denial is None or facts.tenant is None:
         return denial
     deadline.check("reading the tenant's usage")
@@ -136,11 +140,16 @@ def _counted_denial(
         usage = context.ledger.usage(facts.tenant.name, deadline)
     except FactsUnavailable:
         return denial  # refused all the same; only its numbers lack the usage
-    return _rewrite_denial(request, policies, facts.with_usage(usage), rewrite) or denial
+    again = _rewrite_denial(request, policies, facts.with_usage(usage), rewrite, deadline)
+    return again or denial
 
 
 def _rewrite_denial(
-    request: AdmissionRequest, policies: PolicySet, facts: Facts, rewrite: PodRewrite
+    request: AdmissionRequest,
+    policies: PolicySet,
+    facts: Facts,
+    rewrite: PodRewrite,
+    deadline: Deadline,
 ) -> Decision | None:
     """Why the rewritten Pod must be refused, judged exactly as validation will judge it.
 
@@ -161,6 +170,7 @@ def _rewrite_denial(
         request.with_object(rewrite.rewritten()),
         policies,
         facts.with_templates({**facts.templates, **made}),
+        deadline,
     )
     if judged.allowed:
         return None

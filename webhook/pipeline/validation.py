@@ -81,7 +81,7 @@ def _validate_with_facts(
         deadline.check("reading the tenant's usage")
         facts = facts.with_usage(context.ledger.usage(facts.tenant.name, deadline))
     if (request.group, request.kind) in PREDICTED_KINDS:
-        warnings = _predictions(request, policies, context, facts)
+        warnings = _predictions(request, policies, context, facts, deadline)
         tenant = facts.tenant.name if facts.tenant else ""
         return Verdict(Decision(warnings=warnings, tenant=tenant))
     decision = evaluate(request, policies, facts, deadline)
@@ -128,12 +128,18 @@ def _may_hold(request: AdmissionRequest) -> bool:
 
 
 def _predictions(
-    request: AdmissionRequest, policies: PolicySet, context: Context, facts: Facts
+    request: AdmissionRequest,
+    policies: PolicySet,
+    context: Context,
+    facts: Facts,
+    deadline: Deadline,
 ) -> tuple[str, ...]:
     """Warnings when a workload's Pods would not fit its tenant's remaining quota."""
     if facts.tenant is None or request.object is None:
         return ()
-    rewritten = rewrite_object(request.object, policies.mappings, namespace=request.namespace)
+    rewritten = rewrite_object(
+        request.object, policies.mappings, namespace=request.namespace, deadline=deadline
+    )
     made = {str(t["metadata"]["name"]): t for t in rewritten.templates}
 
     def charges_of(pod_spec: Object) -> dict[str, int]:

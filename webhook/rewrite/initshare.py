@@ -26,10 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-MAX_REQUESTS_PER_CLAIM = 32
-"""`DeviceRequestsMaxSize` in resource.k8s.io/v1."""
-MAX_DEVICES_PER_CLAIM = 32
-"""`AllocationResultsMaxSize`: the most devices one claim can be allocated."""
+from webhook.types.kubelimits import ALLOCATION_RESULTS_MAX, DEVICE_REQUESTS_MAX
 
 
 class Role(StrEnum):
@@ -79,7 +76,7 @@ def effective_request(members: Sequence[Member]) -> int:
 def layout(members: Sequence[Member]) -> Layout | None:
     """The shared claim for `members`, or None when one claim cannot hold it."""
     own = {i: m.count for i, m in enumerate(members) if m.role != Role.INIT}
-    if len(own) + 1 > MAX_REQUESTS_PER_CLAIM:
+    if len(own) + 1 > DEVICE_REQUESTS_MAX:
         return None
     not_yet_running = _not_yet_running(members)
     extra = max(
@@ -95,7 +92,7 @@ def layout(members: Sequence[Member]) -> Layout | None:
         max(extra, 0),
         {i: not_yet_running[i] for i, m in enumerate(members) if m.role == Role.INIT},
     )
-    return result if result.total <= MAX_DEVICES_PER_CLAIM else None
+    return result if result.total <= ALLOCATION_RESULTS_MAX else None
 
 
 def _not_yet_running(members: Sequence[Member]) -> dict[int, tuple[int, ...]]:

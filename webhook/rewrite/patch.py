@@ -16,12 +16,24 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.types import Deadline
+from webhook.types.adapters import NEVER
+
 Operation = dict[str, Any]
 
 
-def make_patch(old: Any, new: Any, path: str = "") -> list[Operation]:
-    """Operations that turn `old` into `new` (at `path`, a JSON pointer, inside a document)."""
-    return list(_diff(old, new, path))
+def make_patch(
+    old: Any, new: Any, path: str = "", *, deadline: Deadline = NEVER
+) -> list[Operation]:
+    """Operations that turn `old` into `new` (at `path`, a JSON pointer, inside a document);
+    `deadline` is passed at each."""
+    if deadline is NEVER:
+        return list(_diff(old, new, path))
+    operations = []
+    for operation in _diff(old, new, path):
+        deadline.checkpoint("writing the patch")
+        operations.append(operation)
+    return operations
 
 
 def _diff(old: Any, new: Any, path: str) -> Iterator[Operation]:
@@ -89,14 +101,16 @@ class Steps:
     operations: tuple[tuple[tuple[Key, ...], Key, Operation], ...]
 
 
-def steps(root: Any, operations: Sequence[Operation]) -> Steps:
-    """`operations` (as `make_patch` writes them for `root`) made ready for `apply_copied`.
+def steps(root: Any, operations: Sequence[Operation], deadline: Deadline = NEVER) -> Steps:
+    """`operations` (as `make_patch` writes them for `root`) made ready for `apply_copied`;
+    `deadline` is passed at each.
 
     Raises ValueError for one `make_patch` writes only for other documents: an `add` to a
     list, or a replacement of the root itself."""
     copies: Trie = {}
     parsed = []
     for operation in operations:
+        deadline.checkpoint("parsing the patch")
         node: Any = root
         keys: list[Key] = []
         for token in (unescape(t) for t in operation["path"].split("/")[1:]):
@@ -112,19 +126,23 @@ def steps(root: Any, operations: Sequence[Operation]) -> Steps:
     return Steps(copies, tuple(parsed))
 
 
-def apply_copied(root: Any, parsed: Steps, at: str = "") -> tuple[Any, list[Operation]]:
+def apply_copied(
+    root: Any, parsed: Steps, at: str = "", deadline: Deadline = NEVER
+) -> tuple[Any, list[Operation]]:
     """`root` with the operations applied, and the operations as applied (paths under `at`),
     each carrying the value it placed, as `make_patch` between the two would.
 
     Copy on write: `root` is not changed; each dict or list on an operation's path is copied
     once (shallow), each value placed is a copy of its own (`copy_tree`), and everything else
-    is shared with `root`, which must have the shape the steps were parsed for.
+    is shared with `root`, which must have the shape the steps were parsed for. `deadline` is
+    passed at each operation.
     """
     if not parsed.operations:
         return root, []
     new = _copied(root, parsed.copies)
     applied = []
     for parents, last, operation in parsed.operations:
+        deadline.checkpoint("applying the patch")
         node = new
         for key in parents:
             node = node[key]

@@ -38,7 +38,8 @@ from webhook.rewrite.patch import (
 from webhook.rewrite.podspec import Options, Outcome
 from webhook.rewrite.shapes import mark, marks, rewrite_spec
 from webhook.rewrite.workloads import group_kind, rewrite_object
-from webhook.types import LegacyResourceMapping, MappingAction, Object, RewriteResult
+from webhook.types import Deadline, LegacyResourceMapping, MappingAction, Object, RewriteResult
+from webhook.types.adapters import NEVER
 from webhook.types.records import record
 
 SPEC_KEYS = frozenset(
@@ -100,12 +101,14 @@ def rewrite_pod(
     native_resources: frozenset[str] = frozenset(),
     action_override: MappingAction | None = None,
     namespace: str | None = None,
+    deadline: Deadline = NEVER,
 ) -> PodRewrite:
-    """`rewrite_object(pod, ...)` with its patch, the pod spec's edits taken from the memo."""
+    """`rewrite_object(pod, ...)` with its patch, the pod spec's edits taken from the memo;
+    `deadline` is passed at each container and each patch operation."""
     spec = pod.get("spec")
     metadata = pod.get("metadata")
     ns = namespace or _namespace_of(metadata)
-    opts = Options(mappings, native_resources, action_override, ns)
+    opts = Options(mappings, native_resources, action_override, ns, deadline)
     if type(pod) is not dict or type(spec) is not dict or group_kind(pod) != ("", "Pod"):
         return _generally(pod, opts)
     edits = spec_edits(spec, opts)
@@ -116,7 +119,7 @@ def rewrite_pod(
         notes=edits.notes,
         templates=edits.templates,
         denied=edits.denied,
-        build=functools.partial(_built, pod, spec, edits),
+        build=functools.partial(_built, pod, spec, edits, deadline),
     )
 
 
@@ -179,18 +182,37 @@ def _containers(items: list[Any]) -> list[Any]:
 
 
 def _edits(projection: dict[str, Any], opts: Options) -> SpecEdits:
-    new = copy_tree(projection)
+    new = _copied(projection, opts.deadline)
     out = Outcome()
     removed = rewrite_spec(new, opts, out)
-    patch = make_patch(projection, new)
+    patch = make_patch(projection, new, deadline=opts.deadline)
     return SpecEdits(
-        steps=steps(projection, patch),
+        steps=steps(projection, patch, opts.deadline),
         operations=tuple({**op, "path": "/spec" + op["path"]} for op in patch),
         notes=tuple(dict.fromkeys(out.notes)),
         templates=tuple(out.templates.values()),
         denied=tuple(dict.fromkeys(out.denied)),
         removed=frozenset(removed),
     )
+
+
+def _copied(projection: dict[str, Any], deadline: Deadline) -> dict[str, Any]:
+    """`copy_tree(projection)`, its containers one at a time (passing `deadline` at each)."""
+    new = {}
+    for key, value in projection.items():
+        if key in _CONTAINER_LISTS and type(value) is list:
+            new[key] = _copied_items(value, deadline)
+        else:
+            new[key] = copy_tree(value)
+    return new
+
+
+def _copied_items(items: list[Any], deadline: Deadline) -> list[Any]:
+    copies = []
+    for item in items:
+        deadline.checkpoint("copying containers")
+        copies.append(copy_tree(item))
+    return copies
 
 
 def _marked(pod: Object, removed: frozenset[str]) -> dict[str, Any]:
@@ -203,10 +225,12 @@ def _marked(pod: Object, removed: frozenset[str]) -> dict[str, Any]:
     return marked
 
 
-def _built(pod: Object, spec: dict[str, Any], edits: SpecEdits) -> RewriteResult:
+def _built(
+    pod: Object, spec: dict[str, Any], edits: SpecEdits, deadline: Deadline
+) -> RewriteResult:
     """The rewritten Pod: `pod` with the spec's edits applied (copy on write), and marked."""
     new = dict(pod)
-    new["spec"], _ = apply_copied(spec, edits.steps)
+    new["spec"], _ = apply_copied(spec, edits.steps, deadline=deadline)
     new.update(_marked(pod, edits.removed))
     return RewriteResult(
         object=new,
@@ -283,8 +307,10 @@ def _generally(pod: Object, opts: Options) -> PodRewrite:
         native_resources=opts.native_resources,
         action_override=opts.action_override,
         namespace=opts.namespace,
+        deadline=opts.deadline,
     )
-    patch = make_patch(dict(pod), dict(result.object)) if result.changed else []
+    changed = result.changed
+    patch = make_patch(dict(pod), dict(result.object), deadline=opts.deadline) if changed else []
     return PodRewrite(
         patch=tuple(patch),
         notes=result.notes,

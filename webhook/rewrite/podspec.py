@@ -32,10 +32,13 @@ from webhook.rewrite.notes import note
 from webhook.types import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
+    Deadline,
     LegacyResourceMapping,
     MappingAction,
     RewriteResult,
 )
+from webhook.types.adapters import NEVER
+from webhook.types.kubelimits import ALLOCATION_RESULTS_MAX
 from webhook.types.records import record
 
 REPLACES_ANNOTATION = "dragate.io/replaces"
@@ -44,10 +47,13 @@ GPU_RESOURCE = "nvidia.com/gpu"
 
 @record
 class Options:
+    """How to rewrite; `deadline` is passed at every container (`Deadline.checkpoint`)."""
+
     mappings: Sequence[LegacyResourceMapping]
     native_resources: frozenset[str] = frozenset()
     action_override: MappingAction | None = None
     namespace: str | None = None
+    deadline: Deadline = NEVER
 
 
 @dataclass
@@ -107,6 +113,7 @@ def rewrite_in_place(spec: dict[str, Any], opts: Options, out: Outcome) -> set[s
     """Rewrite `spec` (already a private copy); returns the legacy resources it removed."""
     mig_single = nodes.mig_single_reason(spec)
     plans = [_plan(Plan(c, role, mig_single), opts, out) for c, role in _with_roles(spec)]
+    checkpoint = opts.deadline.checkpoint
     plans = [p for p in plans if p.wanted or p.remove or p.kept_legacy]
     wanted = [w for p in plans for w in p.wanted]
     selectors = _carry_node_labels(spec, wanted, any(p.kept_legacy for p in plans), out)
@@ -120,6 +127,7 @@ def rewrite_in_place(spec: dict[str, Any], opts: Options, out: Outcome) -> set[s
         _remove_legacy(plan)
         own = [w for w in plan.wanted if w.resource not in shared]
         if own:
+            checkpoint("rewriting containers")
             pod.add_own(plan.container, own)
     for resource, members in shared.items():
         pod.add_shared(resource, members)
@@ -168,6 +176,7 @@ def _role(key: str, container: dict[str, Any]) -> Role:
 
 
 def _plan(plan: Plan, opts: Options, out: Outcome) -> Plan:
+    opts.deadline.checkpoint("planning the rewrite of containers")
     resources = plan.container.get("resources")
     if not isinstance(resources, dict):
         return plan
@@ -267,7 +276,7 @@ def _shared_resources(plans: list[Plan], out: Outcome) -> dict[str, SharedMember
         if initshare.layout(_members(members)) is None:
             text = (
                 f"dragate: {resource}: init containers keep claims of their own; one claim "
-                f"cannot hold more than {initshare.MAX_DEVICES_PER_CLAIM} devices"
+                f"cannot hold more than {ALLOCATION_RESULTS_MAX} devices"
             )
             out.notes.append(note(text))
             continue

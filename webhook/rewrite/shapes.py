@@ -88,7 +88,9 @@ def rewrite_spec(spec: dict[str, Any], opts: Options, out: Outcome) -> set[str]:
         )
         return set()
     nulls: list[tuple[dict[str, Any], str]] = []
+    checkpoint = opts.deadline.checkpoint
     for where, holder, key in _claim_slots(spec):
+        checkpoint("reading the containers' claims")
         value = holder.get(key, [])
         if value is None:
             nulls.append((holder, key))
@@ -109,7 +111,9 @@ def _sharing(spec: dict[str, Any], opts: Options) -> str:
     """An unmapped `nvidia.com/` resource in a container that also asks for a mapped one
     (`nvidia.com/gpumem`, `nvidia.com/gpucores`): the GPU count then means shares of a GPU, and
     a whole-device claim would change what the Pod gets."""
+    checkpoint = opts.deadline.checkpoint
     for container in containers_of(spec):
+        checkpoint("looking for shared GPUs")
         names = _resource_names(container)
         if any(find_match(n, opts.mappings) for n in names):
             others = [

@@ -27,7 +27,8 @@ from webhook.rewrite.shapes import (
     find_nodes,
     train_job,
 )
-from webhook.types import LegacyResourceMapping, MappingAction, Object, RewriteResult
+from webhook.types import Deadline, LegacyResourceMapping, MappingAction, Object, RewriteResult
+from webhook.types.adapters import NEVER
 
 __all__ = [
     "POD_PATHS",
@@ -151,17 +152,19 @@ def rewrite_object(
     native_resources: frozenset[str] = frozenset(),
     action_override: MappingAction | None = None,
     namespace: str | None = None,
+    deadline: Deadline = NEVER,
 ) -> RewriteResult:
     """A rewritten copy of `obj` (any kind; `List` items too) and the templates it needs.
 
     `namespace` overrides `metadata.namespace` for the templates (admission knows it even
-    when the object does not say it).
+    when the object does not say it); `deadline` is passed at each container.
     """
     new = copy_tree(dict(obj))
     out = Outcome()
     for item in _objects(new):
         ns = namespace or _namespace_of(item)
-        _rewrite_item(item, Options(mappings, native_resources, action_override, ns), out)
+        opts = Options(mappings, native_resources, action_override, ns, deadline)
+        _rewrite_item(item, opts, out)
     return RewriteResult(
         object=new,
         changed=new != obj,

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from webhook.types.basics import DragateError, Object
 from webhook.types.claimspec import ClaimSpec
+from webhook.types.pacing import SLICE_SECONDS
 from webhook.types.policyset import Tenant
 from webhook.types.records import record
 
@@ -24,25 +25,59 @@ class DeadlineExceeded(DragateError):
     """
 
 
+def no_pause() -> None:
+    """A checkpoint's pause when nothing else needs the thread (the CLI, the tests)."""
+
+
+PAUSE_INTERVAL = SLICE_SECONDS
+"""Seconds of a review's work between two pauses at its checkpoints."""
+
+
+class _Pacing:
+    """When a deadline's checkpoint next pauses: the only state a Deadline changes, owned by
+    the one review (one thread) the deadline belongs to."""
+
+    __slots__ = ("due",)
+
+    def __init__(self, due: float) -> None:
+        self.due = due
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Pacing) and other.due == self.due
+
+    __hash__ = None  # type: ignore[assignment]  # changes: never a key
+
+
 @record
 class Deadline:
     """When a review must be done, on `clock` (monotonic seconds), handed to every blocking step.
 
     The review runs in the request's own thread: nothing can interrupt it, so each step that
-    may wait (a ledger lock, an API call) bounds its wait by `remaining()`, and every step that
-    changes state first `check`s that there is time left. `Deadline.never()` is the CLI's.
+    may wait (a ledger lock, an API call) bounds its wait by `remaining()`, every step that
+    changes state first `check`s that there is time left, and long work (a rewrite or
+    judgment per container, per claim) passes a `checkpoint` per item, which stops it within
+    an item of the deadline and lets the server's other reviews run (`pause`).
+    `Deadline.never()` is the CLI's.
     """
 
     at: float
     clock: Callable[[], float] = time.monotonic
+    pause: Callable[[], None] = no_pause
+    pacing: _Pacing = field(default_factory=lambda: _Pacing(-math.inf), compare=False, repr=False)
 
     @classmethod
-    def after(cls, seconds: float, clock: Callable[[], float] = time.monotonic) -> Deadline:
-        return cls(clock() + seconds, clock)
+    def after(
+        cls,
+        seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+        pause: Callable[[], None] = no_pause,
+    ) -> Deadline:
+        now = clock()
+        return cls(now + seconds, clock, pause, _Pacing(now + PAUSE_INTERVAL))
 
     @classmethod
     def never(cls) -> Deadline:
-        return cls(math.inf)
+        return NEVER
 
     def remaining(self) -> float:
         """Seconds left (inf without a bound); never negative."""
@@ -56,6 +91,25 @@ class Deadline:
         """Raise DeadlineExceeded when no time is left to start `step`."""
         if self.clock() >= self.at:
             raise DeadlineExceeded(f"deadline passed before {step}")
+
+    def checkpoint(self, step: str) -> None:
+        """`check`, inside long work: and `pause` once the review has worked PAUSE_INTERVAL
+        since the last pause, so the thread is handed over every couple of milliseconds at
+        most. One clock read when no pause is due; none at all without a deadline or a pause
+        (the CLI's)."""
+        if self.at == math.inf and self.pause is no_pause:
+            return
+        now = self.clock()
+        if now >= self.at:
+            raise DeadlineExceeded(f"deadline passed during {step}")
+        pacing = self.pacing
+        if now >= pacing.due:
+            self.pause()
+            pacing.due = self.clock() + PAUSE_INTERVAL  # the review's own work, not the pause
+
+
+NEVER = Deadline(math.inf)
+"""No deadline: `checkpoint` returns at once, and nothing of it changes (shared safely)."""
 
 
 class FactsUnavailable(DragateError):

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from webhook.types.kubelimits import ALLOCATION_RESULTS_MAX
+
 JSON = Any
 """A decoded JSON/YAML value: dict, list, str, int, float, bool or None."""
 
@@ -17,8 +19,9 @@ API_VERSION = "dragate.io/v1alpha1"
 POLICY_GROUP = "dragate.io"
 POLICY_KINDS = frozenset({"Tenant", "DeviceClassPolicy", "LegacyResourceMapping", "Settings"})
 """The policy kinds, in files and as cluster objects of POLICY_GROUP."""
-ALL_MODE_DEVICES = 32
-"""What ResourceQuota charges for `allocationMode: All` when the inventory is unknown."""
+ALL_MODE_DEVICES = ALLOCATION_RESULTS_MAX
+"""What ResourceQuota charges for `allocationMode: All` when the inventory is unknown: the
+most devices one claim can be allocated."""
 
 ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"

@@ -24,13 +24,14 @@ from webhook.lint.objects import (
     requests_of,
 )
 from webhook.lint.registry import RuleInfo, register
+from webhook.types.kubelimits import (
+    ALLOCATION_RESULTS_MAX,
+    CLAIM_LISTS,
+    DEVICE_CONFIG_MAX,
+    DEVICE_SELECTORS_MAX,
+    FIRST_AVAILABLE_MAX,
+)
 
-MAX_REQUESTS = 32
-MAX_SUBREQUESTS = 8
-MAX_SELECTORS = 32
-MAX_CONSTRAINTS = 32
-MAX_CONFIG = 32
-MAX_DEVICES_PER_CLAIM = 32
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 REQUEST_FIELDS = (
     "deviceClassName",
@@ -44,7 +45,11 @@ REQUEST_FIELDS = (
 MODES = ("ExactCount", "All")
 
 SHAPE = RuleInfo("request-shape", ERROR, "request written in the shape of another API version")
-COUNT = RuleInfo("request-count", ERROR, "count with allocationMode All, count <= 0 or > 32")
+COUNT = RuleInfo(
+    "request-count",
+    ERROR,
+    f"count with allocationMode All, count <= 0 or > {ALLOCATION_RESULTS_MAX}",
+)
 LIMITS = RuleInfo("request-limits", ERROR, "more requests, subrequests, selectors than allowed")
 NAME = RuleInfo("request-name", ERROR, "request or subrequest name not a unique DNS label")
 ADMIN_SUB = RuleInfo("admin-access-subrequest", ERROR, "adminAccess on a firstAvailable subrequest")
@@ -192,14 +197,14 @@ def _leaf_count(leaf: Leaf) -> Iterator[Finding]:
             f"count {count} must be greater than zero",
             "ask for at least one device (`count: 1`), or drop the request",
         )
-    elif count > MAX_DEVICES_PER_CLAIM:
+    elif count > ALLOCATION_RESULTS_MAX:
         yield Finding(
             COUNT.id,
             ERROR,
             (*leaf.path, "count"),
-            f"count {count} exceeds the claim limit of {MAX_DEVICES_PER_CLAIM} devices; the "
+            f"count {count} exceeds the claim limit of {ALLOCATION_RESULTS_MAX} devices; the "
             f"scheduler can never allocate it",
-            f"ask for at most {MAX_DEVICES_PER_CLAIM} devices per claim, or split the claim",
+            f"ask for at most {ALLOCATION_RESULTS_MAX} devices per claim, or split the claim",
         )
 
 
@@ -211,24 +216,26 @@ def check_limits(obj: Mapping[str, Any]) -> Iterator[Finding]:
     spec_path = claim_spec_path(obj)
     if spec_path is not None:
         devices: Path = (*spec_path, "devices")
-        for key, limit in (
-            ("requests", MAX_REQUESTS),
-            ("constraints", MAX_CONSTRAINTS),
-            ("config", MAX_CONFIG),
-        ):
+        for key, limit in CLAIM_LISTS.items():
             yield from _too_many(obj, (*devices, key), limit, f"{key} in a claim")
         for request in requests_of(obj):
             yield from _too_many(
                 obj,
                 (*request.path, "firstAvailable"),
-                MAX_SUBREQUESTS,
+                FIRST_AVAILABLE_MAX,
                 "firstAvailable subrequests",
             )
             for leaf in leaves_of(request):
-                yield from _too_many(obj, (*leaf.path, "selectors"), MAX_SELECTORS, "selectors")
+                yield from _too_many(
+                    obj, (*leaf.path, "selectors"), DEVICE_SELECTORS_MAX, "selectors"
+                )
     if is_resource_kind(obj, "DeviceClass"):
-        yield from _too_many(obj, ("spec", "selectors"), MAX_SELECTORS, "selectors in a class")
-        yield from _too_many(obj, ("spec", "config"), MAX_CONFIG, "config entries in a class")
+        yield from _too_many(
+            obj, ("spec", "selectors"), DEVICE_SELECTORS_MAX, "selectors in a class"
+        )
+        yield from _too_many(
+            obj, ("spec", "config"), DEVICE_CONFIG_MAX, "config entries in a class"
+        )
 
 
 def _too_many(obj: Mapping[str, Any], path: Path, limit: int, what: str) -> Iterator[Finding]:

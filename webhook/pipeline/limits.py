@@ -3,31 +3,39 @@
 Mutating webhooks run before the API server validates an object, so /mutate (and /validate,
 for whatever a mutation let through) can be sent objects no cluster would store: a legacy Pod
 with 4,000 containers all named `c` cost seconds to minutes of rewriting, for an object the
-API server then refuses for its duplicate names. Checking the limits Kubernetes enforces
-costs one linear walk; an object over them is denied at once, with the limit in the message.
+API server then refuses for its duplicate names, and one of 34,000 GPU containers is twice
+the size etcd stores. Checking the limits Kubernetes enforces (`webhook.types.kubelimits`)
+costs one encoding and one linear walk; an object over them is denied at once, with the limit
+in the message, by the webhook, `dragate check`, `dragate test` and the audit alike.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import orjson
+
 from webhook.types import AdmissionRequest, Decision, Reason, Verdict
+from webhook.types.kubelimits import (
+    CLAIM_LISTS,
+    DEVICE_SELECTORS_MAX,
+    OBJECT_BYTES_MAX,
+    REQUEST_LISTS,
+)
 
 POLICY = "dragate/kubernetes-limits"
-CLAIM_LIMITS = {  # resource.k8s.io/v1 validation: field under `devices` -> most items
-    "requests": 32,  # DeviceRequestsMaxSize
-    "constraints": 32,  # DeviceConstraintsMaxSize
-    "config": 32,  # DeviceConfigMaxSize
-}
-REQUEST_LIMITS = {"firstAvailable": 8, "selectors": 32}  # per request (and subrequest)
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 CLAIM_SPECS = {"ResourceClaim": ("spec",), "ResourceClaimTemplate": ("spec", "spec")}
 
 
 def refusal(request: AdmissionRequest) -> Verdict | None:
     """A denial when the object breaks a limit Kubernetes validates; None otherwise."""
-    problem = next(problems(request.kind, request.object or {}), None)
+    obj = request.object
+    if not obj:
+        return None
+    problem = next(problems(request.kind, obj), None)
     if problem is None:
         return None
     reason = Reason(policy=POLICY, message=f"{problem}; Kubernetes refuses this object anyway")
@@ -35,7 +43,13 @@ def refusal(request: AdmissionRequest) -> Verdict | None:
 
 
 def problems(kind: str, obj: Mapping[str, Any]) -> Iterator[str]:
-    """Every broken limit: claim list sizes, and container names repeated in a pod spec."""
+    """Every broken limit: the object's size first (the cheapest to tell, and the one that
+    makes every other walk long), claim list sizes, container names repeated in a pod spec."""
+    size = stored_size(obj)
+    if size is not None and size > OBJECT_BYTES_MAX:
+        yield (f"the object is {size:,} bytes as JSON, more than the {OBJECT_BYTES_MAX:,} bytes "
+               "(1.5 MiB) etcd stores in one write")  # fmt: skip
+        return
     if kind in CLAIM_SPECS:
         yield from _claim_problems(obj, CLAIM_SPECS[kind])
     yield from _duplicate_containers(obj, kind)
@@ -44,7 +58,7 @@ def problems(kind: str, obj: Mapping[str, Any]) -> Iterator[str]:
 def _claim_problems(obj: Mapping[str, Any], spec_path: tuple[str, ...]) -> Iterator[str]:
     devices = _at(obj, (*spec_path, "devices"))
     prefix = ".".join((*spec_path, "devices"))
-    for field, limit in CLAIM_LIMITS.items():
+    for field, limit in CLAIM_LISTS.items():
         yield from _too_many(devices.get(field), limit, f"{prefix}.{field}")
     requests = devices.get("requests")
     for i, item in enumerate(requests if isinstance(requests, list) else ()):
@@ -55,7 +69,7 @@ def _request_problems(item: Any, path: str) -> Iterator[str]:
     if not isinstance(item, Mapping):
         return
     exact = item.get("exactly")
-    for where, fields in ((item, REQUEST_LIMITS), (exact, {"selectors": 32})):
+    for where, fields in ((item, REQUEST_LISTS), (exact, {"selectors": DEVICE_SELECTORS_MAX})):
         if isinstance(where, Mapping):
             for field, limit in fields.items():
                 yield from _too_many(where.get(field), limit, f"{path}.{field}")
@@ -108,3 +122,36 @@ def _at(obj: Mapping[str, Any], path: tuple[str, ...]) -> Mapping[str, Any]:
     for key in path:
         node = node.get(key) if isinstance(node, Mapping) else None
     return node if isinstance(node, Mapping) else {}
+
+
+def stored_size(obj: Mapping[str, Any]) -> int | None:
+    """The bytes of `obj` as compact JSON less one per backslash of its escapes (`\\"`, `\\n`,
+    ...): about what its characters take in etcd, where strings are stored unescaped (the real
+    kube-apiserver stores a Pod of 2.8 MB of JSON made of quotation marks, and refuses one of
+    1.58 MB of plain letters). None when the object cannot be encoded at all (nesting too
+    deep): the review then denies it as unreadable, as it would have anyway.
+
+    Its `status` and `metadata.managedFields` are left out: the API server writes both itself
+    (and the audit reads objects etcd stored with them, in a denser encoding than JSON)."""
+    obj = _as_written(obj)
+    try:
+        encoded = orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)
+    except orjson.JSONEncodeError:  # an integer past 64 bits, or deeper than orjson goes
+        try:
+            encoded = json.dumps(obj, separators=(",", ":"), ensure_ascii=False,
+                                 default=str).encode("utf-8", "surrogatepass")  # fmt: skip
+        except (RecursionError, ValueError, TypeError):
+            return None
+    return len(encoded) - encoded.count(b"\\")
+
+
+def _as_written(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`obj` without `status` and `metadata.managedFields` (shallow copies, when it has them)."""
+    meta = obj.get("metadata")
+    fields = meta if isinstance(meta, dict) and "managedFields" in meta else None
+    if "status" not in obj and fields is None:
+        return obj
+    written = {k: v for k, v in obj.items() if k != "status"}
+    if fields is not None:
+        written["metadata"] = {k: v for k, v in fields.items() if k != "managedFields"}
+    return written
