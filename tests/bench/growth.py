@@ -136,8 +136,10 @@ def combined(runs: list[dict[str, Any]]) -> dict[str, Any]:
             for key, value in runs[0][endpoint].items()
             if isinstance(value, int | float)
         }
-    for key in ("rss_mib", "peak_rss_mib", *POD_KEYS):
+    for key in ("rss_mib", "peak_rss_mib"):
         row[key] = max(r[key] for r in runs if key in r)
+    largest = max(runs, key=lambda r: r.get("pss_mib", 0.0))  # the pod's parts of one run
+    row.update({key: largest[key] for key in POD_KEYS if key in largest})
     row["runs"] = [
         {
             endpoint: {k: r[endpoint][k] for k in ("p50_us", "p99_us")}
