@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
+from big_review_support import POLICIES, TICK, TickingClock, roomy_context
 from kube_limits_cases import LEGACY_CONTAINERS, legacy_pod, pod
 
 from webhook import pipeline
@@ -18,40 +19,9 @@ from webhook.admission.app import create_app
 from webhook.admission.config import AdmissionOptions
 from webhook.admission.handler import Admitter
 from webhook.admission.reload import PolicyHolder
-from webhook.kube.snapshot import SnapshotState
-from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context, request_from_object
-from webhook.policy.loading import parse_policies
 from webhook.types import Deadline, Decision, PolicySet, Verdict
 from webhook.types.kubelimits import OBJECT_BYTES_MAX
-
-POLICIES = parse_policies(
-    """
-apiVersion: dragate.io/v1alpha1
-kind: Tenant
-metadata: {name: team-a}
-spec:
-  namespaces: [default]
-  quota:
-  - {deviceClassName: gpu.nvidia.com, maxDevices: 100000}
-""",
-    "inline.yaml",
-)
-TICK = 1e-5
-
-
-class TickingClock:
-    def __init__(self) -> None:
-        self.reads = 0
-
-    def __call__(self) -> float:
-        self.reads += 1
-        return self.reads * TICK
-
-
-def _context() -> Context:
-    return Context(policies=lambda: POLICIES, state=SnapshotState([]), ledger=MemoryLedger())
-
 
 OUTCOMES = {
     # id: (mutate, allowed, words of the answer)
@@ -65,7 +35,7 @@ def test_a_huge_pod_out_of_time_inside_its_rewrite_is_a_timeout(
     mutate: bool, allowed: bool, words: str
 ) -> None:
     clock = TickingClock()
-    admitter = Admitter(_context(), AdmissionOptions(), pipeline.review, clock=clock)
+    admitter = Admitter(roomy_context(), AdmissionOptions(), pipeline.review, clock=clock)
     huge = pod([f"h{int(mutate)}-{i}" for i in range(17_000)], gpus=1)
     admitted = admitter.admit(request_from_object(huge), mutate=mutate, budget=50 * TICK)
     response = admitted.reply["response"]
@@ -84,7 +54,7 @@ def test_the_admitters_pause_reaches_the_reviews_deadline() -> None:
     def pause() -> None:
         """Stands for the server's cooperative yield."""
 
-    Admitter(_context(), AdmissionOptions(), reviewer, pause=pause).admit(
+    Admitter(roomy_context(), AdmissionOptions(), reviewer, pause=pause).admit(
         request_from_object(pod(["a"])), mutate=False, budget=1.0
     )
     assert seen[0].pause is pause
@@ -94,7 +64,7 @@ def test_the_admitters_pause_reaches_the_reviews_deadline() -> None:
 def test_an_object_etcd_could_never_store_is_denied_by_the_webhook(path: str) -> None:
     chosen: PolicySet = POLICIES
     holder = PolicyHolder(["unused"], lambda paths: chosen, initial=chosen)
-    client = create_app(_context(), holder, AdmissionOptions(), pipeline.review).test_client()
+    client = create_app(roomy_context(), holder, AdmissionOptions(), pipeline.review).test_client()
     obj = legacy_pod(LEGACY_CONTAINERS)
     request = {
         "uid": "huge", "kind": {"group": "", "version": "v1", "kind": "Pod"},

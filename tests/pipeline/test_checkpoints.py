@@ -11,41 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from big_review_support import TICK, TickingClock, roomy_context
 from kube_limits_cases import pod
 
-from webhook.kube.snapshot import SnapshotState
-from webhook.ledger.memory import MemoryLedger
-from webhook.pipeline import Context, request_from_object, review
-from webhook.policy.loading import parse_policies
+from webhook.pipeline import request_from_object, review
 from webhook.types import Deadline, DeadlineExceeded, Verdict
 from webhook.types.adapters import PAUSE_INTERVAL
 
-POLICIES = parse_policies(
-    """
-apiVersion: dragate.io/v1alpha1
-kind: Tenant
-metadata: {name: team-a}
-spec:
-  namespaces: [default]
-  quota:
-  - {deviceClassName: gpu.nvidia.com, maxDevices: 100000}
-""",
-    "inline.yaml",
-)
-TICK = 1e-5
-"""Seconds the fake clock advances at each read."""
 ENDPOINTS = {"mutate": True, "validate": False}
-
-
-class TickingClock:
-    """Monotonic seconds that advance TICK at every read; counts the reads."""
-
-    def __init__(self) -> None:
-        self.reads = 0
-
-    def __call__(self) -> float:
-        self.reads += 1
-        return self.reads * TICK
 
 
 class Pauses:
@@ -56,10 +29,6 @@ class Pauses:
         self.count += 1
 
 
-def _context() -> Context:
-    return Context(policies=lambda: POLICIES, state=SnapshotState([]), ledger=MemoryLedger())
-
-
 def _pod(containers: int, tag: str) -> dict[str, Any]:
     """A legacy Pod, one GPU per container, its containers named for this test (the
     rewrite's memo is keyed by them: a rewrite another test left there would cost nothing)."""
@@ -67,7 +36,7 @@ def _pod(containers: int, tag: str) -> dict[str, Any]:
 
 
 def _review(pod: dict[str, Any], mutate: bool, deadline: Deadline) -> Verdict:
-    return review(request_from_object(pod), _context(), mutate=mutate, deadline=deadline)
+    return review(request_from_object(pod), roomy_context(), mutate=mutate, deadline=deadline)
 
 
 @pytest.mark.parametrize("mutate", ENDPOINTS.values(), ids=ENDPOINTS.keys())

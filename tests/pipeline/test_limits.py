@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from big_review_support import POLICIES
 from kube_limits_cases import CASES, LEGACY_CONTAINERS, SIZE_CASES, claim, legacy_pod, pod
 
 from webhook.kube.snapshot import SnapshotState
@@ -16,23 +17,10 @@ from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context, admit, request_from_object, review
 from webhook.pipeline.audit import audit
 from webhook.pipeline.limits import POLICY, problems, refusal, stored_size
-from webhook.policy.loading import parse_policies
 from webhook.types import Deadline
 from webhook.types.kubelimits import DEVICE_REQUESTS_MAX, OBJECT_BYTES_MAX
 
 ALL_CASES = {**CASES, **SIZE_CASES}
-POLICIES = parse_policies(
-    """
-apiVersion: dragate.io/v1alpha1
-kind: Tenant
-metadata: {name: team-a}
-spec:
-  namespaces: [default]
-  quota:
-  - {deviceClassName: gpu.nvidia.com, maxDevices: 100000}
-""",
-    "inline.yaml",
-)
 
 
 def _context() -> Context:
