@@ -45,7 +45,14 @@ from typing import TypeVar
 
 from webhook.ledger import accounting, holdernames
 from webhook.ledger.accounting import PENDING_SECONDS, Holds, Record
-from webhook.ledger.sqliterows import Plan, Rows, TenantRows, UsageOf, all_records
+from webhook.ledger.sqliterows import (
+    Plan,
+    Rows,
+    SharedConnection,
+    TenantRows,
+    UsageOf,
+    all_records,
+)
 from webhook.types import (
     ClassUsage,
     Deadline,
@@ -111,52 +118,6 @@ class WriterGate:
             yield
         finally:
             self._thread_lock.release()
-
-
-class SharedConnection:
-    """This process's connection to the file and the rows decoded through it, used by one
-    thread (greenlet) at a time: a statement, or a transaction from BEGIN to COMMIT, holds
-    `lock`. Between two statements of a read nobody else's transaction is open on it, so a
-    read never sees a write not yet committed."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-        self.rows = TenantRows(db)
-        self.pid = processid.current()
-        self.lock = threading.RLock()
-
-    def read(self, tenant: str) -> Rows:
-        with self.lock:
-            return self.rows.read(tenant)
-
-    def begin(self, *, forget: bool) -> None:
-        """Hold the connection and take SQLite's write lock, or let go and raise."""
-        self.lock.acquire()
-        try:
-            if forget:
-                self.rows.forget()
-            self.db.execute("BEGIN IMMEDIATE")
-        except BaseException:
-            self.lock.release()
-            raise
-
-    def end(self, *, commit: bool) -> None:
-        """COMMIT (or ROLLBACK) and let the connection go; rows kept in a transaction that
-        does not commit are forgotten."""
-        try:
-            if commit:
-                self.db.execute("COMMIT")
-            else:
-                self.db.execute("ROLLBACK")
-        except BaseException:
-            commit = False
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            raise
-        finally:
-            if not commit:
-                self.rows.forget()
-            self.lock.release()
 
 
 class SqliteLedger:
