@@ -5,12 +5,19 @@ computes keeps every other connection waiting until it is done: compiling a poli
 thousands of Tenants is such work. In a thread of gevent's threadpool (its public API,
 `gevent.get_hub().threadpool`) it shares the interpreter with the loop the way two threads
 do, taking turns at the GIL, so the loop goes on answering; the greenlet that asked waits
-cooperatively for the result. Outside gevent (the CLI, tests, the gunicorn master) the work
+cooperatively for the result.
+
+The collector is paused while such work runs and what it made is frozen before it resumes, as
+`app.settle_collector` does at start: a full collection holds the GIL for as long as it walks
+what the work is building (tens of milliseconds for thousands of Tenants), a stall of every
+connection no thread can avoid. A policy set holds no reference cycles, so one replaced later
+is still freed by reference counting. Outside gevent (the CLI, tests, the gunicorn master) the work
 runs on the caller, as before.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable
 from typing import TypeVar
@@ -28,12 +35,16 @@ def off_loop(work: Callable[[], T]) -> T:
         return work()
     import gevent  # noqa: PLC0415  (only in a process that runs on gevent)
 
-    previous = sys.getswitchinterval()
+    previous, collecting = sys.getswitchinterval(), gc.isenabled()
     sys.setswitchinterval(min(previous, SWITCH_SECONDS))
+    gc.disable()
     try:
         result: T = gevent.get_hub().threadpool.apply(work)
     finally:
         sys.setswitchinterval(previous)
+        if collecting:
+            gc.freeze()
+            gc.enable()
     return result
 
 
