@@ -35,6 +35,7 @@ from reliability.reliability_support import (
     Serve,
     claim,
     latency_summary,
+    ledger_usage,
     pod_memory_mib,
     request,
     review,
@@ -44,6 +45,7 @@ from reliability.reliability_support import (
     write_policies,
 )
 
+from webhook.ledger import holdernames
 from webhook.ledger.sqlite import SqliteLedger
 
 HOLDERS = 20_000
@@ -57,15 +59,27 @@ REVIEW_SECONDS = 0.1
 QUOTAS = {"team-a": 1_000_000, "big": 1_000_000}
 
 
+def _stored(pod: str) -> str:
+    """A holder's `devices` column as `serve` writes it for a Pod's claim: one GPU, and the
+    Pod's name (so every row's text is its own, as in a real tenant)."""
+    return json.dumps(holdernames.with_name({"gpu.nvidia.com": 1}, pod), sort_keys=True)
+
+
 def _fill_ledger(path: Path) -> None:
-    """A ledger whose tenant `big` has HOLDERS confirmed holders of one GPU each."""
+    """A ledger whose tenant `big` has HOLDERS holders of one GPU each, pending (admitted,
+    their objects not seen yet) for the next ten minutes: `serve` drops confirmed holders at
+    start, as it seeds them from the cluster's claims (offline, none)."""
     SqliteLedger(str(path)).close()  # the schema, as `serve` makes it
     db = __import__("sqlite3").connect(str(path), isolation_level=None)
     try:
         db.execute("BEGIN IMMEDIATE")
+        expires = time.time() + 600
         db.executemany(
-            "INSERT INTO holders (tenant, holder, devices, expires_at) VALUES (?,?,?,NULL)",
-            (("big", f"claim:big/held-{i}", '{"gpu.nvidia.com": 1}') for i in range(HOLDERS)),
+            "INSERT INTO holders (tenant, holder, devices, expires_at) VALUES (?,?,?,?)",
+            (
+                ("big", f"pod:uid-{i:05d}/gpu", _stored(f"trainer-{i:05d}"), expires)
+                for i in range(HOLDERS)
+            ),
         )
         db.execute("COMMIT")
     finally:
@@ -130,6 +144,8 @@ class KeptAlive:
 
 def test_kept_alive_connections_share_one_ledger_connection_and_decoding(server: Serve) -> None:
     before = pod_memory_mib(server)
+    usage = ledger_usage(_ledger_path(server))
+    assert len(usage["big"]) == HOLDERS, "the tenant's holders are gone"
     connections = [KeptAlive(server, n) for n in range(CONNECTIONS)]
     with ThreadPoolExecutor(16) as pool:
         first = list(pool.map(KeptAlive.review, connections))
