@@ -9,7 +9,7 @@ cooperatively for the result.
 
 The collector is paused while such work runs and what it made is frozen before it resumes, as
 `app.settle_collector` does at start: a full collection holds the GIL for as long as it walks
-what the work is building (tens of milliseconds for thousands of Tenants), a stall of every
+what the work is building (long, for thousands of Tenants), a stall of every
 connection no thread can avoid. A policy set holds no reference cycles, so one replaced later
 is still freed by reference counting. Outside gevent (the CLI, tests, the gunicorn master) the work
 runs on the caller, as before.
@@ -25,7 +25,8 @@ from typing import TypeVar
 T = TypeVar("T")
 SWITCH_SECONDS = 0.001
 """The interpreter's GIL switch interval while such work runs: how long the loop may wait for
-the GIL when it wakes for a connection (CPython's default is 5 ms, paid at every wake-up)."""
+the GIL when it wakes for a connection (shorter than CPython's default, paid at every
+wake-up)."""
 
 
 def off_loop(work: Callable[[], T]) -> T:
