@@ -51,9 +51,9 @@ def test_action_override_wins() -> None:
 
 
 NATIVE_CASES = [
-    pytest.param(None, True, False, "Kubernetes maps it", id="auto-mapped-kept"),
+    pytest.param(None, True, False, "a DeviceClass maps it", id="auto-mapped-kept"),
     pytest.param(None, False, True, "", id="auto-unmapped-rewritten"),
-    pytest.param(MappingAction.NATIVE, True, False, "Kubernetes maps it", id="native-mapped"),
+    pytest.param(MappingAction.NATIVE, True, False, "a DeviceClass maps it", id="native-mapped"),
     pytest.param(MappingAction.NATIVE, False, False, "no DeviceClass maps it", id="native-unmapped"),
     pytest.param(MappingAction.REWRITE, True, True, "", id="rewrite-mapped-rewritten"),
     pytest.param(MappingAction.WARN, True, False, "legacy GPU request", id="warn-mapped"),

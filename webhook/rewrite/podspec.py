@@ -219,8 +219,8 @@ def _plan_resource(plan: Plan, resource: str, match: Match, opts: Options, out: 
 
 def _native_note(who: str, resource: str, native: frozenset[str]) -> str:
     if resource in native:
-        return f"{who} kept: Kubernetes maps it to a DeviceClass (extendedResourceName)"
-    return f"{who} kept: no DeviceClass maps it; only a device plugin can serve it"
+        return f"{who} kept: a DeviceClass maps it (KEP-5004)"
+    return f"{who} kept (Native): no DeviceClass maps it, only a device plugin"
 
 
 def _plan_rewrite(plan: Plan, resource: str, match: Match, who: str, out: Outcome) -> str:
