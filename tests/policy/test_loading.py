@@ -697,7 +697,7 @@ def test_digest_follows_content_not_file_names() -> None:
 def test_builtin_mapping_applies_only_when_none_is_loaded() -> None:
     assert parse_policies("").mappings == default_mappings()
     (builtin,) = default_mappings()
-    assert (builtin.name, builtin.action) == ("nvidia", MappingAction.REWRITE)
+    assert (builtin.name, builtin.action) == ("nvidia", MappingAction.AUTO)
     assert [r.suffix_of("nvidia.com/mig-1g.10gb") for r in builtin.resources] == [None, "1g.10gb"]
     assert builtin.resources[0].suffix_of("nvidia.com/gpu") == ""
     own = HEAD + "kind: LegacyResourceMapping\nmetadata: {name: mine}\nspec: {resources: []}"
