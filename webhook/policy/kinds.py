@@ -304,7 +304,7 @@ MAPPING = Obj(
 
 def _mapping(name: str, spec: Mapping[str, Any], source: Source) -> LegacyResourceMapping:
     return LegacyResourceMapping(
-        name, spec.get("action", MappingAction.REWRITE), tuple(spec.get("resources", ())), source
+        name, spec.get("action", MappingAction.AUTO), tuple(spec.get("resources", ())), source
     )
 
 
