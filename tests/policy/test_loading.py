@@ -376,8 +376,8 @@ def case(name: str, text: str, *expected: str) -> Any:
         case(
             "tenant-mapping-action-case",
             TENANT + "spec:\n  namespaces: [a]\n  legacyMappingAction: rewrite",
-            "t.yaml:6: spec.legacyMappingAction: expected one of Auto, Rewrite, Native, Warn, Deny, "
-            'Ignore, got "rewrite" (did you mean "Rewrite"?)',
+            "t.yaml:6: spec.legacyMappingAction: expected one of Auto, Rewrite, Native, Warn, "
+            'Deny, Ignore, got "rewrite" (did you mean "Rewrite"?)',
         ),
         case(
             "selector-empty",
@@ -500,7 +500,8 @@ def case(name: str, text: str, *expected: str) -> Any:
             "mapping-action-unknown",
             HEAD + "kind: LegacyResourceMapping\nmetadata: {name: m}\nspec:\n  action: Mutate\n"
             "  resources: []",
-            't.yaml:5: spec.action: expected one of Auto, Rewrite, Native, Warn, Deny, Ignore, got "Mutate"',
+            "t.yaml:5: spec.action: expected one of Auto, Rewrite, Native, Warn, Deny, Ignore, "
+            'got "Mutate"',
         ),
         case(
             "mapping-both-names",

@@ -18,7 +18,7 @@ from typing import TextIO
 import click
 
 from webhook.cli import exits
-from webhook.cli.inputs import EXCLUDE_OPTION, snapshot, state_option
+from webhook.cli.inputs import EXCLUDE_OPTION, KUBE_VERSION_OPTION, snapshot, state_option
 from webhook.cli.lintreport import RENDERERS, Located, Tally
 from webhook.engine.cel import selector_error
 from webhook.files.manifests import STDIN, Found, objects_in, parse_found, walk
@@ -56,6 +56,7 @@ class Run:
 
 
 @click.command("lint")
+@KUBE_VERSION_OPTION
 @click.option(
     "-o", "--output", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True
 )

@@ -22,7 +22,7 @@ from typing import Any
 import click
 
 from webhook.cli import exits
-from webhook.cli.inputs import EXCLUDE_OPTION, snapshot, state_option
+from webhook.cli.inputs import EXCLUDE_OPTION, KUBE_VERSION_OPTION, snapshot, state_option
 from webhook.cli.leftovers import DocNotes, Finder, explain, migrating
 from webhook.files.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
 from webhook.files.helmblocks import settle
@@ -76,6 +76,7 @@ class Run:
 
 
 @click.command("migrate")
+@KUBE_VERSION_OPTION
 @click.option("--policies", type=click.Path(file_okay=False), help="Policy directory.")
 @click.option("--check", "mode", flag_value="check", help="Exit 1 if any file would change.")
 @click.option("--diff", "mode", flag_value="diff", help="Print a unified diff.")
