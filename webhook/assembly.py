@@ -183,9 +183,9 @@ def cluster_mode(
     set, keeps their status."""
     api = feed.objects.api if feed and feed.objects else cluster_api(target)
 
-    def claim_event(kind: str, _claim: Object) -> None:
-        if kind == "DELETED":  # reconcile now, not at the next tick (Reconciler.poke)
-            reconciler.poke()
+    def claim_event(kind: str, claim: Object) -> None:
+        if kind == "DELETED":  # reconcile now, dropping its holder even if still pending
+            reconciler.claim_deleted(claim)
 
     def template_event(kind: str, template: Object) -> None:
         keeper.observe(kind, template)  # a deleted managed template is put back soon
