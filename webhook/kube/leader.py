@@ -25,9 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
 from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
@@ -104,7 +103,7 @@ class Leadership:
 
     def _config(self) -> electionconfig.Config:
         lock = LeaseLock(self.name, self.namespace, self.identity)  # type: ignore[no-untyped-call]
-        lock.api_instance = _Reporting(lock.api_instance, self.failed)
+        lock.api_instance = _Reporting(lock.api_instance, self.failed)  # type: ignore[assignment]
         return electionconfig.Config(  # type: ignore[no-untyped-call]
             lock,
             lease_duration=self.times.lease_duration,
