@@ -209,7 +209,7 @@ class KubeLedger:
         gone: AbstractSet[str],
     ) -> Change[None]:
         def change(records: Records) -> tuple[Records, None]:
-            now = self.clock() if seen_at is None else min(seen_at, self.clock())
+            now = self.clock() if seen_at is None else seen_at
             kept = accounting.reconcile(
                 records, truth, now=now, drop_grace=self.drop_grace, names=names, gone=gone
             )
