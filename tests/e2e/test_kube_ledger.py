@@ -162,10 +162,11 @@ def test_reconciler_confirms_and_drops_holders(
 
 
 def test_a_claim_deleted_before_it_was_confirmed_frees_its_quota_within_seconds(
-    crd: Cluster, fresh: Any
+    crd: Cluster, fresh: Any, live_state: KubeState
 ) -> None:
     """The claim informer's deletion names the holder and pokes the reconciler, whose next
-    pass drops it; a pending holder whose claim is not created yet stays."""
+    pass drops it; a pending holder whose claim is not created yet stays. (`live_state`
+    made the namespace.)"""
     ledger = fresh(drop_grace=0.0)
     loops: list[Reconciler] = []
 
