@@ -261,7 +261,7 @@ REFUSED_SECONDS = 0.6
 no thread can avoid; half the 1.1 s such a reload stalled every review on the serving loop."""
 RELOADS = [
     # (label, the last document of the file, reloads, bound): each reload adds a Tenant
-    pytest.param("valid", "", 3, REVIEW_SECONDS, id="valid-5000-tenants"),
+    pytest.param("valid", "", 4, REVIEW_SECONDS, id="valid-5000-tenants"),
     pytest.param("refused", REFUSED, 2, REFUSED_SECONDS, id="refused-9MiB-file"),
 ]
 
