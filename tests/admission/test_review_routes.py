@@ -342,6 +342,8 @@ class _Peer:
 API_SERVER = {"subject": ((("commonName", "apiserver"),),)}
 KUBELET = {"subject": ((("commonName", "kubelet"),),), "subjectAltName": (("DNS", "node-1"),)}
 NAMED = {"subject": ((("organizationName", "x"),),), "subjectAltName": (("DNS", "apiserver"),)}
+TWO_CNS = {"subject": ((("commonName", "kubelet"),), (("commonName", "apiserver"),))}
+TWO_IN_ONE = {"subject": ((("commonName", "apiserver"), ("commonName", "kubelet")),)}
 
 
 @pytest.mark.parametrize(
@@ -353,6 +355,9 @@ NAMED = {"subject": ((("organizationName", "x"),),), "subjectAltName": (("DNS", 
         pytest.param(KUBELET, frozenset(), 200, "gunicorn.sock", id="any-name"),
         pytest.param({}, frozenset(), 403, "gunicorn.sock", id="no-certificate"),
         pytest.param(API_SERVER, frozenset({"apiserver"}), 200, "gunicorn.socket", id="own-key"),
+        pytest.param(TWO_CNS, frozenset({"apiserver"}), 403, "gunicorn.sock", id="two-cns"),
+        pytest.param(TWO_IN_ONE, frozenset({"apiserver"}), 403, "gunicorn.sock", id="two-in-one"),
+        pytest.param(TWO_CNS, frozenset(), 403, "gunicorn.sock", id="two-cns-any-name"),
     ],
 )
 def test_client_names_decide_who_may_send_reviews(

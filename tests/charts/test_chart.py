@@ -29,6 +29,7 @@ from cryptography import x509
 from e2e.toolchain_bins import ToolchainMissing, require_binaries, toolchain_bin_dir
 
 from webhook.cli import serve
+from webhook.kube.policyreports import REPORT_NAME
 from webhook.rewrite import REWRITTEN_LABEL
 from webhook.rewrite.admissionpolicy import NAME
 
@@ -307,9 +308,9 @@ def rules_of(role: Doc) -> list[tuple[tuple[str, ...], ...]]:
 def test_cluster_role_is_least_privilege(default: Rendered) -> None:
     """Exactly the API calls webhook/ is seen to make (KubeApi.request and the informers):
     GET one namespace; list+watch the five cached kinds; POST managed templates; GET, list,
-    watch (the wanted ones), POST and PUT TenantUsages; list Pods (the audit) and apply,
-    list and delete the policy reports it keeps current. No Secrets, ConfigMaps, webhook
-    edits, and no policy objects while the policies come from files. Its one Lease only, in
+    watch (the wanted ones), POST and PUT TenantUsages; list Pods (the audit) and list the
+    policy reports, applying and deleting only those named REPORT_NAME. No Secrets, ConfigMaps,
+    webhook edits, and no policy objects while the policies come from files. Its one Lease only, in
     its own namespace (a Role)."""
     expected = [
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
@@ -323,7 +324,9 @@ def test_cluster_role_is_least_privilege(default: Rendered) -> None:
         {"apiGroups": ["dragate.io"], "resources": ["tenantusages"],
          "verbs": ["get", "list", "watch", "create", "update"]},
         {"apiGroups": ["wgpolicyk8s.io"], "resources": ["policyreports", "clusterpolicyreports"],
-         "verbs": ["list", "create", "patch", "delete"]},
+         "verbs": ["list"]},
+        {"apiGroups": ["wgpolicyk8s.io"], "resources": ["policyreports", "clusterpolicyreports"],
+         "resourceNames": [REPORT_NAME], "verbs": ["create", "patch", "delete"]},
     ]  # fmt: skip
     role = default.one("ClusterRole")
     assert rules_of(role) == rules_of({"rules": expected})

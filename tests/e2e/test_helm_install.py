@@ -137,9 +137,11 @@ SERVICE_ACCOUNT_ACCESS = [
     ("patch", "validatingwebhookconfigurations.admissionregistration.k8s.io", False),
     ("update", "mutatingwebhookconfigurations.admissionregistration.k8s.io", False),
     ("patch", f"mutatingadmissionpolicies.admissionregistration.k8s.io/{POLICY}", False),
-    ("create", "policyreports.wgpolicyk8s.io", True),
-    ("delete", "clusterpolicyreports.wgpolicyk8s.io", True),
-    ("patch", "policyreports.wgpolicyk8s.io", True),  # server-side apply
+    ("create", "policyreports.wgpolicyk8s.io/dragate", True),  # server-side apply, by name
+    ("delete", "clusterpolicyreports.wgpolicyk8s.io/dragate", True),
+    ("patch", "policyreports.wgpolicyk8s.io/dragate", True),
+    ("patch", "policyreports.wgpolicyk8s.io/other", False),
+    ("list", "policyreports.wgpolicyk8s.io", True),
     ("update", "policyreports.wgpolicyk8s.io", False),
     ("update", "leases.coordination.k8s.io/dragate-leader", True),  # own namespace (-n below)
     ("update", "leases.coordination.k8s.io/another", False),

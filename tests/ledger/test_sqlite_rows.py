@@ -202,7 +202,7 @@ def _noting(walked: list[str], name: str, original: Any) -> Any:
 def _traced(ledger: SqliteLedger) -> list[str]:
     """Every SQL statement this thread's connection of `ledger` runs from now on."""
     statements: list[str] = []
-    ledger._connection().set_trace_callback(statements.append)
+    ledger._connection().db.set_trace_callback(statements.append)
     return statements
 
 

@@ -265,6 +265,24 @@ class ReviewLoad:
             thread.join(timeout=30)
 
 
+# --------------------------------------------------------------------------- memory
+
+
+def _status_kib(pid: int, path: str, field: str) -> int:
+    for line in Path(f"/proc/{pid}/{path}").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/{path}")
+
+
+def pod_memory_mib(server: Serve) -> dict[str, float]:
+    """PSS and RSS of the master and its worker, summed, in MiB."""
+    pids = [server.process.pid, *server.workers()]
+    pss = sum(_status_kib(pid, "smaps_rollup", "Pss") for pid in pids)
+    rss = sum(_status_kib(pid, "status", "VmRSS") for pid in pids)
+    return {"pss_mib": round(pss / 1024, 1), "rss_mib": round(rss / 1024, 1)}
+
+
 # --------------------------------------------------------------------------- objects
 
 

@@ -27,6 +27,7 @@ from reliability.reliability_support import (
     claim,
     legacy_gpu_pod,
     pod,
+    pod_memory_mib,
     request,
     review,
     start,
@@ -148,21 +149,6 @@ def test_a_kept_alive_connection_is_answered_while_draining(tmp_path: Path) -> N
 
 
 # --------------------------------------------------------------------------- memory
-
-
-def _status_kib(pid: int, path: str, field: str) -> int:
-    for line in Path(f"/proc/{pid}/{path}").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1])
-    raise AssertionError(f"no {field} in /proc/{pid}/{path}")
-
-
-def pod_memory_mib(server: Serve) -> dict[str, float]:
-    """PSS and RSS of the master and its worker, summed, in MiB."""
-    pids = [server.process.pid, *server.workers()]
-    pss = sum(_status_kib(pid, "smaps_rollup", "Pss") for pid in pids)
-    rss = sum(_status_kib(pid, "status", "VmRSS") for pid in pids)
-    return {"pss_mib": round(pss / 1024, 1), "rss_mib": round(rss / 1024, 1)}
 
 
 @pytest.fixture

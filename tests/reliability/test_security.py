@@ -6,11 +6,16 @@ import http.client
 import socket
 import ssl
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from reliability.reliability_support import (
     Serve,
     claim,
@@ -100,9 +105,28 @@ def test_chunked_body_over_the_cap_is_413(server: Serve) -> None:
 ClientFiles = dict[str, tuple[str, str]]
 
 
+def _two_common_names(ca: x509.Certificate, ca_key: Any, first: str, second: str) -> Any:
+    """A client certificate from `ca` whose subject has two CNs (`first`, then `second`)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    cn = NameOID.COMMON_NAME
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(cn, first), x509.NameAttribute(cn, second)]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert, key
+
+
 def _client_files(clients: Path) -> ClientFiles:
-    """Client certificates: CN=apiserver and CN=kubelet from the trusted CA, one from a rogue
-    CA; the trusted CA is written to clients/ca.crt."""
+    """Client certificates: CN=apiserver and CN=kubelet from the trusted CA, one with both
+    CNs in its subject, one from a rogue CA; the trusted CA is written to clients/ca.crt."""
     good_ca, good_key = certificates.make_ca("apiserver-client-ca")
     rogue_ca, rogue_key = certificates.make_ca("rogue-ca")
     issued = {
@@ -111,8 +135,9 @@ def _client_files(clients: Path) -> ClientFiles:
         "rogue": (rogue_ca, rogue_key, "apiserver"),
     }
     files: ClientFiles = {}
-    for label, (ca, key, name) in issued.items():
-        cert, cert_key = certificates.make_client(ca, key, name)
+    made = {label: certificates.make_client(*issue) for label, issue in issued.items()}
+    made["two-cns"] = _two_common_names(good_ca, good_key, "kubelet", "apiserver")
+    for label, (cert, cert_key) in made.items():
         certificates.write_file(
             clients / f"{label}.crt", certificates.pem_certs([cert]), private=False
         )
@@ -143,6 +168,7 @@ CLIENTS = [
     pytest.param("apiserver", 200, "", id="named-client"),
     pytest.param("kubelet", 403, "names are not among --client-name", id="other-name-same-ca"),
     pytest.param(None, 403, "client certificate", id="no-certificate"),
+    pytest.param("two-cns", 403, "more than one Common Name", id="two-cns-one-allowed"),
 ]
 
 

@@ -20,7 +20,7 @@ from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
 from webhook import pipeline
-from webhook.admission import jsonlog, metrics, routes
+from webhook.admission import jsonlog, metrics, offloop, routes
 from webhook.admission.config import AdmissionOptions, ServeConfig
 from webhook.admission.handler import Admitter, Reviewer
 from webhook.admission.reload import PolicyHolder, PolicyWatcher
@@ -39,7 +39,9 @@ def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
 
     feed = policy_feed(config.cluster)
     paths = [str(config.policy_dir)] if config.policy_dir is not None else []
-    holder = PolicyHolder(paths, feed.load, fallback=fallback, changes=feed.changes)
+    holder = PolicyHolder(
+        paths, feed.load, fallback=fallback, changes=feed.changes, runner=offloop.off_loop
+    )
     watcher = PolicyWatcher(holder, config.reload_interval)
     context, readiness, controller = serving_context(
         holder.get, config.cluster, config.state_file, config.ledger_file,

@@ -20,13 +20,29 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from webhook.admission import metrics
 from webhook.policy.loading import files_under
 from webhook.types import FactsUnavailable, PolicySet
 
 log = logging.getLogger("dragate.reload")
+T = TypeVar("T")
 Loader = Callable[[Sequence[str]], PolicySet]
+Work = Callable[[], T]
+
+
+class Runner(Protocol):
+    """Runs a reload's reading and compiling somewhere (`offloop.off_loop` when serving)."""
+
+    def __call__(self, work: Work[T]) -> T: ...
+
+
+def here(work: Work[T]) -> T:
+    """Runs it on the caller: the CLI, tests."""
+    return work()
+
+
 Fingerprint = tuple[tuple[str, int, int, int], ...]
 
 
@@ -63,12 +79,16 @@ class PolicyHolder:
         *,
         fallback: PolicySet | None = None,
         changes: Callable[[], Hashable] | None = None,
+        runner: Runner = here,
     ):
         """`fallback` (the set the gunicorn master loaded) is served, as stale, when the files
         cannot be loaded now: a worker restarted while they are broken or gone keeps serving
         instead of failing to boot, which would make gunicorn stop the whole server.
-        `changes`: a cheap fingerprint of whatever else the loader reads (policy objects)."""
+        `changes`: a cheap fingerprint of whatever else the loader reads (policy objects).
+        `runner` runs a reload's digest and compilation: off the serving loop when serving,
+        so reviews go on being answered while thousands of Tenants compile."""
         self._paths = tuple(paths)
+        self._runner = runner
         self._loader = loader
         self._changes = changes or (lambda: None)
         self._fingerprint: Fingerprint = fingerprint(self._paths)
@@ -112,13 +132,13 @@ class PolicyHolder:
         if changes != self._tried_changes or self._snapshot.policies is None:
             self._tried_changes = changes
             self._fingerprint = fingerprint(self._paths)
-            self._tried_digest = content_digest(self._paths)
+            self._tried_digest = self._runner(lambda: content_digest(self._paths))
             return self._load()
         current = fingerprint(self._paths)
         if current == self._fingerprint:
             return False
         self._fingerprint = current
-        digest = content_digest(self._paths)
+        digest = self._runner(lambda: content_digest(self._paths))
         if digest == self._tried_digest:
             return False  # touched, not changed
         self._tried_digest = digest
@@ -126,7 +146,7 @@ class PolicyHolder:
 
     def _load(self) -> bool:
         try:
-            policies = self._loader(self._paths)
+            policies = self._runner(lambda: self._loader(self._paths))
         except Exception as err:  # PolicyError, and anything a half-written file provokes
             errors = _problems(err)
             if tuple(errors) != self.status.errors:  # said once, not at every poll

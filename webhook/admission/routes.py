@@ -43,6 +43,10 @@ _ENCODER = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", 
 NOT_ALLOWED = "The method is not allowed for the requested URL."
 UNCERTIFIED = "reviews need a client certificate signed by --client-ca"
 UNNAMED = "this client certificate's names are not among --client-name"
+TWO_NAMES = "this client certificate's subject has more than one Common Name"
+AMBIGUOUS: frozenset[str] = frozenset({"\0more than one Common Name"})
+"""What `peer_names` gives for a subject of several CNs: Kubernetes reads one of them as the
+client's name, so a certificate whose other CN is allowed must not pass for it."""
 FRAMING = "a request with both Content-Length and Transfer-Encoding is refused (RFC 9112 6.3)"
 
 
@@ -119,6 +123,8 @@ class ReviewRoutes:
             names = peer_names(environ)
             if names is None:
                 return json_error(403, UNCERTIFIED)
+            if names is AMBIGUOUS:
+                return json_error(403, TWO_NAMES)
             if options.client_names and not names & options.client_names:
                 return json_error(403, UNNAMED)
         return guarded(self._admitter, environ, mutate=mutate)
@@ -145,7 +151,8 @@ class Sent(list[bytes]):
 
 def peer_names(environ: Environ) -> frozenset[str] | None:
     """The Common Name and DNS names of the certificate the TLS peer presented and the client
-    CA verified (mTLS); None when it presented none."""
+    CA verified (mTLS); None when it presented none, `AMBIGUOUS` when its subject has more
+    than one Common Name."""
     sock = environ.get("gunicorn.sock") or environ.get("gunicorn.socket")
     getpeercert = getattr(sock, "getpeercert", None)
     try:
@@ -154,9 +161,11 @@ def peer_names(environ: Environ) -> frozenset[str] | None:
         return None
     if not cert:
         return None
-    common = {v for rdn in cert.get("subject", ()) for k, v in rdn if k == "commonName"}
+    common = [v for rdn in cert.get("subject", ()) for k, v in rdn if k == "commonName"]
+    if len(common) > 1:
+        return AMBIGUOUS
     dns = {v for k, v in cert.get("subjectAltName", ()) if k == "DNS"}
-    return frozenset(common | dns)
+    return frozenset(common) | dns
 
 
 def guarded(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:

@@ -6,10 +6,19 @@ two threads can never both read "36 of 37 used" and both add one. The arithmetic
 `accounting.reserve`, shared with the memory and Kubernetes ledgers so that all three agree on
 what fits.
 
-WAL mode lets readers (`usage`) run while a writer holds the lock. Each thread has its own
-connection (sqlite3 connections must not be shared between threads) and a connection made
-before a fork is never reused in the child. A write lock held longer than the busy timeout
-raises `LedgerUnavailable` rather than hanging the admission request past its deadline.
+WAL mode lets readers (`usage`) run while a writer holds the lock. A process has one
+connection (`SharedConnection`), used by one thread or greenlet at a time, with one set of
+decoded rows: under `dragate serve`'s gevent worker `threading.local` is per greenlet, that is
+per HTTP connection, and a connection of its own per client would be a SQLite connection and a
+decoded copy of the tenant per client. A connection made before a fork is never reused in the
+child.
+
+SQLite's own busy handler sleeps in C, where gevent cannot switch: the whole process would
+stop while another process holds the write lock. So SQLite never waits here (busy timeout 0):
+a statement that finds the file locked lets the connection go, sleeps with `time.sleep`
+(cooperative under gevent's patching, a plain sleep otherwise) and tries again, until the
+busy timeout or the review's deadline, whichever comes first, and then raises
+`LedgerUnavailable` rather than hanging the admission request past its deadline.
 
 Whether remembered rows are still the stored ones is SQLite's own `PRAGMA data_version`,
 asked on every read (`sqliterows.TenantRows`): it moves for every commit of any other
@@ -33,10 +42,18 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
+from typing import TypeVar
 
 from webhook.ledger import accounting, holdernames
 from webhook.ledger.accounting import PENDING_SECONDS, Holds, Record
-from webhook.ledger.sqliterows import Plan, Rows, TenantRows, UsageOf, all_records
+from webhook.ledger.sqliterows import (
+    Plan,
+    Rows,
+    SharedConnection,
+    TenantRows,
+    UsageOf,
+    all_records,
+)
 from webhook.types import (
     ClassUsage,
     Deadline,
@@ -46,11 +63,16 @@ from webhook.types import (
     processid,
 )
 
+T = TypeVar("T")
 SCHEMA_VERSION = 1
 """Stored in `PRAGMA user_version`; a file with a newer version is refused, never rewritten."""
 BUSY_TIMEOUT_MS = 2000
 """How long a transaction waits for another connection's write lock; well inside the webhook's
 admission deadline so that a stuck lock gives a clear error, not an apiserver timeout."""
+FIRST_PAUSE = 0.001
+LONGEST_PAUSE = 0.02
+"""The sleeps between two tries for a locked file: doubling from the first to the longest, so
+a short lock costs little and a long one a try per `LONGEST_PAUSE`."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS holders (
@@ -76,13 +98,11 @@ class LedgerFileError(DragateError):
 
 
 class WriterGate:
-    """Lets one of this process's threads at a time reach SQLite's write lock.
+    """Lets one of this process's threads (greenlets) at a time reach SQLite's write lock.
 
-    SQLite's own busy handler waits for the write lock by sleeping in growing steps (up to
-    100 ms), which turns two threads admitting at once into a long latency tail. A writer
-    waiting here instead is let in as soon as the last one commits. Another process writing
-    the same file is waited for by SQLite's busy handler (the busy timeout); the kernel drops
-    a dead process's SQLite lock.
+    A writer waiting here is let in as soon as the last one commits, rather than polling the
+    file in growing sleeps. Another process writing the same file is waited for by polling
+    (`SqliteLedger._waiting`); the kernel drops a dead process's SQLite lock.
     """
 
     def __init__(self, path: str, timeout: float) -> None:
@@ -116,16 +136,17 @@ class SqliteLedger:
         self._clock = clock
         self._pending_seconds = pending_seconds
         self._busy_timeout_ms = busy_timeout_ms
-        self._local = threading.local()
+        self._shared: SharedConnection | None = None
         self._gate = WriterGate(path, busy_timeout_ms / 1000)
         with self._errors():  # fail at startup, not at the first admission
-            self._open().close()
+            self._waiting(self._open, None).close()
 
     # ------------------------------------------------------------------ Ledger protocol
 
     def usage(self, tenant: str, deadline: Deadline | None = None) -> Mapping[str, ClassUsage]:
-        """A WAL read: it never waits for a writer, so `deadline` has nothing to bound."""
-        rows = self._read(tenant)
+        """A WAL read: it never waits for a writer; `deadline` bounds the rare waits for a
+        file another connection is opening, checkpointing or recovering."""
+        rows = self._read(tenant, deadline)
         now = self._clock()
         if rows.all_live(now):
             return dict(rows.usage)
@@ -146,15 +167,15 @@ class SqliteLedger:
         read, as a written one is as of its commit. The wait for the lock is bounded by
         `deadline`, and the deadline is checked again under the lock, before any write.
         """
-        read = self._read(tenant)
+        read = self._read(tenant, deadline)
         now = self._clock()
         if read.all_live(now) and accounting.readmitted(read.records, holds, now, names):
             return Reservation(True, UsageOf(read))  # what the plan would grant, unwritten
         plan = self._plan(read, holds, limits, names)
         if not plan.writes:
             return plan.reservation()
-        rows = self._rows()
         with self._transaction(deadline, only=tenant) as db:
+            rows = self._rows()
             stamp, current = rows.locked(tenant)
             # the rows read are still the stored ones: the plan made on them holds
             plan = plan if current is read else self._plan(current, holds, limits, names)
@@ -162,7 +183,8 @@ class SqliteLedger:
                 if deadline is not None:
                     deadline.check("storing the reservation")
                 _write(db, tenant, plan)
-        rows.keep(tenant, stamp, plan.after)  # a refusal leaves the rows as stored
+            # kept before COMMIT, under the connection's lock: a failed commit forgets them
+            rows.keep(tenant, stamp, plan.after)  # a refusal leaves the rows as stored
         return plan.reservation()
 
     def _plan(
@@ -218,42 +240,60 @@ class SqliteLedger:
                     _put(db, tenant, key, record)
 
     def close(self) -> None:
-        """Close this thread's connection (others close when their thread ends)."""
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is not None:
-            db.close()
-            self._local.db = self._local.rows = None
+        """Close this process's connection (the next use opens another)."""
+        shared, self._shared = self._shared, None
+        if shared is not None and shared.pid == processid.current():
+            with shared.lock:
+                shared.db.close()
 
     # ------------------------------------------------------------------ connections
 
-    def _connection(self) -> sqlite3.Connection:
-        """This thread's connection; a new one after a fork (a parent's must not be reused)."""
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None or getattr(self._local, "pid", None) != processid.current():
+    def _connection(self) -> SharedConnection:
+        """This process's connection; a new one after a fork (a parent's must not be reused).
+        Two threads of a new child may both open one at first: each is correct alone, and
+        the one kept last is used from then on."""
+        shared = self._shared
+        if shared is None or shared.pid != processid.current():
             with self._errors():
-                db = self._open()
-            self._local.db, self._local.pid = db, processid.current()
-            self._local.rows = TenantRows(db)
-        return db
+                shared = SharedConnection(self._waiting(self._open, None))
+            self._shared = shared
+        return shared
 
     def _rows(self) -> TenantRows:
-        """This thread's connection's remembered rows (made with the connection)."""
-        self._connection()
-        rows: TenantRows = self._local.rows
-        return rows
+        """The remembered rows of this process's connection (made with the connection)."""
+        return self._connection().rows
 
-    def _read(self, tenant: str) -> Rows:
+    def _read(self, tenant: str, deadline: Deadline | None = None) -> Rows:
         """The tenant's rows outside a transaction; errors translated as `_errors` does (a
         plain try: this is every review's read, and a context manager costs more)."""
         try:
-            return self._rows().read(tenant)
+            shared = self._connection()
+            return self._waiting(lambda: shared.read(tenant), deadline)
         except sqlite3.DatabaseError as error:
             raise self._translated(error) from error
 
+    def _waiting(self, attempt: Callable[[], T], deadline: Deadline | None) -> T:
+        """`attempt()`, tried again after a cooperative sleep while the file is locked, until
+        the busy timeout or `deadline`; then the lock error is raised."""
+        budget = self._busy_timeout_ms / 1000
+        give_up = time.monotonic() + (budget if deadline is None else deadline.bound(budget))
+        pause = FIRST_PAUSE
+        while True:
+            try:
+                return attempt()
+            except sqlite3.OperationalError as error:
+                left = give_up - time.monotonic()
+                if left <= 0 or not _locked(error):
+                    raise
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, LONGEST_PAUSE)
+
     def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=self._busy_timeout_ms / 1000, isolation_level=None)
+        """A connection on which SQLite never waits for a lock (`_waiting` does), usable from
+        any thread (`SharedConnection` lets one at a time use it)."""
+        db = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
         try:
-            db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            db.execute("PRAGMA busy_timeout = 0")
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
             _migrate(db, self.path)
@@ -268,37 +308,21 @@ class SqliteLedger:
     ) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE ... COMMIT, rolled back on any error; sqlite errors translated.
 
-        The wait for the write lock ends at `deadline` when that comes before the busy timeout.
-        This connection's own commits do not change its data_version, so the rows it keeps
-        are forgotten first; a transaction that writes `only` one tenant's rows leaves the
-        others, and takes that tenant's itself (`TenantRows.locked`).
+        The wait for the write lock ends at `deadline` when that comes before the busy timeout;
+        while it waits, the connection serves reads. This connection's own commits do not
+        change its data_version, so the rows it keeps are forgotten first; a transaction that
+        writes `only` one tenant's rows leaves the others, and takes that tenant's itself
+        (`TenantRows.locked`).
         """
-        db = self._connection()
-        rows = self._rows()
-        with self._gate.held(deadline), self._errors(), self._busy_wait(db, deadline):
-            if only is None:
-                rows.forget()
-            db.execute("BEGIN IMMEDIATE")
+        with self._gate.held(deadline), self._errors():
+            shared = self._connection()
+            self._waiting(lambda: shared.begin(forget=only is None), deadline)
             try:
-                yield db
+                yield shared.db
             except BaseException:
-                db.execute("ROLLBACK")
+                shared.end(commit=False)
                 raise
-            db.execute("COMMIT")
-
-    @contextmanager
-    def _busy_wait(self, db: sqlite3.Connection, deadline: Deadline | None) -> Iterator[None]:
-        """SQLite's own wait for a lock held outside the gate, cut short by `deadline`."""
-        budget_ms = self._busy_timeout_ms
-        wait_ms = budget_ms if deadline is None else int(deadline.bound(budget_ms / 1000) * 1000)
-        if wait_ms >= budget_ms:
-            yield
-            return
-        db.execute(f"PRAGMA busy_timeout = {max(wait_ms, 1)}")
-        try:
-            yield
-        finally:
-            db.execute(f"PRAGMA busy_timeout = {int(budget_ms)}")
+            shared.end(commit=True)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -310,7 +334,7 @@ class SqliteLedger:
     def _translated(self, error: sqlite3.DatabaseError) -> DragateError:
         """A locked or failing file is unavailable (for now); anything else is not a ledger."""
         if isinstance(error, sqlite3.OperationalError):
-            if any(text in str(error) for text in _LOCKED):
+            if _locked(error):
                 return LedgerUnavailable(
                     f"ledger {self.path} is locked by another writer for more than "
                     f"{self._busy_timeout_ms} ms ({error})"
@@ -320,6 +344,10 @@ class SqliteLedger:
 
 
 # ---------------------------------------------------------------------- schema and writes
+
+
+def _locked(error: sqlite3.OperationalError) -> bool:
+    return any(text in str(error) for text in _LOCKED)
 
 
 def _migrate(db: sqlite3.Connection, path: str) -> None:

@@ -7,7 +7,8 @@ commits. So a read that finds `data_version` unchanged answers from memory and i
 exact, and a write, holding the write lock (no other connection can commit then), starts
 from remembered rows under an unchanged `data_version` and keeps what it wrote. Rows are
 shared by later reads: nothing may change them (`accounting` builds new records and never
-changes those it is given).
+changes those it is given). A process has one connection (`SharedConnection`), so its
+threads (greenlets) share one decoding of a tenant and one connection's file descriptors.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
 from webhook.ledger import accounting, holdernames
 from webhook.ledger.accounting import Record, Records
-from webhook.types import ClassUsage, Reservation
+from webhook.types import ClassUsage, Reservation, processid
 
 MAX_REMEMBERED_TENANTS = 256
 """Tenants whose decoded rows one connection keeps; past this it starts over."""
@@ -213,6 +215,52 @@ class TenantRows:
     def remembered(self) -> int:
         """How many tenants' rows are kept now (tests check the bound)."""
         return len(self._tenants)
+
+
+class SharedConnection:
+    """This process's connection to the file and the rows decoded through it, used by one
+    thread (greenlet) at a time: a statement, or a transaction from BEGIN to COMMIT, holds
+    `lock`. Between two statements of a read nobody else's transaction is open on it, so a
+    read never sees a write not yet committed."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.rows = TenantRows(db)
+        self.pid = processid.current()
+        self.lock = threading.RLock()
+
+    def read(self, tenant: str) -> Rows:
+        with self.lock:
+            return self.rows.read(tenant)
+
+    def begin(self, *, forget: bool) -> None:
+        """Hold the connection and take SQLite's write lock, or let go and raise."""
+        self.lock.acquire()
+        try:
+            if forget:
+                self.rows.forget()
+            self.db.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def end(self, *, commit: bool) -> None:
+        """COMMIT (or ROLLBACK) and let the connection go; rows kept in a transaction that
+        does not commit are forgotten."""
+        try:
+            if commit:
+                self.db.execute("COMMIT")
+            else:
+                self.db.execute("ROLLBACK")
+        except BaseException:
+            commit = False
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+        finally:
+            if not commit:
+                self.rows.forget()
+            self.lock.release()
 
 
 def _record(devices: str, expires_at: float | None) -> Record:
