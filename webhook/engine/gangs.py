@@ -11,13 +11,24 @@ the gang's size is charged as usual.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from webhook.engine.counting import holder_shown
+from webhook.engine.counting import add_charges, devices_by_class, holder_shown
+from webhook.engine.normalize import ObjectError, template_claim_spec
 from webhook.engine.prediction import ChargesOf, demand, job_pods
 from webhook.engine.quota import HOLDERS_SHOWN, NO_USAGE
-from webhook.types import GANG_KINDS, ClassUsage, Reason, Tenant
+from webhook.engine.violations import audit_of, is_violation, warnings_of
+from webhook.types import (
+    GANG_KINDS,
+    Action,
+    ClassUsage,
+    Decision,
+    Object,
+    Reason,
+    Tenant,
+    Violation,
+)
 
 GANG_PREFIX = "gang:"
 GANG_GROUPS = {
@@ -127,3 +138,75 @@ def _held_by(usage: ClassUsage) -> str:
     more = len(holders) - len(shown)
     text = ", ".join(shown) + (f" and {more} more" if more > 0 else "")
     return f" (held by {text})" if text else ""
+
+
+def pod_charges(
+    pod_spec: Mapping[str, Any], template: Callable[[str], Object | None]
+) -> dict[str, int]:
+    """Devices per class a Pod with `pod_spec` is charged at its CREATE: its claim templates'
+    (`template` finds one by name; one not found, or a claim named by `resourceClaimName`,
+    adds nothing, as at the Pod's admission). Legacy extended resources count once rewritten:
+    the caller hands in the rewritten pod spec and the templates the rewrite makes."""
+    charges = []
+    for claim in pod_spec.get("resourceClaims") or []:
+        name = claim.get("resourceClaimTemplateName") if isinstance(claim, Mapping) else None
+        found = template(name) if isinstance(name, str) and name else None
+        if found is not None:
+            charges.append(_template_charges(found))
+    return add_charges(charges)
+
+
+def _template_charges(found: Object) -> dict[str, int]:
+    try:
+        return devices_by_class(template_claim_spec(found, "template"))
+    except ObjectError:
+        return {}  # a malformed template was refused at its own creation
+
+
+def gang_target(
+    new: Mapping[str, Any],
+    old: Mapping[str, Any] | None,
+    needed: Mapping[str, int],
+    old_needed: Mapping[str, int],
+    held: Mapping[str, int],
+) -> dict[str, int] | None:
+    """What the gang's holder must hold after this CREATE (`old` None) or UPDATE; None when
+    the holder is left as it is.
+
+    Suspended or finished: nothing (charged again when it runs). Starting (created running,
+    or unsuspended): the whole demand. Running and scaled: the holder as its Pods left it,
+    moved by the change of demand, never below 0.
+    """
+    if is_suspended(new) or is_finished(new):
+        return {} if old is not None else None
+    if old is None or is_suspended(old):
+        return dict(needed)
+    if dict(needed) == dict(old_needed):
+        return None
+    classes = set(needed) | set(old_needed) | set(held)
+    moved = {c: held.get(c, 0) + needed.get(c, 0) - old_needed.get(c, 0) for c in classes}
+    return {c: n for c, n in moved.items() if n > 0}
+
+
+def gang_decision(
+    tenant: Tenant,
+    key: str,
+    name: str,
+    target: Mapping[str, int],
+    usage: Mapping[str, ClassUsage],
+) -> Decision:
+    """The gang's verdict on `usage` (its own holder's share counted as free): refused under
+    Deny when it does not fit whole, told under Warn or Audit; `holds` its holder's target."""
+    own = {c: u.held_by((key,)) for c, u in usage.items()}
+    reasons = list(gang_reasons(tenant, name, target, usage, own))
+    action = tenant.enforcement
+    violations = tuple(Violation(action, r) for r in reasons if is_violation(action, r))
+    return Decision(
+        allowed=action != Action.DENY or not reasons,
+        reasons=tuple(reasons) if action == Action.DENY else (),
+        warnings=tuple(warnings_of(violations)),
+        audit=audit_of(violations),
+        tenant=tenant.name,
+        holds={key: dict(target)},
+        violations=violations,
+    )
