@@ -16,7 +16,7 @@ from webhook.engine.prediction import PREDICTED_KINDS, demand, fit_warnings
 from webhook.engine.quota import limits_of
 from webhook.pipeline.context import Context
 from webhook.pipeline.facts import gather, out_of_time
-from webhook.pipeline.gangs import gang_verdict, is_gang_request, with_draw
+from webhook.pipeline.gangholds import gang_verdict, is_gang_request, with_draw
 from webhook.pipeline.mutation import legacy_pod_denial
 from webhook.pipeline.scope import is_policy_object
 from webhook.rewrite import rewrite_object
