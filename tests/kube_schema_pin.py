@@ -7,16 +7,17 @@ the reference (`$ref`, or the first reference of `allOf`, which replaces the sch
 it) and the `x-kubernetes-int-or-string` / `-embedded-resource` / `-preserve-unknown-fields`
 extensions, for the definitions reachable from the kinds a DeviceClassPolicy rule sees.
 
-    python3 -m tests.kube_schema_pin DIR     # DIR holds api__v1_openapi.json and
-                                            # apis__resource.k8s.io__v1_openapi.json
+    python3 -m tests.kube_schema_pin DIR MINOR   # DIR holds api__v1_openapi.json and
+                                                # apis__resource.k8s.io__v1_openapi.json
 
-DIR is `api/openapi-spec/v3` of the Kubernetes source (k8s.io/kubernetes@v1.34.4 in the Go
-module cache once the e2e toolchain is built), or the two documents saved from a running API
-server (`kubectl get --raw /openapi/v3/api/v1 > DIR/api__v1_openapi.json`, and the same for
-`/openapi/v3/apis/resource.k8s.io/v1`).
+DIR holds the two documents saved from a running API server of Kubernetes MINOR (e.g. 1.36):
+`kubectl get --raw /openapi/v3/api/v1 > DIR/api__v1_openapi.json`, and the same for
+`/openapi/v3/apis/resource.k8s.io/v1` (the Kubernetes source's `api/openapi-spec/v3` holds
+the same documents).
 
-writes `webhook/defaults/kube/schemas.json`; `tests/e2e/test_kube_schema.py` checks the pinned
-file equals what the e2e toolchain's API server serves.
+writes `webhook/defaults/kube/schemas-MINOR.json`, one per supported minor
+(`webhook.types.kubeversions.SUPPORTED`); `tests/e2e/test_rule_types.py` checks the pinned
+file of the API server's minor equals what that server serves.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ DOCUMENTS = {
     "api__v1_openapi.json": "/openapi/v3/api/v1",
     "apis__resource.k8s.io__v1_openapi.json": "/openapi/v3/apis/resource.k8s.io/v1",
 }
-PINNED = Path(__file__).resolve().parent.parent / "webhook" / "defaults" / "kube" / "schemas.json"
+PINNED_DIR = Path(__file__).resolve().parent.parent / "webhook" / "defaults" / "kube"
 _PREFIX = "#/components/schemas/"
 _EXTENSIONS = (
     "x-kubernetes-int-or-string",
@@ -97,10 +98,15 @@ def dumps(pinned: Mapping[str, Any]) -> str:
     return json.dumps(pinned, sort_keys=True, separators=(",", ":")) + "\n"
 
 
-def main(directory: str) -> None:
+def pinned_path(minor: str) -> Path:
+    """Where the schemas of Kubernetes `minor` (`1.36`) are pinned."""
+    return PINNED_DIR / f"schemas-{minor}.json"
+
+
+def main(directory: str, minor: str) -> None:
     documents = [json.loads((Path(directory) / name).read_text()) for name in DOCUMENTS]
-    PINNED.write_text(dumps(compact(documents)), encoding="utf-8")
+    pinned_path(minor).write_text(dumps(compact(documents)), encoding="utf-8")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
+from typing import Protocol
 
 import pytest
 
@@ -17,6 +19,7 @@ from webhook.types import (
     FactsUnavailable,
     Ledger,
     QuotaLimit,
+    Reservation,
     Tenant,
 )
 
@@ -32,9 +35,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-MakeTimedLedger = Callable[[Clock], Ledger]
 
 
 def reserve_within_limit_is_granted(make: MakeLedger) -> None:
@@ -168,17 +168,60 @@ CONTRACT = [
 ]
 
 
-# ------------------------------------------------------- expiry (issue 15: forged reviews)
+# ------------------------------------------------ expiry: only a reconciler's truth drops
 
 
-def unconfirmed_holder_expires_without_a_reconciler(make: MakeTimedLedger) -> None:
-    """A forged CREATE review fills the quota; with nothing confirming it (offline, or no
-    such object in the cluster) it stops counting after the pending bound."""
+class Reconciling(Protocol):
+    """A ledger the reconciler can keep (every ledger: memory, SQLite, TenantUsage)."""
+
+    def reserve(
+        self,
+        tenant: str,
+        holds: Mapping[str, Mapping[str, int]],
+        limits: Mapping[str, int],
+        deadline: Deadline | None = None,
+        names: Mapping[str, str] | None = None,
+    ) -> Reservation: ...
+
+    def usage(self, tenant: str, deadline: Deadline | None = None) -> Mapping[str, ClassUsage]: ...
+
+    def reconcile(
+        self,
+        truth: Mapping[str, Mapping[str, Mapping[str, int]]],
+        names: Mapping[str, str] | None = None,
+        *,
+        seen_at: float | None = None,
+        gone: AbstractSet[str] = frozenset(),
+    ) -> None: ...
+
+
+MakeTimedLedger = Callable[[Clock], Reconciling]
+
+
+def unconfirmed_holder_counts_without_a_reconciler_whatever_its_age(
+    make: MakeTimedLedger,
+) -> None:
+    """Nothing but a reconciler knows whether a pending holder's object exists: without one
+    (no Lease holder, offline serving) a holder past its bound still counts."""
     clock = Clock()
     ledger = make(clock)
+    assert ledger.reserve("t", {"claim:a/x": {GPU: 4}}, {GPU: 4}).granted
+    clock.now += 10 * PENDING_SECONDS
+    assert ledger.usage("t")[GPU].used == 4
+    assert not ledger.reserve("t", {"claim:a/y": {GPU: 1}}, {GPU: 4}).granted
+
+
+def unconfirmed_holder_is_dropped_by_a_truth_seen_after_its_bound(make: MakeTimedLedger) -> None:
+    """A forged CREATE review fills the quota; the first reconcile whose truth was seen after
+    its bound and lacks its object releases it."""
+    clock = Clock()
+    ledger = make(clock)
+    admitted = clock.now
     assert ledger.reserve("t", {"claim:a/forged": {GPU: 4}}, {GPU: 4}).granted
-    assert not ledger.reserve("t", {"claim:a/real": {GPU: 1}}, {GPU: 4}).granted
     clock.now += PENDING_SECONDS + 1
+    ledger.reconcile({}, seen_at=admitted + PENDING_SECONDS - 1)  # seen within the bound
+    assert ledger.usage("t")[GPU].used == 4
+    ledger.reconcile({})
     assert ledger.usage("t") == {}
     assert ledger.reserve("t", {"claim:a/real": {GPU: 4}}, {GPU: 4}).granted
 
@@ -187,14 +230,38 @@ def readmitting_a_pending_holder_never_extends_it(make: MakeTimedLedger) -> None
     clock = Clock()
     ledger = make(clock)
     started = clock.now
-    for offset in (0, PENDING_SECONDS / 2, PENDING_SECONDS - 1):  # the same forged review
-        clock.now = started + offset
+    for offset in (0, PENDING_SECONDS / 2, PENDING_SECONDS - 1, 2 * PENDING_SECONDS):
+        clock.now = started + offset  # the same forged review
         assert ledger.reserve("t", {"claim:a/forged": {GPU: 4}}, {GPU: 4}).granted
-    clock.now = started + PENDING_SECONDS + 1  # its first admission's bound, not the last's
+    ledger.reconcile({}, seen_at=started + PENDING_SECONDS + 1)  # its first admission's bound
     assert ledger.reserve("t", {"claim:a/real": {GPU: 4}}, {GPU: 4}).granted
 
 
+def a_holder_named_by_a_deletion_goes_at_the_next_reconcile(make: MakeTimedLedger) -> None:
+    """A claim deleted before it was confirmed frees its quota at once; a pending holder whose
+    object was merely not created yet (not named) stays."""
+    clock = Clock()
+    ledger = make(clock)
+    holds = {"claim:a/deleted": {GPU: 2}, "claim:a/coming": {GPU: 2}}
+    assert ledger.reserve("t", holds, {GPU: 4}).granted
+    clock.now += 1
+    ledger.reconcile({}, gone={"claim:a/deleted"})
+    assert [h.key for h in ledger.usage("t")[GPU].holders] == ["claim:a/coming"]
+
+
+def a_deleted_holder_still_in_the_truth_is_kept(make: MakeTimedLedger) -> None:
+    """A deletion names the key, the truth decides: a claim of that name seen again counts."""
+    clock = Clock()
+    ledger = make(clock)
+    assert ledger.reserve("t", {"claim:a/x": {GPU: 2}}, {GPU: 4}).granted
+    ledger.reconcile({"t": {"claim:a/x": {GPU: 2}}}, gone={"claim:a/x"})
+    assert ledger.usage("t")[GPU].used == 2
+
+
 EXPIRY_CONTRACT = [
-    unconfirmed_holder_expires_without_a_reconciler,
+    unconfirmed_holder_counts_without_a_reconciler_whatever_its_age,
+    unconfirmed_holder_is_dropped_by_a_truth_seen_after_its_bound,
     readmitting_a_pending_holder_never_extends_it,
+    a_holder_named_by_a_deletion_goes_at_the_next_reconcile,
+    a_deleted_holder_still_in_the_truth_is_kept,
 ]

@@ -67,8 +67,10 @@ def test_serving_context_offline_reads_the_state_and_ledger_files(tmp_path: Path
     seeded = SqliteLedger(str(ledger_file))
     seeded.seed(existing_holds(POLICIES, SnapshotState(HELD)))
     seeded.close()
-    context, readiness = serving_context(lambda: POLICIES, None, state_file, ledger_file)
-    assert readiness == []
+    context, readiness, controller = serving_context(
+        lambda: POLICIES, None, state_file, ledger_file
+    )
+    assert readiness == [] and controller is None  # offline: nothing reconciles
     assert context.state.claims()[0]["metadata"]["name"] == "held"
     ledger = context.ledger
     assert isinstance(ledger, SqliteLedger)
@@ -162,3 +164,19 @@ def test_a_policy_object_under_admission_meets_the_policy_loader(spec: object, d
     messages = [r.message for r in verdict.decision.reasons]
     assert all(m.startswith("Tenant/team-b would not be enforced: ") for m in messages)
     assert denied in " ".join(messages)
+
+
+def test_cluster_mode_reports_its_controller(tmp_path: Path) -> None:
+    """What /readyz and /metrics show: the Lease held or not, why not, the last good pass."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    mode = cluster_mode(ClusterTarget(str(kubeconfig)), lambda: POLICIES)
+    assert mode.leader is not None
+    mode.leader.failed("create: 403 Forbidden")
+    state = mode.controller()
+    assert (state.leading, state.last_reconcile, state.lease_failure) == (
+        False, None, "create: 403 Forbidden",
+    )  # fmt: skip
+    mode.leader._started()
+    mode.reconciler.last_success = 1234.0
+    assert (mode.controller().leading, mode.controller().last_reconcile) == (True, 1234.0)

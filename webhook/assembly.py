@@ -17,8 +17,9 @@ replica.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 
@@ -148,6 +149,32 @@ def _add_templates(
 
 
 @dataclass(frozen=True)
+class ControllerState:
+    """Whether this process holds the Lease and when its reconciler last saw the claims: a
+    pending holder is confirmed or released only by a reconciler, so a cluster where no
+    replica leads keeps counting every pending holder. /readyz and /metrics show it."""
+
+    leading: bool
+    last_reconcile: float | None  # unix time the last good pass saw its truth; None: never
+    waiting_since: float  # when this process began to reconcile (or to wait for the Lease)
+    lease_failure: str = ""  # why the Lease could not be held, as last seen
+
+    def seconds_without_reconcile(self, now: float) -> float:
+        return max(0.0, now - (self.last_reconcile or self.waiting_since))
+
+    def report(self, now: float) -> dict[str, object]:
+        return {
+            "leading": self.leading,
+            "lastReconcile": self.last_reconcile,
+            "secondsWithoutReconcile": round(self.seconds_without_reconcile(now), 3),
+            "leaseFailure": self.lease_failure,
+        }
+
+
+ControllerSource = Callable[[], ControllerState]
+
+
+@dataclass(frozen=True)
 class ClusterMode:
     """The running pieces of cluster mode: the Context and what runs beside it (the loops
     under `leader` run their passes only while this replica holds the Lease)."""
@@ -160,6 +187,17 @@ class ClusterMode:
     policy_status: PolicyStatusWriter | None = None
     leader: Leadership | None = None
     reports: PolicyReportWriter | None = None
+    began: float = field(default_factory=time.time)
+
+    def controller(self) -> ControllerState:
+        """This process's part in confirming holders: the Lease, the last good pass."""
+        leader = self.leader
+        return ControllerState(
+            leading=leader is not None and leader.leading(),
+            last_reconcile=self.reconciler.last_success,
+            waiting_since=self.began,
+            lease_failure=leader.failure if leader is not None else "",
+        )
 
     def ready(self) -> tuple[bool, str]:
         """A /readyz check: every watch cache has listed and is not stale."""
@@ -183,9 +221,9 @@ def cluster_mode(
     set, keeps their status."""
     api = feed.objects.api if feed and feed.objects else cluster_api(target)
 
-    def claim_event(kind: str, _claim: Object) -> None:
-        if kind == "DELETED":  # reconcile now, not at the next tick (Reconciler.poke)
-            reconciler.poke()
+    def claim_event(kind: str, claim: Object) -> None:
+        if kind == "DELETED":  # reconcile now, dropping its holder even if still pending
+            reconciler.claim_deleted(claim)
 
     def template_event(kind: str, template: Object) -> None:
         keeper.observe(kind, template)  # a deleted managed template is put back soon
@@ -270,16 +308,17 @@ def serving_context(
     feed: PolicyFeed | None = None,
     served: Callable[[], PolicySet | None] | None = None,
     observe: Observe = lambda _r: None,
-) -> tuple[Context, list[ReadinessCheck]]:
-    """The webhook's Context, started: cluster mode when a target is given, otherwise offline.
+) -> tuple[Context, list[ReadinessCheck], ControllerSource | None]:
+    """The webhook's Context, started, its readiness checks and (in a cluster) its controller
+    state: cluster mode when a target is given, otherwise offline.
 
-    Offline, the ledger file was seeded at start (`dragate serve`).
+    Offline, the ledger file was seeded at start (`dragate serve`); nothing reconciles it.
     """
     if cluster is not None:
         mode = cluster_mode(cluster, policies, feed, served, observe)
         mode.start()
         objects = [feed.objects.ready] if feed and feed.objects else []
-        return mode.context, [mode.ready, *objects]
+        return mode.context, [mode.ready, *objects], mode.controller
     state = load_state(str(state_file)) if state_file else SnapshotState.empty()
     ledger = SqliteLedger(str(ledger_file)) if ledger_file else MemoryLedger()
-    return offline_context(policies, state, ledger), []
+    return offline_context(policies, state, ledger), [], None

@@ -17,6 +17,7 @@ from webhook.admission.app import create_app
 from webhook.admission.config import AdmissionOptions, TimeoutOutcome
 from webhook.admission.reload import PolicyHolder
 from webhook.admission.routes import Sent
+from webhook.assembly import ControllerState
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context, review
@@ -358,3 +359,48 @@ def test_readiness_says_which_policy_objects_are_enforced(
     assert ready.status_code == status
     body = ready.get_json()["policies"]
     assert {k: body[k] for k in policies} == policies
+
+
+NOW = time.time()
+
+
+@pytest.mark.parametrize(
+    ("state", "controller", "samples"),
+    [
+        pytest.param(
+            ControllerState(False, None, NOW - 300, "create: 403 Forbidden"),
+            {"leading": False, "lastReconcile": None, "leaseFailure": "create: 403 Forbidden"},
+            {"dragate_leader": 0.0},
+            id="never-leading-never-reconciled",
+        ),
+        pytest.param(
+            ControllerState(True, NOW - 5, NOW - 300, ""),
+            {"leading": True, "lastReconcile": NOW - 5, "leaseFailure": ""},
+            {"dragate_leader": 1.0, "dragate_reconcile_last_success_timestamp_seconds": NOW - 5},
+            id="leading-and-reconciling",
+        ),
+    ],
+)
+def test_readiness_and_metrics_say_whether_a_controller_runs(
+    state: ControllerState, controller: dict[str, Any], samples: dict[str, float]
+) -> None:
+    """A replica that never gets the Lease stays ready (another may lead) but says so: no
+    reconciler here for N s, and why the Lease could not be held."""
+    holder = PolicyHolder([], lambda _paths: PolicySet())
+    holder.get()
+    context = Context(policies=holder.get, state=SnapshotState.empty(), ledger=MemoryLedger())
+    app = create_app(context, holder, AdmissionOptions(), review, controller=lambda: state)
+    ready = app.test_client().get("/readyz")
+    assert ready.status_code == 200
+    shown = ready.get_json()["controller"]
+    assert {k: shown[k] for k in controller} == controller
+    waited = NOW - (state.last_reconcile or state.waiting_since)
+    assert waited <= shown["secondsWithoutReconcile"] < waited + 60
+    text = app.test_client().get("/metrics").get_data(as_text=True)
+    found = {
+        name: float(value)
+        for name, value in (line.split(" ") for line in text.splitlines() if line[:1] != "#")
+        if name in samples or name == "dragate_reconcile_seconds_without_success"
+    }
+    assert {k: found[k] for k in samples} == pytest.approx(samples)
+    assert waited <= found["dragate_reconcile_seconds_without_success"] < waited + 60

@@ -28,6 +28,7 @@ import yaml
 from cryptography import x509
 from e2e.toolchain_bins import ToolchainMissing, require_binaries, toolchain_bin_dir
 
+from webhook.cli import serve
 from webhook.rewrite import REWRITTEN_LABEL
 from webhook.rewrite.admissionpolicy import NAME
 
@@ -983,6 +984,23 @@ def test_notes_in_url_mode_say_what_runs_where(helm: Helm, notes_chart: Path) ->
     )
     own = {**URL_MODE, "webhook": {**URL_MODE["webhook"], "ownUsername": "dragate-dev"}}
     assert "webhook.ownUsername is empty" not in notes(helm, notes_chart, own)
+
+
+def test_notes_serve_line_passes_only_flags_serve_accepts(helm: Helm, notes_chart: Path) -> None:
+    """The url-mode `dragate serve` line names the release's namespace as dragate's own (the
+    Lease that lets it confirm and release quota holders is there), and every flag it passes
+    is one `dragate serve` accepts, with a value where the flag takes one."""
+    text = notes(helm, notes_chart, URL_MODE)
+    (line,) = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("dragate serve ")]
+    words = line.split()[2:]
+    options = {o: not p.is_flag for p in serve.command.params for o in p.opts}  # type: ignore[attr-defined]
+    at = 0
+    while at < len(words):
+        assert words[at] in options, f"dragate serve has no {words[at]}: {line}"
+        at += 2 if options[words[at]] else 1
+    assert f"--own-namespace {NAMESPACE}" in line
+    readme = (CHART / "README.md").read_text()
+    assert "--own-namespace dragate-dev" in readme
 
 
 def test_notes_in_cluster_mode(helm: Helm, notes_chart: Path) -> None:

@@ -139,6 +139,7 @@ def start_apiserver(
             f"--secure-port={port}",
             f"--bind-address={LOOPBACK}",
             f"--advertise-address={LOOPBACK}",
+            "--endpoint-reconciler-type=none",  # 1.37 refuses a loopback address for it
             f"--tls-cert-file={pki.serving_cert}",
             f"--tls-private-key-file={pki.serving_key}",
             f"--client-ca-file={pki.ca_path}",

@@ -143,7 +143,9 @@ def test_reconciler_confirms_and_drops_holders(
         fresh(drop_grace=0.0, clock=clock) if kind == "kube" else MemoryLedger(clock=clock)
     )
     name = f"held-{kind}"
-    reconciler = Reconciler(ledger, claims_truth(lambda: parse_policies(POLICIES), live_state))
+    reconciler = Reconciler(
+        ledger, claims_truth(lambda: parse_policies(POLICIES), live_state), clock=clock
+    )
     holds = {f"claim:recon/{name}": {GPU: 2}, f"claim:recon/ghost-{kind}": {GPU: 1}}
     assert ledger.reserve("recon", holds, {GPU: 8}).granted
     crd.apply(claim_manifest(name, 3))
@@ -157,6 +159,43 @@ def test_reconciler_confirms_and_drops_holders(
     clock.shift += PENDING_SECONDS + 1
     assert reconciler.run_once()
     assert _holders(ledger) == {}
+
+
+def test_a_claim_deleted_before_it_was_confirmed_frees_its_quota_within_seconds(
+    crd: Cluster, fresh: Any, live_state: KubeState
+) -> None:
+    """The claim informer's deletion names the holder and pokes the reconciler, whose next
+    pass drops it; a pending holder whose claim is not created yet stays. (`live_state`
+    made the namespace.)"""
+    ledger = fresh(drop_grace=0.0)
+    loops: list[Reconciler] = []
+
+    def claim_event(kind: str, claim: Any) -> None:
+        if kind == "DELETED":
+            loops[0].claim_deleted(claim)
+
+    state = KubeState.from_kubeconfig(str(crd.kubeconfig), claim_listener=claim_event)
+    truth = claims_truth(lambda: parse_policies(POLICIES), state)
+    loops.append(Reconciler(ledger, truth, interval=600.0))
+    holds = {"claim:recon/brief": {GPU: 2}, "claim:recon/coming": {GPU: 2}}
+    assert ledger.reserve("recon", holds, {GPU: 8}).granted
+    state.start()
+    try:
+        assert state.wait_synced(20)
+        loops[0].start()
+        wait_for(lambda: loops[0].runs == 1, timeout=10, what="the first pass")
+        assert _holders(ledger) == {"claim:recon/brief": 2, "claim:recon/coming": 2}
+        crd.apply(claim_manifest("brief", 2))
+        wait_for(lambda: _has_claim(state, "brief"), timeout=10, what="claim in cache")
+        crd.kubectl("delete", "resourceclaim", "-n", "recon", "brief", "--wait=true")
+        wait_for(
+            lambda: _holders(ledger) == {"claim:recon/coming": 2},
+            timeout=5, what="the deleted claim's holder released",
+        )  # fmt: skip
+        assert loops[0].runs == 2
+    finally:
+        loops[0].stop()
+        state.stop(timeout=0)
 
 
 def test_reconcile_names_a_pods_holder_and_keeps_the_name_it_has(fresh: Any) -> None:

@@ -137,8 +137,7 @@ def test_a_tenant_applied_with_kubectl_is_enforced_and_shows_its_usage(
     assert ready["status"] == "True" and ready["observedGeneration"] == status["observedGeneration"]
     table = cluster.kubectl("get", "tenants").stdout
     assert "po-team" in table and f"{GPU}=3/4" in table, table
-    # once the reconciler has confirmed the claims (a pending holder is kept until it
-    # expires, whatever happens to its object), a deleted one is released at its next pass
+    # a deleted claim is released at the reconciler's next pass, run on its deletion
     settle(served, lambda: confirmed(cluster), "the reconciler to confirm the claims", 45)
     cluster.kubectl("delete", "resourceclaim", "c2", "-n", NAMESPACE)
     settle(

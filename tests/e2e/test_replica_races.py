@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from webhook.kube.api import ApiError, KubeApi, Unreachable
+from webhook.ledger import accounting
 from webhook.ledger.accounting import PENDING_SECONDS
 from webhook.ledger.tenantusage import COLLECTION, object_name, records_of
 from webhook.ledger.wants import GRANT_PREFIX
@@ -283,16 +284,16 @@ class Sampler:
     stop: threading.Event = field(default_factory=threading.Event)
 
     def live(self) -> dict[str, int]:
-        """Holder key -> GPUs, for the holders not expired; {} before the first write."""
+        """Holder key -> GPUs, for what counts (`accounting.live`: every holder, the grants
+        whose lease has not ended); {} before the first write."""
         try:
             obj = self.api.request("GET", f"{COLLECTION}/{object_name(self.tenant)}")
         except ApiError as error:
             if error.status == 404:
                 return {}
             raise
-        now = time.time()
-        return {key: r.devices.get(GPU, 0) for key, r in records_of(obj).items()
-                if r.expires_at is None or r.expires_at > now}  # fmt: skip
+        counted = accounting.live(records_of(obj), now=time.time())
+        return {key: r.devices.get(GPU, 0) for key, r in counted.items()}
 
     def sample(self) -> None:
         held = self.live()

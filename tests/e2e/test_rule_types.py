@@ -1,11 +1,12 @@
 """Kubernetes is the judge of how DeviceClassPolicy rules type `object`.
 
-The pinned schemas (webhook/defaults/kube/schemas.json) must be what this kube-apiserver
-serves at /openapi/v3. Then, for each kind a rule sees, one ValidatingAdmissionPolicy holds
-every expression of the table that applies to that kind; kube-controller-manager type-checks
-it against the kind's schema and writes `status.typeChecking.expressionWarnings`. An
-expression must get a warning there exactly when dragate refuses it for that kind, with the
-same message class. The classes follow upstream's typechecking_test.go
+The pinned schemas of the API server's minor (webhook/defaults/kube/schemas-<minor>.json, the
+minor read from its /version) must be what this kube-apiserver serves at /openapi/v3. Then,
+for each kind a rule sees, one ValidatingAdmissionPolicy holds every expression of the table
+that applies to that kind; kube-controller-manager type-checks it against the kind's schema
+and writes `status.typeChecking.expressionWarnings`. An expression must get a warning there
+exactly when dragate refuses it for that kind, with the same message class. The classes
+follow upstream's typechecking_test.go
 (k8s.io/apiserver/pkg/admission/plugin/policy/validating): "undefined field", "field type
 mismatch", several expressions in one policy of which only some are wrong.
 """
@@ -18,11 +19,12 @@ import time
 from typing import Any
 
 import pytest
-from kube_schema_pin import DOCUMENTS, PINNED, compact, dumps
+from kube_schema_pin import DOCUMENTS, compact, dumps, pinned_path
 
 from webhook.engine.ruletypes import RULE_KINDS
 from webhook.policy.celspec import VALIDATION_VARIABLES, compile_cel
-from webhook.policy.kubetypes import SCHEMAS, validation_types
+from webhook.policy.kubetypes import schemas_file, validation_types
+from webhook.types.kubeversions import supported_minor
 
 from .cluster import Cluster
 
@@ -220,8 +222,14 @@ def _same_class(warning: str | None, refused: str | None) -> bool:
     return named is None or named.group(0) in warning
 
 
-def _dragate_refuses(kind: str, expression: str) -> str | None:
-    (environment,) = [e for e in validation_types() if e.name == kind]
+def _server_minor(cluster: Cluster) -> str:
+    """The minor of the API server under test, as its /version says."""
+    version = json.loads(cluster.kubectl("get", "--raw", "/version").stdout)
+    return supported_minor(f"{version['major']}.{version['minor'].rstrip('+')}")
+
+
+def _dragate_refuses(minor: str, kind: str, expression: str) -> str | None:
+    (environment,) = [e for e in validation_types(minor) if e.name == kind]
     return compile_cel(expression, VALIDATION_VARIABLES, (environment,))[1]
 
 
@@ -234,11 +242,11 @@ def test_the_table_has_both_answers_for_every_kind() -> None:
 
 @pytest.mark.parametrize("kind", RULE_KINDS)
 def test_dragate_refuses_what_the_api_server_warns_about(cluster: Cluster, kind: str) -> None:
-    warned = _warned(cluster, kind)
+    warned, minor = _warned(cluster, kind), _server_minor(cluster)
     disagreements = []
     for case in _cases(kind):
         expression, expected = CASES[case][1], CASES[case][2]
-        refused = _dragate_refuses(kind, expression)
+        refused = _dragate_refuses(minor, kind, expression)
         if not _same_class(warned.get(case), refused) or (case in warned) != expected:
             disagreements.append(
                 f"{case}: {expression!r}\n  api server: {warned.get(case)}\n  dragate: {refused}"
@@ -250,5 +258,6 @@ def test_the_pinned_schemas_are_what_the_api_server_serves(cluster: Cluster) -> 
     served = [
         json.loads(cluster.kubectl("get", "--raw", path).stdout) for path in DOCUMENTS.values()
     ]
-    assert dumps(compact(served)) == PINNED.read_text(encoding="utf-8")
-    assert PINNED.parts[-3:] == SCHEMAS
+    minor = _server_minor(cluster)
+    assert dumps(compact(served)) == pinned_path(minor).read_text(encoding="utf-8")
+    assert pinned_path(minor).parts[-3:] == schemas_file(minor)

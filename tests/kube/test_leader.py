@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import cast
 
 import pytest
+from kubernetes.client.exceptions import ApiException
+from kubernetes.leaderelection import leaderelection
 
 from webhook.kube.api import KubeApi
 from webhook.kube.leader import Leadership
@@ -35,3 +38,51 @@ def test_listeners_hear_each_change_once(events: list[str], leading: bool, told:
     assert lead.leading() is leading
     assert len(heard) == told
     assert heard == [n % 2 == 0 for n in range(told)], "each listener sees the new state"
+
+
+class _Refusing:
+    """The coordination API of a cluster that refuses this service account (RBAC) or has no
+    such namespace: every call fails as the API server answers."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        self.status, self.reason, self.calls = status, reason, 0
+
+    def _fail(self, *_: object, **__: object) -> None:
+        self.calls += 1
+        raise ApiException(status=self.status, reason=self.reason)
+
+    read_namespaced_lease = create_namespaced_lease = replace_namespaced_lease = _fail
+
+
+class _Absent(_Refusing):
+    """No Lease yet (read: 404), and creating one fails with `status`."""
+
+    def read_namespaced_lease(self, *_: object, **__: object) -> None:
+        raise ApiException(status=404, reason="Not Found", body='{"code": 404}')
+
+
+@pytest.mark.parametrize(
+    ("api", "failure"),
+    [
+        pytest.param(_Refusing(403, "Forbidden"), "read: 403 Forbidden", id="rbac-read"),
+        pytest.param(_Absent(403, "Forbidden"), "create: 403 Forbidden", id="rbac-create"),
+        pytest.param(_Absent(404, "Not Found"), "create: 404 Not Found", id="no-such-namespace"),
+    ],
+)
+def test_a_lease_that_cannot_be_held_is_warned_of_once(
+    api: _Refusing, failure: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    lead = Leadership(cast(KubeApi, object()), "nowhere", identity="pod_1")
+    config = lead._config()
+    config.lock.api_instance.api = api
+    election = leaderelection.LeaderElection(config)
+    with caplog.at_level(logging.INFO, logger="dragate.kube.leader"):
+        for _ in range(3):
+            assert not election.try_acquire_or_renew()
+    warned = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 1, [r.getMessage() for r in caplog.records]
+    assert "nowhere/dragate-leader" in warned[0].getMessage()
+    assert failure in warned[0].getMessage()
+    assert lead.failure.endswith(failure) and not lead.leading()
+    lead._started()
+    assert lead.failure == ""

@@ -24,7 +24,7 @@ EXPIRED = Record({GPU: 2}, NOW - 1)
         pytest.param(PENDING, {GPU: 3}, Record({GPU: 3}, NOW + 30), id="grows-keeps-expiry"),
         pytest.param(CONFIRMED, {GPU: 2}, CONFIRMED, id="confirmed-same-devices"),
         pytest.param(CONFIRMED, {GPU: 1}, Record({GPU: 1}), id="confirmed-shrinks-stays-confirmed"),
-        pytest.param(EXPIRED, {GPU: 2}, Record({GPU: 2}, NOW + BOUND), id="expired-is-renewed"),
+        pytest.param(EXPIRED, {GPU: 2}, EXPIRED, id="past-its-bound-kept-never-renewed"),
         pytest.param(None, {GPU: 2}, Record({GPU: 2}, NOW + BOUND), id="new-holder-is-pending"),
     ],
 )

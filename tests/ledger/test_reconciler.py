@@ -13,10 +13,12 @@ from builders import claim, exact, request
 from ledger_contract import GPU
 
 from webhook.kube.snapshot import SnapshotState
+from webhook.ledger.accounting import PENDING_SECONDS
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.reconciler import Reconciler, claims_names, claims_truth
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.policy.loading import parse_policies
+from webhook.types import FactsUnavailable
 
 POLICIES = parse_policies(
     "apiVersion: dragate.io/v1alpha1\nkind: Tenant\nmetadata: {name: team-a}\n"
@@ -97,3 +99,65 @@ def test_the_reconciler_runs_only_while_leading(leading: bool, held: int) -> Non
         assert ledger.usage("team-a")[GPU].used == 2
     finally:
         reconciler.stop()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_claim_deleted_before_it_was_confirmed_frees_its_quota_at_the_next_pass() -> None:
+    """The deletion names the holder; a pending holder whose claim is merely not created yet
+    (the webhook charges before the object exists) stays."""
+    clock = Clock()
+    ledger, state = MemoryLedger(clock=clock), SnapshotState([])
+    reconciler = Reconciler(ledger, claims_truth(lambda: POLICIES, state), clock=clock)
+    deleted = claim(request(exact(count=2)), name="deleted")
+    holds = {"claim:team-a/deleted": {GPU: 2}, "claim:team-a/coming": {GPU: 2}}
+    assert ledger.reserve("team-a", holds, {GPU: 4}).granted
+    clock.now += 1
+    reconciler.claim_deleted(deleted)
+    assert reconciler.run_once()
+    assert [h.key for h in ledger.usage("team-a")[GPU].holders] == ["claim:team-a/coming"]
+    assert reconciler.run_once()  # a deletion names its holder for one pass only
+    assert [h.key for h in ledger.usage("team-a")[GPU].holders] == ["claim:team-a/coming"]
+
+
+def test_a_pass_that_fails_keeps_the_deletions_for_the_next() -> None:
+    clock = Clock()
+    ledger, state = MemoryLedger(clock=clock), SnapshotState([])
+    failing = [True]
+
+    def truth() -> Any:
+        if failing[0]:
+            raise FactsUnavailable("caches not synced")
+        return claims_truth(lambda: POLICIES, state)()
+
+    reconciler = Reconciler(ledger, truth, clock=clock)
+    ledger.reserve("team-a", {"claim:team-a/x": {GPU: 2}}, {})
+    reconciler.claim_deleted(claim(request(exact(count=2)), name="x"))
+    assert not reconciler.run_once()
+    failing[0] = False
+    assert reconciler.run_once()
+    assert ledger.usage("team-a") == {}
+
+
+def test_the_truth_is_taken_as_seen_when_the_pass_began() -> None:
+    """A holder whose bound ends while the truth is being read is not dropped on it."""
+    clock = Clock()
+    ledger = MemoryLedger(clock=clock)
+    ledger.reserve("team-a", {"claim:team-a/x": {GPU: 2}}, {})
+
+    def slow_truth() -> Any:
+        clock.now += PENDING_SECONDS + 1  # the walk of the claims outlasts the bound
+        return {}
+
+    reconciler = Reconciler(ledger, slow_truth, clock=clock)
+    assert reconciler.run_once()
+    assert ledger.usage("team-a")[GPU].used == 2
+    assert reconciler.last_success == clock.now - PENDING_SECONDS - 1
+    assert reconciler.run_once()
+    assert ledger.usage("team-a") == {}

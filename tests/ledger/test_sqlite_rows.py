@@ -115,30 +115,31 @@ def test_the_connection_s_own_writes_are_seen(db_path: str) -> None:
     assert ledger.usage("t") == {}
 
 
-def test_an_expired_holder_readmitted_is_written_again(db_path: str) -> None:
+def test_a_holder_past_its_bound_counts_until_a_reconcile_drops_it(db_path: str) -> None:
+    """Re-admitted past its bound, a pending holder is neither renewed nor forgotten: only a
+    reconcile whose truth lacks it drops it."""
     clock = Clock()
     ledger = SqliteLedger(db_path, clock=clock)
     ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {GPU: 1})
-    clock.now += PENDING_SECONDS - 1
-    ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {GPU: 1})  # unchanged: nothing written
-    clock.now += 2
-    assert ledger.usage("t") == {}
-    assert ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {GPU: 1}).granted  # renewed
-    assert in_file(db_path, "t", clock.now)[GPU].used == 1
-    clock.now += PENDING_SECONDS - 1
+    clock.now += PENDING_SECONDS + 1
     assert ledger.usage("t")[GPU].used == 1
+    assert ledger.reserve("t", {"pod:u/gpu": {GPU: 1}}, {GPU: 1}).granted  # kept as it is
+    assert in_file(db_path, "t", clock.now)[GPU].used == 1
+    ledger.reconcile({})
+    assert ledger.usage("t") == {}
 
 
-def test_readmitting_beside_an_expired_holder_does_not_count_it(db_path: str) -> None:
+def test_readmitting_beside_a_holder_past_its_bound_counts_both(db_path: str) -> None:
     clock = Clock()
     ledger = SqliteLedger(db_path, clock=clock)
     ledger.reserve("t", {"pod:old/gpu": {GPU: 2}}, {})
     clock.now += PENDING_SECONDS / 2
     ledger.reserve("t", {"pod:new/gpu": {GPU: 1}}, {})
-    clock.now += PENDING_SECONDS / 2 + 1  # the first holder has expired, the second has not
+    clock.now += PENDING_SECONDS / 2 + 1  # the first holder is past its bound, the second not
     again = ledger.reserve("t", {"pod:new/gpu": {GPU: 1}}, {})
-    assert again.granted and again.usage[GPU].used == 1
-    assert in_file(db_path, "t", 0)[GPU].used == 1  # the expired holder's row is gone too
+    assert again.granted and again.usage[GPU].used == 3
+    ledger.reconcile({})
+    assert in_file(db_path, "t", 0)[GPU].used == 1  # the first one's row is gone
 
 
 def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -297,13 +298,12 @@ def test_a_write_on_one_tenant_keeps_what_is_known_of_another(
 
 
 def test_a_refusal_keeps_the_rows_as_stored(db_path: str) -> None:
-    """A refused write changes nothing in the file, expired rows included; the next granted
-    write still deletes them."""
+    """A refused write changes nothing in the file; a holder past its bound stays in it."""
     clock = Clock()
     ledger = SqliteLedger(db_path, clock=clock)
-    ledger.reserve("t", {"pod:old/gpu": {GPU: 2}}, {GPU: 2})
-    clock.now += PENDING_SECONDS + 1  # expired: counts for nothing, still in the file
-    ledger.reserve("t", {"pod:a/gpu": {GPU: 2}}, {GPU: 2})
+    ledger.reserve("t", {"pod:old/gpu": {GPU: 1}}, {GPU: 2})
+    clock.now += PENDING_SECONDS + 1  # past its bound: it still counts
+    ledger.reserve("t", {"pod:a/gpu": {GPU: 1}}, {GPU: 2})
     assert not ledger.reserve("t", {"pod:b/gpu": {GPU: 1}}, {GPU: 2}).granted
     assert ledger.reserve("t", {"pod:a/gpu": {GPU: 1}}, {GPU: 2}).granted
     db = sqlite3.connect(db_path)
@@ -311,7 +311,7 @@ def test_a_refusal_keeps_the_rows_as_stored(db_path: str) -> None:
         stored = {h for (h,) in db.execute("SELECT holder FROM holders WHERE tenant = 't'")}
     finally:
         db.close()
-    assert stored == {"pod:a/gpu"}
+    assert stored == {"pod:old/gpu", "pod:a/gpu"}
 
 
 def test_a_granted_reservation_s_usage_is_the_stored_usage(db_path: str) -> None:

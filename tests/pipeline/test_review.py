@@ -505,3 +505,50 @@ def test_with_feasibility_on_the_missing_class_is_said_once_by_it(
     assert found == ([warning] if warning else [])
     if not allowed:
         assert f"(did you mean '{GPU}'?)" in verdict.decision.reasons[0].message
+
+
+NATIVE_CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "gpu.nvidia.com"},
+    "spec": {"extendedResourceName": "nvidia.com/gpu"},
+}
+
+
+def native_pod(name: str, gpus: int) -> dict[str, Any]:
+    limits = {"nvidia.com/gpu": str(gpus)}
+    the_pod = pod(name=name, uid=f"uid-{name}")
+    the_pod["spec"]["containers"] = [{"name": "c", "image": "x", "resources": {"limits": limits}}]
+    return the_pod
+
+
+def scheduler_claim(for_pod: str, gpus: int) -> dict[str, Any]:
+    """The claim kube-scheduler creates for a Pod's extended resources (KEP-5004)."""
+    made = claim(request(exact(count=gpus)), name=f"{for_pod}-extended-resources-abcde")
+    made["spec"]["devices"]["requests"][0]["name"] = "container-0-request-0"
+    made["metadata"]["annotations"] = {"resource.kubernetes.io/extended-resource-claim": "true"}
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": for_pod, "uid": f"uid-{for_pod}"}
+    made["metadata"]["ownerReferences"] = [{**owner, "controller": True}]
+    return made
+
+
+def test_a_natively_mapped_pod_is_charged_at_its_creation() -> None:
+    """A DeviceClass maps nvidia.com/gpu: the Pods keep their requests, and the second Pod of
+    two over a quota of 4 is refused with the numbers at its own admission."""
+    ctx, _, ledger = context(NATIVE_CLASS)
+    first = review(request_from_object(native_pod("a", 3)), ctx)
+    second = review(request_from_object(native_pod("b", 2)), ctx)
+    assert first.allowed and not second.allowed
+    assert not first.patch, "Auto keeps a name a DeviceClass maps"
+    assert "used 3 + requested 2 > limit 4" in second.decision.reasons[0].message
+    assert "pod:team-a/a/<extended-resources> (3)" in second.decision.reasons[0].message
+    assert ledger.usage("team-a")["gpu.nvidia.com"].used == 3
+
+
+def test_the_scheduler_s_claim_consumes_its_pod_s_reservation() -> None:
+    ctx, _, ledger = context(NATIVE_CLASS)
+    assert review(request_from_object(native_pod("a", 3)), ctx).allowed
+    assert review(request_from_object(scheduler_claim("a", 3)), ctx).allowed
+    assert ledger.usage("team-a")["gpu.nvidia.com"].used == 3
+    refused = review(request_from_object(scheduler_claim("b", 2)), ctx)
+    assert not refused.allowed, "a Pod admitted without a charge still meets quota at its claim"

@@ -1,4 +1,4 @@
-"""Validations are type-checked against the pinned Kubernetes 1.34 schemas, once per kind."""
+"""Validations are type-checked against the target minor's pinned schemas, once per kind."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ import pytest
 
 from webhook.engine.ruletypes import RULE_KINDS
 from webhook.policy.celspec import VALIDATION_VARIABLES, compile_cel
-from webhook.policy.kubetypes import SCHEMAS, validation_types
+from webhook.policy.kubetypes import (
+    kube_version,
+    needs_newer,
+    schemas_file,
+    use_kube_version,
+    validation_types,
+)
+from webhook.policy.loading import PolicyError, parse_policies
+from webhook.types.kubeversions import NEWEST, SUPPORTED
 
 CASES = {
     "request-count": ("request.count <= 4", None),
@@ -81,7 +89,77 @@ def test_one_environment_per_kind_a_rule_sees() -> None:
     assert [e.name for e in validation_types()] == list(RULE_KINDS)
 
 
-def test_the_pinned_schemas_are_kubernetes_1_34_for_the_rule_kinds() -> None:
-    pinned = json.loads(resources.files("webhook").joinpath(*SCHEMAS).read_text())
+@pytest.mark.parametrize("minor", SUPPORTED)
+def test_every_supported_minor_has_pinned_schemas_for_the_rule_kinds(minor: str) -> None:
+    pinned = json.loads(resources.files("webhook").joinpath(*schemas_file(minor)).read_text())
     assert set(pinned["roots"]) == {*RULE_KINDS, "Namespace"}
     assert pinned["roots"]["ResourceClaim"] == "io.k8s.api.resource.v1.ResourceClaim"
+
+
+def test_the_target_is_the_newest_minor_unless_chosen() -> None:
+    assert kube_version() == NEWEST
+    use_kube_version("1.35")
+    try:
+        assert kube_version() == "1.35"
+    finally:
+        use_kube_version(NEWEST)
+
+
+DERIVED = (
+    "object.kind != 'ResourceClaim' || "
+    "object.spec.devices.requests.all(r, r.exactly.derivedAttributes.size() < 2)"
+)
+GROUP = "object.kind != 'Pod' || has(object.spec.schedulingGroup)"
+WORKLOAD = "object.kind != 'Pod' || has(object.spec.workloadRef)"
+BY_MINOR = {
+    # id: (target, expression, error or None)
+    "added-in-1-37-on-1-37": ("1.37", DERIVED, None),
+    "added-in-1-37-on-1-36": (
+        "1.36",
+        DERIVED,
+        "field spec.devices.requests[].exactly.derivedAttributes needs Kubernetes 1.37 "
+        "(target 1.36)",
+    ),
+    "added-in-1-36-on-1-35": (
+        "1.35",
+        GROUP,
+        "field spec.schedulingGroup needs Kubernetes 1.36 (target 1.35)",
+    ),
+    "added-in-1-36-on-1-36": ("1.36", GROUP, None),
+    "gone-after-1-35-on-1-35": ("1.35", WORKLOAD, None),
+    "gone-after-1-35-on-1-37": ("1.37", WORKLOAD, "undefined field 'workloadRef'"),
+    "misspelt-on-1-35": ("1.35", "object.spec.devicez.size() < 3", "undefined field 'devicez'"),
+}
+
+
+@pytest.mark.parametrize(("target", "expression", "error"), BY_MINOR.values(), ids=BY_MINOR)
+def test_a_field_the_target_lacks_names_the_minor_that_added_it(
+    target: str, expression: str, error: str | None
+) -> None:
+    _, found = compile_cel(expression, VALIDATION_VARIABLES, validation_types(target))
+    if found is not None:
+        found = needs_newer(expression, VALIDATION_VARIABLES, target) or found
+    if error is None:
+        assert found is None
+    else:
+        assert found is not None and error in found
+
+
+def test_a_policy_file_reports_the_minor_that_added_a_field() -> None:
+    use_kube_version("1.35")
+    try:
+        _, problems = _load_validation(GROUP)
+    finally:
+        use_kube_version(NEWEST)
+    assert "field spec.schedulingGroup needs Kubernetes 1.36 (target 1.35)" in problems
+
+
+def _load_validation(expression: str) -> tuple[None, str]:
+    text = (
+        "apiVersion: dragate.io/v1alpha1\nkind: DeviceClassPolicy\n"
+        "metadata: {name: p}\nspec:\n  deviceClassNames: [gpu.example.com]\n"
+        f"  validations:\n  - expression: {json.dumps(expression)}\n"
+    )
+    with pytest.raises(PolicyError) as raised:
+        parse_policies(text, "p.yaml")
+    return None, str(raised.value)

@@ -378,8 +378,8 @@ def case(name: str, text: str, *expected: str) -> Any:
         case(
             "tenant-mapping-action-case",
             TENANT + "spec:\n  namespaces: [a]\n  legacyMappingAction: rewrite",
-            "t.yaml:6: spec.legacyMappingAction: expected one of Rewrite, Warn, Deny, Ignore, "
-            'got "rewrite" (did you mean "Rewrite"?)',
+            "t.yaml:6: spec.legacyMappingAction: expected one of Auto, Rewrite, Native, Warn, "
+            'Deny, Ignore, got "rewrite" (did you mean "Rewrite"?)',
         ),
         case(
             "selector-empty",
@@ -502,7 +502,8 @@ def case(name: str, text: str, *expected: str) -> Any:
             "mapping-action-unknown",
             HEAD + "kind: LegacyResourceMapping\nmetadata: {name: m}\nspec:\n  action: Mutate\n"
             "  resources: []",
-            't.yaml:5: spec.action: expected one of Rewrite, Warn, Deny, Ignore, got "Mutate"',
+            "t.yaml:5: spec.action: expected one of Auto, Rewrite, Native, Warn, Deny, Ignore, "
+            'got "Mutate"',
         ),
         case(
             "mapping-both-names",
@@ -705,7 +706,7 @@ def test_digest_follows_content_not_file_names() -> None:
 def test_builtin_mapping_applies_only_when_none_is_loaded() -> None:
     assert parse_policies("").mappings == default_mappings()
     (builtin,) = default_mappings()
-    assert (builtin.name, builtin.action) == ("nvidia", MappingAction.REWRITE)
+    assert (builtin.name, builtin.action) == ("nvidia", MappingAction.AUTO)
     assert [r.suffix_of("nvidia.com/mig-1g.10gb") for r in builtin.resources] == [None, "1g.10gb"]
     assert builtin.resources[0].suffix_of("nvidia.com/gpu") == ""
     own = HEAD + "kind: LegacyResourceMapping\nmetadata: {name: mine}\nspec: {resources: []}"

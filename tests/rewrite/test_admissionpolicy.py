@@ -64,6 +64,13 @@ def test_a_native_resource_stays_with_the_webhook() -> None:
     assert eligible_resources(default_mappings(), frozenset({"nvidia.com/gpu"}), 8) == ()
 
 
+def test_an_explicit_rewrite_rewrites_a_native_resource_too() -> None:
+    (mapping,) = default_mappings()
+    rewriting = (replace(mapping, action=MappingAction.REWRITE),)
+    (entry,) = eligible_resources(rewriting, frozenset({"nvidia.com/gpu"}), 2)
+    assert entry.resource == "nvidia.com/gpu"
+
+
 def test_names_come_from_the_python_rewrite() -> None:
     (entry,) = eligible_resources(default_mappings(), frozenset(), 3)
     assert entry.claim_prefix == "gpu-"

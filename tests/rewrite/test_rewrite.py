@@ -50,14 +50,34 @@ def test_action_override_wins() -> None:
     assert not result.changed and result.denied
 
 
-def test_natively_served_resource_is_left_with_a_note() -> None:
+NATIVE_CASES = [
+    pytest.param(None, True, False, "a DeviceClass maps it", id="auto-mapped-kept"),
+    pytest.param(None, False, True, "", id="auto-unmapped-rewritten"),
+    pytest.param(MappingAction.NATIVE, True, False, "a DeviceClass maps it", id="native-mapped"),
+    pytest.param(MappingAction.NATIVE, False, False, "no DeviceClass", id="native-unmapped"),
+    pytest.param(MappingAction.REWRITE, True, True, "", id="rewrite-mapped-rewritten"),
+    pytest.param(MappingAction.WARN, True, False, "legacy GPU request", id="warn-mapped"),
+    pytest.param(MappingAction.IGNORE, True, False, None, id="ignore-mapped"),
+]
+
+
+@pytest.mark.parametrize(("action", "mapped", "changed", "note"), NATIVE_CASES)
+def test_a_mapped_resource_follows_the_action(
+    action: MappingAction | None, mapped: bool, changed: bool, note: str | None
+) -> None:
+    """Auto (the default) keeps a name a DeviceClass maps (KEP-5004) and rewrites the rest;
+    Native always keeps; an explicit Rewrite rewrites even a mapped name."""
     result = rewrite_object(
         pod({"nvidia.com/gpu": 1}),
         default_mappings(),
-        native_resources=frozenset({"nvidia.com/gpu"}),
+        native_resources=frozenset({"nvidia.com/gpu"} if mapped else ()),
+        action_override=action,
     )
-    assert not result.changed
-    assert "natively" in result.notes[0]
+    assert result.changed is changed
+    if note is None:
+        assert not result.notes
+    elif note:
+        assert note in result.notes[0]
 
 
 def test_namespace_argument_places_templates() -> None:

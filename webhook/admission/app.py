@@ -11,6 +11,7 @@ Flask never sees one.
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from webhook.admission import jsonlog, metrics, routes
 from webhook.admission.config import AdmissionOptions, ServeConfig
 from webhook.admission.handler import Admitter, Reviewer
 from webhook.admission.reload import PolicyHolder, PolicyWatcher
-from webhook.assembly import ReadinessCheck, policy_feed, serving_context
+from webhook.assembly import ControllerSource, ReadinessCheck, policy_feed, serving_context
 from webhook.pipeline import Context, Identity
 from webhook.types import PolicySet
 from webhook.types.pacing import yield_now
@@ -40,13 +41,14 @@ def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
     paths = [str(config.policy_dir)] if config.policy_dir is not None else []
     holder = PolicyHolder(paths, feed.load, fallback=fallback, changes=feed.changes)
     watcher = PolicyWatcher(holder, config.reload_interval)
-    context, readiness = serving_context(
+    context, readiness, controller = serving_context(
         holder.get, config.cluster, config.state_file, config.ledger_file,
         feed=feed, served=lambda: holder.loaded, observe=metrics.observe_audit,
     )  # fmt: skip
     app = create_app(
         context, holder, config.admission, pipeline.review,
         cert=config.tls.cert, readiness=readiness, on_first_ready=settle_collector,
+        controller=controller,
     )  # fmt: skip
     watcher.ensure_running()
     app.extensions["dragate.watcher"] = watcher
@@ -86,16 +88,21 @@ def create_app(
     readiness: Sequence[ReadinessCheck] = (),
     cert: Path | None = None,
     on_first_ready: Callable[[], None] = lambda: None,
+    controller: ControllerSource | None = None,
 ) -> Flask:
     """The WSGI app; everything it touches comes in through the arguments. `on_first_ready`
-    runs once, the first time /readyz finds every check passing."""
+    runs once, the first time /readyz finds every check passing. `controller` (cluster mode)
+    is shown on /readyz and /metrics: whether this process leads, and since when no
+    reconciler pass of its succeeded."""
     app = Flask("dragate")
     own = Identity(options.own_namespace, options.own_service_account)
     admitter = Admitter(replace(context, own=own), options, reviewer, pause=yield_now)
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(status="ok"))
     first_ready = _Once(on_first_ready)
-    app.add_url_rule("/readyz", "readyz", lambda: _readyz(holder, readiness, first_ready))
-    app.add_url_rule("/metrics", "metrics", lambda: _metrics(cert))
+    app.add_url_rule(
+        "/readyz", "readyz", lambda: _readyz(holder, readiness, first_ready, controller)
+    )
+    app.add_url_rule("/metrics", "metrics", lambda: _metrics(cert, controller))
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _internal_error)
     app.wsgi_app = routes.ReviewRoutes(app.wsgi_app, admitter)  # type: ignore[method-assign]
@@ -120,10 +127,14 @@ class _Once:
 
 
 def _readyz(
-    holder: PolicyHolder, checks: Sequence[ReadinessCheck], first_ready: Callable[[], None]
+    holder: PolicyHolder,
+    checks: Sequence[ReadinessCheck],
+    first_ready: Callable[[], None],
+    controller: ControllerSource | None = None,
 ) -> tuple[Response, int]:
     """200 while a policy set is served, even a stale one (the body says so); 503 otherwise.
-    The first time every check passes, the collector freezes what the caches loaded."""
+    The first time every check passes, the collector freezes what the caches loaded. The
+    controller state never makes a replica unready: another replica may hold the Lease."""
     results = {name: ok for ok, name in (check() for check in checks)}
     results["policies"] = holder.loaded is not None
     if all(results.values()):
@@ -133,6 +144,8 @@ def _readyz(
         "policies": _policy_report(holder),
         "checks": results,
     }
+    if controller is not None:
+        body["controller"] = controller().report(time.time())
     return jsonify(body), 200 if all(results.values()) else 503
 
 
@@ -154,8 +167,8 @@ def _policy_report(holder: PolicyHolder) -> dict[str, object]:
     return report
 
 
-def _metrics(cert: Path | None) -> Response:
-    data, content_type = metrics.exposition(cert)
+def _metrics(cert: Path | None, controller: ControllerSource | None) -> Response:
+    data, content_type = metrics.exposition(cert, controller)
     return Response(data, content_type=content_type)
 
 

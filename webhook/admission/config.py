@@ -12,6 +12,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from webhook.assembly import ClusterTarget
+from webhook.types.kubeversions import NEWEST
 
 DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the apiserver's own write-body limit
 DEFAULT_TIMEOUT_SECONDS = 10.0  # the apiserver's default `timeoutSeconds`
@@ -67,6 +68,7 @@ class ServeConfig:
     reload_interval: float = 1.0
     log_level: str = "info"
     admission: AdmissionOptions = field(default_factory=AdmissionOptions)
+    kube_version: str = NEWEST  # the minor rules are typed for (`--kube-version` or /version)
 
 
 def own_namespace_default() -> str:

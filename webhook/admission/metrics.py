@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
+from webhook.assembly import ControllerSource
 from webhook.types import AuditResult
 
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -102,11 +104,43 @@ class CertificateExpiry:
         yield family
 
 
-def exposition(cert: Path | None = None) -> tuple[bytes, str]:
-    """The text format for /metrics: the process's samples, plus the certificate expiry."""
+def exposition(
+    cert: Path | None = None, controller: ControllerSource | None = None
+) -> tuple[bytes, str]:
+    """The text format for /metrics: the process's samples, plus the certificate expiry and
+    (in a cluster) the controller state, both read at scrape time."""
     text = generate_latest(REGISTRY)
+    extra = CollectorRegistry()
     if cert is not None:
-        extra = CollectorRegistry()
         extra.register(CertificateExpiry(cert))
-        text += generate_latest(extra)
-    return text, CONTENT_TYPE_LATEST
+    if controller is not None:
+        extra.register(Controller(controller))
+    return text + generate_latest(extra), CONTENT_TYPE_LATEST
+
+
+class Controller:
+    """Whether this process holds the Lease and when its reconciler last succeeded. Alert on
+    the replicas together: `max(dragate_leader) == 0` (no replica leads) or
+    `min(dragate_reconcile_seconds_without_success) > 300` (no pass anywhere for 5 minutes:
+    pending holders are neither confirmed nor released)."""
+
+    def __init__(self, state: ControllerSource) -> None:
+        self._state = state
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        state, now = self._state(), time.time()
+        yield GaugeMetricFamily(
+            "dragate_leader", "1 while this process holds the Lease (runs the reconciler).",
+            value=1.0 if state.leading else 0.0,
+        )  # fmt: skip
+        yield GaugeMetricFamily(
+            "dragate_reconcile_seconds_without_success",
+            "Seconds since this process's reconciler last saw the claims (since start if never).",
+            value=state.seconds_without_reconcile(now),
+        )  # fmt: skip
+        if state.last_reconcile is not None:
+            yield GaugeMetricFamily(
+                "dragate_reconcile_last_success_timestamp_seconds",
+                "Unix time the truth of this process's last successful reconcile was seen.",
+                value=state.last_reconcile,
+            )  # fmt: skip

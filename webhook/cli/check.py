@@ -18,6 +18,7 @@ from webhook.assembly import offline_context
 from webhook.cli import exits
 from webhook.cli.inputs import (
     EXCLUDE_OPTION,
+    KUBE_VERSION_OPTION,
     POLICIES_OPTION,
     policy_set,
     snapshot,
@@ -35,6 +36,7 @@ from webhook.types import Action, Object
 
 
 @click.command("check")
+@KUBE_VERSION_OPTION
 @POLICIES_OPTION
 @state_option("Snapshot of cluster objects (Namespaces, claims, classes, slices).")
 @click.option(

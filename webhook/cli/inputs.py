@@ -15,8 +15,10 @@ from click.decorators import FC
 from webhook.cli import exits
 from webhook.files.yamlio import YamlError
 from webhook.kube.snapshot import SnapshotState, load_state
+from webhook.policy.kubetypes import use_kube_version
 from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
 from webhook.types import PolicySet
+from webhook.types.kubeversions import NEWEST, SUPPORTED, UnsupportedKubeVersion, supported_minor
 
 POLICIES_OPTION = click.option(
     "--policies",
@@ -35,6 +37,32 @@ EXCLUDE_OPTION = click.option(
     "matches any part of the path below the directory, one with `/` the path from it.",
 )
 """`--exclude GLOB` as `lint`, `check` and `migrate` take it (`webhook.files.manifests.walk`)."""
+
+
+def _kube_version(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """Reads `--kube-version` and types rules for it (the newest minor when it is absent)."""
+    if value is None:
+        use_kube_version(NEWEST)
+        return None
+    try:
+        minor = supported_minor(value)
+    except UnsupportedKubeVersion as err:
+        raise click.BadParameter(str(err)) from None
+    use_kube_version(minor)
+    return minor
+
+
+KUBE_VERSION_HELP = (
+    f"Kubernetes minor to type policy rules for ({', '.join(SUPPORTED)}; default {NEWEST})."
+)
+KUBE_VERSION_OPTION = click.option(
+    "--kube-version",
+    metavar="MINOR",
+    callback=_kube_version,
+    expose_value=False,
+    help=KUBE_VERSION_HELP,
+)
+"""`--kube-version MINOR` as the offline commands take it: the target minor of the process."""
 
 
 def state_option(help: str) -> Callable[[FC], FC]:

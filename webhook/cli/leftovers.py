@@ -58,17 +58,24 @@ class Left:
 class Finder:
     """The legacy names in force: nvidia.com/gpu, nvidia.com/mig-*, and every mapped one."""
 
-    def __init__(self, mappings: Sequence[LegacyResourceMapping]) -> None:
+    def __init__(
+        self, mappings: Sequence[LegacyResourceMapping], native: frozenset[str] = frozenset()
+    ) -> None:
         self.mappings = mappings
+        self.native = native
         self.markers = tuple(dict.fromkeys((*ALWAYS, *resource_markers(mappings))))
 
     def is_legacy(self, name: str) -> bool:
         """A name the mappings in force would act on. A mapping whose action is Ignore says
-        the name stays as it is on purpose (a cluster that keeps a device plugin for it), so
-        its requests are no leftovers."""
+        the name stays as it is on purpose (a cluster that keeps a device plugin for it), and
+        one kept for Kubernetes to map through a DeviceClass (Native, or Auto for a name in
+        `native`) is served as DRA already: their requests are no leftovers."""
         match = find_match(name, self.mappings)
         if match is not None:
-            return match.policy.action is not MappingAction.IGNORE
+            action = match.policy.action
+            return action is not MappingAction.IGNORE and not action.keeps_native(name, self.native)
+        if name in self.native:
+            return False
         return name == ALWAYS[0] or name.startswith(ALWAYS[1])
 
     def find(self, text: str) -> list[Leftover]:

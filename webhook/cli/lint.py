@@ -18,7 +18,7 @@ from typing import TextIO
 import click
 
 from webhook.cli import exits
-from webhook.cli.inputs import EXCLUDE_OPTION, snapshot, state_option
+from webhook.cli.inputs import EXCLUDE_OPTION, KUBE_VERSION_OPTION, snapshot, state_option
 from webhook.cli.lintreport import RENDERERS, Located, Tally
 from webhook.engine.cel import selector_error
 from webhook.files.manifests import STDIN, Found, objects_in, parse_found, walk
@@ -28,6 +28,8 @@ from webhook.lint.objects import POLICY_API_VERSION, dig, is_resource_kind
 from webhook.lint.rules.cel import use_selector_compiler
 from webhook.policy.loading import PolicyError, PolicyProblem, load_policies, parse_policies
 from webhook.policy.suites import suite_problems
+from webhook.rewrite.mappings import native_resources
+from webhook.types import Object
 
 
 @dataclass
@@ -54,6 +56,7 @@ class Run:
 
 
 @click.command("lint")
+@KUBE_VERSION_OPTION
 @click.option(
     "-o", "--output", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True
 )
@@ -92,7 +95,7 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
     if unknown:
         raise click.UsageError(f"unknown rule(s) for --ignore: {', '.join(unknown)}")
     classes = snapshot(state_file).device_classes()
-    run = lint_paths(paths, sys.stdin, exclude, classes)
+    run = lint_paths(paths, sys.stdin, exclude, classes, native_resources(classes.values()))
     results = [r for r in run.results if r.rule not in ignored]
     tally = Tally(files=len(run.seen), skipped=len(run.skipped))
     click.echo(RENDERERS[output](results, tally), nl=False)
@@ -115,11 +118,13 @@ def lint_paths(
     stdin: TextIO | None = None,
     exclude: Sequence[str] = (),
     classes: Iterable[str] = (),
+    extended: Iterable[str] = (),
 ) -> Run:
     """Read every file, lint every object and policy; problems become `parse` findings.
 
     The DeviceClasses known are `classes` (a snapshot's) and those among the inputs, wherever
-    they stand: every file is read before any object is judged.
+    they stand: every file is read before any object is judged; so are the extended resource
+    names they map (`extended`, a snapshot's, and the inputs' `extendedResourceName`s).
     """
     use_selector_compiler(selector_error)  # selectors are type- and cost-checked as Kubernetes does
     run = Run()
@@ -127,7 +132,11 @@ def lint_paths(
         read = _read(found, stdin, run)
         if read is not None:
             run.files.append(read)
-    known = Known(frozenset(classes) | device_classes_in(run.files))
+    in_files = device_classes_in(run.files)
+    known = Known(
+        frozenset(classes) | frozenset(in_files),
+        frozenset(extended) | native_resources(in_files.values()),
+    )
     for read in run.files:
         for doc in read.objects + read.policies:
             run.results.extend(_locate(doc, f) for f in lint_object(doc.data, known))
@@ -137,16 +146,16 @@ def lint_paths(
     return run
 
 
-def device_classes_in(files: Iterable[FileRead]) -> frozenset[str]:
-    """The names of the DeviceClass objects the files hold."""
-    return frozenset(
-        name
+def device_classes_in(files: Iterable[FileRead]) -> dict[str, Object]:
+    """The DeviceClass objects the files hold, by name."""
+    return {
+        name: doc.data
         for read in files
         for doc in read.objects
         if isinstance(doc.data, dict)
         and is_resource_kind(doc.data, "DeviceClass")
         and isinstance(name := dig(doc.data, ("metadata", "name")), str)
-    )
+    }
 
 
 def _read(found: Found, stdin: TextIO | None, run: Run) -> FileRead | None:

@@ -22,16 +22,17 @@ from typing import Any
 import click
 
 from webhook.cli import exits
-from webhook.cli.inputs import EXCLUDE_OPTION
+from webhook.cli.inputs import EXCLUDE_OPTION, KUBE_VERSION_OPTION, snapshot, state_option
 from webhook.cli.leftovers import DocNotes, Finder, explain, migrating
 from webhook.files.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
 from webhook.files.helmblocks import settle
 from webhook.files.manifests import STDIN, find_files, read_text
 from webhook.files.roundtrip import Skip, Stream, new_file_text, parse_stream
 from webhook.files.skim import skipper
-from webhook.files.yamlio import YamlError
+from webhook.files.yamlio import YamlError, parse_documents
 from webhook.policy.loading import default_mappings, load_policies
 from webhook.rewrite import resource_markers, rewrite_object
+from webhook.rewrite.mappings import native_resources
 from webhook.types import DragateError, LegacyResourceMapping
 
 TEMPLATE_KIND = "ResourceClaimTemplate"
@@ -70,37 +71,93 @@ class Run:
     skip: Skip | None = None  # documents that certainly stay as they are: never loaded
     finder: Finder | None = None  # legacy requests left in the text
     left: int = 0
+    native: frozenset[str] = frozenset()  # names a DeviceClass maps (KEP-5004): kept by Auto
+    texts: dict[str, str] = field(default_factory=dict)  # standard input, read once
 
 
 @click.command("migrate")
+@KUBE_VERSION_OPTION
 @click.option("--policies", type=click.Path(file_okay=False), help="Policy directory.")
 @click.option("--check", "mode", flag_value="check", help="Exit 1 if any file would change.")
 @click.option("--diff", "mode", flag_value="diff", help="Print a unified diff.")
 @click.option("--write", "mode", flag_value="write", help="Rewrite the files in place.")
 @click.option("--templates-out", type=click.Path(dir_okay=False), help="Write templates here.")
+@state_option(
+    "Snapshot of cluster objects; a name its DeviceClasses map (extendedResourceName) is "
+    "kept under the default action Auto, as are those the inputs' DeviceClasses map."
+)
+@click.option(
+    "--rewrite-native",
+    is_flag=True,
+    help="Rewrite names a DeviceClass maps (KEP-5004) too, instead of keeping them.",
+)
 @EXCLUDE_OPTION
 @click.argument("paths", nargs=-1, required=True)
-def command(
+def command(  # noqa: PLR0917  (click passes options by keyword)
     policies: str | None,
     mode: str | None,
     templates_out: str | None,
+    state_file: str | None,
+    rewrite_native: bool,
     exclude: tuple[str, ...],
     paths: tuple[str, ...],
 ) -> None:
     """Rewrite legacy `nvidia.com/gpu` / `nvidia.com/mig-*` requests into DRA claims.
 
     With no flag: a dry run naming the files that would change (stdin: prints the result).
+    A name a DeviceClass maps natively (its `extendedResourceName`, in `--state` or among the
+    inputs) is kept, as the default action Auto keeps it at admission, unless
+    `--rewrite-native`.
     """
     try:
         mappings = load_mappings(policies)
+        state = snapshot(state_file)
     except DragateError as err:
         click.echo(f"error: {err}", err=True)
         raise SystemExit(exits.BAD_INPUT) from None
     run = Run(mappings, mode or "summary", templates_out, skip=skip_rule(mappings))
-    run.finder = Finder(mappings)
-    for file in find_files(paths, exclude):
+    files = list(find_files(paths, exclude))
+    if not rewrite_native:
+        run.native = native_names(run, files, native_resources(state.device_classes().values()))
+    run.finder = Finder(mappings, run.native)
+    for file in files:
         _process(run, file)
     _finish(run)
+
+
+def native_names(run: Run, files: Sequence[str], known: frozenset[str]) -> frozenset[str]:
+    """`known` and the extended resource names the DeviceClasses among `files` declare,
+    wherever they stand: every file is looked at before any is migrated."""
+    found = set(known)
+    for file in files:
+        try:
+            text = _text(run, file)
+        except YamlError:
+            continue  # reported when the file itself is migrated
+        if "extendedResourceName" in text:
+            found |= native_resources(_device_classes(text, file))
+    return frozenset(found)
+
+
+def _device_classes(text: str, file: str) -> list[dict[str, Any]]:
+    try:
+        documents = parse_documents(text, file)
+    except YamlError:
+        return []
+    return [
+        doc.data
+        for doc in documents
+        if isinstance(doc.data, dict) and doc.data.get("kind") == "DeviceClass"
+    ]
+
+
+def _text(run: Run, file: str) -> str:
+    """A file's text; standard input is read once and kept for the migration."""
+    if file != STDIN:
+        return read_text(file)
+    if file not in run.texts:
+        run.texts[file] = read_text(file)
+    return run.texts[file]
 
 
 def load_mappings(policies: str | None) -> Sequence[LegacyResourceMapping]:
@@ -121,7 +178,7 @@ def skip_rule(mappings: Sequence[LegacyResourceMapping]) -> Skip | None:
 def _process(run: Run, file: str) -> None:
     text = ""
     try:
-        text = read_text(file)
+        text = _text(run, file)
         migration = migrate_text(text, _display(file), run)
     except YamlError as err:
         click.echo(str(err), err=True)
@@ -226,7 +283,7 @@ def _stream(text: str, file: str, run: Run, masked: Masked | None) -> Stream:
 def _migrate_doc(
     stream: Stream, index: int, run: Run, migration: Migration, present: set[Key]
 ) -> None:
-    result = rewrite_object(stream.docs[index].data, run.mappings)
+    result = rewrite_object(stream.docs[index].data, run.mappings, native_resources=run.native)
     migration.notes.extend(result.notes)
     migration.denied.extend(result.denied)
     migration.docs[-1].notes = [*result.notes, *result.denied]

@@ -18,7 +18,7 @@ import click
 
 from webhook.assembly import offline_context
 from webhook.cli import exits
-from webhook.cli.inputs import UsageError, policy_set
+from webhook.cli.inputs import KUBE_VERSION_OPTION, UsageError, policy_set
 from webhook.kube.snapshot import SnapshotState
 from webhook.pipeline import admit, request_from_object
 from webhook.policy.schema import PolicyError
@@ -107,6 +107,7 @@ def _compare(expect: Expect, allowed: bool, said: Said, final: Any) -> Iterator[
 
 
 @click.command("test")
+@KUBE_VERSION_OPTION
 @click.argument("paths", nargs=-1, metavar="SUITE...")
 def command(paths: tuple[str, ...]) -> None:
     """Run policy test suites (default: ./policies). Exit 0 pass, 1 fail, 2 malformed suite

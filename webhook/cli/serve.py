@@ -8,10 +8,11 @@ bad policy file or state file fails fast with exit code 2 instead of a worker bo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
@@ -25,16 +26,24 @@ from webhook.admission.config import (
     TlsFiles,
     own_namespace_default,
 )
-from webhook.assembly import ClusterTarget
+from webhook.assembly import ClusterTarget, cluster_api
 from webhook.cli import exits
 from webhook.cli.certs import BadInput, state_dir
+from webhook.cli.inputs import KUBE_VERSION_HELP
 from webhook.files.yamlio import YamlError
 from webhook.kube.snapshot import SnapshotState, load_state
 from webhook.ledger.sqlite import LedgerFileError, LedgerUnavailable, SqliteLedger
 from webhook.ledger.usage import existing_holds, existing_names
 from webhook.pipeline.scope import Identity
+from webhook.policy.kubetypes import use_kube_version
 from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
 from webhook.types import PolicySet
+from webhook.types.kubeversions import (
+    NEWEST,
+    UnsupportedKubeVersion,
+    nearest_supported,
+    supported_minor,
+)
 
 
 def prepare_certs(cert_dir: Path | None, dns_names: Sequence[str]) -> certificates.CertDir:
@@ -103,6 +112,42 @@ def master_policies(config: ServeConfig) -> PolicySet | None:
         return load_policies([config.policy_dir])
     except Exception:
         return None
+
+
+def serving_kube_version(
+    flag: str | None,
+    cluster: bool,
+    live: Callable[[], tuple[str, str]],
+    warn: Callable[[str], None],
+) -> str:
+    """The minor rules are typed for: `--kube-version`, else in a cluster the API server's own
+    (`/version`; one outside the supported range is served as the nearest), else the newest."""
+    if flag is not None or not cluster:
+        return flag or NEWEST
+    try:
+        major, minor = live()
+    except Exception as err:
+        warn(f"the API server's version is unknown ({err}); typing rules for {NEWEST}")
+        return NEWEST
+    chosen = nearest_supported(major, minor)
+    try:
+        supported_minor(f"{major}.{minor.rstrip('+')}")
+    except UnsupportedKubeVersion as err:
+        warn(f"{err}; typing rules for the nearest, {chosen}")
+    return chosen
+
+
+def _warn(message: str) -> None:
+    click.echo(f"dragate: warning: {message}", err=True)
+
+
+def _check_kube_version(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> str | None:
+    try:
+        return None if value is None else supported_minor(value)
+    except UnsupportedKubeVersion as err:
+        raise click.BadParameter(str(err)) from None
 
 
 def run(config: ServeConfig) -> None:
@@ -206,6 +251,12 @@ def run(config: ServeConfig) -> None:
 )
 @click.option("--in-cluster", is_flag=True, help="Cluster mode with the pod's service account.")
 @click.option(
+    "--kube-version",
+    metavar="MINOR",
+    callback=_check_kube_version,
+    help=f"{KUBE_VERSION_HELP} In a cluster the default is the API server's own minor.",
+)
+@click.option(
     "--quota-grants/--no-quota-grants",
     default=True,
     show_default=True,
@@ -225,9 +276,14 @@ def run(config: ServeConfig) -> None:
     help="Cluster mode: enforce the cluster's dragate.io policy objects (Tenant, "
     "DeviceClassPolicy, ...), beside the --policies files when given.",
 )
-def command(**flags: object) -> None:
+def command(kube_version: str | None, **flags: object) -> None:
     """Serve /validate and /mutate over HTTPS (gunicorn, one gevent worker)."""
     config = build_config(**flags)  # type: ignore[arg-type]
+    cluster = config.cluster
+    live = (lambda: cluster_api(cluster).server_version()) if cluster else _offline
+    minor = serving_kube_version(kube_version, cluster is not None, live, _warn)
+    use_kube_version(minor)
+    config = dataclasses.replace(config, kube_version=minor)
     check_inputs(config)
     click.echo(
         f"dragate: serving https://{config.host}:{config.port} "
@@ -236,6 +292,10 @@ def command(**flags: object) -> None:
     )
     run(config)
     sys.exit(exits.OK)
+
+
+def _offline() -> tuple[str, str]:
+    raise AssertionError("no API server to ask offline")
 
 
 def _policy_origin(config: ServeConfig) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from webhook.engine.extended import EXTENDED_CLAIM, is_special_claim
 from webhook.types import ALL_MODE_DEVICES, AllocationMode, ClaimSpec, DeviceRequest, Object
 
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
@@ -61,7 +62,8 @@ def holder_key(claim: Object) -> str:
 
     A claim the resourceclaim controller generated for a Pod is keyed by the Pod's uid and pod
     claim name, the same key the Pod's CREATE reserved under, so it consumes that reservation
-    instead of counting twice.
+    instead of counting twice; so is the claim kube-scheduler makes for a Pod's extended
+    resources (`extended.special_claim`), under the name `<extended-resources>`.
     """
     meta = claim.get("metadata") or {}
     pod_claim = (meta.get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
@@ -71,7 +73,14 @@ def holder_key(claim: Object) -> str:
     )
     if pod_claim and owner is not None:
         return pod_holder_key(str(owner["uid"]), str(pod_claim))
+    if is_special_claim(claim) and owner is not None and _controls(owner):
+        return pod_holder_key(str(owner["uid"]), EXTENDED_CLAIM)
     return f"claim:{meta.get('namespace', '')}/{meta.get('name') or meta.get('generateName', '')}"
+
+
+def _controls(owner: Mapping[str, object]) -> bool:
+    """A Pod's controller reference, as kube-scheduler writes it on its special claim."""
+    return owner.get("controller") is True and owner.get("apiVersion") == "v1"
 
 
 def pod_holder_key(pod_uid: str, pod_claim: str) -> str:

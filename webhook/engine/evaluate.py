@@ -20,6 +20,8 @@ from webhook.engine.counting import (
     pod_holder_key,
     pod_name,
 )
+from webhook.engine.extended import EXTENDED_CLAIM, pod_special_claim
+from webhook.engine.extended import LABEL as EXTENDED_LABEL
 from webhook.engine.gangs import pod_gang
 from webhook.engine.normalize import ClaimRef
 from webhook.engine.podshapes import Findings, PodShape
@@ -143,12 +145,14 @@ def _pod_judged(
     request (a Pod's own uid keys its holders, never its findings)."""
     pod = request.object or {}
     refs = normalize.pod_claim_refs(pod)
+    extended = pod_special_claim(pod, facts.device_classes)
     key, held = podshapes.shape_key(request, refs, policies, facts)
+    key = key if extended is None else (key, extended)
     near = rules.near(deadline)
     shape = None if near else podshapes.SHAPES.get(key, held)
     if shape is None:
         inputs = _rule_inputs(request, facts, deadline)  # only now: most Pods need no rule
-        shape = _pod_shape(request, policies, facts, refs, inputs)
+        shape = _pod_shape(request, policies, facts, refs, inputs, extended=extended)
         specs = [spec for _, spec, _ in shape.claims]
         if not near and not rules.near(deadline) and podshapes.request_only(specs, policies):
             podshapes.SHAPES.put(key, held, shape)
@@ -168,7 +172,11 @@ def _pod_shape(
     facts: Facts,
     refs: tuple[ClaimRef, ...],
     inputs: RuleInputs,
+    *,
+    extended: ClaimSpec | None,
 ) -> PodShape:
+    """The Pod's template claims, and the claim kube-scheduler will make for its extended
+    resources that a DeviceClass maps (KEP-5004), all judged and charged at its CREATE."""
     claims, notes = [], []
     checkpoint = (inputs.deadline or NEVER).checkpoint
     for name, template_name, _, _ in refs:
@@ -184,6 +192,8 @@ def _pod_shape(
             continue
         spec = template_spec(template, f"pod claim {name!r}")  # remembered by content
         claims.append((name, spec, MappingProxyType(devices_by_class(spec))))
+    if extended is not None:
+        claims.append((EXTENDED_CLAIM, extended, MappingProxyType(devices_by_class(extended))))
     specs = [spec for _, spec, _ in claims]
     findings = _claim_findings(request, policies, facts, specs, inputs)
     return PodShape(tuple(claims), tuple(notes), findings)
@@ -224,7 +234,7 @@ def _claim_findings(
 
 def _prefix(spec: ClaimSpec) -> str:
     """What precedes a request's name in messages: nothing for the object's own claim."""
-    return f"{spec.label}, " if spec.label.startswith("pod claim") else ""
+    return f"{spec.label}, " if spec.label.startswith(("pod claim", EXTENDED_LABEL)) else ""
 
 
 def _feasibility_findings(

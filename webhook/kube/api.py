@@ -89,6 +89,11 @@ class KubeApi:
                 ca = file.read()
         return f"{configuration.host} {hashlib.sha256(ca).hexdigest()}"
 
+    def server_version(self) -> tuple[str, str]:
+        """The API server's (major, minor) from `/version`, as it writes them (`36+` too)."""
+        info = k8s.VersionApi(self._client).get_code(_request_timeout=self.timeout)
+        return str(info.major), str(info.minor)
+
     def request(
         self,
         method: str,

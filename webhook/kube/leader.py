@@ -7,6 +7,12 @@ keeping the rewrite policy), asks `leading()` and skips it otherwise; loops that
 leadership register `on_change` to be woken when it is gained or lost. When the leader dies,
 its lease runs out and another candidate takes over within `lease_duration` seconds. Each
 replica runs one serving process, its one candidate (`host_pid`).
+
+A candidate that cannot hold the Lease at all (its service account may not read, create or
+update Leases in that namespace, or the namespace does not exist: `--own-namespace` left out)
+would leave every pending holder unconfirmed, and the official client says so only at INFO,
+on every retry. Each distinct failure is logged here once at WARNING (`failure` keeps the
+latest for /readyz), again only after this candidate has led since.
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
@@ -63,6 +71,8 @@ class Leadership:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
+        self._failures: set[str] = set()
+        self.failure = ""  # the latest reason this candidate could not hold the Lease
 
     def leading(self) -> bool:
         return self._leading.is_set()
@@ -86,13 +96,14 @@ class Leadership:
         while True:
             try:
                 leaderelection.LeaderElection(self._config()).run()  # type: ignore[no-untyped-call]
-            except Exception:  # an election thread that dies would leave the work undone
-                log.exception("leader election failed; campaigning again")
+            except Exception as error:  # an election thread that dies would leave work undone
+                self.failed(f"election: {error}", exc_info=True)
             self._set(False)
             threading.Event().wait(self.times.retry_period)
 
     def _config(self) -> electionconfig.Config:
         lock = LeaseLock(self.name, self.namespace, self.identity)  # type: ignore[no-untyped-call]
+        lock.api_instance = _Reporting(lock.api_instance, self.failed)  # type: ignore[assignment]
         return electionconfig.Config(  # type: ignore[no-untyped-call]
             lock,
             lease_duration=self.times.lease_duration,
@@ -102,8 +113,25 @@ class Leadership:
             onstopped_leading=self._stopped,
         )
 
+    def failed(self, failure: str, *, exc_info: bool = False) -> None:
+        """Record why the Lease could not be held; WARNING the first time it is this reason."""
+        with self._lock:
+            self.failure = failure
+            first = failure not in self._failures
+            self._failures.add(failure)
+        if first:
+            lease = f"{self.namespace}/{self.name}"
+            log.warning(
+                "cannot hold the Lease %s (no reconciler runs in this process while it "
+                "cannot; check --own-namespace and the RBAC for leases): %s",
+                lease, failure, exc_info=exc_info, extra={"lease": lease},
+            )  # fmt: skip
+
     def _started(self) -> None:
         log.info("leading", extra={"lease": f"{self.namespace}/{self.name}"})
+        with self._lock:
+            self._failures.clear()
+            self.failure = ""
         self._set(True)
 
     def _stopped(self) -> None:
@@ -123,3 +151,32 @@ class Leadership:
                 listener()
             except Exception:  # a listener must not cost the election thread
                 log.exception("leadership listener failed")
+
+
+_EXPECTED = {"read": 404, "replace": 409}
+"""Answers that are part of an election: no Lease yet, another candidate's update won."""
+
+
+class _Reporting:
+    """The client's CoordinationV1Api as LeaseLock uses it, telling `failed` of each error the
+    API server answers (LeaseLock itself only returns False, and logs at INFO)."""
+
+    def __init__(self, api: Any, failed: Callable[[str], None]) -> None:
+        self.api = api
+        self._failed = failed
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        verb = name.split("_", 1)[0]
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return getattr(self.api, name)(*args, **kwargs)
+            except ApiException as error:
+                if error.status != _EXPECTED.get(verb):
+                    self._failed(f"{_VERBS.get(verb, verb)}: {error.status} {error.reason}")
+                raise
+
+        return call
+
+
+_VERBS = {"read": "read", "create": "create", "replace": "update"}

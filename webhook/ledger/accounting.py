@@ -6,13 +6,22 @@ Kept apart from storage so the memory, SQLite and Kubernetes ledgers cannot disa
 A holder admitted by the webhook is *pending* until the object it stands for is seen (a
 claim, or the claim generated for a Pod's template): the request may still be refused by a
 later admission plugin, or the client may give up. A pending holder carries an expiry; the
-reconciler confirms it when the object appears and drops it when it expires unseen, so a
-reservation can never leak for longer than the bound.
+reconciler confirms it when the object appears and drops it once a truth seen after that
+expiry still lacks it (or a deletion named it). Nothing else drops it: only the existing
+claims say whether it is held, so a webhook with no reconciler running (no replica holds the
+Lease, offline serving) keeps counting it, whatever its age. A leak needs a reconciler
+that says so; a pending holder never stops counting by the clock alone, which would leave a
+tenant's claims over its limit while nobody confirms them.
+
+Grants and wants (`grant:` and `want:` records, `webhook.ledger.grants`) are leases between
+serving processes, not holders: they stop counting when their lease ends.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from webhook.types import ClassUsage, Holder
@@ -21,7 +30,11 @@ Holds = dict[str, dict[str, int]]
 """holder key -> device class -> devices."""
 
 PENDING_SECONDS = 120.0
-"""How long an admitted holder may wait for its object before it is released."""
+"""How long an admitted holder may wait for its object before a reconciler releases it."""
+GRANT_PREFIX = "grant:"
+WANT_PREFIX = "want:"
+LEASE_PREFIXES = (GRANT_PREFIX, WANT_PREFIX)
+"""Records that are leases between processes (grants, wants), ended by the clock."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +99,8 @@ def reserve(
     """`current` with `holds` set, unless a class that grows would pass its limit.
 
     Only classes that grow are checked: shrinking or keeping a reservation is always allowed,
-    even for a tenant already over a lowered limit. Expired pending holders no longer count
-    (and are dropped from the records written). A holder already confirmed keeps its
+    even for a tenant already over a lowered limit. Ended leases no longer count (and are
+    dropped from the records written). A holder already confirmed keeps its
     confirmation; one still pending keeps its expiry, so admitting the same object again (a
     forged review re-sent in a loop) never renews it; a new one is pending until
     `now + pending_seconds`. A holder re-admitted with the same devices is left as it is: the
@@ -137,7 +150,7 @@ def changes(
         known = current.get(key)
         wanted = {c: n for c, n in devices.items() if n}
         name = (names or {}).get(key) or (known.name if known is not None else None)
-        if known is not None and unchanged(known, wanted, now) and name == known.name:
+        if known is not None and unchanged(known, wanted) and name == known.name:
             continue
         expires = known.expires_at if known is not None else now + pending_seconds
         changed[key] = Record(wanted, expires, name)
@@ -185,15 +198,15 @@ def readmitted(
     now: float,
     names: Mapping[str, str] | None = None,
 ) -> bool:
-    """Whether every holder of `holds` already holds exactly these devices and is live (and
-    already has the name `names` gives it).
+    """Whether every holder of `holds` already holds exactly these devices (and already has
+    the name `names` gives it).
 
-    When it is and no record of `current` has expired, `reserve` grants and returns `current`
+    When it does and no lease of `current` has ended, `reserve` grants and returns `current`
     as it is (nothing grows, nothing is dropped): a ledger may answer without the arithmetic.
     """
     for key, devices in holds.items():
         known = current.get(key)
-        if known is None or (known.expires_at is not None and known.expires_at <= now):
+        if known is None:
             return False
         wanted = devices if all(devices.values()) else {c: n for c, n in devices.items() if n}
         if dict(known.devices) != dict(wanted):  # `unchanged`, inlined: asked every review
@@ -206,19 +219,34 @@ def _named(record: Record | None, name: str) -> bool:
 
 
 def live(records: Mapping[str, Record], *, now: float) -> Records:
-    """Confirmed holders and pending ones within their bound: what counts against a quota.
+    """What counts against a quota: every holder, confirmed or pending whatever its age, and
+    the leases (grants, wants) that have not ended.
 
-    Without a reconciler (offline serving) nothing confirms a holder, so an unconfirmed
-    reservation stops counting `PENDING_SECONDS` after it was first admitted, whatever the
-    ledger.
+    A pending holder is dropped by `reconcile` alone: the clock cannot tell a claim that
+    was never created from one that nobody confirmed.
     """
-    return {k: r for k, r in records.items() if r.expires_at is None or r.expires_at > now}
+    return {k: r for k, r in records.items() if not ended(k, r, now)}
 
 
-def unchanged(known: Record, devices: Mapping[str, int], now: float) -> bool:
-    """Whether setting `devices` would leave `known` as it is (an expired holder is renewed)."""
-    live = known.expires_at is None or known.expires_at > now
-    return live and dict(known.devices) == dict(devices)
+def is_lease(key: str) -> bool:
+    return key.startswith(LEASE_PREFIXES)
+
+
+def ended(key: str, record: Record, now: float) -> bool:
+    """Whether `record` is a lease (grant, want) past its end."""
+    return record.expires_at is not None and record.expires_at <= now and is_lease(key)
+
+
+def lease_end(records: Mapping[str, Record]) -> float:
+    """When the first lease of `records` ends (inf without one): until then `live` keeps all."""
+    ends = [r.expires_at for k, r in records.items() if r.expires_at is not None and is_lease(k)]
+    return min(ends, default=math.inf)
+
+
+def unchanged(known: Record, devices: Mapping[str, int]) -> bool:
+    """Whether setting `devices` would leave `known` as it is (a pending holder keeps its
+    expiry: re-admitting it never renews it)."""
+    return dict(known.devices) == dict(devices)
 
 
 def reconcile(
@@ -228,12 +256,16 @@ def reconcile(
     now: float,
     drop_grace: float = 0.0,
     names: Mapping[str, str] | None = None,
+    gone: AbstractSet[str] = frozenset(),
 ) -> Records:
-    """The records once existing objects (`truth`) are known.
+    """The records once existing objects (`truth`, seen at `now` or later) are known.
 
     Holders backed by an object are confirmed with the object's devices (and the name they
     have, else the one `names` gives); confirmed holders whose object is gone are dropped,
-    or with `drop_grace` first kept pending that long; pending holders stay until they expire.
+    or with `drop_grace` first kept pending that long; pending holders stay until their
+    expiry is past `now`, then go. A holder in `gone` (a deletion of its object was seen
+    before the truth) and not in `truth` is dropped at once, pending or not: a pending holder
+    whose object is merely not created yet is never named by a deletion.
     """
     records: Records = {}
     named = names or {}
@@ -242,7 +274,7 @@ def reconcile(
         name = known.name if known is not None and known.name else named.get(key)
         records[key] = Record(dict(devices), None, name)
     for key, record in current.items():
-        if key in records:
+        if key in records or (key in gone and not is_lease(key)):
             continue
         if record.expires_at is not None and record.expires_at > now:
             records[key] = record

@@ -31,6 +31,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
 from webhook.kube.api import ApiError, KubeApi, Unreachable
@@ -173,9 +174,18 @@ class KubeLedger:
 
         self.update(tenant, change, self.budget)
 
-    def reconcile(self, truth: Mapping[str, Holds], names: Mapping[str, str] | None = None) -> None:
-        """Bring every tenant's records in line with the existing objects (`truth`), naming
-        the holders keyed by a Pod's uid that have no name yet from `names`.
+    def reconcile(
+        self,
+        truth: Mapping[str, Holds],
+        names: Mapping[str, str] | None = None,
+        *,
+        seen_at: float | None = None,
+        gone: AbstractSet[str] = frozenset(),
+    ) -> None:
+        """Bring every tenant's records in line with the existing objects (`truth`, seen at
+        `seen_at`, now when not given), naming the holders keyed by a Pod's uid that have no
+        name yet from `names`, and dropping the holders in `gone` (their objects were seen
+        deleted before the truth) that `truth` lacks (`accounting.reconcile`).
 
         A confirmed holder missing from `truth` becomes pending for `drop_grace` seconds
         before it is dropped: another replica's cache may lag this one's, and a claim it
@@ -186,7 +196,7 @@ class KubeLedger:
         tenants = set(self._stored_tenants()) | set(truth)
         unstorable: list[recordtext.Unstorable] = []
         for tenant in paced(sorted(tenants)):
-            change = self._reconcile_with(truth.get(tenant, {}), names)
+            change = self._reconcile_with(truth.get(tenant, {}), names, seen_at, gone)
             try:
                 self.update(tenant, change, self.reconcile_budget)
             except recordtext.Unstorable as error:
@@ -194,10 +204,18 @@ class KubeLedger:
         if unstorable:
             raise unstorable[0]
 
-    def _reconcile_with(self, truth: Holds, names: Mapping[str, str] | None) -> Change[None]:
+    def _reconcile_with(
+        self,
+        truth: Holds,
+        names: Mapping[str, str] | None,
+        seen_at: float | None,
+        gone: AbstractSet[str],
+    ) -> Change[None]:
         def change(records: Records) -> tuple[Records, None]:
-            now, grace = self.clock(), self.drop_grace
-            kept = accounting.reconcile(records, truth, now=now, drop_grace=grace, names=names)
+            now = self.clock() if seen_at is None else seen_at
+            kept = accounting.reconcile(
+                records, truth, now=now, drop_grace=self.drop_grace, names=names, gone=gone
+            )
             return kept, None
 
         return change

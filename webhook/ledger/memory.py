@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 
 from webhook.ledger import accounting
 from webhook.ledger.accounting import Holds, Records
@@ -55,13 +56,21 @@ class MemoryLedger:
         with self._lock:
             self._tenants.get(tenant, {}).pop(holder, None)
 
-    def reconcile(self, truth: Mapping[str, Holds], names: Mapping[str, str] | None = None) -> None:
-        """Confirm, keep or drop holders given the holds of existing objects per tenant (and
-        the names of the Pods behind holders keyed by uid)."""
+    def reconcile(
+        self,
+        truth: Mapping[str, Holds],
+        names: Mapping[str, str] | None = None,
+        *,
+        seen_at: float | None = None,
+        gone: AbstractSet[str] = frozenset(),
+    ) -> None:
+        """Confirm, keep or drop holders given the holds of existing objects per tenant, seen
+        at `seen_at` (now when not given), the names of the Pods behind holders keyed by uid,
+        and the holders whose objects were seen deleted before (`accounting.reconcile`)."""
         with self._lock:
-            now = self._clock()
+            now = self._clock() if seen_at is None else seen_at
             for tenant in set(self._tenants) | set(truth):
                 current = self._tenants.get(tenant, {})
                 self._tenants[tenant] = accounting.reconcile(
-                    current, truth.get(tenant, {}), now=now, names=names
+                    current, truth.get(tenant, {}), now=now, names=names, gone=gone
                 )

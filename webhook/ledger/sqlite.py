@@ -31,6 +31,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 
 from webhook.ledger import accounting, holdernames
@@ -181,15 +182,25 @@ class SqliteLedger:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def reconcile(self, truth: Mapping[str, Holds], names: Mapping[str, str] | None = None) -> None:
-        """Confirm, keep or drop holders given the holds of existing objects per tenant (and
-        the names of the Pods behind holders keyed by uid)."""
+    def reconcile(
+        self,
+        truth: Mapping[str, Holds],
+        names: Mapping[str, str] | None = None,
+        *,
+        seen_at: float | None = None,
+        gone: AbstractSet[str] = frozenset(),
+    ) -> None:
+        """Confirm, keep or drop holders given the holds of existing objects per tenant, seen
+        at `seen_at` (now when not given), the names of the Pods behind holders keyed by uid,
+        and the holders whose objects were seen deleted before (`accounting.reconcile`)."""
         with self._transaction() as db:
-            now = self._clock()
+            now = self._clock() if seen_at is None else seen_at
             stored = all_records(db)
             for tenant in set(stored) | set(truth):
                 current = stored.get(tenant, {})
-                updated = accounting.reconcile(current, truth.get(tenant, {}), now=now, names=names)
+                updated = accounting.reconcile(
+                    current, truth.get(tenant, {}), now=now, names=names, gone=gone
+                )
                 _write_diff(db, tenant, current, updated)
 
     def seed(

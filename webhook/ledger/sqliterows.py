@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import sqlite3
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
@@ -44,14 +43,13 @@ class Rows:
     ) -> None:
         self.records = records
         if live_until is None:
-            expiries = [r.expires_at for r in records.values() if r.expires_at is not None]
-            live_until = min(expiries, default=math.inf)
+            live_until = accounting.lease_end(records)
         self._live_until = live_until
         if totals is not None:
             self.__dict__["totals"] = totals
 
     def all_live(self, now: float) -> bool:
-        """Whether no pending holder has expired by `now` (`accounting.live` would keep all)."""
+        """Whether no lease has ended by `now` (`accounting.live` would keep all)."""
         return now < self._live_until
 
     @functools.cached_property
@@ -72,7 +70,7 @@ class Rows:
         for key, record in changed.items():
             known = self.records.get(key)
             accounting.move(totals, known.devices if known is not None else {}, record.devices)
-            if record.expires_at is not None:
+            if record.expires_at is not None and accounting.is_lease(key):
                 live_until = min(live_until, record.expires_at)
         return Rows({**self.records, **changed}, totals, live_until)
 

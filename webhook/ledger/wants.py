@@ -19,8 +19,8 @@ from webhook.ledger import accounting
 from webhook.ledger.accounting import Record, Records
 from webhook.types import Reservation
 
-GRANT_PREFIX = "grant:"
-WANT_PREFIX = "want:"
+GRANT_PREFIX = accounting.GRANT_PREFIX
+WANT_PREFIX = accounting.WANT_PREFIX
 WANT_SECONDS = 2.0
 """How long a blocked request's `want:` record asks the other processes to give back."""
 WANT_PAUSE = 0.02

@@ -21,9 +21,11 @@ Check = Callable[[Mapping[str, Any]], Iterable[Finding]]
 @dataclass(frozen=True)
 class Known:
     """What lint knows beyond one object: the DeviceClasses of the cluster (`--state`) and of
-    the inputs. Empty when none are known, and then nothing is judged against it."""
+    the inputs, and the extended resource names they map. Empty when none are known, and
+    then nothing is judged against it."""
 
     device_classes: frozenset[str] = frozenset()
+    extended_names: frozenset[str] = frozenset()  # their `extendedResourceName`s (KEP-5004)
 
 
 KnownCheck = Callable[[Mapping[str, Any], Known], Iterable[Finding]]

@@ -47,6 +47,8 @@ class Cel:
     sample: str | None = None
     noun: str = "a CEL expression (a non-empty string)"
     types: Callable[[], Sequence[TypeEnvironment]] | None = None
+    newer: Callable[[str, Sequence[str]], str | None] | None = None
+    """Names the later Kubernetes minor a refused expression needs, when one would take it."""
 
     def read(self, value: JSON, at: Path, report: Report) -> Any:
         text = Str(noun=self.noun).read(value, at, report)
@@ -57,6 +59,8 @@ class Cel:
         program, error = compile_cel(source, self.variables, types)
         if program is not None:
             return Compiled(text, program)
+        if self.newer is not None:
+            error = self.newer(source, self.variables) or error
         template = f' (with {{suffix}} = "{self.sample}")' if self.sample is not None else ""
         report.add(at, f"{error}{template}")
         return INVALID

@@ -21,7 +21,7 @@ from webhook.policy.celspec import (
     Cel,
     Compiled,
 )
-from webhook.policy.kubetypes import validation_types
+from webhook.policy.kubetypes import needs_newer, validation_types
 from webhook.policy.schema import (
     Anything,
     Bool,
@@ -220,7 +220,7 @@ def _validation(v: Mapping[str, Any]) -> WrittenValidation:
 
 VALIDATION = Obj(
     {
-        "expression": Cel(VALIDATION_VARIABLES, types=validation_types),
+        "expression": Cel(VALIDATION_VARIABLES, types=validation_types, newer=needs_newer),
         "message": TEXT,
         "action": OneOf(tuple(Action), Action),
     },
@@ -305,7 +305,7 @@ MAPPING = Obj(
 
 def _mapping(name: str, spec: Mapping[str, Any], source: Source) -> LegacyResourceMapping:
     return LegacyResourceMapping(
-        name, spec.get("action", MappingAction.REWRITE), tuple(spec.get("resources", ())), source
+        name, spec.get("action", MappingAction.AUTO), tuple(spec.get("resources", ())), source
     )
 
 

@@ -131,7 +131,9 @@ def eligible_resources(
     for mapping in mappings:
         for entry in mapping.resources:
             resource = entry.resource_name
-            if resource is None or resource in native or resource in found:
+            if resource is None or resource in found:
+                continue
+            if not mapping.action.rewrites(resource, native):
                 continue
             probed = _probe(resource, mappings, max_count)
             if probed is not None:
@@ -151,7 +153,7 @@ def _probe(
     match = find_match(resource, mappings)
     if match is None or match.entry.resource_name != resource or match.selectors:
         return None
-    if match.policy.action != MappingAction.REWRITE:
+    if match.policy.action not in (MappingAction.REWRITE, MappingAction.AUTO):
         return None
     templates = []
     for count in range(1, max_count + 1):
@@ -185,7 +187,8 @@ def rewriting_namespaces(policies: PolicySet, classes: set[str]) -> tuple[str, .
 def _rewrites(tenant: Tenant, classes: set[str]) -> bool:
     action = tenant.mapping_action
     allowed = tenant.allowed_device_classes
-    return (action in (None, MappingAction.REWRITE)) and (allowed is None or classes <= allowed)
+    rewriting = (None, MappingAction.REWRITE, MappingAction.AUTO)
+    return action in rewriting and (allowed is None or classes <= allowed)
 
 
 def _other_markers(

@@ -202,8 +202,8 @@ def _plan_resource(plan: Plan, resource: str, match: Match, opts: Options, out: 
         return
     who = f'dragate: container "{plan.container.get("name", "")}": {resource}'
     cls = match.entry.device_class
-    if resource in opts.native_resources:
-        kept = f"{who} kept: a DeviceClass serves it natively (extendedResourceName)"
+    if action.keeps_native(resource, opts.native_resources):
+        kept = _native_note(who, resource, opts.native_resources)
     elif action == MappingAction.WARN:
         kept = f"{who} is a legacy GPU request; use DRA class {cls}"
     elif action == MappingAction.DENY:
@@ -215,6 +215,12 @@ def _plan_resource(plan: Plan, resource: str, match: Match, opts: Options, out: 
     if kept:
         plan.kept_legacy = True
         out.notes.append(note(kept))
+
+
+def _native_note(who: str, resource: str, native: frozenset[str]) -> str:
+    if resource in native:
+        return f"{who} kept: a DeviceClass maps it (KEP-5004)"
+    return f"{who} kept (Native): no DeviceClass maps it, only a device plugin"
 
 
 def _plan_rewrite(plan: Plan, resource: str, match: Match, who: str, out: Outcome) -> str:

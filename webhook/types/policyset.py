@@ -6,7 +6,7 @@ started with.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -46,10 +46,23 @@ class FailurePolicy(StrEnum):
 class MappingAction(StrEnum):
     """What to do with a Pod that still asks for a legacy extended resource."""
 
+    AUTO = "Auto"  # Native where a DeviceClass maps the name (KEP-5004), Rewrite elsewhere
     REWRITE = "Rewrite"
+    NATIVE = "Native"  # kept for Kubernetes to map through the DeviceClass; still charged
     WARN = "Warn"
     DENY = "Deny"
     IGNORE = "Ignore"
+
+    def keeps_native(self, resource: str, native: Collection[str]) -> bool:
+        """Whether a Pod keeps `resource` for Kubernetes to map (`native`: the names a
+        DeviceClass declares as its `extendedResourceName`)."""
+        return self is MappingAction.NATIVE or (self is MappingAction.AUTO and resource in native)
+
+    def rewrites(self, resource: str, native: Collection[str]) -> bool:
+        """Whether a Pod's `resource` is rewritten into DRA claims."""
+        return self is MappingAction.REWRITE or (
+            self is MappingAction.AUTO and resource not in native
+        )
 
 
 @dataclass(frozen=True)
@@ -161,7 +174,7 @@ class ResourceMapping:
 @dataclass(frozen=True)
 class LegacyResourceMapping:
     name: str
-    action: MappingAction = MappingAction.REWRITE
+    action: MappingAction = MappingAction.AUTO
     resources: tuple[ResourceMapping, ...] = ()
     source: Source = Source()
 

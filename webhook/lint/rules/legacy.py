@@ -1,5 +1,8 @@
 """Manifests still asking the NVIDIA device plugin for GPUs: `dragate migrate` turns them into
-DRA claims, so lint points there (a warning: they still work wherever the plugin runs)."""
+DRA claims, so lint points there (a warning: they still work wherever the plugin runs).
+
+A name a known DeviceClass declares as its `extendedResourceName` is no finding: Kubernetes
+maps it to DRA devices itself (KEP-5004), and dragate's default action keeps it."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from webhook.lint.findings import WARNING, Finding, Path
-from webhook.lint.registry import RuleInfo, register
+from webhook.lint.registry import Known, RuleInfo, register_known
 
 LEGACY = RuleInfo(
     "legacy-gpu-request",
@@ -21,14 +24,17 @@ def legacy_name(name: str) -> bool:
     return name == "nvidia.com/gpu" or name.startswith("nvidia.com/mig-")
 
 
-@register(LEGACY)
-def check_legacy_requests(obj: Mapping[str, Any]) -> Iterator[Finding]:
+@register_known(LEGACY)
+def check_legacy_requests(obj: Mapping[str, Any], known: Known) -> Iterator[Finding]:
     for path, name in _legacy(obj, ()):
+        if name in known.extended_names:
+            continue
         yield Finding(
             LEGACY.id,
             WARNING,
             path,
-            f"`{name}` is requested from the device plugin, not through a DRA claim",
+            f"`{name}` is requested from the device plugin, not through a DRA claim "
+            "(no known DeviceClass maps it)",
             "run `dragate migrate --diff` on this file to see the claim that replaces it "
             "(`--write` applies it)",
         )
