@@ -14,6 +14,7 @@ from webhook.engine.gangs import (
     is_finished,
     is_gang,
     is_suspended,
+    pod_charges,
     pod_gang,
 )
 from webhook.types import Action, ClassUsage, Holder, QuotaLimit, Tenant
@@ -248,3 +249,28 @@ def test_gang_reasons(used: int, held: int, messages: list[str]) -> None:
     reasons = gang_reasons(TENANT, "team-a/train", {GPU: 8}, usage, {GPU: held})
     assert [r.message for r in reasons] == messages
     assert all(r.policy == "Tenant/ml" and r.tenant == "ml" for r in reasons)
+
+
+NATIVE = {"kind": "DeviceClass", "metadata": {"name": GPU},
+          "spec": {"extendedResourceName": "nvidia.com/gpu"}}  # fmt: skip
+LEGACY_SPEC = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}
+TWO_TEMPLATE = {"spec": {"spec": {"devices": {"requests": [
+    {"name": "g", "exactly": {"deviceClassName": GPU, "count": 2}}]}}}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("pod_spec", "classes", "charges"),
+    [
+        (pod_template()["spec"], {}, {GPU: 2}),
+        (pod_template("missing")["spec"], {}, {}),
+        ({"resourceClaims": [{"name": "g", "resourceClaimName": "shared"}]}, {}, {}),
+        (LEGACY_SPEC, {GPU: NATIVE}, {GPU: 2}),
+        (LEGACY_SPEC, {}, {}),
+    ],
+    ids=["template", "template-not-found", "existing-claim", "kep-5004-mapped", "unmapped"],
+)
+def test_pod_charges(
+    pod_spec: dict[str, Any], classes: dict[str, Any], charges: dict[str, int]
+) -> None:
+    templates = {"two": TWO_TEMPLATE}
+    assert pod_charges(pod_spec, templates.get, classes) == charges

@@ -229,3 +229,41 @@ def test_a_dry_run_judges_the_gang_and_reserves_nothing(ledger: Ledger) -> None:
     dry = replace(request_from_object(job("train", parallelism=5)), dry_run=True)
     verdict = review(dry, ctx)
     assert not verdict.allowed and used(ledger) == 0
+
+
+NATIVE_CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": GPU},
+    "spec": {"extendedResourceName": "nvidia.com/gpu"},
+}
+
+
+def native_job(name: str) -> dict[str, Any]:
+    limits = {"nvidia.com/gpu": "2"}
+    pod_spec = {"containers": [{"name": "c", "image": "x", "resources": {"limits": limits}}]}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "team-a", "uid": f"{name}-uid"},
+        "spec": {"parallelism": 4, "template": {"spec": pod_spec}},
+    }
+
+
+def test_natively_mapped_pods_are_charged_as_the_scheduler_s_claim(ledger: Ledger) -> None:
+    """A DeviceClass maps nvidia.com/gpu (KEP-5004): each Pod is charged its special claim,
+    and the Job's Pods draw it from the gang."""
+    state = SnapshotState([NATIVE_CLASS])
+    ctx = Context(policies=lambda: POLICIES, state=state, ledger=ledger)
+    assert create(ctx, native_job("train")).allowed
+    assert holders(ledger) == {"gang:team-a/Job/train": 8}
+    refused = create(ctx, native_job("train-b"))
+    assert not refused.allowed and "needs 8 gpu.nvidia.com" in refused.decision.reasons[0].message
+    the_pod = native_job("train")["spec"]["template"]
+    member = {**the_pod, "apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "train-0", "namespace": "team-a", "uid": "train-0-uid",
+        "ownerReferences": [{"kind": "Job", "name": "train", "uid": "train-uid"}],
+    }}  # fmt: skip
+    assert create(ctx, member).allowed and used(ledger) == 8
+    truth = claims_truth(lambda: POLICIES, SnapshotState([NATIVE_CLASS, native_job("train")]))()
+    assert truth["ml"]["gang:team-a/Job/train"] == {GPU: 8}

@@ -12,9 +12,11 @@ the gang's size is charged as usual.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from webhook.engine.counting import add_charges, devices_by_class, holder_shown
+from webhook.engine.extended import pod_special_claim
 from webhook.engine.normalize import ObjectError, template_claim_spec
 from webhook.engine.prediction import ChargesOf, demand, job_pods
 from webhook.engine.quota import HOLDERS_SHOWN, NO_USAGE
@@ -141,13 +143,17 @@ def _held_by(usage: ClassUsage) -> str:
 
 
 def pod_charges(
-    pod_spec: Mapping[str, Any], template: Callable[[str], Object | None]
+    pod_spec: Mapping[str, Any],
+    template: Callable[[str], Object | None],
+    device_classes: Mapping[str, Object] = MappingProxyType({}),
 ) -> dict[str, int]:
     """Devices per class a Pod with `pod_spec` is charged at its CREATE: its claim templates'
     (`template` finds one by name; one not found, or a claim named by `resourceClaimName`,
     adds nothing, as at the Pod's admission). Legacy extended resources count once rewritten:
-    the caller hands in the rewritten pod spec and the templates the rewrite makes."""
-    charges = []
+    the caller hands in the rewritten pod spec and the templates the rewrite makes; those a
+    DeviceClass of `device_classes` maps (KEP-5004) count as the claim kube-scheduler makes."""
+    special = pod_special_claim({"spec": pod_spec}, device_classes)
+    charges = [devices_by_class(special)] if special is not None else []
     for claim in pod_spec.get("resourceClaims") or []:
         name = claim.get("resourceClaimTemplateName") if isinstance(claim, Mapping) else None
         found = template(name) if isinstance(name, str) and name else None

@@ -24,6 +24,7 @@ from webhook.engine.gangs import (
 from webhook.engine.tenancy import namespace_labels, resolve_tenant
 from webhook.ledger.accounting import Holds
 from webhook.rewrite import rewrite_object
+from webhook.rewrite.mappings import native_resources
 from webhook.types import ClusterState, Object, PolicySet
 
 
@@ -86,10 +87,14 @@ def _left(
 def _demand(workload: Object, policies: PolicySet, state: ClusterState) -> dict[str, int]:
     """The gang's demand as its creation was charged: legacy resources as rewritten."""
     namespace = str((workload.get("metadata") or {}).get("namespace", ""))
-    rewritten = rewrite_object(workload, policies.mappings, namespace=namespace)
+    classes = state.device_classes()
+    rewritten = rewrite_object(
+        workload, policies.mappings, namespace=namespace,
+        native_resources=native_resources(classes.values()),
+    )  # fmt: skip
     made = {str(t["metadata"]["name"]): t for t in rewritten.templates}
 
     def template(name: str) -> Object | None:
         return made.get(name) or state.template(namespace, name)
 
-    return gang_demand(rewritten.object, lambda spec: pod_charges(spec, template))
+    return gang_demand(rewritten.object, lambda spec: pod_charges(spec, template, classes))

@@ -20,9 +20,11 @@ from webhook.engine.gangs import (
     pod_charges,
     pod_gang,
 )
+from webhook.engine.prediction import pod_groups
 from webhook.engine.quota import limits_of
 from webhook.pipeline.context import Context
 from webhook.rewrite import rewrite_object
+from webhook.rewrite.mappings import native_resources
 from webhook.types import (
     AdmissionRequest,
     Deadline,
@@ -58,8 +60,9 @@ def gang_verdict(
     new, old = request.object, request.old_object
     if request.operation is not Operation.UPDATE:
         old = None
-    needed = _demand(new, request, policies, context, deadline)
-    old_needed = _demand(old, request, policies, context, deadline)
+    facts = replace(facts, templates=_templates(request, context))
+    needed = _demand(new, request, policies, facts, deadline)
+    old_needed = _demand(old, request, policies, facts, deadline)
     held = {c: u.held_by((key,)) for c, u in facts.usage.items()}
     target = gang_target(new, old, needed, old_needed, held)
     if target is None:
@@ -75,22 +78,25 @@ def _demand(
     obj: Object | None,
     request: AdmissionRequest,
     policies: PolicySet,
-    context: Context,
+    facts: Facts,
     deadline: Deadline,
 ) -> dict[str, int]:
     """The gang's devices per class, its Pods charged as their CREATEs would be (legacy
-    resources as rewritten); nothing for a workload that is no gang."""
+    resources as rewritten, or as the claim kube-scheduler makes for those a DeviceClass
+    maps); nothing for a workload that is no gang."""
     if obj is None or not is_gang(obj, policies.settings.gang_kinds):
         return {}
+    classes = facts.device_classes
     rewritten = rewrite_object(
-        obj, policies.mappings, namespace=request.namespace, deadline=deadline
-    )
+        obj, policies.mappings, namespace=request.namespace,
+        native_resources=native_resources(classes.values()), deadline=deadline,
+    )  # fmt: skip
     made = {str(t["metadata"]["name"]): t for t in rewritten.templates}
 
     def template(name: str) -> Object | None:
-        return made.get(name) or context.state.template(request.namespace, name)
+        return made.get(name) or facts.templates.get(name)
 
-    return gang_demand(rewritten.object, lambda spec: pod_charges(spec, template))
+    return gang_demand(rewritten.object, lambda spec: pod_charges(spec, template, classes))
 
 
 def _reserved(
@@ -112,6 +118,19 @@ def _reserved(
         tenant=tenant.name,
     )
     return replace(refused, allowed=False, reasons=(reason,))
+
+
+def _templates(request: AdmissionRequest, context: Context) -> dict[str, Object]:
+    """The ResourceClaimTemplates the workload's pod templates name, as the cluster has them."""
+    names = {
+        str(claim.get("resourceClaimTemplateName"))
+        for obj in (request.object, request.old_object)
+        for _, pod_spec in pod_groups(obj or {})
+        for claim in pod_spec.get("resourceClaims") or []
+        if isinstance(claim, dict) and claim.get("resourceClaimTemplateName")
+    }
+    found = {name: context.state.template(request.namespace, name) for name in sorted(names)}
+    return {name: t for name, t in found.items() if t is not None}
 
 
 def with_draw(
