@@ -122,7 +122,39 @@ def a_pods_name_is_kept_beside_its_holder(make: MakeLedger) -> None:
     assert holders == {"pod:uid-1/gpu": (1, "team-a/train-0"), "claim:a/x": (1, "")}
 
 
+GANG = "gang:a/Job/train"
+
+
+def gang_holders(ledger: Ledger) -> dict[str, int]:
+    return {h.key: h.devices for h in ledger.usage("t").get(GPU, ClassUsage()).holders}
+
+
+def a_pod_draws_from_its_gang_in_one_reservation(make: MakeLedger) -> None:
+    """A holder given negative counts is lowered by what the call's other holders grow by:
+    a gang's Pod costs nothing more, re-admitting it draws nothing twice, and a Pod past
+    the gang's size is charged as any other."""
+    ledger = make()
+    assert ledger.reserve("t", {GANG: {GPU: 8}}, {GPU: 8}).granted
+    for uid in ("u0", "u1", "u0", "u2", "u3"):  # u0 re-admitted: drawn once
+        drawn = ledger.reserve("t", {f"pod:{uid}/gpu": {GPU: 2}, GANG: {GPU: -2}}, {GPU: 8})
+        assert drawn.granted and ledger.usage("t")[GPU].used == 8
+    assert GANG not in gang_holders(ledger)
+    assert not ledger.reserve("t", {"pod:u4/gpu": {GPU: 2}, GANG: {GPU: -2}}, {GPU: 8}).granted
+
+
+def a_draw_stops_at_zero_and_makes_no_holder(make: MakeLedger) -> None:
+    ledger = make()
+    assert ledger.reserve("t", {GANG: {GPU: 1}}, {GPU: 8}).granted
+    assert ledger.reserve("t", {"pod:u0/gpu": {GPU: 3}, GANG: {GPU: -3}}, {GPU: 8}).granted
+    assert gang_holders(ledger) == {"pod:u0/gpu": 3}
+    other = "gang:a/Job/other"
+    assert ledger.reserve("t", {"pod:u1/gpu": {GPU: 2}, other: {GPU: -2}}, {GPU: 8}).granted
+    assert gang_holders(ledger) == {"pod:u0/gpu": 3, "pod:u1/gpu": 2}
+
+
 CONTRACT = [
+    a_pod_draws_from_its_gang_in_one_reservation,
+    a_draw_stops_at_zero_and_makes_no_holder,
     a_pods_name_is_kept_beside_its_holder,
     a_tenant_in_warn_or_audit_is_charged_past_its_limit,
     reserve_within_limit_is_granted,

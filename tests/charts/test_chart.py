@@ -455,6 +455,13 @@ EXPECTED_RULES = {
         {"operations": ["CREATE", "UPDATE"], "apiGroups": ["resource.k8s.io"],
          "apiVersions": ["v1"],
          "resources": ["resourceclaims", "resourceclaimtemplates"], "scope": "Namespaced"}],
+    "gangs.validate.dragate.io": [
+        {"operations": ["CREATE", "UPDATE"], "apiGroups": ["batch"], "apiVersions": ["v1"],
+         "resources": ["jobs"], "scope": "Namespaced"},
+        {"operations": ["CREATE", "UPDATE"], "apiGroups": ["jobset.x-k8s.io"],
+         "apiVersions": ["v1alpha2"], "resources": ["jobsets"], "scope": "Namespaced"},
+        {"operations": ["CREATE", "UPDATE"], "apiGroups": ["leaderworkerset.x-k8s.io"],
+         "apiVersions": ["v1"], "resources": ["leaderworkersets"], "scope": "Namespaced"}],
     "namespaces.validate.dragate.io": [
         {"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
          "resources": ["namespaces"], "scope": "Cluster"}],
@@ -470,7 +477,7 @@ def test_webhook_configurations(default: Rendered) -> None:
     hooks = webhooks(default)
     assert set(hooks) == set(EXPECTED_RULES)
     assert [h["name"] for h in mutating["webhooks"]] == ["pods.mutate.dragate.io"]
-    assert len(validating["webhooks"]) == 4
+    assert len(validating["webhooks"]) == 5
     for name, hook in hooks.items():
         mutate = name.endswith(".mutate.dragate.io")
         assert hook["rules"] == EXPECTED_RULES[name], name
@@ -583,6 +590,42 @@ def test_match_conditions_compile_and_select_gpu_pods(default: Rendered) -> None
     # the Pod no longer matches, so a reinvocation round skips the call.
     assert all_match(validate, pod(BARE, claims=True))
     assert not all_match(mutate, pod(BARE, claims=True))
+
+
+def workload(kind: str, pod_spec: Doc) -> Doc:
+    """A gang kind's workload whose every pod template but one is CPU-only."""
+    template, cpu = {"spec": pod_spec}, {"spec": pod(PLAIN)["spec"]}
+    spec = {
+        "Job": {"parallelism": 4, "template": template},
+        "JobSet": {"replicatedJobs": [{"template": {"spec": {"template": cpu}}},
+                                      {"template": {"spec": {"template": template}}}]},
+        "LeaderWorkerSet": {"leaderWorkerTemplate": {"leaderTemplate": cpu,
+                                                     "workerTemplate": template}},
+    }[kind]  # fmt: skip
+    return {"kind": kind, "spec": spec}
+
+
+@pytest.mark.parametrize("kind", ["Job", "JobSet", "LeaderWorkerSet"])
+def test_match_conditions_send_gangs_that_can_hold_devices(default: Rendered, kind: str) -> None:
+    hook = webhooks(default)["gangs.validate.dragate.io"]
+    assert set(conditions(hook)) == {"gpu-workload", "not-control-plane-update",
+                                     "not-dragate-itself"}  # fmt: skip
+
+    def sent(pod_spec: Doc, **options: Any) -> bool:
+        obj = workload(kind, pod_spec)
+        request = {
+            "kind": {"kind": kind},
+            "operation": options.get("operation", "CREATE"),
+            "userInfo": {"username": options.get("user", "alice"), "groups": []},
+        }
+        return all(evaluate(e, object=obj, oldObject=obj, request=request)
+                   for e in conditions(hook).values())  # fmt: skip
+
+    assert sent(pod(LEGACY)["spec"]) and sent(pod(BARE, claims=True)["spec"])
+    assert sent(pod(BARE, init=[MIG])["spec"])
+    assert not sent(pod(PLAIN)["spec"])
+    assert sent(pod(LEGACY)["spec"], operation="UPDATE")  # unsuspended or scaled
+    assert not sent(pod(LEGACY)["spec"], operation="UPDATE", user="system:kube-controller-manager")
 
 
 def test_match_conditions_skip_control_plane_updates_only(default: Rendered) -> None:

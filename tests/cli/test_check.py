@@ -246,3 +246,66 @@ def test_an_object_etcd_could_never_store_is_denied_with_its_size(tmp_path: Path
     assert result.exit_code == 1
     assert "[dragate/kubernetes-limits] the object is " in result.stdout
     assert f"more than the {OBJECT_BYTES_MAX:,} bytes (1.5 MiB)" in result.stdout
+
+
+GANG_POLICIES = """\
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: ml}
+spec:
+  namespaces: [team-a]
+  quota:
+  - {deviceClassName: gpu.nvidia.com, maxDevices: 8}
+"""
+
+
+def gang_job(name: str, pods: int, suspend: bool = False) -> dict[str, object]:
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "two"}]
+    pod_spec = {"containers": [{"name": "c", "image": "i"}], "resourceClaims": claims}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "team-a"},
+        "spec": {"parallelism": pods, "suspend": suspend, "template": {"spec": pod_spec}},
+    }
+
+
+GANG_TEMPLATE = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaimTemplate",
+    "metadata": {"name": "two", "namespace": "team-a"},
+    "spec": {"spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}
+    ]}}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("jobs", "verdicts"),
+    [
+        ([("a", 4, False), ("b", 4, False)], [True, True, False]),
+        ([("a", 3, False), ("b", 2, False)], [True, True, False]),
+        ([("a", 4, True), ("b", 4, False)], [True, True, True]),
+    ],
+    ids=["second-refused-whole", "second-past-what-is-left", "a-suspended-one-holds-nothing"],
+)
+def test_gangs_are_judged_whole_in_order(
+    tmp_path: Path, jobs: list[tuple[str, int, bool]], verdicts: list[bool]
+) -> None:
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "tenant.yaml").write_text(GANG_POLICIES)
+    objects = [GANG_TEMPLATE, *(gang_job(*job) for job in jobs)]
+    (tmp_path / "in.json").write_text(
+        json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+    )
+    result = check(
+        "--policies", str(tmp_path / "policies"), "-o", "json", str(tmp_path / "in.json")
+    )
+    rows = json.loads(result.stdout)
+    assert [r["allowed"] for r in rows] == verdicts
+    if not verdicts[-1]:
+        assert rows[-1]["reasons"][0].startswith(
+            "[Tenant/ml] "
+            f"gang team-a/b needs {2 * jobs[1][1]} gpu.nvidia.com; tenant ml has "
+            f"{8 - 2 * jobs[0][1]} free (held by gang:team-a/Job/a"
+        )

@@ -224,3 +224,47 @@ def test_errors_exit_two(tmp_path: Path, content: str | None, message: str) -> N
         (tmp_path / "x.yaml").write_text(content)
     result = run(str(tmp_path))
     assert result.exit_code == 2 and message in result.output
+
+
+LEGACY_JOB = """
+    object:
+      apiVersion: batch/v1
+      kind: Job
+      metadata: {name: train, namespace: ml-research}
+      spec:
+        parallelism: %d
+        template:
+          spec:
+            containers:
+            - name: c
+              image: i
+              resources: {limits: {nvidia.com/gpu: 2}}
+"""
+HELD = """
+    state:
+    - apiVersion: resource.k8s.io/v1
+      kind: ResourceClaim
+      metadata: {name: held, namespace: ml-research}
+      spec:
+        devices:
+          requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com, count: 10}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("pods", "state", "expect"),
+    [
+        (8, "", "{allowed: true}"),
+        (9, "", "{allowed: false, message: 'gang ml-research/train needs 18 gpu.nvidia.com; "
+         "tenant ml-research has 16 free'}"),
+        (4, HELD, "{allowed: false, message: 'gang ml-research/train needs 8 gpu.nvidia.com; "
+         "tenant ml-research has 6 free \\(held by claim:ml-research/held \\(10\\)\\)'}"),
+    ],
+    ids=["fits-whole", "larger-than-the-quota", "past-what-the-state-holds"],
+)  # fmt: skip
+def test_a_suite_asserts_a_gangs_verdict(
+    tmp_path: Path, pods: int, state: str, expect: str
+) -> None:
+    case = f"  - name: gang{LEGACY_JOB % pods}{state}    expect: {expect}\n"
+    result = run(str(suite(tmp_path, case)))
+    assert result.exit_code == 0, result.output

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import celpy
 import pytest
 from click.testing import CliRunner
 from ruamel.yaml import YAML
@@ -304,3 +305,61 @@ def test_webhook_config_uses_the_rotation_bundle(tmp_path: Path) -> None:
 def test_webhook_config_errors(args: list[str], message: str) -> None:
     result = CliRunner().invoke(main, ["webhook-config", *args])
     assert result.exit_code == 2 and message in result.output
+
+
+GANG_RULES = [
+    {"operations": ["CREATE", "UPDATE"], "apiGroups": ["batch"], "apiVersions": ["v1"],
+     "resources": ["jobs"], "scope": "Namespaced"},
+    {"operations": ["CREATE", "UPDATE"], "apiGroups": ["jobset.x-k8s.io"],
+     "apiVersions": ["v1alpha2"], "resources": ["jobsets"], "scope": "Namespaced"},
+    {"operations": ["CREATE", "UPDATE"], "apiGroups": ["leaderworkerset.x-k8s.io"],
+     "apiVersions": ["v1"], "resources": ["leaderworkersets"], "scope": "Namespaced"},
+]  # fmt: skip
+GPU_POD = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}
+CLAIM_POD = {"containers": [{"name": "c"}], "resourceClaims": [{"name": "g"}]}
+CPU_POD = {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1"}}}]}
+
+
+def gang_workload(kind: str, pod_spec: dict[str, object]) -> dict[str, object]:
+    template = {"spec": pod_spec}
+    spec: dict[str, object] = {
+        "Job": {"parallelism": 4, "template": template},
+        "JobSet": {"replicatedJobs": [
+            {"name": "a", "template": {"spec": {"template": {"spec": CPU_POD}}}},
+            {"name": "b", "template": {"spec": {"template": template}}},
+        ]},
+        "LeaderWorkerSet": {"leaderWorkerTemplate": {
+            "leaderTemplate": {"spec": CPU_POD}, "workerTemplate": template,
+        }},
+    }[kind]  # fmt: skip
+    return {"kind": kind, "spec": spec}
+
+
+@pytest.mark.parametrize("kind", ["Job", "JobSet", "LeaderWorkerSet"])
+@pytest.mark.parametrize(
+    ("pod_spec", "sent"),
+    [(GPU_POD, True), (CLAIM_POD, True), (CPU_POD, False)],
+    ids=["legacy-gpu", "claims", "cpu-only"],
+)
+def test_webhook_config_sends_gang_workloads_that_hold_devices(
+    tmp_path: Path, kind: str, pod_spec: dict[str, object], sent: bool
+) -> None:
+    certificates.create(tmp_path, ["localhost"])
+    args = ["webhook-config", "--url", "https://h:8443", "--cert-dir", str(tmp_path)]
+    validating, _ = YAML(typ="safe").load_all(CliRunner().invoke(main, args).output)
+    hook = validating["webhooks"][2]
+    assert (hook["name"], hook["failurePolicy"]) == ("gangs.dragate.io", "Fail")
+    assert hook["rules"] == GANG_RULES
+    assert hook["clientConfig"]["url"] == "https://h:8443/validate"
+    obj = gang_workload(kind, pod_spec)
+    request = {"kind": {"kind": kind}, "operation": "CREATE"}
+    matched = [
+        evaluate(c["expression"], object=obj, request=request) for c in hook["matchConditions"]
+    ]
+    assert all(matched) is sent
+
+
+def evaluate(expression: str, **activation: object) -> bool:
+    env = celpy.Environment()
+    program = env.program(env.compile(expression))
+    return bool(program.evaluate({k: celpy.json_to_cel(v) for k, v in activation.items()}))

@@ -125,7 +125,10 @@ CASES = [
         "denyUnknownNamespaces": True, "feasibility": "Warn", "whenStateUnavailable": "Deny",
         "adminAccessEditors": ["alice", "group:platform-admins"],
         "exemptNamespaces": ["kube-system"],
-        "exemptServiceAccounts": ["system:serviceaccount:ci:runner"]}, True),
+        "exemptServiceAccounts": ["system:serviceaccount:ci:runner"],
+        "gangKinds": ["Job", "LeaderWorkerSet"]}, True),
+    Case("settings-gangs-off", "Settings", {"gangKinds": []}, True),
+    Case("settings-gang-kind-unknown", "Settings", {"gangKinds": ["Deployment"]}, False),
     Case("settings-no-spec", "Settings", None, True),
     Case("settings-editor-bare-group", "Settings", {"adminAccessEditors": ["group:"]}, False),
     Case("settings-editor-group-prefix", "Settings", {"adminAccessEditors": ["grou"]}, True),
@@ -174,6 +177,7 @@ FULL: dict[str, dict[str, Any]] = {
         "adminAccessEditors": ["group:platform-admins"],
         "exemptNamespaces": ["kube-system"],
         "exemptServiceAccounts": ["system:serviceaccount:ci:runner"],
+        "gangKinds": ["Job", "JobSet"],
     },
 }  # fmt: skip
 """A valid document per kind holding every field the loader reads (a test says so: a field

@@ -182,6 +182,7 @@ def test_every_settings_field_is_read() -> None:
           adminAccessEditors: [alice, "group:gpu-admins"]
           exemptNamespaces: [kube-system]
           exemptServiceAccounts: ["system:serviceaccount:kube-system:resourceclaim-controller"]
+          gangKinds: [JobSet]
         """)
     ).settings
     assert settings == Settings(
@@ -192,6 +193,7 @@ def test_every_settings_field_is_read() -> None:
         exempt_service_accounts=frozenset(
             {"system:serviceaccount:kube-system:resourceclaim-controller"}
         ),
+        gang_kinds=frozenset({"JobSet"}),
     )
 
 
@@ -530,6 +532,12 @@ def case(name: str, text: str, *expected: str) -> Any:
             "(first at spec.resources[0].resourceName, line 6)",
         ),
         # --- Settings
+        case(
+            "gang-kind-unknown",
+            HEAD + "kind: Settings\nmetadata: {name: s}\nspec:\n  gangKinds: [Deployment]",
+            "t.yaml:5: spec.gangKinds[0]: expected one of Job, JobSet, LeaderWorkerSet, "
+            'got "Deployment"',
+        ),
         case(
             "feasibility-audit",
             HEAD + "kind: Settings\nmetadata: {name: s}\nspec:\n  feasibility: Audit",

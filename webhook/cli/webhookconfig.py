@@ -13,6 +13,10 @@ Choices, each for a reason (docs/cli.md, "`dragate certs` and `dragate webhook-c
   in a webhook of their own that always fails open: a policy object is refused at apply when
   it would not be enforced, but a webhook that is down never locks policy edits (an object
   stored meanwhile is left out, and its status says why).
+- the gang kinds (batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets, leaderworkerset.x-k8s.io/v1
+  LeaderWorkerSets) at CREATE and UPDATE, in an entry of their own whose matchConditions
+  send only workloads whose pod templates can hold a device (claims, or a GPU resource
+  prefix); it fails as the Pods' entry does (docs/decisions.md, "Gangs").
 - `kube-system` (and the webhook's own namespace) excluded through the immutable
   `kubernetes.io/metadata.name` label; `sideEffects: NoneOnDryRun` since dry runs never
   reserve quota.
@@ -110,6 +114,57 @@ def policy_webhook(*, url: str, ca_bundle: bytes, timeout: int) -> dict[str, Any
     }
 
 
+GANG_RULES = [
+    ("batch", "v1", "jobs"),
+    ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
+    ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets"),
+]
+GPU_PREFIXES = ("nvidia.com/",)
+LWS_TEMPLATE = "object.spec.leaderWorkerTemplate"
+POD_SPECS = (
+    "request.kind.kind == 'Job' ? [object.spec.template.spec] : "
+    "request.kind.kind == 'JobSet' ? "
+    "object.spec.replicatedJobs.map(j, j.template.spec.template.spec) : "
+    f"[{LWS_TEMPLATE}.workerTemplate.spec] + (has({LWS_TEMPLATE}.leaderTemplate) ? "
+    f"[{LWS_TEMPLATE}.leaderTemplate.spec] : [])"
+)
+"""The pod specs of a Job, a JobSet or a LeaderWorkerSet, each read only for its own kind."""
+
+
+def gpu_workload_expression(prefixes: tuple[str, ...] = GPU_PREFIXES) -> str:
+    """CEL: some pod template of the workload names claims or a resource with a GPU prefix
+    (the chart's `dragate.celGpuWorkload`, with its default prefixes)."""
+    listed = "[" + ", ".join(f"'{p}'" for p in prefixes) + "]"
+    wants = f"r, {listed}.exists(p, r.startsWith(p))"
+    container = (
+        f"(has(c.resources) && ((has(c.resources.limits) && c.resources.limits.exists({wants}))"
+        f" || (has(c.resources.requests) && c.resources.requests.exists({wants}))))"
+    )
+    return (
+        f"({POD_SPECS}).exists(s, (has(s.resourceClaims) && size(s.resourceClaims) > 0) || "
+        f"s.containers.exists(c, {container}) || "
+        f"(has(s.initContainers) && s.initContainers.exists(c, {container})))"
+    )
+
+
+def gang_webhook(
+    *, url: str, ca_bundle: bytes, failure_policy: str, timeout: int, excluded: list[str]
+) -> dict[str, Any]:
+    """The entry for gangs' workloads: charged whole at creation, failing as the Pods do."""
+    entry = webhook(
+        mutating=False, url=url, ca_bundle=ca_bundle, failure_policy=failure_policy,
+        timeout=timeout, excluded=excluded,
+    )  # fmt: skip
+    entry["name"] = f"gangs.{NAME}"
+    entry["rules"] = [
+        {"operations": WRITE, "apiGroups": [group], "apiVersions": [version],
+         "resources": [resource], "scope": "Namespaced"}
+        for group, version, resource in GANG_RULES
+    ]  # fmt: skip
+    entry["matchConditions"] = [{"name": "gpu-workload", "expression": gpu_workload_expression()}]
+    return entry
+
+
 def configurations(
     url: str, ca_bundle: bytes, failure_policy: str | None, timeout: int, excluded: list[str]
 ) -> list[dict[str, Any]]:
@@ -124,8 +179,16 @@ def configurations(
             failure_policy=failure_policy or default_policy,
         )  # fmt: skip
         policies = (
-            [] if mutating else [policy_webhook(url=url, ca_bundle=ca_bundle, timeout=timeout)]
-        )
+            []
+            if mutating
+            else [
+                policy_webhook(url=url, ca_bundle=ca_bundle, timeout=timeout),
+                gang_webhook(
+                    url=url, ca_bundle=ca_bundle, timeout=timeout, excluded=excluded,
+                    failure_policy=failure_policy or default_policy,
+                ),
+            ]
+        )  # fmt: skip
         documents.append({
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": kind,

@@ -22,6 +22,7 @@ from webhook.engine.counting import (
 )
 from webhook.engine.extended import EXTENDED_CLAIM, pod_special_claim
 from webhook.engine.extended import LABEL as EXTENDED_LABEL
+from webhook.engine.gangs import pod_gang
 from webhook.engine.normalize import ClaimRef
 from webhook.engine.podshapes import Findings, PodShape
 from webhook.engine.requests import Finding, check_request, unknown_classes
@@ -84,7 +85,8 @@ def evaluate(
         claims, notes, found = _judged(request, policies, facts, deadline)
     except normalize.ObjectError as err:
         return _invalid(err, facts)
-    findings = [*found.before, *_quota_findings(claims, facts), *found.after]
+    gang = pod_gang(request.object or {}, request.namespace, policies.settings.gang_kinds)
+    findings = [*found.before, *_quota_findings(claims, facts, gang), *found.after]
     return _decide(findings, notes, facts, claims)
 
 
@@ -263,7 +265,9 @@ def _rule_inputs(request: AdmissionRequest, facts: Facts, deadline: Deadline | N
     )
 
 
-def _quota_findings(claims: list[JudgedClaim], facts: Facts) -> Iterator[Finding]:
+def _quota_findings(
+    claims: list[JudgedClaim], facts: Facts, gang: str | None = None
+) -> Iterator[Finding]:
     tenant = facts.tenant
     if tenant is None:
         return
@@ -275,7 +279,7 @@ def _quota_findings(claims: list[JudgedClaim], facts: Facts) -> Iterator[Finding
         if claim.holder is not None:
             for device_class, devices in charges.items():
                 totals[device_class] = totals.get(device_class, 0) + devices
-    replaced = _already_held(claims, facts)
+    replaced = _already_held(claims, facts, gang, totals)
     for reason in quota.total_reasons(tenant, totals, facts.usage, replaced):
         yield Finding(tenant.enforcement, reason)
 
@@ -300,9 +304,17 @@ def _all_mode_insight(specs: Sequence[ClaimSpec], facts: Facts) -> Iterator[Find
             yield Finding(Action.WARN, Reason(policy="quota", message=message))
 
 
-def _already_held(claims: list[JudgedClaim], facts: Facts) -> dict[str, int]:
+def _already_held(
+    claims: list[JudgedClaim], facts: Facts, gang: str | None, totals: dict[str, int]
+) -> dict[str, int]:
+    """What the object's own holders already hold, and what its gang's holder holds for it
+    (a gang's Pod draws its devices from there: up to its own charge)."""
     holders = {claim.holder for claim in claims if claim.holder is not None}
-    return {device_class: usage.held_by(holders) for device_class, usage in facts.usage.items()}
+    return {
+        device_class: usage.held_by(holders)
+        + (min(usage.held_by((gang,)), totals.get(device_class, 0)) if gang else 0)
+        for device_class, usage in facts.usage.items()
+    }
 
 
 def _warning(reason: Reason) -> str:

@@ -1,4 +1,4 @@
-"""Workload prediction: will the Pods of a Deployment, StatefulSet, Job or JobSet fit?
+"""Workload prediction: will the Pods of a Deployment, StatefulSet, Job, JobSet or LWS fit?
 
 Quota is charged per Pod, when each Pod is created, so a Deployment whose replicas cannot all
 fit is admitted and then leaves Pods failing one by one. A warning at the workload's own
@@ -19,6 +19,7 @@ PREDICTED_KINDS = frozenset(
         ("apps", "StatefulSet"),
         ("batch", "Job"),
         ("jobset.x-k8s.io", "JobSet"),
+        ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
     }
 )
 """(API group, kind) of the workloads predicted: a Volcano `batch.volcano.sh` Job is not one."""
@@ -31,24 +32,52 @@ ChargesOf = Callable[[Mapping[str, Any]], Mapping[str, int]]
 def demand(obj: Mapping[str, Any], charges_of: ChargesOf) -> dict[str, int]:
     """Devices per class all the workload's Pods take when running at once."""
     total: dict[str, int] = {}
-    for pods, pod_spec in _pod_groups(obj):
+    for pods, pod_spec in pod_groups(obj):
         for device_class, devices in charges_of(pod_spec).items():
             total[device_class] = total.get(device_class, 0) + pods * devices
     return total
 
 
-def _pod_groups(obj: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    """(number of Pods, their pod spec) for each pod template of the workload."""
+def pod_groups(obj: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """(number of Pods running at once, their pod spec) for each pod template of the workload."""
     spec = obj.get("spec") or {}
     kind = obj.get("kind")
     if kind == "JobSet":
         for job in spec.get("replicatedJobs") or []:
             job_spec = ((job.get("template") or {}).get("spec")) or {}
-            pods = _int(job.get("replicas"), 1) * _int(job_spec.get("parallelism"), 1)
-            yield pods, (job_spec.get("template") or {}).get("spec") or {}
+            pods = _int(job.get("replicas"), 1) * job_pods(job_spec)
+            yield pods, _pod_spec(job_spec.get("template"))
         return
-    pods = _int(spec.get("parallelism" if kind == "Job" else "replicas"), 1)
-    yield pods, (spec.get("template") or {}).get("spec") or {}
+    if kind == "LeaderWorkerSet":
+        yield from _lws_groups(spec)
+        return
+    pods = job_pods(spec) if kind == "Job" else _int(spec.get("replicas"), 1)
+    yield pods, _pod_spec(spec.get("template"))
+
+
+def job_pods(job_spec: Mapping[str, Any]) -> int:
+    """A Job's Pods at once: `parallelism`, and no more than `completions` when Indexed (each
+    index runs once at a time)."""
+    pods = _int(job_spec.get("parallelism"), 1)
+    completions = job_spec.get("completions")
+    if job_spec.get("completionMode") == "Indexed" and isinstance(completions, int):
+        return min(pods, _int(completions, pods))
+    return pods
+
+
+def _lws_groups(spec: Mapping[str, Any]) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    """Per group (`replicas` of them): the leader once, `size - 1` workers; the leader's pod
+    template is the worker's unless it has its own."""
+    groups = _int(spec.get("replicas"), 1)
+    template = spec.get("leaderWorkerTemplate") or {}
+    worker = _pod_spec(template.get("workerTemplate"))
+    leader = _pod_spec(template.get("leaderTemplate")) if template.get("leaderTemplate") else worker
+    yield groups, leader
+    yield groups * max(_int(template.get("size"), 1) - 1, 0), worker
+
+
+def _pod_spec(template: Any) -> Mapping[str, Any]:
+    return ((template or {}).get("spec") or {}) if isinstance(template, Mapping) else {}
 
 
 def _int(value: Any, default: int) -> int:

@@ -183,6 +183,12 @@ class KubeState:
     def slices(self) -> Sequence[Object]:
         return self._cache("ResourceSlice").items()
 
+    def workloads(self) -> None:
+        """Not watched: a cluster-wide watch of Pods and Jobs (and of JobSet and LWS, whose
+        CRDs may be absent) costs more than the caches it would join. A gang's holder is
+        then never confirmed: it stays pending, drawn from by its Pods, until it expires."""
+        return None
+
     # ------------------------------------------------------ managed templates
 
     def ensure_templates(

@@ -1,4 +1,5 @@
-"""Cluster facts offline: a snapshot file of Namespaces, claims, templates, classes and slices.
+"""Cluster facts offline: a snapshot file of Namespaces, claims, templates, classes and slices
+(and the Pods and gang workloads among them, for the truth of gangs' holders).
 
 `dragate check` and `dragate serve` without a cluster read the same kinds the watch caches
 hold in a cluster, from a file a platform team can export with
@@ -18,6 +19,8 @@ from webhook.types import Object
 STATE_KINDS = frozenset(
     {"Namespace", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice"}
 )
+WORKLOAD_KINDS = frozenset({"Pod", "Job", "JobSet", "LeaderWorkerSet"})
+"""Kept for the truth of gangs' holders (`ledger.usage.gang_holds`)."""
 
 
 class SnapshotState:
@@ -36,7 +39,7 @@ class SnapshotState:
     def add(self, obj: Object) -> None:
         """Remember an object of a kind the state holds; other kinds are ignored."""
         kind = str(obj.get("kind", ""))
-        if kind not in STATE_KINDS:
+        if kind not in STATE_KINDS and kind not in WORKLOAD_KINDS:
             return
         meta = obj.get("metadata") or {}
         key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
@@ -68,6 +71,9 @@ class SnapshotState:
 
     def slices(self) -> Sequence[Object]:
         return self._of_kind("ResourceSlice")
+
+    def workloads(self) -> Sequence[Object]:
+        return [obj for kind in sorted(WORKLOAD_KINDS) for obj in self._of_kind(kind)]
 
 
 def load_state(path: str) -> SnapshotState:

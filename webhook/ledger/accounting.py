@@ -105,7 +105,9 @@ def reserve(
     forged review re-sent in a loop) never renews it; a new one is pending until
     `now + pending_seconds`. A holder re-admitted with the same devices is left as it is: the
     retry changes nothing, so a ledger need not write. A holder set keeps its name unless
-    `names` gives it one.
+    `names` gives it one. A holder given negative counts is not set but drawn from
+    (`is_draw`): lowered by what the call's other holders grow by, so a gang's Pod moves
+    devices from the gang's reservation to its own holders in the same atomic step.
     """
     current = live(current, now=now)
     change = changes(
@@ -143,7 +145,8 @@ def changes(
     """
     after = dict(current_totals)  # moved by the holders that change
     changed: Records = {}
-    for key, devices in holds.items():
+    sets = {key: devices for key, devices in holds.items() if not is_draw(devices)}
+    for key, devices in sets.items():
         known = current.get(key)
         wanted = {c: n for c, n in devices.items() if n}
         name = (names or {}).get(key) or (known.name if known is not None else None)
@@ -152,11 +155,41 @@ def changes(
         expires = known.expires_at if known is not None else now + pending_seconds
         changed[key] = Record(wanted, expires, name)
         move(after, known.devices if known is not None else {}, wanted)
+    grown = {c: n - current_totals.get(c, 0) for c, n in after.items()}
+    for key, devices in holds.items():
+        if key not in sets and (drawn := _drawn(current.get(key), devices, grown)) is not None:
+            move(after, current[key].devices, drawn.devices)
+            changed[key] = drawn
     for device_class, total in after.items():
         limit = limits.get(device_class)
         if limit is not None and total > current_totals.get(device_class, 0) and total > limit:
             return Change(False)
     return Change(True, changed)
+
+
+def is_draw(devices: Mapping[str, int]) -> bool:
+    """Whether a hold draws from its holder (negative counts) instead of setting it."""
+    return any(n < 0 for n in devices.values())
+
+
+def _drawn(
+    known: Record | None, devices: Mapping[str, int], grown: dict[str, int]
+) -> Record | None:
+    """`known` lowered, per class, by what the call's other holders grew by (at most the
+    count drawn, never below 0): a Pod drawing from its gang moves devices from the gang's
+    holder to its own, and re-admitting the Pod (which grows nothing) draws nothing. None
+    when nothing changes: no such holder, or nothing grew."""
+    if known is None:
+        return None
+    left = dict(known.devices)
+    for device_class, count in devices.items():
+        take = min(-count, grown.get(device_class, 0), left.get(device_class, 0))
+        if take > 0:
+            left[device_class] -= take
+            grown[device_class] -= take
+    if left == dict(known.devices):
+        return None
+    return Record({c: n for c, n in left.items() if n}, known.expires_at, known.name)
 
 
 def readmitted(

@@ -106,8 +106,11 @@ class KubeLedger:
         the tenant's next batch, withdrawn unwritten if `deadline` passes while it waits (a
         write already sent may land: it is pending and expires). Refused only for other
         processes' grants, it asks for them back and tries again (`wants`). The usage comes
-        with a refusal only: listing every holder costs in proportion to the holders."""
-        if self._from_grant(tenant, holds, limits, deadline, names):
+        with a refusal only: listing every holder costs in proportion to the holders. A Pod
+        drawing from its gang (`accounting.is_draw`) is always written: what it draws depends
+        on the stored gang holder, which a grant's queue does not see."""
+        drawing = any(accounting.is_draw(devices) for devices in holds.values())
+        if not drawing and self._from_grant(tenant, holds, limits, deadline, names):
             return Reservation(True)
         ends = time.monotonic() + self._budget(deadline)
         pause = wants.WANT_PAUSE

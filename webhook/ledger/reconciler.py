@@ -39,6 +39,7 @@ from typing import Protocol
 from webhook.engine.counting import holder_key
 from webhook.kube.background import BackgroundLoop, always
 from webhook.ledger.accounting import Holds
+from webhook.ledger.gangtruth import add_gang_holds
 from webhook.ledger.usage import holder_names, holds_by_tenant
 from webhook.types import ClusterState, DragateError, Object, PolicySet
 from webhook.types.pacing import paced
@@ -66,13 +67,16 @@ class Reconcilable(Protocol):
 
 def claims_truth(policies: Callable[[], PolicySet], state: ClusterState) -> Truth:
     """The truth from the claims in `state`, each counted for the tenant of its namespace (a
-    `paced` walk: the server answers reviews between its slices)."""
+    `paced` walk: the server answers reviews between its slices), and the holders of the
+    gangs it keeps (`gangtruth`)."""
 
     def truth() -> Mapping[str, Holds]:
         namespaces = {str(n["metadata"]["name"]): n for n in state.namespaces()}
-        holds, notes = holds_by_tenant(policies(), paced(state.claims()), namespaces)
+        current = policies()
+        holds, notes = holds_by_tenant(current, paced(state.claims()), namespaces)
         for note in notes:
             log.warning("reconcile: %s", note)
+        add_gang_holds(current, state, namespaces, holds)
         return holds
 
     return truth

@@ -16,6 +16,7 @@ from webhook.engine.prediction import PREDICTED_KINDS, demand, fit_warnings
 from webhook.engine.quota import limits_of
 from webhook.pipeline.context import Context
 from webhook.pipeline.facts import gather, out_of_time
+from webhook.pipeline.gangholds import gang_verdict, is_gang_request, with_draw
 from webhook.pipeline.mutation import legacy_pod_denial
 from webhook.pipeline.scope import is_policy_object
 from webhook.rewrite import rewrite_object
@@ -81,6 +82,8 @@ def _validate_with_facts(
         deadline.check("reading the tenant's usage")
         facts = facts.with_usage(context.ledger.usage(facts.tenant.name, deadline))
     if (request.group, request.kind) in PREDICTED_KINDS:
+        if is_gang_request(request, policies.settings.gang_kinds):
+            return gang_verdict(request, policies, context, facts, deadline)
         warnings = _predictions(request, policies, context, facts, deadline)
         tenant = facts.tenant.name if facts.tenant else ""
         return Verdict(Decision(warnings=warnings, tenant=tenant))
@@ -89,8 +92,9 @@ def _validate_with_facts(
         return Verdict(decision)
     deadline.check("reserving quota")
     limits = limits_of(facts.tenant)
+    holds = with_draw(request, policies, decision.holds)
     reservation = context.ledger.reserve(
-        facts.tenant.name, decision.holds, limits, deadline, names=decision.names or None
+        facts.tenant.name, holds, limits, deadline, names=decision.names or None
     )
     if reservation.granted:
         return Verdict(decision)

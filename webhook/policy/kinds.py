@@ -38,6 +38,7 @@ from webhook.policy.schema import (
 )
 from webhook.types import (
     API_VERSION,
+    GANG_KINDS,
     Action,
     DeviceClassPolicy,
     FailurePolicy,
@@ -324,6 +325,7 @@ SETTINGS = Obj(
             Str(_SERVICE_ACCOUNT, '"system:serviceaccount:NAMESPACE:NAME"'),
             "service account user names",
         ),
+        "gangKinds": ListOf(OneOf(tuple(sorted(GANG_KINDS))), "workload kinds"),
     },
 )
 
@@ -336,6 +338,7 @@ def _settings(_name: str, spec: Mapping[str, Any], _source: Source) -> Settings:
         admin_access_editors=frozenset(spec.get("adminAccessEditors", ())),
         exempt_namespaces=frozenset(spec.get("exemptNamespaces", ())),
         exempt_service_accounts=frozenset(spec.get("exemptServiceAccounts", ())),
+        gang_kinds=frozenset(spec.get("gangKinds", GANG_KINDS)),
     )
 
 

@@ -47,6 +47,7 @@ from webhook.types.outcomes import (
     Violation,
 )
 from webhook.types.policyset import (
+    GANG_KINDS,
     Action,
     CompiledExpression,
     DeviceClassPolicy,
@@ -71,6 +72,7 @@ __all__ = [
     "ADMIN_ACCESS_LABEL",
     "ALL_MODE_DEVICES",
     "API_VERSION",
+    "GANG_KINDS",
     "JSON",
     "MANAGED_BY_LABEL",
     "MANAGED_BY_VALUE",

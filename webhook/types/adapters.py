@@ -189,6 +189,11 @@ class ClusterState(Protocol):
 
     def slices(self) -> Sequence[Object]: ...
 
+    def workloads(self) -> Sequence[Object] | None:
+        """The gang kinds' workloads (Jobs, JobSets, LeaderWorkerSets) and Pods, for the truth
+        of gangs' holders; None when the state does not keep them."""
+        ...
+
 
 @record
 class Reservation:

@@ -179,6 +179,10 @@ class LegacyResourceMapping:
     source: Source = Source()
 
 
+GANG_KINDS = frozenset({"Job", "JobSet", "LeaderWorkerSet"})
+"""The workload kinds that may be gangs (`Settings.gangKinds`, all of them by default)."""
+
+
 @dataclass(frozen=True)
 class Settings:
     """Engine-wide options (kind `Settings` in policy files; all optional)."""
@@ -189,6 +193,7 @@ class Settings:
     admin_access_editors: frozenset[str] = frozenset()  # users or `group:NAME` allowed to label
     exempt_namespaces: frozenset[str] = frozenset()
     exempt_service_accounts: frozenset[str] = frozenset()
+    gang_kinds: frozenset[str] = GANG_KINDS  # workload kinds charged whole at creation
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,269 @@
+"""Gangs through the pipeline: a workload charged whole at creation, its Pods drawing from it."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import claim, exact, pod, request, template
+
+from webhook.kube.snapshot import SnapshotState
+from webhook.ledger.memory import MemoryLedger
+from webhook.ledger.reconciler import claims_truth
+from webhook.ledger.sqlite import SqliteLedger
+from webhook.pipeline import Context, request_from_object, review
+from webhook.policy.loading import parse_policies
+from webhook.types import Ledger, Operation, PolicySet, Verdict
+
+GPU = "gpu.nvidia.com"
+TENANT = """
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {name: ml}
+spec:
+  namespaces: [team-a]
+  enforcement: %s
+  quota:
+  - {deviceClassName: gpu.nvidia.com, maxDevices: 8}
+"""
+POLICIES = parse_policies(TENANT % "Deny", "inline.yaml")
+TWO = template(request(exact(count=2)), name="two")
+ONE = template(request(exact(count=1)), name="one")
+
+
+class Clock:
+    now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+LEDGERS: dict[str, Callable[[Path, Clock], Ledger]] = {
+    "memory": lambda _, clock: MemoryLedger(clock=clock),
+    "sqlite": lambda tmp, clock: SqliteLedger(str(tmp / "ledger.sqlite"), clock=clock),
+}
+
+
+@pytest.fixture(params=sorted(LEDGERS))
+def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ledger]:
+    yield LEDGERS[request.param](tmp_path, Clock())
+
+
+def job(name: str, parallelism: int = 4, **spec: Any) -> dict[str, Any]:
+    pod_spec = pod(claims={"gpu": "two"})["spec"]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "team-a", "uid": f"{name}-uid"},
+        "spec": {"parallelism": parallelism, "template": {"spec": pod_spec}, **spec},
+    }
+
+
+def job_pod(job_name: str, index: int) -> dict[str, Any]:
+    the_pod = pod(f"{job_name}-{index}", claims={"gpu": "two"}, uid=f"{job_name}-{index}-uid")
+    owner = {"kind": "Job", "name": job_name, "uid": f"{job_name}-uid", "controller": True}
+    the_pod["metadata"]["ownerReferences"] = [owner]
+    return the_pod
+
+
+def generated_claim(the_pod: dict[str, Any]) -> dict[str, Any]:
+    """The claim the resourceclaim controller makes for the Pod's template."""
+    meta = the_pod["metadata"]
+    made = claim(request(exact(count=2)), name=f"{meta['name']}-gpu")
+    made["metadata"]["annotations"] = {"resource.kubernetes.io/pod-claim-name": "gpu"}
+    made["metadata"]["ownerReferences"] = [
+        {"kind": "Pod", "uid": meta["uid"], "name": meta["name"]}
+    ]
+    return made
+
+
+def context(ledger: Ledger, policies: PolicySet = POLICIES) -> Context:
+    return Context(policies=lambda: policies, state=SnapshotState([TWO, ONE]), ledger=ledger)
+
+
+def create(ctx: Context, obj: dict[str, Any]) -> Verdict:
+    return review(request_from_object(obj), ctx)
+
+
+def update(ctx: Context, old: dict[str, Any], new: dict[str, Any]) -> Verdict:
+    return review(
+        replace(request_from_object(new, operation=Operation.UPDATE), old_object=old), ctx
+    )
+
+
+def holders(ledger: Ledger) -> dict[str, int]:
+    usage = ledger.usage("ml").get(GPU)
+    return {h.key: h.devices for h in usage.holders} if usage else {}
+
+
+def used(ledger: Ledger) -> int:
+    return sum(holders(ledger).values())
+
+
+def reconcile(ledger: Ledger, *objects: dict[str, Any]) -> None:
+    """The reconciler's pass over a cluster holding `objects`."""
+    truth = claims_truth(lambda: POLICIES, SnapshotState([TWO, ONE, *objects]))()
+    ledger.reconcile(truth)  # type: ignore[attr-defined]
+
+
+def test_two_gangs_never_split_the_quota_two_and_two(ledger: Ledger) -> None:
+    ctx = context(ledger)
+    first, second = job("train"), job("train-b")
+    assert create(ctx, first).allowed
+    assert holders(ledger) == {"gang:team-a/Job/train": 8}
+
+    refused = create(ctx, second)
+    assert not refused.allowed
+    assert refused.decision.reasons[0].message == (
+        "gang team-a/train-b needs 8 gpu.nvidia.com; tenant ml has 0 free "
+        "(held by gang:team-a/Job/train (8))"
+    )
+    lone = create(ctx, pod("lone", claims={"gpu": "one"}, uid="lone-uid"))
+    assert not lone.allowed and "held by gang:team-a/Job/train (8)" in str(lone.decision.reasons)
+
+    pods = [job_pod("train", i) for i in range(4)]
+    for the_pod in pods:
+        assert create(ctx, the_pod).allowed
+        assert used(ledger) == 8
+    assert "gang:team-a/Job/train" not in holders(ledger)
+    assert create(ctx, pods[0]).allowed and used(ledger) == 8  # a retried Pod draws nothing
+    assert not create(ctx, job_pod("train", 4)).allowed  # past the gang: charged as usual
+
+    claims = [generated_claim(p) for p in pods]
+    reconcile(ledger, first, *pods, *claims)
+    assert used(ledger) == 8 and "gang:team-a/Job/train" not in holders(ledger)
+    reconcile(ledger)  # the Job is deleted with its Pods and their claims
+    assert used(ledger) == 0
+    assert create(ctx, second).allowed and holders(ledger) == {"gang:team-a/Job/train-b": 8}
+
+
+def test_the_truth_keeps_what_the_members_have_not_claimed_yet(ledger: Ledger) -> None:
+    ctx = context(ledger)
+    train = job("train")
+    assert create(ctx, train).allowed
+    pods = [job_pod("train", i) for i in range(4)]
+    for the_pod in pods[:1]:
+        assert create(ctx, the_pod).allowed
+    reconcile(ledger, train, pods[0], generated_claim(pods[0]))
+    assert holders(ledger) == {"gang:team-a/Job/train": 6, "pod:train-0-uid/gpu": 2}
+    finished = {**train, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    reconcile(ledger, finished, pods[0], generated_claim(pods[0]))
+    assert holders(ledger) == {"pod:train-0-uid/gpu": 2}
+
+
+def test_a_suspended_job_is_charged_when_unsuspended(ledger: Ledger) -> None:
+    ctx = context(ledger)
+    suspended = job("train", suspend=True)
+    assert create(ctx, suspended).allowed and used(ledger) == 0
+    other = job("other", parallelism=3)
+    assert create(ctx, other).allowed and used(ledger) == 6
+    reconcile(ledger, suspended, other)
+    assert holders(ledger) == {"gang:team-a/Job/other": 6}  # confirmed; `train` holds nothing
+    running = job("train", suspend=False)
+    refused = update(ctx, suspended, running)
+    assert not refused.allowed
+    assert "gang team-a/train needs 8 gpu.nvidia.com; tenant ml has 2 free" in (
+        refused.decision.reasons[0].message
+    )
+    reconcile(ledger)  # `other` is deleted
+    assert update(ctx, suspended, running).allowed
+    assert holders(ledger) == {"gang:team-a/Job/train": 8}
+    assert update(ctx, running, copy.deepcopy(running)).allowed  # nothing changed: no charge
+    assert holders(ledger) == {"gang:team-a/Job/train": 8}
+
+
+@pytest.mark.parametrize(
+    ("parallelism", "allowed", "held"),
+    [(3, True, 4), (5, False, 2), (1, True, 0)],
+    ids=["grows", "grows-past-the-quota", "shrinks-to-one-pod"],
+)
+def test_a_scale_change_replaces_the_holder(
+    ledger: Ledger, parallelism: int, allowed: bool, held: int
+) -> None:
+    ctx = context(ledger)
+    train = job("train", parallelism=2)
+    assert create(ctx, train).allowed
+    assert create(ctx, job_pod("train", 0)).allowed  # drew 2 of the gang's 4
+    assert create(ctx, pod("lone", claims={"gpu": "one"}, uid="lone-uid")).allowed
+    verdict = update(ctx, train, job("train", parallelism=parallelism))
+    assert verdict.allowed is allowed
+    assert holders(ledger).get("gang:team-a/Job/train", 0) == held
+
+
+@pytest.mark.parametrize("mode", ["Warn", "Audit"])
+def test_a_gang_over_quota_is_admitted_and_told_under_warn_or_audit(
+    ledger: Ledger, mode: str
+) -> None:
+    ctx = context(ledger, parse_policies(TENANT % mode, "inline.yaml"))
+    assert create(ctx, job("train")).allowed
+    drawing = create(ctx, job_pod("train", 0))  # within the gang: nothing to tell
+    assert drawing.allowed and not drawing.decision.warnings and not drawing.decision.audit
+    verdict = create(ctx, job("train-b"))
+    assert verdict.allowed and used(ledger) == 16
+    told = [*verdict.decision.warnings, *verdict.decision.audit.values()]
+    assert any(
+        "gang team-a/train-b needs 8 gpu.nvidia.com; tenant ml has 0 free" in t for t in told
+    )
+    assert create(ctx, job_pod("train", 1)).allowed and used(ledger) == 16  # drawn, not added
+
+
+def test_gangs_off_charge_pods_one_by_one(ledger: Ledger) -> None:
+    off = parse_policies(
+        TENANT
+        % "Deny"
+        + "---\napiVersion: dragate.io/v1alpha1\nkind: Settings\nmetadata: {name: s}\n"
+        "spec: {gangKinds: []}\n",
+        "inline.yaml",
+    )
+    ctx = context(ledger, off)
+    assert create(ctx, job("train")).allowed and used(ledger) == 0
+    assert create(ctx, job_pod("train", 0)).allowed and used(ledger) == 2
+
+
+def test_a_dry_run_judges_the_gang_and_reserves_nothing(ledger: Ledger) -> None:
+    ctx = context(ledger)
+    dry = replace(request_from_object(job("train", parallelism=5)), dry_run=True)
+    verdict = review(dry, ctx)
+    assert not verdict.allowed and used(ledger) == 0
+
+
+NATIVE_CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": GPU},
+    "spec": {"extendedResourceName": "nvidia.com/gpu"},
+}
+
+
+def native_job(name: str) -> dict[str, Any]:
+    limits = {"nvidia.com/gpu": "2"}
+    pod_spec = {"containers": [{"name": "c", "image": "x", "resources": {"limits": limits}}]}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "team-a", "uid": f"{name}-uid"},
+        "spec": {"parallelism": 4, "template": {"spec": pod_spec}},
+    }
+
+
+def test_natively_mapped_pods_are_charged_as_the_scheduler_s_claim(ledger: Ledger) -> None:
+    """A DeviceClass maps nvidia.com/gpu (KEP-5004): each Pod is charged its special claim,
+    and the Job's Pods draw it from the gang."""
+    state = SnapshotState([NATIVE_CLASS])
+    ctx = Context(policies=lambda: POLICIES, state=state, ledger=ledger)
+    assert create(ctx, native_job("train")).allowed
+    assert holders(ledger) == {"gang:team-a/Job/train": 8}
+    refused = create(ctx, native_job("train-b"))
+    assert not refused.allowed and "needs 8 gpu.nvidia.com" in refused.decision.reasons[0].message
+    the_pod = native_job("train")["spec"]["template"]
+    member = {**the_pod, "apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "train-0", "namespace": "team-a", "uid": "train-0-uid",
+        "ownerReferences": [{"kind": "Job", "name": "train", "uid": "train-uid"}],
+    }}  # fmt: skip
+    assert create(ctx, member).allowed and used(ledger) == 8
+    truth = claims_truth(lambda: POLICIES, SnapshotState([NATIVE_CLASS, native_job("train")]))()
+    assert truth["ml"]["gang:team-a/Job/train"] == {GPU: 8}

@@ -1,0 +1,100 @@
+"""The truth of gangs' holders: what each running gang still holds for Pods not yet claimed.
+
+A gang's holder is reserved whole at the workload's creation and drawn down as its Pods are
+admitted (`pipeline.gangs`). Once the cluster is read, the holder is what the gang's demand
+leaves after what its members' claims hold: max(0, demand - members), per class. A gang
+suspended or finished holds nothing; one whose workload is gone is missing from the truth,
+so the ledger drops its holder as any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from webhook.engine.counting import POD_PREFIX
+from webhook.engine.gangs import (
+    gang_demand,
+    gang_key,
+    is_finished,
+    is_gang,
+    is_suspended,
+    pod_charges,
+    pod_gang,
+)
+from webhook.engine.tenancy import namespace_labels, resolve_tenant
+from webhook.ledger.accounting import Holds
+from webhook.rewrite import rewrite_object
+from webhook.rewrite.mappings import native_resources
+from webhook.types import ClusterState, Object, PolicySet
+
+
+def add_gang_holds(
+    policies: PolicySet,
+    state: ClusterState,
+    namespaces: Mapping[str, Object],
+    tenants: dict[str, Holds],
+) -> None:
+    """Put each gang's holder into `tenants` (the claims' truth, per tenant), when `state`
+    keeps the workloads; without them the ledger keeps gangs' holders pending."""
+    found = state.workloads()
+    if found is None:
+        return
+    kinds = policies.settings.gang_kinds
+    pods = [obj for obj in found if obj.get("kind") == "Pod"]
+    for workload in found:
+        if workload.get("kind") == "Pod" or not is_gang(workload, kinds):
+            continue
+        namespace = str((workload.get("metadata") or {}).get("namespace", ""))
+        tenant = resolve_tenant(
+            policies, namespace, namespace_labels(namespaces.get(namespace), namespace)
+        )
+        if tenant is None:
+            continue
+        holds = tenants.setdefault(tenant.name, {})
+        key = gang_key(workload)
+        holds[key] = _left(workload, policies, state, _members(key, pods, kinds), holds)
+
+
+def _members(key: str, pods: Iterable[Object], kinds: frozenset[str]) -> list[str]:
+    """The holder prefixes (`pod:<uid>/`) of the gang's Pods."""
+    prefixes = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        if meta.get("uid") and pod_gang(pod, str(meta.get("namespace", "")), kinds) == key:
+            prefixes.append(f"{POD_PREFIX}{meta['uid']}/")
+    return prefixes
+
+
+def _left(
+    workload: Object,
+    policies: PolicySet,
+    state: ClusterState,
+    members: Sequence[str],
+    holds: Holds,
+) -> dict[str, int]:
+    if is_suspended(workload) or is_finished(workload):
+        return {}
+    needed = _demand(workload, policies, state)
+    claimed: dict[str, int] = {}
+    for key, devices in holds.items():
+        if key.startswith(tuple(members)) and members:
+            for device_class, count in devices.items():
+                claimed[device_class] = claimed.get(device_class, 0) + count
+    left = {c: n - claimed.get(c, 0) for c, n in needed.items()}
+    return {c: n for c, n in left.items() if n > 0}
+
+
+def _demand(workload: Object, policies: PolicySet, state: ClusterState) -> dict[str, int]:
+    """The gang's demand as its creation was charged: legacy resources as rewritten."""
+    namespace = str((workload.get("metadata") or {}).get("namespace", ""))
+    classes = state.device_classes()
+    rewritten = rewrite_object(
+        workload, policies.mappings, namespace=namespace,
+        native_resources=native_resources(classes.values()),
+    )  # fmt: skip
+    made = {str(t["metadata"]["name"]): t for t in rewritten.templates}
+
+    def template(name: str) -> Object | None:
+        return made.get(name) or state.template(namespace, name)
+
+    return gang_demand(rewritten.object, lambda spec: pod_charges(spec, template, classes))
