@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from webhook.files.manifests import read_text
+from webhook.files.manifests import files_below, read_text
 from webhook.files.yamlio import Document, YamlError, parse_documents
 from webhook.policy.kinds import HEADER, KINDS
 from webhook.policy.schema import INVALID, PolicyError, PolicyProblem, Report
@@ -103,18 +103,12 @@ def policy_files(paths: Sequence[str | Path], problems: list[PolicyProblem]) -> 
 
 
 def files_under(directory: Path) -> list[Path]:
-    """Policy files below `directory`, sorted, skipping dot-directories.
+    """Policy files below `directory`, sorted, walked as manifests are (`files_below`).
 
     A ConfigMap mount holds every file twice (`..data/x.yaml` and the `x.yaml` link to it),
     and a git checkout has `.git`; only the visible names are the policy set.
     """
-    return sorted(
-        p
-        for p in directory.rglob("*")
-        if p.suffix in POLICY_SUFFIXES
-        and p.is_file()
-        and not any(part.startswith(".") for part in p.relative_to(directory).parts)
-    )
+    return files_below(directory, POLICY_SUFFIXES)
 
 
 def default_policy_dir() -> Path:
