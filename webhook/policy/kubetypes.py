@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 from webhook.engine.cel import TypeEnvironment
 from webhook.engine.ruletypes import rule_environments
 from webhook.policy.celspec import compile_cel
+from webhook.policy.schema import suggest
 from webhook.types.kubeversions import NEWEST, SUPPORTED, supported_minor
 
 _target = [NEWEST]
@@ -48,8 +50,43 @@ def validation_types(minor: str | None = None) -> tuple[TypeEnvironment, ...]:
 
 @lru_cache(maxsize=len(SUPPORTED))
 def _environments(minor: str) -> tuple[TypeEnvironment, ...]:
+    return rule_environments(_schemas(minor))
+
+
+@lru_cache(maxsize=len(SUPPORTED))
+def _schemas(minor: str) -> Any:
     text = resources.files("webhook").joinpath(*schemas_file(minor)).read_text(encoding="utf-8")
-    return rule_environments(json.loads(text))
+    return json.loads(text)
+
+
+def missing_field(kind: str, steps: Sequence[str | int], minor: str | None = None) -> str | None:
+    """Why a field path (`spec`, `containers`, 0, `resourcess`) cannot exist in a `kind` of
+    the target minor's pinned schema, with a "did you mean"; None when it can, or when the
+    schema cannot say (a kind it does not pin, a free-form map)."""
+    minor = minor or kube_version()
+    schemas = _schemas(minor)
+    root = schemas["roots"].get(kind)
+    schema: Any = {"$ref": root} if root else None
+    for at, step in enumerate(steps):
+        schema = _resolved(schemas["definitions"], schema)
+        if not schema or not isinstance(step, str):
+            schema = schema.get("items") if schema else None
+            continue
+        properties = schema.get("properties")
+        if properties is None or step in properties:
+            schema = (properties or {}).get(step) or schema.get("additionalProperties")
+            continue
+        near = suggest(step, sorted(properties))
+        where = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps[:at])
+        hint = f' (did you mean "{near}"?)' if near else ""
+        return f"{kind}{where} has no field {step} in Kubernetes {minor}{hint}"
+    return None
+
+
+def _resolved(definitions: Mapping[str, Any], schema: Any) -> Any:
+    while isinstance(schema, Mapping) and "$ref" in schema:
+        schema = definitions.get(schema["$ref"])
+    return schema
 
 
 def needs_newer(text: str, variables: Sequence[str], target: str | None = None) -> str | None:

@@ -19,7 +19,7 @@ from webhook.files.manifests import files_below, read_text
 from webhook.files.yamlio import Document, YamlError, parse_documents
 from webhook.policy.kinds import HEADER, KINDS
 from webhook.policy.schema import INVALID, PolicyError, PolicyProblem, Report
-from webhook.policy.suites import SUITE_KIND
+from webhook.policy.suites import SUITE_KIND, is_suite
 from webhook.types import (
     DeviceClassPolicy,
     LegacyResourceMapping,
@@ -169,8 +169,8 @@ def read_document(doc: Document, report: Report) -> Loaded | None:
             (), "a policy document (a mapping with apiVersion, kind, metadata, spec)", doc.data
         )
         return None
-    if str(doc.data.get("kind")) in NOT_POLICIES:  # str(): `kind: []` is unhashable
-        return None  # test suites live beside the policies they test
+    if str(doc.data.get("kind")) in NOT_POLICIES or is_suite(doc.data, near=True):
+        return None  # test suites live beside the policies they test; `test` reads them
     HEADER.read(doc.data, (), report)
     kind = KINDS.get(str(doc.data.get("kind")))
     if kind is None:
