@@ -191,7 +191,7 @@ def objects_in(documents: Iterable[Document]) -> Iterator[Document]:
     for doc in documents:
         _require_object(doc)
         if _is_list(doc):
-            yield from _list_items(doc)
+            yield from list_items(doc)
         else:
             yield doc
 
@@ -203,7 +203,8 @@ def _is_list(doc: Document) -> bool:
     )
 
 
-def _list_items(doc: Document) -> Iterator[Document]:
+def list_items(doc: Document) -> Iterator[Document]:
+    """Each item of a List document as a document of its own, with its own source line."""
     for i, item in enumerate(doc.data["items"]):
         node = doc.node["items"][i] if doc.node is not None else None
         item_doc = replace(doc, data=item, source=doc.source_of(["items", i]), node=node)
