@@ -25,6 +25,10 @@ FOREIGN = {
 }
 """Files a walk skips: each holds no Kubernetes object (path -> text)."""
 
+WALKED_FOREIGN = [name for name in FOREIGN if not name.startswith(".github/")]
+"""The foreign files a walk reads and counts as skipped: `.github/` is a hidden directory,
+never entered."""
+
 CLAIM = """\
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaim

@@ -37,6 +37,31 @@ def test_warnings_are_one_line_and_at_most_120(text: str, expected: str | None) 
     assert review.bound_warnings([text]) == ([expected] if expected else [])
 
 
+FEASIBILITY = (
+    "dragate: request 'gpu' needs 2 gpu.nvidia.com devices, 0 in the cluster match; selector "
+    '\'device.attributes["gpu.nvidia.com"].productName == "H200"\' rules out the most '
+    "(without it: NVIDIA H100 80GB HBM3 x8) (feasibility)"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            FEASIBILITY,
+            "dragate: request 'gpu' needs 2 gpu.nvidia.com devices, 0 in the cluster match; …",
+        ),
+        ("word " * 30, ("word " * 23).rstrip() + " …"),
+    ],
+    ids=["at-a-clause", "at-a-word"],
+)
+def test_a_long_warning_is_cut_between_clauses_or_words_never_mid_word(
+    text: str, expected: str
+) -> None:
+    (cut,) = review.bound_warnings([text])
+    assert cut == expected and len(cut) <= 120
+
+
 def test_printable_text_holds_nothing_the_control_pattern_replaces() -> None:
     """`_one_line` skips the pattern for printable text: every code point it matches must be
     unprintable, in this Python's Unicode tables too."""

@@ -16,6 +16,7 @@ from repo_tree import (
     FOREIGN,
     TYPO_TEMPLATE,
     TYPO_TENANT,
+    WALKED_FOREIGN,
     repository,
     write,
 )
@@ -155,7 +156,7 @@ def test_a_repository_checks_as_its_manifests_alone(tmp_path: Path) -> None:
     assert "ResourceClaim  team-a" in result.stdout
     assert result.stdout.splitlines()[-2:] == [
         "1 objects: 1 allowed, 0 denied",
-        f"{len(FOREIGN)} files skipped: not Kubernetes objects",
+        f"{len(WALKED_FOREIGN)} files skipped: not Kubernetes objects",
     ]
 
 
@@ -164,7 +165,7 @@ def test_a_repository_with_a_denial_exits_1(tmp_path: Path) -> None:
     result = check("-o", "json", str(root))
     assert result.exit_code == 1
     assert [r["name"] for r in json.loads(result.stdout)] == ["one-gpu", "flat"]
-    assert f"{len(FOREIGN)} files skipped" in result.stderr
+    assert f"{len(WALKED_FOREIGN)} files skipped" in result.stderr
 
 
 @pytest.mark.parametrize("name", sorted(FOREIGN), ids=sorted(FOREIGN))

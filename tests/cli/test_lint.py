@@ -14,6 +14,7 @@ from repo_tree import (
     FOREIGN,
     TYPO_TEMPLATE,
     TYPO_TENANT,
+    WALKED_FOREIGN,
     repository,
     write,
 )
@@ -227,7 +228,7 @@ def test_list_rules() -> None:
 def test_a_repository_lints_as_its_manifests_alone(tmp_path: Path) -> None:
     code, out = lint(str(repository(tmp_path)))
     assert code == 0
-    skipped = f"{len(FOREIGN)} files skipped: not Kubernetes objects"
+    skipped = f"{len(WALKED_FOREIGN)} files skipped: not Kubernetes objects"
     assert out == f"1 file checked, no problems found; {skipped}\n"
 
 
@@ -241,7 +242,7 @@ def test_a_repository_with_a_mistake_exits_1_and_counts_the_skipped(tmp_path: Pa
         "errors": 1,
         "warnings": 0,
         "unreadable": 0,
-        "skipped": len(FOREIGN),
+        "skipped": len(WALKED_FOREIGN),
     }
     assert [f["rule"] for f in body["findings"]] == ["request-shape"]
 
@@ -367,3 +368,65 @@ def test_a_bad_state_file_exits_2(tmp_path: Path) -> None:
     code, out = lint("--state", str(tmp_path / "state.yaml"), str(DATA / "clean"))
     assert code == 2
     assert "a state file holds only" in out
+
+
+TENANT_BODY = "kind: Tenant\nmetadata: {name: a}\nspec:\n  namespaces: [a]\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            f"apiVersion: dragate.io/v1\n{TENANT_BODY}",
+            'apiVersion: expected dragate.io/v1alpha1, got "dragate.io/v1" '
+            '(did you mean "dragate.io/v1alpha1"?)',
+        ),
+        (
+            f"apiVersion: dragte.io/v1alpha1\n{TENANT_BODY}",
+            'apiVersion: expected dragate.io/v1alpha1, got "dragte.io/v1alpha1" '
+            '(did you mean "dragate.io/v1alpha1"?)',
+        ),
+        (
+            f"apiVersion: v1\n{TENANT_BODY}",
+            'apiVersion: expected dragate.io/v1alpha1, got "v1"',
+        ),
+        (
+            "apiVersion: dragate.io/v1\nkind: Tenantt\nmetadata: {name: a}\nspec: {}\n",
+            "kind: expected one of Tenant, DeviceClassPolicy, LegacyResourceMapping, Settings, "
+            'got "Tenantt" (did you mean "Tenant"?)',
+        ),
+        (
+            "apiVersion: v1\nkind: Settings\nmetadata: {name: a}\n",
+            'apiVersion: expected dragate.io/v1alpha1, got "v1"',
+        ),
+    ],
+    ids=["version", "group-typo", "core-version", "group-and-kind", "settings"],
+)
+def test_a_policy_with_a_wrong_api_version_is_a_policy_error(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    write(tmp_path, {"p.yaml": text})
+    code, out = lint("--strict", str(tmp_path / "p.yaml"))
+    assert code == 1
+    assert f": error policy: {message}\n" in out
+
+
+def test_a_kind_of_another_group_is_no_policy(tmp_path: Path) -> None:
+    """Capsule's Tenant (capsule.clastix.io) is not dragate's."""
+    write(tmp_path, {"t.yaml": f"apiVersion: capsule.clastix.io/v1beta2\n{TENANT_BODY}"})
+    assert lint("--strict", str(tmp_path / "t.yaml")) == (0, "1 file checked, no problems found\n")
+
+
+def test_a_virtualenv_after_the_quick_start_is_not_linted(tmp_path: Path) -> None:
+    site = ".venv/lib/python3.11/site-packages"
+    write(
+        tmp_path,
+        {
+            ".venv/pyvenv.cfg": "home = /usr/bin\n",
+            f"{site}/pkg/bad.yaml": FLAT_CLAIM,
+            "venv2/pyvenv.cfg": "home = /usr/bin\n",
+            "venv2/lib/bad.yaml": FLAT_CLAIM,
+            "deploy/claim.yaml": CLAIM.format(device_class="gpu.nvidia.com"),
+        },
+    )
+    assert lint(str(tmp_path)) == (0, "1 file checked, no problems found\n")

@@ -76,3 +76,14 @@ def test_a_suite_on_stdin_is_read_too() -> None:
 def test_the_repository_suites_have_no_policy_findings() -> None:
     code, out = lint(str(REPO / "policies"))
     assert code == 0 and " error " not in out, out
+
+
+def test_a_misspelt_suite_kind_gets_the_did_you_mean_of_test(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(HEADER.replace("Suite", "Suit") + "spec: {}\n")
+    code, out = lint(str(tmp_path / "s.yaml"))
+    assert code == 1
+    assert out.splitlines()[0].endswith(
+        's.yaml:2: error policy: kind: expected PolicyTestSuite, got "PolicyTestSuit" '
+        '(did you mean "PolicyTestSuite"?)'
+    )
+    assert "expected one of Tenant" not in out

@@ -268,3 +268,67 @@ def test_a_suite_asserts_a_gangs_verdict(
     case = f"  - name: gang{LEGACY_JOB % pods}{state}    expect: {expect}\n"
     result = run(str(suite(tmp_path, case)))
     assert result.exit_code == 0, result.output
+
+
+DENIED = f"  - name: nine{CLAIM}    expect: {{allowed: false}}\n"
+
+
+@pytest.mark.parametrize(
+    "where", ["policies/s.yaml", "policies/suites/more/s.yaml"], ids=["beside", "below"]
+)
+def test_a_suite_outside_tests_is_judged_against_the_nearest_policies_above_it(
+    tmp_path: Path, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policies = suite(tmp_path, DENIED)
+    (policies / "tests" / "s.yaml").rename(tmp_path / "s.yaml")
+    (policies / "tests").rmdir()
+    (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "s.yaml").rename(tmp_path / where)
+    monkeypatch.chdir(tmp_path)
+    result = run(str(tmp_path / where))
+    assert result.exit_code == 0, result.output
+    assert f"SUITE {where}:1: s: policies from policies\n" in result.output
+    assert f"PASS  {where}:6: s: nine\n" in result.output
+
+
+def test_a_suite_with_no_policies_at_or_above_it_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(f"{HEADER}spec:\n  cases:\n{DENIED}")
+    result = run(str(tmp_path / "s.yaml"))
+    assert result.exit_code == 2
+    assert f"s.yaml:4: spec: no policy files in {tmp_path} or above it" in result.output
+
+
+def test_output_names_the_policies_and_paths_relative_to_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite(tmp_path, DENIED)
+    monkeypatch.chdir(tmp_path)
+    result = run(str(tmp_path / "policies"))
+    assert result.output.startswith(
+        "SUITE policies/tests/s.yaml:1: s: policies from policies\n"
+        "PASS  policies/tests/s.yaml:6: s: nine\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        (
+            "spec.resourcess.claims[0].name",
+            "ResourceClaim.spec has no field resourcess in Kubernetes 1.37",
+        ),
+        ("spec.devices.requests[0].exactly.count", None),
+        ("metadata.annotations.x", None),
+    ],
+    ids=["typo", "real", "free-form-map"],
+)
+def test_a_patched_path_the_schema_cannot_hold_is_an_error(
+    tmp_path: Path, path: str, message: str | None
+) -> None:
+    expect = f"{{allowed: false, patched: {{'{path}': 1}}}}"
+    result = run(str(suite(tmp_path, f"  - name: c{CLAIM}    expect: {expect}\n")))
+    if message is None:
+        assert result.exit_code == 1, result.output  # the case runs, and its value differs
+    else:
+        assert result.exit_code == 2
+        assert f'expect.patched["{path}"]: cannot exist: {message}\n' in result.output

@@ -377,12 +377,16 @@ def test_the_failing_selector_and_closest_devices_are_named(cluster: Inventory) 
     assert len(result.closest) == 2  # two driver versions of H100: two groups
     assert all("H100" in c for c in result.closest)
     assert "rules out the most" in result.message and "100Gi" in result.message
+    decisive, _, _ = result.message.partition("; ")
+    assert decisive == "request 'gpu' needs 1 gpu.nvidia.com device, 0 in the cluster match"
 
 
 def test_not_enough_on_one_node_is_explained(cluster: Inventory) -> None:
     result = check_satisfiable(cluster, request(9), CLASSES)
     assert result.on_one_node == 8
-    assert "at most 8 on any one node" in result.message
+    assert result.message.startswith(
+        "request 'gpu' needs 9 gpu.nvidia.com devices on one node, at most 8 on any one node;"
+    )
 
 
 def test_unknown_class_is_said(cluster: Inventory) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 import pytest
-from repo_tree import CLAIM, FOREIGN, repository
+from repo_tree import CLAIM, FOREIGN, repository, write
 
 from webhook.files.manifests import Found, excluded, parse_found, walk
 
@@ -70,3 +70,35 @@ def test_a_walked_manifest_is_read(tmp_path: Path) -> None:
     assert parsed is not None
     assert parsed.text == CLAIM.format(device_class="gpu.nvidia.com")
     assert [d.data["kind"] for d in parsed.documents] == ["ResourceClaim"]
+
+
+NOT_THE_USERS = {
+    ".venv/lib/python3.11/site-packages/pkg/claim.yaml": CLAIM,
+    "env/pyvenv.cfg": "home = /usr/bin\n",
+    "env/lib/site/claim.yaml": CLAIM,
+    "web/node_modules/x/claim.yaml": CLAIM,
+    "src/__pycache__/claim.yaml": CLAIM,
+    ".git/refs/claim.yaml": CLAIM,
+    ".cache/claim.yaml": CLAIM,
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_THE_USERS), ids=sorted(NOT_THE_USERS))
+def test_a_walk_skips_directories_that_are_not_the_users(tmp_path: Path, name: str) -> None:
+    venv = {"env/pyvenv.cfg": NOT_THE_USERS["env/pyvenv.cfg"]}
+    write(tmp_path, {"deploy/claim.yaml": CLAIM, **venv, name: NOT_THE_USERS[name]})
+    assert [Path(f.path).relative_to(tmp_path).as_posix() for f in walk([str(tmp_path)])] == [
+        "deploy/claim.yaml"
+    ]
+
+
+@pytest.mark.parametrize(
+    "directory", [".venv", "env", "web/node_modules", ".git"], ids=lambda d: d.replace("/", "-")
+)
+def test_a_skipped_directory_named_on_the_command_line_is_walked(
+    tmp_path: Path, directory: str
+) -> None:
+    write(tmp_path, NOT_THE_USERS)
+    found = [f.path for f in walk([str(tmp_path / directory)])]
+    assert found and all(not f.named for f in walk([str(tmp_path / directory)]))
+    assert all(Path(f).suffix == ".yaml" for f in found)

@@ -8,13 +8,14 @@ from typing import Any
 import pytest
 from builders import claim, exact, namespace, pod, request, template
 
+from webhook.admission.review import short_warning
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.usage import existing_holds
 from webhook.pipeline import Context
-from webhook.pipeline.audit import asks_for_devices, audit, tenant_results
+from webhook.pipeline.audit import asks_for_devices, audit, results_of, tenant_results
 from webhook.policy.loading import parse_policies
-from webhook.types import ClassUsage
+from webhook.types import ClassUsage, Decision, Verdict
 
 GPU = "gpu.nvidia.com"
 
@@ -127,3 +128,11 @@ def test_each_tenant_s_usage_is_judged_against_its_quota() -> None:
     assert result.properties == {"deviceClassName": GPU, "used": "3", "limit": "2"}
     (within,) = tenant_results(policies(4), lambda name: usage)
     assert within.result == "pass"
+
+
+def test_a_warning_goes_whole_into_the_report_where_kubectl_shows_120_characters() -> None:
+    long = "dragate: request 'gpu' needs 2 gpu.nvidia.com devices, 0 in the cluster match; " * 3
+    verdict = Verdict(Decision(warnings=(long,)))
+    (result,) = results_of(pod("p", namespace="team-a"), verdict)
+    assert (result.result, result.message) == ("warn", long)
+    assert len(short_warning(long)) <= 120

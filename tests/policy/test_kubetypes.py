@@ -11,6 +11,7 @@ from webhook.engine.ruletypes import RULE_KINDS
 from webhook.policy.celspec import VALIDATION_VARIABLES, compile_cel
 from webhook.policy.kubetypes import (
     kube_version,
+    missing_field,
     needs_newer,
     schemas_file,
     use_kube_version,
@@ -163,3 +164,23 @@ def _load_validation(expression: str) -> tuple[None, str]:
     with pytest.raises(PolicyError) as raised:
         parse_policies(text, "p.yaml")
     return None, str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("kind", "steps", "why"),
+    [
+        (
+            "Pod",
+            ("spec", "containers", 0, "resourcess", "claims"),
+            "Pod.spec.containers[0] has no field resourcess in Kubernetes 1.35 "
+            '(did you mean "resources"?)',
+        ),
+        ("Pod", ("spec", "containers", 0, "resources", "limits", "nvidia.com/gpu"), None),
+        ("Pod", ("metadata", "labels", "anything"), None),
+        ("ResourceClaim", ("spec", "devices", "requests", 0, "exactly", "count"), None),
+        ("Deployment", ("spec", "anything"), None),
+    ],
+    ids=["typo", "map-key", "labels", "claim", "unpinned-kind"],
+)
+def test_missing_field(kind: str, steps: tuple[str | int, ...], why: str | None) -> None:
+    assert missing_field(kind, steps, "1.35") == why

@@ -19,7 +19,7 @@ from webhook.policy.suites import (
     lookup,
     suite_problems,
 )
-from webhook.types import Operation, Source
+from webhook.types import API_VERSION, Operation, Source
 
 HEAD = "apiVersion: dragate.io/v1alpha1\nkind: PolicyTestSuite\nmetadata: {name: s}\n"
 POD = "{apiVersion: v1, kind: Pod, metadata: {name: p}}"
@@ -94,13 +94,18 @@ def test_every_field_is_read(tmp_path: Path) -> None:
         ("p/s.yaml", None, "p"),
         ("p/a/b/s.yaml", "../..", "p"),
         ("p/tests/s.yaml", "../../q", "q"),
+        ("p/a/b/s.yaml", None, "p"),
+        ("p/a/tests/s.yaml", None, "p"),
     ],
-    ids=["above-tests", "same-folder", "named", "named-elsewhere"],
+    ids=["above-tests", "same-folder", "named", "named-elsewhere", "nearest-above", "tests-above"],
 )
 def test_the_policy_directory(
     tmp_path: Path, location: str, policies: str | None, expected: str
 ) -> None:
     (tmp_path / "q").mkdir()
+    write(
+        tmp_path, f"apiVersion: {API_VERSION}\nkind: Settings\nmetadata: {{name: s}}\n", "p/s0.yaml"
+    )
     field = f"  policies: {policies}\n" if policies else ""
     text = f"{HEAD}spec:\n{field}  cases:\n  - {{object: {POD}, expect: {{allowed: true}}}}\n"
     (suite,) = load_suites([str(write(tmp_path, text, location))])

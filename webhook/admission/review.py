@@ -289,7 +289,7 @@ def _warning_texts(verdict: Verdict) -> list[str]:
 
 def bound_warnings(warnings: Iterable[str], limit: int = 20) -> list[str]:
     """Each warning one clean line of at most 120 characters; at most `limit` of them."""
-    cleaned = [w for w in (_short(_one_line(w), MAX_WARNING_CHARS) for w in warnings) if w]
+    cleaned = [w for w in (short_warning(_one_line(w)) for w in warnings) if w]
     if len(cleaned) <= limit:
         return cleaned
     kept = cleaned[: max(limit - 1, 0)]
@@ -358,6 +358,22 @@ def _one_line(text: str) -> str:
     if text.isprintable():  # every character _CONTROL_CHARS matches is unprintable
         return text.strip()
     return _CONTROL_CHARS.sub(" ", text).strip()
+
+
+def short_warning(text: str, limit: int = MAX_WARNING_CHARS) -> str:
+    """At most `limit` code points, cut after the last whole clause (`; `) or word that fits,
+    ending in … when cut: a warning states its decisive fact first, and that fact is never
+    cut mid-word. Text with no break in its second half is cut as `_short` cuts it."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 2]
+    clause = head.rfind("; ")
+    if clause >= limit // 2:
+        return f"{head[: clause + 1]} {ELLIPSIS}"
+    word = head.rstrip().rfind(" ")
+    if word >= limit // 2:
+        return f"{head[:word].rstrip()} {ELLIPSIS}"
+    return _short(text, limit)
 
 
 def _short(text: str, limit: int) -> str:

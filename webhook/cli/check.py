@@ -65,6 +65,8 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
     Kubernetes object are skipped. Exit 0 when all are allowed (under a Warn or Audit policy
     too), 1 when some are denied, 2 on bad input.
     """
+    if policies_dir is None:
+        click.echo(f"dragate: no --policies: judged with the {BUILT_IN}", err=True)
     policies = policy_set(policies_dir)
     state = snapshot(state_file)
     context = offline_context(lambda: policies, state)
@@ -72,13 +74,16 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
     for doc in found.documents:
         if doc.data.get("kind") == "DeviceClass":
             state.add(doc.data)
+    for problem in found.problems:  # before the table: a file not judged is read first
+        click.echo(f"error: {problem}", err=True)
     rows = [_admit(doc, context, state, namespace) for doc in found.documents]
     click.echo(RENDERERS[output](rows), nl=False)
     if found.skipped:
         click.echo(_skipped(len(found.skipped)), err=output != "text")
-    for problem in found.problems:
-        click.echo(f"error: {problem}", err=True)
     sys.exit(_exit_code(rows, bool(found.problems)))
+
+
+BUILT_IN = "built-in example policies (give --policies DIR for your own)"
 
 
 def _skipped(count: int) -> str:

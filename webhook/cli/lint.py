@@ -26,8 +26,10 @@ from webhook.files.yamlio import Document, YamlError
 from webhook.lint import ERROR, PARSE, POLICY, RULES, WARNING, Finding, Known, lint_object
 from webhook.lint.objects import POLICY_API_VERSION, dig, is_resource_kind
 from webhook.lint.rules.cel import use_selector_compiler
+from webhook.policy.kinds import KINDS
 from webhook.policy.loading import PolicyError, PolicyProblem, load_policies, parse_policies
-from webhook.policy.suites import suite_problems
+from webhook.policy.schema import suggest
+from webhook.policy.suites import SUITE_KIND, suite_problems
 from webhook.rewrite.mappings import native_resources
 from webhook.types import Object
 
@@ -51,6 +53,9 @@ class Run:
     seen: set[str] = field(default_factory=set)  # every file read (the skipped apart)
     skipped: list[str] = field(default_factory=list)  # walked files holding no object
 
+
+POLICY_GROUP = POLICY_API_VERSION.partition("/")[0]
+POLICY_KINDS = frozenset({*KINDS, SUITE_KIND})
 
 # --------------------------------------------------------------------------- command
 
@@ -173,7 +178,7 @@ def _read(found: Found, stdin: TextIO | None, run: Run) -> FileRead | None:
     run.seen.add(name)
     read = FileRead(name, path, parsed.text)
     for doc in parsed.documents:
-        if isinstance(doc.data, dict) and doc.data.get("apiVersion") == POLICY_API_VERSION:
+        if is_policy_like(doc.data):
             read.policies.append(doc)
             continue
         read.others.append(doc)
@@ -182,6 +187,21 @@ def _read(found: Found, stdin: TextIO | None, run: Run) -> FileRead | None:
         except YamlError as err:
             _unreadable(run, err)
     return read
+
+
+def is_policy_like(data: object) -> bool:
+    """Whether the policy loader judges a document: dragate's apiVersion, a group close to
+    `dragate.io` (`dragte.io/v1alpha1`), or a dragate kind with no group or a near one
+    (`v1` + `kind: Tenant`), so a wrong header is an error, never a clean pass. A kind of
+    another group (Capsule's `capsule.clastix.io` Tenant) is that group's object."""
+    if not isinstance(data, dict):
+        return False
+    version = data.get("apiVersion")
+    if version == POLICY_API_VERSION:
+        return True
+    group = version.rpartition("/")[0] if isinstance(version, str) else ""
+    near = bool(group) and suggest(group, [POLICY_GROUP]) is not None
+    return near or (not group and str(data.get("kind")) in POLICY_KINDS)
 
 
 def _unreadable(run: Run, err: YamlError) -> None:

@@ -9,6 +9,7 @@ case starts from the suite's state, so cases never depend on each other's order.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from webhook.cli import exits
 from webhook.cli.inputs import KUBE_VERSION_OPTION, UsageError, policy_set
 from webhook.kube.snapshot import SnapshotState
 from webhook.pipeline import admit, request_from_object
-from webhook.policy.schema import PolicyError
+from webhook.policy.schema import PolicyError, PolicyProblem
 from webhook.policy.suites import SUITE_KIND, Case, Expect, Suite, load_suites, lookup
 from webhook.types import Action, PolicySet, Source
 
@@ -41,8 +42,19 @@ class CaseResult:
 
     def text(self) -> str:
         """`PASS  FILE:LINE: SUITE: CASE` or `FAIL  ...` and what differed; the line is the case."""
-        head = f"{'PASS' if self.passed else 'FAIL'}  {self.source}: {self.suite}: {self.case}"
+        verdict = "PASS" if self.passed else "FAIL"
+        head = f"{verdict}  {shown_source(self.source)}: {self.suite}: {self.case}"
         return "\n".join([head, *(f"      {failure}" for failure in self.failures)])
+
+
+def shown(path: str | os.PathLike[str]) -> str:
+    """A path relative to the current directory when it is below it, else as it is."""
+    relative = os.path.relpath(os.path.abspath(path))
+    return str(path) if relative.split(os.sep, 1)[0] == os.pardir else relative
+
+
+def shown_source(source: Source) -> str:
+    return f"{shown(source.file)}:{source.line}" if source.line else shown(source.file)
 
 
 def find_suites(paths: Sequence[str]) -> list[Suite]:
@@ -50,11 +62,15 @@ def find_suites(paths: Sequence[str]) -> list[Suite]:
     try:
         suites = load_suites(paths)
     except PolicyError as err:
-        problems = "\n".join(f"  {p}" for p in err.problems)
+        problems = "\n".join(f"  {shown_source(p.source)}: {_said(p)}" for p in err.problems)
         raise UsageError(f"invalid test suites:\n{problems}") from None
     if not suites:
         raise UsageError(f"no {SUITE_KIND} found in {', '.join(paths)}")
     return suites
+
+
+def _said(problem: PolicyProblem) -> str:
+    return f"{problem.path}: {problem.message}" if problem.path else problem.message
 
 
 def run_suite(suite: Suite, policies: PolicySet | None = None) -> Iterator[CaseResult]:
@@ -114,6 +130,9 @@ def command(paths: tuple[str, ...]) -> None:
     or invalid policies (then no case runs)."""
     suites = find_suites(paths or DEFAULT_PATHS)
     policies = {d: policy_set(str(d)) for d in dict.fromkeys(s.policies_dir for s in suites)}
+    for suite in suites:
+        where = shown_source(suite.source)
+        click.echo(f"SUITE {where}: {suite.name}: policies from {shown(suite.policies_dir)}")
     results = [r for s in suites for r in run_suite(s, policies[s.policies_dir])]
     for result in results:
         click.echo(result.text())

@@ -192,14 +192,14 @@ def _message(result: FeasibilityResult) -> str:
         return f"{head}: {result.matching} devices of class {result.device_class!r} match"
     if result.matching >= result.needed:
         text = (
-            f"{head} needs {result.needed} {noun} of class {result.device_class!r} on one "
-            f"node; {result.matching} match in the cluster but at most "
-            f"{result.on_one_node} on any one node"
+            f"{head} needs {result.needed} {result.device_class} {noun} on one node, "
+            f"at most {result.on_one_node} on any one node; {result.matching} match in the "
+            "cluster"
         )
-    else:
+    else:  # the decisive fact first and short: a kubectl warning keeps 120 characters
         text = (
-            f"{head} needs {result.needed} {noun} of class {result.device_class!r} "
-            f"but {result.matching} in the cluster match"
+            f"{head} needs {result.needed} {result.device_class} {noun}, "
+            f"{result.matching} in the cluster match"
         )
     if result.failed_selector is not None:
         text += (

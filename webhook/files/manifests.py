@@ -11,6 +11,7 @@ named on the command line is always read and refused when it is no manifest.
 from __future__ import annotations
 
 import fnmatch
+import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -46,17 +47,41 @@ class Found:
 def walk(paths: Iterable[str], exclude: Sequence[str] = ()) -> Iterator[Found]:
     """Each path itself, or for a directory its manifest files, recursively and sorted.
 
-    `exclude` globs drop walked files (see `excluded`); a path given by name is always kept.
+    `exclude` globs drop walked files (see `excluded`), and directories that are not the
+    user's are not entered (see `not_the_users`); a path given by name is always kept.
     """
     for raw in paths:
         path = Path(raw)
         if raw == STDIN or not path.is_dir():
             yield Found(raw, named=True)
             continue
-        found = (p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file())
-        for file in sorted(found):
+        for file in files_below(path, MANIFEST_SUFFIXES):
             if not excluded(PurePosixPath(file.relative_to(path).as_posix()), exclude):
                 yield Found(str(file), named=False)
+
+
+SKIPPED_DIRECTORIES = frozenset({"node_modules", "__pycache__"})
+
+
+def not_the_users(directory: Path) -> bool:
+    """A directory below a walked one that holds no manifest of the user's: a hidden one
+    (`.git`, `.venv`, `.tox`, a ConfigMap mount's `..data`), a virtualenv (`pyvenv.cfg`,
+    whatever its name), `node_modules`, `__pycache__`. Named on the command line, it is walked."""
+    name = directory.name
+    return (
+        name.startswith(".") or name in SKIPPED_DIRECTORIES or (directory / "pyvenv.cfg").is_file()
+    )
+
+
+def files_below(directory: Path, suffixes: Sequence[str]) -> list[Path]:
+    """Files with one of `suffixes` below `directory`, sorted, outside what `not_the_users`
+    skips (never entered, so a virtualenv costs nothing)."""
+    found: list[Path] = []
+    for parent, directories, files in os.walk(directory):
+        here = Path(parent)
+        directories[:] = [d for d in directories if not not_the_users(here / d)]
+        found.extend(here / f for f in files if Path(f).suffix in suffixes)
+    return sorted(p for p in found if p.is_file())
 
 
 def find_files(paths: Iterable[str], exclude: Sequence[str] = ()) -> Iterator[str]:
@@ -166,7 +191,7 @@ def objects_in(documents: Iterable[Document]) -> Iterator[Document]:
     for doc in documents:
         _require_object(doc)
         if _is_list(doc):
-            yield from _list_items(doc)
+            yield from list_items(doc)
         else:
             yield doc
 
@@ -178,7 +203,8 @@ def _is_list(doc: Document) -> bool:
     )
 
 
-def _list_items(doc: Document) -> Iterator[Document]:
+def list_items(doc: Document) -> Iterator[Document]:
+    """Each item of a List document as a document of its own, with its own source line."""
     for i, item in enumerate(doc.data["items"]):
         node = doc.node["items"][i] if doc.node is not None else None
         item_doc = replace(doc, data=item, source=doc.source_of(["items", i]), node=node)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from webhook.files.manifests import read_manifests
 from webhook.files.yamlio import YamlError
-from webhook.types import Object
+from webhook.types import API_VERSION, Object
 
 STATE_KINDS = frozenset(
     {"Namespace", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice"}
@@ -77,15 +77,19 @@ class SnapshotState:
 
 
 def load_state(path: str) -> SnapshotState:
-    """The snapshot in `path`; raises YamlError for unreadable files and unexpected kinds."""
+    """The snapshot in `path`; raises YamlError for unreadable files and unexpected kinds.
+
+    dragate's own objects are left out: `kubectl get tenants,deviceclasses,... -o yaml` is a
+    state file too, its policies read by `--policies`."""
     manifests = read_manifests([path])
     if manifests.problems:
         raise manifests.problems[0]
-    for doc in manifests.documents:
+    documents = [d for d in manifests.documents if d.data.get("apiVersion") != API_VERSION]
+    for doc in documents:
         kind = doc.data.get("kind")
         if kind not in STATE_KINDS:
             allowed = ", ".join(sorted(STATE_KINDS))
             raise YamlError(doc.source, f"a state file holds only {allowed}; found {kind!r}")
         if not (doc.data.get("metadata") or {}).get("name"):
             raise YamlError(doc.source, f"{kind} without metadata.name")
-    return SnapshotState(doc.data for doc in manifests.documents)
+    return SnapshotState(doc.data for doc in documents)

@@ -10,16 +10,16 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from webhook.files.manifests import read_text
+from webhook.files.manifests import files_below, list_items, read_text
 from webhook.files.yamlio import Document, YamlError, parse_documents
 from webhook.policy.kinds import HEADER, KINDS
 from webhook.policy.schema import INVALID, PolicyError, PolicyProblem, Report
-from webhook.policy.suites import SUITE_KIND
+from webhook.policy.suites import SUITE_KIND, is_suite
 from webhook.types import (
     DeviceClassPolicy,
     LegacyResourceMapping,
@@ -103,18 +103,12 @@ def policy_files(paths: Sequence[str | Path], problems: list[PolicyProblem]) -> 
 
 
 def files_under(directory: Path) -> list[Path]:
-    """Policy files below `directory`, sorted, skipping dot-directories.
+    """Policy files below `directory`, sorted, walked as manifests are (`files_below`).
 
     A ConfigMap mount holds every file twice (`..data/x.yaml` and the `x.yaml` link to it),
     and a git checkout has `.git`; only the visible names are the policy set.
     """
-    return sorted(
-        p
-        for p in directory.rglob("*")
-        if p.suffix in POLICY_SUFFIXES
-        and p.is_file()
-        and not any(part.startswith(".") for part in p.relative_to(directory).parts)
-    )
+    return files_below(directory, POLICY_SUFFIXES)
 
 
 def default_policy_dir() -> Path:
@@ -148,11 +142,11 @@ def read_all(texts: list[tuple[str, str]], problems: list[PolicyProblem]) -> lis
     loaded: list[Loaded] = []
     for file, text in texts:
         try:
-            documents = parse_documents(text, file)
+            documents = [d for listed in parse_documents(text, file) for d in as_written(listed)]
         except YamlError as err:
             problems.append(PolicyProblem(err.source, "", err.message))
             continue
-        for doc in paced(documents):  # the server answers reviews while a reload compiles
+        for doc in paced(documents):
             report = Report(doc)
             item = read_document(doc, report)
             problems.extend(report.problems)
@@ -162,6 +156,35 @@ def read_all(texts: list[tuple[str, str]], problems: list[PolicyProblem]) -> lis
     if not problems:  # a later PolicyError would throw the built objects away anyway
         return loaded
     return []
+
+
+SERVER_METADATA = frozenset(
+    {"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink"}
+)
+"""Metadata the API server writes; `kubectl get -o yaml` prints it, a policy never sets it."""
+
+
+def as_written(doc: Document) -> list[Document]:
+    """A document as its author wrote it: what `kubectl get tenants,... -o yaml` prints (a
+    `kind: List` whose items carry `status` and server metadata) becomes its items, each
+    without what the server added, each with its own line. Other documents pass as they are,
+    so a typo in a hand-written `metadata` is still a problem. Reviews are answered while a
+    reload compiles (`paced`)."""
+    data = doc.data
+    if not isinstance(data, dict):
+        return [doc]
+    if data.get("kind") == "List" and isinstance(data.get("items"), list):
+        return [_served(d) for d in list_items(doc)]
+    return [_served(doc)]
+
+
+def _served(doc: Document) -> Document:
+    data, metadata = doc.data, doc.data.get("metadata") if isinstance(doc.data, dict) else None
+    if not isinstance(metadata, dict) or not SERVER_METADATA & set(metadata):
+        return doc
+    kept = {k: v for k, v in metadata.items() if k not in SERVER_METADATA}
+    body = {k: v for k, v in data.items() if k != "status"}
+    return replace(doc, data={**body, "metadata": kept})
 
 
 NOT_POLICIES = frozenset({SUITE_KIND})
@@ -175,8 +198,8 @@ def read_document(doc: Document, report: Report) -> Loaded | None:
             (), "a policy document (a mapping with apiVersion, kind, metadata, spec)", doc.data
         )
         return None
-    if str(doc.data.get("kind")) in NOT_POLICIES:  # str(): `kind: []` is unhashable
-        return None  # test suites live beside the policies they test
+    if str(doc.data.get("kind")) in NOT_POLICIES or is_suite(doc.data, near=True):
+        return None  # test suites live beside the policies they test; `test` reads them
     HEADER.read(doc.data, (), report)
     kind = KINDS.get(str(doc.data.get("kind")))
     if kind is None:

@@ -15,9 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.files.manifests import find_files, read_text
+from webhook.files.manifests import files_below, find_files, read_text
 from webhook.files.yamlio import Document, YamlError, parse_documents
 from webhook.policy.kinds import KINDS, METADATA, NAMESPACE, TEXT
+from webhook.policy.kubetypes import missing_field
 from webhook.policy.schema import (
     INVALID,
     Anything,
@@ -183,6 +184,20 @@ EXPECT = Obj(
     make=_expect,
 )
 
+
+def _patched_fields_exist(v: Mapping[str, Any], at: Path, report: Report) -> None:
+    """A path in `expect.patched` the target minor's schema cannot hold (`resourcess`) would
+    compare None with None and pass whatever the webhook did."""
+    expect, obj = v.get("expect"), v.get("object")
+    if not isinstance(expect, Expect) or not isinstance(obj, dict):
+        return
+    for path in expect.patched:
+        steps = [int(i) if i else name for name, i in PATH_STEP.findall(path)]
+        why = missing_field(str(obj.get("kind")), steps)
+        if why is not None:
+            report.add((*at, "expect", "patched", path), f"cannot exist: {why}")
+
+
 CASE = Obj(
     {
         "name": TEXT,
@@ -193,6 +208,7 @@ CASE = Obj(
         "expect": EXPECT,
     },
     required=("object", "expect"),
+    check=_patched_fields_exist,
 )
 
 
@@ -239,7 +255,11 @@ def read_suite(doc: Document, report: Report) -> Suite | None:
     if body is INVALID or report.problems:
         return None
     spec = body["spec"]
-    directory = spec.get("policies") or policies_dir(pathlib.Path(doc.source.file), None)
+    directory = spec.get("policies") or nearest_policies(pathlib.Path(doc.source.file))
+    if directory is None:
+        start = policies_dir(pathlib.Path(doc.source.file), None)
+        report.add(("spec",), f"no policy files in {start} or above it; name them in spec.policies")
+        return None
     cases = tuple(_case(doc, i, case) for i, case in enumerate(spec["cases"]))
     name: str = body["metadata"]["name"]
     return Suite(name, doc.source, directory, tuple(spec.get("state", ())), cases)
@@ -249,6 +269,38 @@ def policies_dir(file: pathlib.Path, policies: str | None) -> pathlib.Path:
     """`spec.policies` from the suite's folder; by default the folder above `tests/`."""
     default = file.parent.parent if file.parent.name == "tests" else file.parent
     return ((file.parent / policies) if policies else default).resolve()
+
+
+def nearest_policies(file: pathlib.Path) -> pathlib.Path | None:
+    """The policies a suite without `spec.policies` is judged against: the folder above its
+    `tests/` folder (or its own folder) when policy files are anywhere below it, else the
+    nearest folder above holding policy files itself; None when there is none, so a suite
+    never runs against nothing."""
+    start = policies_dir(file, None)
+    if any(_holds_policy(p) for p in files_below(start, (".yaml", ".yml"))):
+        return start
+    return next((d for d in start.parents if any(map(_holds_policy, _files_in(d)))), None)
+
+
+def _files_in(directory: pathlib.Path) -> list[pathlib.Path]:
+    try:
+        return sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml"))
+    except OSError:
+        return []
+
+
+def _holds_policy(file: pathlib.Path) -> bool:
+    """Whether a file holds a policy document (dragate's apiVersion and a policy kind)."""
+    try:
+        documents = parse_documents(read_text(str(file)), str(file))
+    except YamlError:
+        return False
+    return any(
+        isinstance(d.data, dict)
+        and d.data.get("apiVersion") == API_VERSION
+        and str(d.data.get("kind")) in KINDS
+        for d in documents
+    )
 
 
 def _case(doc: Document, index: int, case: Mapping[str, Any]) -> Case:
@@ -267,7 +319,7 @@ def suite_problems(documents: Iterable[Document]) -> list[PolicyProblem]:
     """What is wrong with the PolicyTestSuite documents among `documents` (`dragate lint`)."""
     problems: list[PolicyProblem] = []
     for doc in documents:
-        if is_suite(doc.data):
+        if is_suite(doc.data, near=True):
             report = Report(doc)
             read_suite(doc, report)
             problems.extend(report.problems)

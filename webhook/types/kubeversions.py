@@ -1,7 +1,7 @@
 """The Kubernetes minors dragate targets, owned here so every layer agrees on them.
 
 A target minor picks the pinned OpenAPI schemas rule variables are typed with
-(`webhook/defaults/kube/schemas-<minor>.json`). A person names it (`--kube-version`), or a
+(`schemas-<minor>.json` in `webhook/defaults/kube/`). A person names it (`--kube-version`), or a
 cluster does (`/version`); a cluster outside the range is served as its nearest minor.
 """
 
