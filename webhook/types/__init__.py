@@ -35,6 +35,9 @@ from webhook.types.claimspec import (
     DeviceRequest,
     MatchConstraint,
     PodClaim,
+    Taint,
+    Toleration,
+    tolerated,
 )
 from webhook.types.outcomes import (
     AdmissionRequest,
@@ -105,6 +108,9 @@ __all__ = [
     "ObjectVerdict",
     "Operation",
     "PodClaim",
+    "Taint",
+    "Toleration",
+    "tolerated",
     "PolicySet",
     "QuotaLimit",
     "Reason",
