@@ -232,9 +232,10 @@ def test_the_table_has_both_answers_for_every_kind() -> None:
     assert len(CASES) >= 20
 
 
+@pytest.mark.kube_matrix
 @pytest.mark.parametrize("kind", RULE_KINDS)
-def test_dragate_refuses_what_the_api_server_warns_about(cluster: Cluster, kind: str) -> None:
-    warned = _warned(cluster, kind)
+def test_dragate_refuses_what_the_api_server_warns_about(kube_cluster: Cluster, kind: str) -> None:
+    warned = _warned(kube_cluster, kind)
     disagreements = []
     for case in _cases(kind):
         expression, expected = CASES[case][1], CASES[case][2]
