@@ -189,6 +189,9 @@ def start_apiserver(
             f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
             "--allow-privileged=true",
             "--disable-admission-plugins=ServiceAccount",
+            # 1.37 refuses a loopback address for the `kubernetes` Service's endpoints; no
+            # Pod runs here to dial that Service.
+            "--endpoint-reconciler-type=none",
             *runtime_config(minor, mutating_policies),
             *feature_gates(minor, mutating_policies),
         ],
