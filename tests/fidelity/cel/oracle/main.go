@@ -62,7 +62,7 @@ func main() {
 		extract(os.Args[2:])
 		return
 	}
-	env, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion(), true).
+	env, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).
 		Env(environment.NewExpressions)
 	if err != nil {
 		panic(err)
