@@ -114,6 +114,7 @@ class Checker:
         constant: ConstantCheck,
         bind: bool,
         environment: TypeEnvironment = UNTYPED,
+        *,
         minor: str = NEWEST,
     ) -> None:
         self.source, self.variables, self.constant = source, variables, constant
@@ -311,12 +312,9 @@ class Checker:
         target = self.check(receiver, scope)
         if name in ("_dg_optsel", "_dg_optindex"):
             return self._optional_select(target, args, scope, node)
-        if is_two_variable(name, args):
-            return check_two_variable(self.check, name, target, args, scope=scope, node=node)
-        if name in MACROS:
-            return check_macro(self.check, name, target, args, scope=scope, node=node)
-        if name == SORT_BY and self.offers(name) and len(args) == 2 and ident_name(args[0]):
-            return check_sort_by(self.check, target, args, scope=scope, node=node)
+        comprehension = self._comprehension(name, target, args, scope, node)
+        if comprehension is not None:
+            return comprehension
         if name == "format":  # cel-go exempts format's argument list from homogeneity
             self.homogeneous = False
         kinds = [self.check(a, scope) for a in args]
@@ -325,6 +323,23 @@ class Checker:
         if name == "format":
             check_constant_format(self.constant, self.source, receiver, args, node)
         return self._call(name, target, kinds, node)
+
+    def _comprehension(
+        self,
+        name: str,
+        target: CelType,
+        args: list[TranspilerTree],
+        scope: Mapping[str, CelType],
+        node: Any,
+    ) -> CelType | None:
+        """The type of a macro call (`all`, `map`, `sortBy`...); None for a function call."""
+        if is_two_variable(name, args):
+            return check_two_variable(self.check, name, target, args, scope=scope, node=node)
+        if name in MACROS:
+            return check_macro(self.check, name, target, args, scope=scope, node=node)
+        if name == SORT_BY and self.offers(name) and len(args) == 2 and ident_name(args[0]):
+            return check_sort_by(self.check, target, args, scope=scope, node=node)
+        return None
 
     def _optional_select(
         self, target: CelType, args: list[TranspilerTree], scope: Mapping[str, CelType], node: Any
@@ -357,7 +372,7 @@ def check_types(
     `environment`: the declared types of variables (others are dyn); `minor`: the target
     Kubernetes minor, which decides the functions declared (`types.NEW_IN`).
     """
-    return Checker(source, variables, constant, bind, environment, minor).check(tree, {})
+    return Checker(source, variables, constant, bind, environment, minor=minor).check(tree, {})
 
 
 def require_bool_type(kind: CelType, *, dyn_allowed: bool) -> None:

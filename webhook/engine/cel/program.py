@@ -327,9 +327,7 @@ def selector_error(expression: str, minor: str = NEWEST) -> str | None:
     """Why the API server of `minor` would refuse this DRA selector when a claim is created,
     or None."""
     try:
-        compile_expression(
-            expression, variables=["device"], environment="selector", minor=minor
-        )
+        compile_expression(expression, variables=["device"], environment="selector", minor=minor)
     except CelCompileError as error:
         return str(error)
     return None
