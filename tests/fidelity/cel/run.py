@@ -74,4 +74,4 @@ def _row(library: str, counts: list[int]) -> str:
 
 
 def _percent(part: int, whole: int) -> str:
-    return f"{100 * part / whole:.1f}%" if whole else "-"
+    return f"{100 * part / whole:.2f}%" if whole else "-"
