@@ -8,8 +8,8 @@ Library (as the target Kubernetes minor, 1.35 to 1.37, offers it to new expressi
 minor is a parameter of `compile_expression`): quantity, semver, strings and format (cel-go
 ext), lists (Kubernetes and cel-go ext), sets (cel-go ext), regex (RE2: matches, find,
 findAll), ip and cidr, url, optionals, two-variable comprehensions and, outside the plain
-Kubernetes environment, `cel.bind`. Expressions are type- and cost-checked at compile time (checker.py, cost.py) and
-evaluated under a deterministic budget (budget.py).
+Kubernetes environment, `cel.bind`. Expressions are type- and cost-checked at compile time
+(checker.py, cost.py) and evaluated under a deterministic budget (budget.py).
 """
 
 from webhook.engine.cel.budget import GUARD_SECONDS, TIME_GUARD_MESSAGE
