@@ -28,8 +28,12 @@ hadolint Dockerfile
 image_dir=$(bash image/build.sh --check-reproducible | tail -n 1)
 echo "image: $image_dir"
 
-step "build the CEL oracle (Kubernetes 1.34's CEL, cached)"
-DRAGATE_CELORACLE=$(bash tests/fidelity/cel/oracle/build.sh | tail -n 1)
+step "build the CEL oracles (Kubernetes 1.35, 1.36 and 1.37's CEL, cached)"
+for minor in 1.35 1.36 1.37; do
+  binary=$(bash tests/fidelity/cel/oracle/build.sh "$minor" | tail -n 1)
+  export "DRAGATE_CELORACLE_${minor/./_}=$binary"
+done
+DRAGATE_CELORACLE=$DRAGATE_CELORACLE_1_37
 export DRAGATE_CELORACLE
 
 step "ruff"
