@@ -106,7 +106,7 @@ def mig_devices(
     return found
 
 
-def resource_slice(node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
+def resource_slice(node: str, devices: list[dict[str, Any]], slices: int = 1) -> dict[str, Any]:
     return {
         "apiVersion": API,
         "kind": "ResourceSlice",
@@ -114,10 +114,63 @@ def resource_slice(node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
         "spec": {
             "driver": DRIVER,
             "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": slices},
             "devices": devices,
         },
     }
+
+
+# --- partitionable GPUs (KEP-4815): a whole GPU and its MIG placements share counters -------
+
+MIG_SLOTS = {"1g.10gb": (1, range(7)), "3g.40gb": (4, (0, 4))}
+"""Memory slices each profile takes, and the slots it can start at (A100 80GB: 8 slices)."""
+
+
+def _consumes(parent: int, memory_mib: int, slots: range) -> list[dict[str, Any]]:
+    counters = {"memory": {"value": f"{memory_mib}Mi"}}
+    counters.update({f"memory-slice-{k}": {"value": "1"} for k in slots})
+    return [{"counterSet": f"gpu-{parent}-counters", "counters": counters}]
+
+
+def partitioned_gpu(node: str, gpu: Gpu, parent: int) -> list[dict[str, Any]]:
+    """The whole GPU and every MIG placement of it, each consuming from the GPU's counters."""
+    whole = gpu_devices(node, gpu, 1, first=parent)[0]
+    found = [{**whole, "consumesCounters": _consumes(parent, gpu.memory_mib, range(8))}]
+    for profile, (size, starts) in MIG_SLOTS.items():
+        for start in starts:
+            device = mig_devices(node, gpu, parent, profile, 1, start=start)[0]
+            device["capacity"] = {
+                k: v for k, v in device["capacity"].items() if not k.startswith("memorySlice")
+            }
+            memory = MIG_PROFILES[profile][0]
+            device["consumesCounters"] = _consumes(parent, memory, range(start, start + size))
+            found.append(device)
+    return found
+
+
+def partitioned_slices(node: str, gpus: int, gpu: Gpu = A100) -> list[dict[str, Any]]:
+    """A pool of two slices, as 1.36+ requires: the counter sets, and the devices."""
+    sets = [
+        {
+            "name": f"gpu-{p}-counters",
+            "counters": {
+                "memory": {"value": f"{gpu.memory_mib}Mi"},
+                **{f"memory-slice-{k}": {"value": "1"} for k in range(8)},
+            },
+        }
+        for p in range(gpus)
+    ]
+    counters = resource_slice(node, [], slices=2)
+    counters["metadata"]["name"] = f"{node}-{DRIVER}-counters"
+    del counters["spec"]["devices"]
+    counters["spec"]["sharedCounters"] = sets
+    devices = [d for p in range(gpus) for d in partitioned_gpu(node, gpu, p)]
+    return [counters, resource_slice(node, devices, slices=2)]
+
+
+def tainted(devices: list[dict[str, Any]], *taints: dict[str, str]) -> list[dict[str, Any]]:
+    """The devices with these `taints` (KEP-5055)."""
+    return [{**d, "taints": [dict(t) for t in taints]} for d in devices]
 
 
 def mig_node(node: str, profile: str, gpus: int, per_gpu: int) -> list[dict[str, Any]]:

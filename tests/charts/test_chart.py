@@ -26,7 +26,12 @@ import celpy
 import pytest
 import yaml
 from cryptography import x509
-from e2e.toolchain_bins import ToolchainMissing, require_binaries, toolchain_bin_dir
+from e2e.toolchain_bins import (
+    SUPPORTED_MINORS,
+    ToolchainMissing,
+    require_binaries,
+    toolchain_bin_dir,
+)
 
 from webhook.cli import serve
 from webhook.kube.policyreports import REPORT_NAME
@@ -178,6 +183,28 @@ def test_lint_default_values(helm: Helm, strict: bool) -> None:
 @pytest.mark.parametrize("values", [NON_DEFAULT, URL_MODE], ids=["non-default", "url-mode"])
 def test_lint_strict_non_default_values(helm: Helm, values: dict[str, Any]) -> None:
     helm.run("lint", str(CHART), "--strict", *helm.values_args(values))
+
+
+# --- kubeVersion ---------------------------------------------------------------------------------
+
+OLDEST = min(SUPPORTED_MINORS, key=lambda minor: tuple(map(int, minor.split("."))))
+BELOW_OLDEST = f"1.{int(OLDEST.split('.')[1]) - 1}.9"
+KUBE_VERSIONS = [
+    (BELOW_OLDEST, False),
+    *((f"{minor}.0", True) for minor in SUPPORTED_MINORS),
+]
+
+
+@pytest.mark.parametrize(("kube_version", "installs"), KUBE_VERSIONS,
+                         ids=[version for version, _ in KUBE_VERSIONS])  # fmt: skip
+def test_kube_version_covers_the_minors_the_e2e_tests_run_on(
+    helm: Helm, kube_version: str, installs: bool
+) -> None:
+    result = helm.run("template", RELEASE, str(CHART), "--namespace", NAMESPACE,
+                      "--kube-version", kube_version, check=False)  # fmt: skip
+    assert (result.returncode == 0) == installs, result.stderr
+    if not installs:
+        assert "kubeVersion" in result.stderr and ">=" in result.stderr, result.stderr
 
 
 # --- default render ------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 No kubelet and no scheduler: Pods are stored, admitted and reconciled by controllers, but
 never run. Started the way controller-runtime's envtest starts it, plus RBAC, the DRA beta
-API versions and a controller-manager for Deployments, ReplicaSets and ResourceClaims.
+API versions and a controller-manager for Deployments, ReplicaSets and ResourceClaims. The
+API versions and feature gates turned on follow the minor of the kube-apiserver binary
+(1.35, 1.36 or 1.37).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import ssl
 import subprocess
@@ -25,10 +28,16 @@ from . import certs
 from .processes import LOOPBACK, ManagedProcess, free_port
 
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
-RUNTIME_CONFIG = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
-MUTATING_POLICY_API = "admissionregistration.k8s.io/v1beta1=true"
-"""MutatingAdmissionPolicy is beta in v1.34, its API and feature gate off by default (GA in
-v1.36)."""
+RESOURCE_BETA_APIS = ("resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2")
+"""DRA's beta versions, served next to v1 but off by default on every supported minor; the
+tests send claims in all three."""
+MUTATING_POLICY_API = "admissionregistration.k8s.io/v1beta1"
+"""The MutatingAdmissionPolicy version dragate writes: beta and off by default on every
+supported minor. Its feature gate is beta and off in 1.35, GA and on from 1.36."""
+MUTATING_POLICY_GATE_BEFORE = 36
+WORKLOAD_API = "scheduling.k8s.io/v1beta1"
+"""Workload and PodGroup, behind the GenericWorkload gate (beta and off in 1.37)."""
+WORKLOAD_FROM = 37
 CONTROLLERS = (
     "deployment-controller",
     "replicaset-controller",
@@ -126,9 +135,40 @@ def start_etcd(bin_dir: Path, workdir: Path) -> tuple[ManagedProcess, str]:
     return etcd, client_url
 
 
+def server_minor(bin_dir: Path) -> int:
+    """The Kubernetes minor of the kube-apiserver in `bin_dir` (`Kubernetes v1.37.2` -> 37)."""
+    argv = [str(bin_dir / "kube-apiserver"), "--version"]
+    output = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=30).stdout
+    found = re.search(r"v1\.(\d+)\.", output)
+    if found is None:
+        raise RuntimeError(f"no version in `{' '.join(argv)}`: {output!r}")
+    return int(found.group(1))
+
+
+def runtime_config(minor: int, mutating_policies: bool) -> list[str]:
+    apis = list(RESOURCE_BETA_APIS)
+    if mutating_policies:
+        apis.append(MUTATING_POLICY_API)
+    if minor >= WORKLOAD_FROM:
+        apis.append(WORKLOAD_API)
+    return [f"--runtime-config={','.join(f'{api}=true' for api in apis)}"]
+
+
+def feature_gates(minor: int, mutating_policies: bool) -> list[str]:
+    """GenericWorkload goes to every component, so the scheduler and the controllers see the
+    Workload API the server serves; MutatingAdmissionPolicy concerns the API server alone."""
+    gates = []
+    if mutating_policies and minor < MUTATING_POLICY_GATE_BEFORE:
+        gates.append("MutatingAdmissionPolicy=true")
+    if minor >= WORKLOAD_FROM:
+        gates.append("GenericWorkload=true")
+    return [f"--feature-gates={','.join(gates)}"] if gates else []
+
+
 def start_apiserver(
     bin_dir: Path, workdir: Path, pki: Pki, etcd_url: str, *, mutating_policies: bool = False
 ) -> tuple[ManagedProcess, str]:
+    minor = server_minor(bin_dir)
     port = free_port()
     server_url = f"https://{LOOPBACK}:{port}"
     apiserver = ManagedProcess(
@@ -150,22 +190,17 @@ def start_apiserver(
             f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
             "--allow-privileged=true",
             "--disable-admission-plugins=ServiceAccount",
-            *_api_flags(mutating_policies),
+            # 1.37 refuses a loopback address for the `kubernetes` Service's endpoints; no
+            # Pod runs here to dial that Service.
+            "--endpoint-reconciler-type=none",
+            *runtime_config(minor, mutating_policies),
+            *feature_gates(minor, mutating_policies),
         ],
         workdir,
     )
     context = _admin_tls_context(pki)
     apiserver.wait_ready(lambda: _http_ok(f"{server_url}/readyz", context), STARTUP_TIMEOUT)
     return apiserver, server_url
-
-
-def _api_flags(mutating_policies: bool) -> list[str]:
-    if not mutating_policies:
-        return [f"--runtime-config={RUNTIME_CONFIG}"]
-    return [
-        f"--runtime-config={RUNTIME_CONFIG},{MUTATING_POLICY_API}",
-        "--feature-gates=MutatingAdmissionPolicy=true",
-    ]
 
 
 def write_kubeconfig(path: Path, server_url: str, pki: Pki) -> Path:
@@ -220,6 +255,7 @@ def start_controller_manager(
             f"--root-ca-file={pki.ca_path}",
             "--use-service-account-credentials=false",
             "--leader-elect=false",
+            *feature_gates(server_minor(bin_dir), mutating_policies=False),
         ],
         workdir,
     )
@@ -229,7 +265,7 @@ def start_controller_manager(
 
 
 def start_scheduler(bin_dir: Path, workdir: Path, kubeconfig: Path) -> ManagedProcess:
-    """kube-scheduler with its defaults (DynamicResourceAllocation is GA in 1.34)."""
+    """kube-scheduler with its defaults (DynamicResourceAllocation is GA and locked on)."""
     port = free_port()
     scheduler = ManagedProcess(
         "kube-scheduler",
@@ -242,6 +278,7 @@ def start_scheduler(bin_dir: Path, workdir: Path, kubeconfig: Path) -> ManagedPr
             f"--bind-address={LOOPBACK}",
             f"--cert-dir={workdir / 'scheduler-certs'}",
             "--leader-elect=false",
+            *feature_gates(server_minor(bin_dir), mutating_policies=False),
         ],
         workdir,
     )

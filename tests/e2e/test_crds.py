@@ -6,7 +6,7 @@ table (tests/policy/crd_documents.py) is created on a server-side dry run with s
 validation, kubectl's default: the API server must accept exactly what the loader accepts,
 except the cases the table names as the loader's alone. The example policies of policies/
 apply as objects, `kubectl get` prints the printer columns, and a PolicyReport shaped as
-Kyverno writes one is stored.
+Kyverno writes one is stored. On every supported Kubernetes minor (`kube_matrix`).
 """
 
 from __future__ import annotations
@@ -22,18 +22,18 @@ from webhook.policy.policycrds import crd_texts
 
 from .cluster import Cluster
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.kube_matrix]
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "webhook" / "defaults" / "crds"
 
 
 @pytest.fixture(scope="module")
-def crds(cluster: Cluster) -> Cluster:
-    cluster.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
+def crds(kube_cluster: Cluster) -> Cluster:
+    kube_cluster.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
     names = [f"crd/{name}" for name in _crd_names()]
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
-    return cluster
+    kube_cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    return kube_cluster
 
 
 def _crd_names() -> list[str]:

@@ -12,7 +12,8 @@
 - rewritePolicy.keep: the rewrite-policy keeper does its work on the chart's RBAC alone.
 
 Each test uninstalls its release: a webhook with failurePolicy Fail and no server behind it
-would otherwise refuse GPU objects for every later test of the session cluster.
+would otherwise refuse GPU objects for every later test of the session cluster. The url-mode
+and default-mode installs run on every supported Kubernetes minor (`kube_matrix`).
 """
 
 from __future__ import annotations
@@ -58,9 +59,11 @@ def get(cluster: Cluster, *args: str) -> Any:
 
 
 @pytest.fixture
-def install(cluster: Cluster) -> Iterator[Install]:
-    """`install(release, namespace, *helm_args)`: helm install; uninstalled after the test."""
+def install(kube_cluster: Cluster) -> Iterator[Install]:
+    """`install(release, namespace, *helm_args)`: helm install into the cluster of
+    `kube_minor`; uninstalled after the test."""
     releases: list[tuple[str, str]] = []
+    cluster = kube_cluster
 
     def run(release: str, namespace: str, *args: str) -> str:
         releases.append((release, namespace))
@@ -152,7 +155,9 @@ SERVICE_ACCOUNT_ACCESS = [
 ]
 
 
-def test_url_mode_install(cluster: Cluster, install: Install) -> None:
+@pytest.mark.kube_matrix
+def test_url_mode_install(kube_cluster: Cluster, install: Install) -> None:
+    cluster = kube_cluster
     release = unique("dragate-url")  # contains the chart name, so it is also the full name
     own_ns = release
     ca = certs.make_ca("dragate-helm-e2e")
@@ -311,7 +316,11 @@ def pem_certs(data: bytes) -> list[x509.Certificate]:
     return x509.load_pem_x509_certificates(data)
 
 
-def test_default_mode_install_and_certificate_lifecycle(cluster: Cluster, install: Install) -> None:
+@pytest.mark.kube_matrix
+def test_default_mode_install_and_certificate_lifecycle(
+    kube_cluster: Cluster, install: Install
+) -> None:
+    cluster = kube_cluster
     release = unique("dragate")
     ns = release
     # Pod Security "restricted" enforced: the ReplicaSet's Pods are refused unless hardened.

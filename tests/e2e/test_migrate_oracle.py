@@ -3,7 +3,7 @@
 - Duplicate keys: kubectl (`annotate --local`, no server) decides which value a repeated key
   has; migrate must read the same one.
 - Output: every built-in object of the migrated corpus (ResourceClaimTemplates included)
-  passes a strict server-side dry-run create on the real kube-apiserver 1.34. (Custom
+  passes a strict server-side dry-run create on the real kube-apiserver 1.37. (Custom
   resources' pod specs are partial, their controllers fill them in; their schema is checked
   in tests/cli/test_migrate_corpus.py.)
 """

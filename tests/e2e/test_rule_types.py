@@ -240,9 +240,10 @@ def test_the_table_has_both_answers_for_every_kind() -> None:
     assert len(CASES) >= 20
 
 
+@pytest.mark.kube_matrix
 @pytest.mark.parametrize("kind", RULE_KINDS)
-def test_dragate_refuses_what_the_api_server_warns_about(cluster: Cluster, kind: str) -> None:
-    warned, minor = _warned(cluster, kind), _server_minor(cluster)
+def test_dragate_refuses_what_the_api_server_warns_about(kube_cluster: Cluster, kind: str) -> None:
+    warned, minor = _warned(kube_cluster, kind), _server_minor(kube_cluster)
     disagreements = []
     for case in _cases(kind):
         expression, expected = CASES[case][1], CASES[case][2]
@@ -254,10 +255,13 @@ def test_dragate_refuses_what_the_api_server_warns_about(cluster: Cluster, kind:
     assert not disagreements, "\n".join(disagreements)
 
 
-def test_the_pinned_schemas_are_what_the_api_server_serves(cluster: Cluster) -> None:
+@pytest.mark.kube_matrix
+def test_the_pinned_schemas_are_what_the_api_server_serves(kube_cluster: Cluster) -> None:
+    """Each supported minor's pinned schemas, byte for byte, as its own API server serves them
+    (regenerate with `python3 -m tests.kube_schema_pin DIR MINOR`)."""
     served = [
-        json.loads(cluster.kubectl("get", "--raw", path).stdout) for path in DOCUMENTS.values()
+        json.loads(kube_cluster.kubectl("get", "--raw", path).stdout) for path in DOCUMENTS.values()
     ]
-    minor = _server_minor(cluster)
+    minor = _server_minor(kube_cluster)
     assert dumps(compact(served)) == pinned_path(minor).read_text(encoding="utf-8")
     assert pinned_path(minor).parts[-3:] == schemas_file(minor)

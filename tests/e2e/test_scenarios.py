@@ -1,6 +1,6 @@
 """dragate end to end: the real `dragate serve --kubeconfig` (gunicorn, TLS, watch caches,
 TenantUsage ledger, reconciler) registered through the Helm chart in url mode, driven with
-the real kubectl against kube-apiserver v1.34 and kube-controller-manager.
+the real kubectl against kube-apiserver v1.37 and kube-controller-manager.
 
 One dragate server and one Helm release serve the whole module (`dragate` fixture); every
 scenario has its own tenant (tests/e2e/data/policies/e2e-tenants.yaml), so none shares quota

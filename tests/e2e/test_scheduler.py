@@ -1,4 +1,5 @@
-"""dragate against the real kube-scheduler and ResourceQuota (Kubernetes 1.34).
+"""dragate against the real kube-scheduler and ResourceQuota (Kubernetes 1.37; the quota tests
+and a representative part of the legacy table on every supported minor, `kube_matrix`).
 
 One control plane with kube-scheduler, six fake Ready Nodes and NVIDIA-shaped ResourceSlices
 (`tests/nvidia_shapes.py`): A100 and H100 nodes, a node with GPUs and MIG slices, MIG nodes
@@ -61,9 +62,9 @@ ADMIN_LABEL = "resource.kubernetes.io/admin-access"
 
 
 @pytest.fixture(scope="module")
-def sched(e2e_bin_dir: Path) -> Iterator[tuple[Cluster, list[dict[str, Any]]]]:
-    require_binaries(e2e_bin_dir, ("kube-scheduler",))
-    with running_cluster(e2e_bin_dir, scheduler=True) as cluster:
+def sched(kube_bin_dir: Path) -> Iterator[tuple[Cluster, list[dict[str, Any]]]]:
+    require_binaries(kube_bin_dir, ("kube-scheduler",))
+    with running_cluster(kube_bin_dir, scheduler=True) as cluster:
         slices = publish_inventory(cluster)
         yield cluster, slices
 
@@ -82,6 +83,7 @@ def namespace(cluster: Cluster, name: str, **labels: str) -> None:
 # --- 1. ResourceQuota and dragate count alike -------------------------------------------------
 
 
+@pytest.mark.kube_matrix
 def test_resourcequota_and_dragate_count_random_claims_alike(
     sched: tuple[Cluster, list[dict[str, Any]]],
 ) -> None:
@@ -246,10 +248,29 @@ def state_file(cluster: Cluster, path: Path) -> Path:
     return path
 
 
+REPRESENTATIVE = ("gpu-1", "gpu-9", "family-hopper", "mig-1g-1", "mig-3g-3",
+                  "gpu-2-and-mig-one-container")  # fmt: skip
+"""Rows of the legacy table that also run on the older minors: bound whole GPUs, a denial,
+a node selector, a MIG slice, an unschedulable slice count, whole GPUs and slices together."""
+OLDER_TABLE = [row for row in TABLE if row[0] in REPRESENTATIVE]
+
+
 @pytest.mark.parametrize("row", TABLE, ids=[row[0] for row in TABLE])
 def test_legacy_pod_through_the_webhook_and_migrate(
     dragate_on_sched: tuple[Cluster, Path], tmp_path: Path, row: Row
 ) -> None:
+    legacy_pod_case(dragate_on_sched, tmp_path, row)
+
+
+@pytest.mark.kube_matrix(older=True)
+@pytest.mark.parametrize("row", OLDER_TABLE, ids=[row[0] for row in OLDER_TABLE])
+def test_representative_legacy_pod_on_older_minors(
+    dragate_on_sched: tuple[Cluster, Path], tmp_path: Path, row: Row
+) -> None:
+    legacy_pod_case(dragate_on_sched, tmp_path, row)
+
+
+def legacy_pod_case(dragate_on_sched: tuple[Cluster, Path], tmp_path: Path, row: Row) -> None:
     case, containers, init, selector, expected = row
     cluster, policies = dragate_on_sched
     pod = legacy_pod(case, "legacy", containers, init, selector)
@@ -318,6 +339,7 @@ def template_pod(ns: str, count: int) -> list[dict[str, Any]]:
     return [template, pod]
 
 
+@pytest.mark.kube_matrix
 def test_moment_of_charge_resourcequota_later_dragate_at_the_pods_create(
     dragate_on_sched: tuple[Cluster, Path],
 ) -> None:

@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 from bench.inventory import DRIVER, GPU_CLASS, MIG_EVERY, cluster_slices, driver_version_of
+from nvidia_shapes import A100, gpu_devices, partitioned_slices, resource_slice, tainted
 
 from webhook.engine import inventory as inventory_module
 from webhook.engine.devices import reads_device_identity
 from webhook.engine.feasibility import check_claim, check_satisfiable
 from webhook.engine.inventory import Inventory, SelectorCache
-from webhook.types import AllocationMode, ClaimSpec, DeviceRequest
+from webhook.types import AllocationMode, ClaimSpec, DeviceRequest, Taint
 
 D = DRIVER
 ATTR = f"device.attributes['{D}']"
@@ -407,3 +408,23 @@ def test_first_available_is_feasible_when_any_alternative_is(cluster: Inventory)
 def test_check_claim_answers_per_request(cluster: Inventory) -> None:
     spec = ClaimSpec("claim", (request(1), request(99)))
     assert [r.ok for r in check_claim(cluster, spec, CLASSES)] == [True, False]
+
+
+def test_taints_binding_conditions_and_counters_are_read_from_the_slice() -> None:
+    ecc = {"key": "ecc", "value": "bad", "effect": "NoSchedule"}
+    devices = tainted(gpu_devices("n", A100, 1), ecc) + gpu_devices("n", A100, 1, first=1)
+    devices[1] = {**devices[1], "bindingConditions": ["attached"]}
+    slices = [resource_slice("n", devices), *partitioned_slices("p", 1)]
+    inventory = Inventory.from_slices(slices)
+    by_name = {d.name: d for g in inventory.groups for d in g.devices}
+    assert by_name["n/gpu-0"].taints == (Taint("ecc", "bad", "NoSchedule"),)
+    assert by_name["n/gpu-1"].binding_conditions == ("attached",)
+    consumes = by_name["p/gpu-0-mig-1g-10gb-3"].consumes
+    assert consumes == (
+        (
+            ("gpu.nvidia.com", "p", "gpu-0-counters"),
+            (("memory", 10240 * 2**20), ("memory-slice-3", 1)),
+        ),
+    )
+    groups = {d.name: id(g) for g in inventory.groups for d in g.devices}
+    assert len({groups["n/gpu-0"], groups["n/gpu-1"]}) == 2  # taints, conditions: other kinds

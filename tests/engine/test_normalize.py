@@ -10,7 +10,7 @@ import pytest
 from builders import V1, V1BETA1, V1BETA2, claim, exact, first_available, pod, request, template
 
 from webhook.engine.normalize import ObjectError, claim_spec, pod_claims, template_claim_spec
-from webhook.types import AllocationMode, DeviceRequest
+from webhook.types import AllocationMode, DeviceRequest, Taint, Toleration, tolerated
 
 VERSIONS = [V1, V1BETA2, V1BETA1]
 
@@ -52,6 +52,68 @@ def test_first_available_keeps_alternatives_named_request_slash_sub(version: str
         ("gpu/big", "gpu.nvidia.com", 2),
         ("gpu/small", "mig.nvidia.com", 1),
     ]
+
+
+TAINTED = {"key": "gpu.nvidia.com/ecc", "value": "bad", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=["v1", "v1beta2", "v1beta1"])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ([], ()),
+        ([TAINTED], (Toleration("gpu.nvidia.com/ecc", "Equal", "bad", "NoSchedule"),)),
+        (
+            [{"key": "k", "operator": "Exists"}, {"operator": "Exists", "effect": "NoExecute"}],
+            (Toleration("k", "Exists"), Toleration("", "Exists", "", "NoExecute")),
+        ),
+    ],
+    ids=["none", "equal-by-default", "exists"],
+)
+def test_tolerations_are_read_in_every_version_and_subrequest(
+    version: str, raw: list[dict[str, Any]], expected: tuple[Toleration, ...]
+) -> None:
+    fields = {**exact(), "tolerations": raw}
+    obj = claim(request(fields, version), first_available("g", fields), version=version)
+    plain, alternatives = claim_spec(obj, "c").requests
+    assert plain.tolerations == expected == alternatives.alternatives[0].tolerations
+    if expected:
+        assert hash(plain) != hash(replace(plain, tolerations=()))
+
+
+@pytest.mark.parametrize(
+    ("taint", "toleration", "allowed"),
+    [
+        (Taint("k", "v", "NoSchedule"), None, False),
+        (Taint("k", "v", "NoExecute"), None, False),
+        (Taint("k", "v", "None"), None, True),
+        (Taint("k", "v", "PreferNoSchedule"), None, True),
+        (Taint("k", "v", "NoSchedule"), Toleration("k", "Equal", "v"), True),
+        (Taint("k", "v", "NoSchedule"), Toleration("k", "Equal", "w"), False),
+        (Taint("k", "v", "NoSchedule"), Toleration("k", "Exists"), True),
+        (Taint("k", "v", "NoSchedule"), Toleration("", "Exists"), True),
+        (Taint("k", "v", "NoSchedule"), Toleration("k", "Exists", "", "NoExecute"), False),
+        (Taint("k", "v", "NoExecute"), Toleration("j", "Exists"), False),
+        (Taint("k", "", "NoSchedule"), Toleration("k"), True),
+    ],
+    ids=[
+        "noschedule",
+        "noexecute",
+        "none-effect",
+        "unknown-effect",
+        "equal",
+        "other-value",
+        "exists",
+        "wildcard",
+        "other-effect",
+        "other-key",
+        "empty-value",
+    ],
+)
+def test_a_taint_keeps_a_device_unless_tolerated(
+    taint: Taint, toleration: Toleration | None, allowed: bool
+) -> None:
+    assert tolerated((taint,), () if toleration is None else (toleration,)) is allowed
 
 
 def test_template_spec_is_read_from_spec_spec() -> None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from nvidia_shapes import A100, H100, cluster_slices, device_classes, gpu_devices, resource_slice
+from nvidia_shapes import (
+    A100,
+    H100,
+    cluster_slices,
+    device_classes,
+    gpu_devices,
+    resource_slice,
+    tainted,
+)
 
 from webhook.engine.feasibility import check_claim
 from webhook.engine.inventory import Inventory
@@ -119,3 +127,93 @@ def test_requests_of_one_claim_are_placed_together(
 ) -> None:
     results = check_claim(inventory, claim_spec(claim, "the claim"), CLASSES)
     assert all(r.ok for r in results) is fits, [r.message for r in results]
+
+
+# --- device taints (KEP-5055) -----------------------------------------------------------------
+
+ECC = {"key": "gpu.nvidia.com/ecc", "value": "bad", "effect": "NoSchedule"}
+TAINTED = Inventory.from_slices(
+    [
+        resource_slice(
+            "t",
+            tainted(gpu_devices("t", A100, 2), ECC)
+            + gpu_devices("t", A100, 2, first=2)
+            + tainted(gpu_devices("t", A100, 1, first=4), {**ECC, "effect": "None"}),
+        )
+    ]
+)
+DRAINING = Inventory.from_slices(
+    [
+        resource_slice(
+            "d", tainted(gpu_devices("d", H100, 2), {"key": "drain", "effect": "NoExecute"})
+        )
+    ]
+)
+
+
+def tolerating(request: dict[str, Any], *tolerations: dict[str, str]) -> dict[str, Any]:
+    body = request.get("exactly", request)
+    body["tolerations"] = list(tolerations)
+    return request
+
+
+def sub(name: str, count: int, *tolerations: dict[str, str]) -> dict[str, Any]:
+    return {"name": name, **tolerating(exact(name, "gpu", count)["exactly"], *tolerations)}
+
+
+@pytest.mark.parametrize(
+    ("inventory", "claim", "fits"),
+    [
+        (TAINTED, spec(exact("a", count=3)), True),
+        (TAINTED, spec(exact("a", count=4)), False),
+        (
+            TAINTED,
+            spec(tolerating(exact("a", count=5), {"key": ECC["key"], "operator": "Exists"})),
+            True,
+        ),
+        (TAINTED, spec(tolerating(exact("a", count=5), ECC)), True),
+        (TAINTED, spec(tolerating(exact("a", count=5), {**ECC, "value": "good"})), False),
+        (TAINTED, spec(tolerating(exact("a", count=5), {**ECC, "effect": "NoExecute"})), False),
+        (TAINTED, spec(tolerating(exact("a", count=5), {"operator": "Exists"})), True),
+        (TAINTED, spec(exact("a", mode="All")), False),
+        (TAINTED, spec(tolerating(exact("a", mode="All"), ECC)), True),
+        (TAINTED, spec(exact("a", count=3), tolerating(exact("b", count=2), ECC)), True),
+        (TAINTED, spec(exact("a", count=4), tolerating(exact("b", count=1), ECC)), False),
+        (TAINTED, spec({"name": "g", "firstAvailable": [sub("x", 5), sub("y", 5, ECC)]}), True),
+        (TAINTED, spec({"name": "g", "firstAvailable": [sub("x", 4), sub("y", 4)]}), False),
+        (DRAINING, spec(exact("a")), False),
+        (
+            DRAINING,
+            spec(tolerating(exact("a", count=2), {"key": "drain", "operator": "Exists"})),
+            True,
+        ),
+    ],
+    ids=[
+        "untainted-and-none-effect",
+        "tainted-not-tolerated",
+        "exists",
+        "equal",
+        "other-value",
+        "other-effect",
+        "every-taint",
+        "all-meets-a-taint",
+        "all-tolerating",
+        "one-request-tolerates",
+        "the-other-does-not",
+        "subrequest-tolerates",
+        "no-subrequest-tolerates",
+        "noexecute",
+        "noexecute-tolerated",
+    ],
+)
+def test_untolerated_taints_keep_devices_from_a_request(
+    inventory: Inventory, claim: dict[str, Any], fits: bool
+) -> None:
+    results = check_claim(inventory, claim_spec(claim, "the claim"), CLASSES)
+    assert all(r.ok for r in results) is fits, [r.message for r in results]
+
+
+def test_the_message_names_the_taints_not_tolerated() -> None:
+    (result,) = check_claim(TAINTED, claim_spec(spec(exact("a", count=4)), "c"), CLASSES)
+    assert "2 more match but have taints the request does not tolerate" in result.message
+    assert "gpu.nvidia.com/ecc=bad:NoSchedule" in result.message

@@ -15,7 +15,7 @@ import pytest
 from nvidia_shapes import A100, H100, cluster_slices, device_classes, gpu_devices, resource_slice
 
 from webhook.engine import inventory as inventory_module
-from webhook.engine.feasibility import check_claim, unsatisfied
+from webhook.engine.feasibility import binding_notes, check_claim, unsatisfied
 from webhook.engine.inventory import Inventory
 from webhook.engine.normalize import claim_spec
 from webhook.types import ClaimSpec, Object
@@ -129,3 +129,42 @@ def test_what_an_inventory_remembers_stays_bounded(monkeypatch: pytest.MonkeyPat
         spec = _spec(_request("a", count=count))
         assert unsatisfied(inventory, spec, CLASSES) == _uncached(cluster_slices, spec, CLASSES)
         assert len(inventory._remembered) <= 3
+
+
+# --- binding conditions (KEP-5007) ------------------------------------------------------------
+
+_ATTACHED = [
+    {**d, "bindingConditions": ["dra.example.com/attached"], "bindingFailureConditions": ["x"]}
+    for d in gpu_devices("fabric", H100, 2)
+]
+BINDING = [
+    resource_slice("fabric", _ATTACHED),
+    resource_slice("plain", gpu_devices("plain", A100, 2)),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "notes"),
+    [
+        (_request("a", "gpu", 1, H100_ONLY), ["request 'a': every matching device has binding"]),
+        (_request("a"), ["request 'a': 2 of 4 matching devices have binding conditions"]),
+        (
+            _request(
+                "a",
+                "gpu",
+                1,
+                "device.attributes['gpu.nvidia.com'].productName != 'NVIDIA H100 80GB HBM3'",
+            ),
+            [],
+        ),
+    ],
+    ids=["only-waiting-devices", "some", "none"],
+)
+def test_binding_conditions_are_a_note_not_a_failure(obj: dict[str, Any], notes: list[str]) -> None:
+    inventory = Inventory.from_slices(BINDING)
+    spec = _spec(obj)
+    assert all(r.ok for r in check_claim(inventory, spec, CLASSES))
+    found = binding_notes(inventory, spec, CLASSES)
+    assert len(found) == len(notes)
+    for text, expected in zip(found, notes, strict=True):
+        assert text.startswith(expected) and "dra.example.com/attached" in text

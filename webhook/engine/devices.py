@@ -14,10 +14,12 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from webhook.engine.cel import device_to_cel
-from webhook.types import Object
+from webhook.engine.cel.quantity import parse_quantity
+from webhook.types import Object, Taint
 
 ID_ATTRIBUTES = frozenset(
     {
@@ -48,6 +50,12 @@ _IN_LIST = re.compile(r"\bin\s*\[")  # `x in [...]` is a list literal, not an in
 _TWO_VARIABLE_MACRO = re.compile(r"\.\w+\(\s*\w+\s*,\s*\w+\s*,")
 
 Signature = frozenset[tuple[Any, ...]]
+CounterSetKey = tuple[str, str, str]
+"""A counter set (KEP-4815): driver, pool and the set's name, unique in its pool."""
+Amounts = tuple[tuple[str, Fraction], ...]
+"""Counter name and amount, sorted by name."""
+Consumption = tuple[tuple[CounterSetKey, Amounts], ...]
+"""What a device consumes from each counter set (`consumesCounters`)."""
 Hits = frozenset[int] | None
 """Which devices of a group match: None for all of them, else their positions in the group."""
 
@@ -80,6 +88,9 @@ class Device:
     node: str | None  # None: reachable from several nodes (allNodes / nodeSelector)
     attributes: Mapping[str, Any]
     capacity: Mapping[str, Any]
+    taints: tuple[Taint, ...] = ()
+    consumes: Consumption = ()
+    binding_conditions: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """The name, with the product or MIG profile when the driver publishes one."""
@@ -115,6 +126,7 @@ def signature(device: Device) -> Signature:
                     ("c", n) if is_id(n) else ("c", n, *v.items())
                     for n, v in device.capacity.items()
                 ],
+                *_scheduling(device),
             )
         )
     except (AttributeError, TypeError):
@@ -126,7 +138,16 @@ def _slow_signature(device: Device) -> Signature:
     for kind, entries in (("a", device.attributes), ("c", device.capacity)):
         for name, value in entries.items():
             items.append((kind, name) if is_id(name) else (kind, name, _frozen(value)))
-    return frozenset(items)
+    return frozenset((*items, *_scheduling(device)))
+
+
+def _scheduling(device: Device) -> tuple[tuple[Any, ...], ...]:
+    """Taints and binding conditions: not visible to selectors, but devices of one group must
+    share them, so that a request's tolerations and notes hold for the whole group."""
+    found: tuple[tuple[Any, ...], ...] = tuple(("t", t) for t in device.taints)
+    if device.binding_conditions:
+        found += (("b", device.binding_conditions),)
+    return found
 
 
 def _frozen(value: Any) -> Any:
@@ -144,6 +165,13 @@ class Group:
     _cel: Any = None
     _cel_error: str | None = None
     _per_node: Counter[str | None] | None = None
+    _consumes: bool | None = None
+
+    def consumes(self) -> bool:
+        """Whether some device consumes counters (their sets differ per device)."""
+        if self._consumes is None:
+            self._consumes = any(d.consumes for d in self.devices)
+        return self._consumes
 
     def cel(self) -> tuple[Any, str | None]:
         """The `device` variable of the representative device, built once."""
@@ -209,4 +237,48 @@ def _slice_devices(spec: Mapping[str, Any]) -> Iterator[Device]:
             node=str(node) if node else None,
             attributes=body.get("attributes") or {},
             capacity=body.get("capacity") or {},
+            taints=tuple(_taints(body.get("taints"))),
+            consumes=tuple(
+                ((driver, pool, str(c.get("counterSet", ""))), _amounts(c.get("counters")))
+                for c in body.get("consumesCounters") or []
+            ),
+            binding_conditions=tuple(str(c) for c in body.get("bindingConditions") or ()),
         )
+
+
+def _taints(raw: Any) -> Iterator[Taint]:
+    for taint in raw or ():
+        if isinstance(taint, Mapping):
+            yield Taint(
+                str(taint.get("key", "")), str(taint.get("value", "")), str(taint.get("effect", ""))
+            )
+
+
+def counter_sets(slices: Sequence[Object]) -> dict[CounterSetKey, dict[str, Fraction]]:
+    """Every pool's `sharedCounters` (KEP-4815), by driver, pool and set name.
+
+    Since 1.36 a slice holds either devices or counter sets, so a pool's sets may be published
+    in other slices than the devices that consume them; `slices` are the current ones.
+    """
+    found: dict[CounterSetKey, dict[str, Fraction]] = {}
+    for item in slices:
+        spec = item.get("spec") or {}
+        driver = str(spec.get("driver", ""))
+        pool = str((spec.get("pool") or {}).get("name", ""))
+        for counter_set in spec.get("sharedCounters") or []:
+            name = str(counter_set.get("name", ""))
+            found[(driver, pool, name)] = dict(_amounts(counter_set.get("counters")))
+    return found
+
+
+def _amounts(raw: Any) -> Amounts:
+    """`{name: {value: quantity}}` as exact amounts (an unreadable value counts as zero)."""
+    amounts = []
+    for name, counter in (raw or {}).items():
+        value = counter.get("value", "0") if isinstance(counter, Mapping) else "0"
+        try:
+            amount = parse_quantity(str(value)).value
+        except ValueError:
+            amount = Fraction(0)
+        amounts.append((str(name), amount))
+    return tuple(sorted(amounts))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from webhook.engine.devices import Group, Hits
 from webhook.engine.inventory import Inventory, Selection, class_selectors
 from webhook.engine.placement import place_claim
 from webhook.types import (
@@ -20,6 +21,8 @@ from webhook.types import (
     ClaimSpec,
     DeviceRequest,
     Object,
+    Taint,
+    Toleration,
     UnknownClass,
     unknown_class,
 )
@@ -42,6 +45,8 @@ class FeasibilityResult:
     suggestion: str | None = None  # the known class an unknown one most resembles
     alternatives: tuple[FeasibilityResult, ...] = ()
     together: str = ""  # why the requests cannot be allocated together, when that fails
+    untolerated: int = 0  # matching devices whose taints the request does not tolerate
+    taints: tuple[str, ...] = ()  # those taints, as `key=value:effect`
 
     @property
     def message(self) -> str:
@@ -103,9 +108,12 @@ def check_claim(
         for leaf in request.leaves()
         if leaf.device_class in device_classes
     }
-    selections = {name: inventory.select(exprs) for name, exprs in expressions.items()}
+    tolerations = {leaf.name: leaf.tolerations for r in spec.requests for leaf in r.leaves()}
+    selections = {
+        name: inventory.select(exprs, tolerations[name]) for name, exprs in expressions.items()
+    }
     key = ("placement", replace(spec, label=""), tuple(expressions.items()))
-    placement = inventory.remember(key, lambda: place_claim(spec, selections))
+    placement = inventory.remember(key, lambda: place_claim(spec, selections, inventory.counters))
     if placement.ok:
         return results
     failed = FeasibilityResult(ok=False, request=spec.label, together=placement.reason)
@@ -135,6 +143,44 @@ def check_satisfiable(
     )
 
 
+def binding_notes(
+    inventory: Inventory, spec: ClaimSpec, device_classes: Mapping[str, Object]
+) -> tuple[str, ...]:
+    """Requests that may be allocated devices with binding conditions (KEP-5007).
+
+    Not a failure: the scheduler allocates such a device, then waits before binding the Pod
+    until the driver reports the conditions (or a failure condition, which undoes it).
+    """
+    found = []
+    for request in spec.requests:
+        for leaf in request.leaves():
+            device_class = device_classes.get(leaf.device_class)
+            if device_class is None:
+                continue
+            expressions = [*class_selectors(device_class), *leaf.selectors]
+            selection = inventory.select(expressions, leaf.tolerations)
+            waiting = [(g, h) for g, h in selection.hits if g.devices[0].binding_conditions]
+            if waiting:
+                found.append(_binding_note(leaf.name, waiting, selection.count))
+    return tuple(found)
+
+
+def _binding_note(name: str, waiting: Sequence[tuple[Group, Hits]], matching: int) -> str:
+    count = sum(len(g.devices) if h is None else len(h) for g, h in waiting)
+    conditions = ", ".join(
+        dict.fromkeys(c for g, _ in waiting for c in g.devices[0].binding_conditions)
+    )
+    share = (
+        "every matching device has"
+        if count == matching
+        else f"{count} of {matching} matching devices have"
+    )
+    return (
+        f"request {name!r}: {share} binding conditions ({conditions}); a Pod allocated one "
+        "is bound only once the driver reports them"
+    )
+
+
 def needed_devices(request: DeviceRequest) -> int:
     """`All` needs at least one matching device, ExactCount its count."""
     return 1 if request.allocation_mode == AllocationMode.ALL else max(request.count, 1)
@@ -155,8 +201,11 @@ def _check_leaf(
             suggestion=_suggestion(request, device_classes),
         )
     expressions = [*class_selectors(device_class), *request.selectors]
-    selection = inventory.select(expressions)
+    selection = inventory.select(expressions, request.tolerations)
     on_one_node = selection.most_on_one_node() if needed > 1 else None
+    taints = {
+        _taint_text(t): None for g, _ in selection.blocked for t in g.devices[0].taints if t.blocks
+    }
     result = FeasibilityResult(
         ok=selection.count >= needed and (on_one_node is None or on_one_node >= needed),
         request=request.name,
@@ -165,17 +214,30 @@ def _check_leaf(
         matching=selection.count,
         on_one_node=on_one_node,
         errors=selection.errors,
+        untolerated=selection.blocked_count,
+        taints=tuple(taints),
     )  # built once: `dataclasses.replace` costs more than the selection it reports
-    return result if result.ok else _diagnose(inventory, result, expressions)
+    return result if result.ok else _diagnose(inventory, result, expressions, request.tolerations)
+
+
+def _taint_text(taint: Taint) -> str:
+    return (
+        f"{taint.key}={taint.value}:{taint.effect}"
+        if taint.value
+        else f"{taint.key}:{taint.effect}"
+    )
 
 
 def _diagnose(
-    inventory: Inventory, result: FeasibilityResult, expressions: Sequence[str]
+    inventory: Inventory,
+    result: FeasibilityResult,
+    expressions: Sequence[str],
+    tolerations: tuple[Toleration, ...],
 ) -> FeasibilityResult:
     """Name the selector whose removal would match the most devices, and those devices."""
     best: tuple[int, str, Selection] | None = None
     for index, expression in enumerate(expressions):
-        others = inventory.select([*expressions[:index], *expressions[index + 1 :]])
+        others = inventory.select([*expressions[:index], *expressions[index + 1 :]], tolerations)
         if others.count > result.matching and (best is None or others.count > best[0]):
             best = (others.count, expression, others)
     if best is None:
@@ -205,6 +267,11 @@ def _message(result: FeasibilityResult) -> str:
         text += (
             f"; selector {result.failed_selector!r} rules out the most"
             f" (without it: {', '.join(result.closest)})"
+        )
+    if result.untolerated:
+        text += (
+            f"; {result.untolerated} more match but have taints the request does not tolerate"
+            f" ({', '.join(result.taints[:3])})"
         )
     if result.errors:
         text += f"; errors: {'; '.join(result.errors[:2])}"

@@ -25,20 +25,23 @@ import functools
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, TypeVar
 
 from webhook.engine.cel import TIME_GUARD_MESSAGE, CelCompileError, Program, compile_expression
 from webhook.engine.devices import (
+    CounterSetKey,
     Device,
     Group,
     Hits,
     Signature,
+    counter_sets,
     current_slices,
     device_value,
     parse_slice,
     reads_device_identity,
 )
-from webhook.types import Object
+from webhook.types import Object, Toleration, tolerated
 
 T = TypeVar("T")
 
@@ -147,6 +150,27 @@ class Selection:
     hits: tuple[tuple[Group, Hits], ...]
     errors: tuple[str, ...] = ()
     failed: tuple[tuple[Group, Hits], ...] = ()  # devices whose evaluation errored
+    blocked: tuple[tuple[Group, Hits], ...] = ()  # matching, but tainted and not tolerated
+
+    def tolerating(self, tolerations: tuple[Toleration, ...]) -> Selection:
+        """The devices a request with `tolerations` can be allocated; the matching devices
+        whose taints it does not tolerate move to `blocked` (taints are part of a group's
+        signature, so a group is tolerated whole)."""
+        allowed = [tolerated(group.devices[0].taints, tolerations) for group, _ in self.hits]
+        if all(allowed):
+            return self
+        usable = tuple(h for h, ok in zip(self.hits, allowed, strict=True) if ok)
+        blocked = tuple(h for h, ok in zip(self.hits, allowed, strict=True) if not ok)
+        return Selection(usable, self.errors, self.failed, blocked)
+
+    @functools.cached_property
+    def blocked_count(self) -> int:
+        return sum(len(g.devices) if h is None else len(h) for g, h in self.blocked)
+
+    @functools.cached_property
+    def blocked_by_node(self) -> dict[str | None, list[Device]]:
+        """Matching devices whose taints the request does not tolerate, per node."""
+        return _by_node(self.blocked)
 
     @functools.cached_property
     def failed_nodes(self) -> frozenset[str | None]:
@@ -156,12 +180,7 @@ class Selection:
     @functools.cached_property
     def by_node(self) -> dict[str | None, list[Device]]:
         """Matching devices per node (None: devices reachable from every node)."""
-        found: dict[str | None, list[Device]] = {}
-        for group, hits in self.hits:
-            members = group.devices if hits is None else [group.devices[i] for i in sorted(hits)]
-            for device in members:
-                found.setdefault(device.node, []).append(device)
-        return found
+        return _by_node(self.hits)
 
     @functools.cached_property
     def count(self) -> int:
@@ -189,14 +208,30 @@ class Selection:
         return tuple(found[:limit])
 
 
-class Inventory:
-    """The cluster's devices grouped by signature; immutable apart from its caches."""
+def _by_node(hits: Iterable[tuple[Group, Hits]]) -> dict[str | None, list[Device]]:
+    found: dict[str | None, list[Device]] = {}
+    for group, members in hits:
+        devices = group.devices if members is None else [group.devices[i] for i in sorted(members)]
+        for device in devices:
+            found.setdefault(device.node, []).append(device)
+    return found
 
-    def __init__(self, groups: Iterable[Group], cache: SelectorCache | None = None) -> None:
+
+class Inventory:
+    """The cluster's devices grouped by signature, and the pools' counter sets; immutable
+    apart from its caches."""
+
+    def __init__(
+        self,
+        groups: Iterable[Group],
+        cache: SelectorCache | None = None,
+        counters: Mapping[CounterSetKey, Mapping[str, Fraction]] | None = None,
+    ) -> None:
         self.groups = tuple(groups)
         self.cache = cache or SelectorCache()
+        self.counters: Mapping[CounterSetKey, Mapping[str, Fraction]] = counters or {}
         self._identity_hits: dict[tuple[str, int], tuple[Hits, str | None, Hits]] = {}
-        self._selections: dict[tuple[str, ...], Selection] = {}
+        self._selections: dict[Any, Selection] = {}
         self._remembered: dict[Any, Any] = {}
 
     def remember(self, key: Any, compute: Callable[[], T]) -> T:
@@ -218,7 +253,7 @@ class Inventory:
             if group is None:
                 group = groups[key] = Group(key)
             group.devices.append(device)
-        return cls(groups.values(), cache)
+        return cls(groups.values(), cache, counter_sets(current_slices(slices)))
 
     @property
     def device_count(self) -> int:
@@ -236,8 +271,11 @@ class Inventory:
             for name, device_class in device_classes.items()
         }
 
-    def select(self, expressions: Sequence[str]) -> Selection:
-        """Devices matching every expression, tried in order like the allocator does.
+    def select(
+        self, expressions: Sequence[str], tolerations: tuple[Toleration, ...] = ()
+    ) -> Selection:
+        """Devices matching every expression, tried in order like the allocator does, that a
+        request with `tolerations` may be allocated (tainted ones are `blocked`).
 
         Remembered per expression list: the inventory is immutable, so the answer is too.
         """
@@ -246,7 +284,13 @@ class Inventory:
         if found is None:
             found = self._select(key)
             _store(self._selections, key, found, MAX_CACHED_SELECTIONS)
-        return found
+        if not tolerations and not found.hits:
+            return found
+        tolerating = self._selections.get((key, tolerations))
+        if tolerating is None:
+            tolerating = found.tolerating(tolerations)
+            _store(self._selections, (key, tolerations), tolerating, MAX_CACHED_SELECTIONS)
+        return tolerating
 
     def _select(self, expressions: Sequence[str]) -> Selection:
         found: list[tuple[Group, Hits]] = []

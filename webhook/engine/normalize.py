@@ -19,6 +19,7 @@ from webhook.types import (
     MatchConstraint,
     Object,
     PodClaim,
+    Toleration,
 )
 
 FLAT_VERSIONS = frozenset({"resource.k8s.io/v1beta1"})
@@ -103,7 +104,21 @@ def _exact(name: str, raw: Any, path: str) -> DeviceRequest:
         allocation_mode=AllocationMode(mode),
         admin_access=item.get("adminAccess") is True,
         selectors=tuple(_selectors(item.get("selectors"), f"{path}.selectors")),
+        tolerations=tuple(_tolerations(item.get("tolerations"), f"{path}.tolerations")),
     )
+
+
+def _tolerations(raw: Any, path: str) -> Iterator[Toleration]:
+    """`tolerations` (v1, v1beta2 and v1beta1 alike); an absent operator is `Equal`, as the
+    API server defaults it."""
+    for i, item in enumerate(_list(raw, path)):
+        entry = _mapping(item, f"{path}[{i}]")
+        yield Toleration(
+            key=_optional_string(entry.get("key"), f"{path}[{i}].key"),
+            operator=_optional_string(entry.get("operator"), f"{path}[{i}].operator") or "Equal",
+            value=_optional_string(entry.get("value"), f"{path}[{i}].value"),
+            effect=_optional_string(entry.get("effect"), f"{path}[{i}].effect"),
+        )
 
 
 def _selectors(raw: Any, path: str) -> Iterator[str]:
@@ -168,6 +183,14 @@ def _list(value: Any, path: str) -> list[Any]:
         return []
     if not isinstance(value, list):
         raise ObjectError(path, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _optional_string(value: Any, path: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ObjectError(path, f"expected a string, got {type(value).__name__}")
     return value
 
 

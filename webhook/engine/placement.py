@@ -14,9 +14,16 @@ passes 32. Either makes the claim infeasible everywhere. (The allocator evaluate
 lazily, so an error on a device it never reaches would go unnoticed; treating every error as
 fatal is the conservative reading.)
 
+Device taints (KEP-5055): a device whose NoSchedule/NoExecute taint a request does not
+tolerate is never allocated to it; an `All` request that matches such a device fails on that
+node, because the allocator takes every matching device or none. Partitionable devices
+(KEP-4815): the devices chosen together must fit the counter sets they consume (`counters`).
+
 Nodes with the same devices (as far as this claim can tell) are checked once: a node is
-described by, per device, which requests it matches and its constrained attribute values.
-Devices of a shared pool (`allNodes`, a node selector) are reachable from every node.
+described by, per device, how it stands to each request (not matched, usable, matched but
+tainted), its constrained attribute values and its counter consumption, plus the node's
+counter sets. Devices of a shared pool (`allNodes`, a node selector) are reachable from every
+node.
 """
 
 from __future__ import annotations
@@ -25,17 +32,24 @@ import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
-from webhook.engine.devices import Device
+from webhook.engine.counters import Capacities, LocalConsumption, pack
+from webhook.engine.devices import CounterSetKey, Device
 from webhook.engine.inventory import Selection
 from webhook.types import ALL_MODE_DEVICES, AllocationMode, ClaimSpec, DeviceRequest
 
 MAX_COMBINATIONS = 256
 """firstAvailable alternatives tried per node; past this the claim is judged on the first."""
 
-Kind = tuple[tuple[bool, ...], tuple[Any, ...]]
-"""A device as the claim sees it: which leaves it matches, its constrained attribute values."""
+NO, USABLE, BLOCKED = 0, 1, 2
+"""How a device stands to a leaf: not matched, matched, matched but tainted (not tolerated)."""
+
+Kind = tuple[tuple[int, ...], tuple[Any, ...], LocalConsumption]
+"""A device as the claim sees it: how it stands to each leaf, its constrained attribute
+values, and what it consumes from the node's counter sets."""
+Counters = Mapping[CounterSetKey, Mapping[str, Fraction]]
 
 
 @dataclass(frozen=True)
@@ -45,10 +59,13 @@ class Placement:
     reason: str = ""
 
 
-def place_claim(spec: ClaimSpec, selections: Mapping[str, Selection]) -> Placement:
+def place_claim(
+    spec: ClaimSpec, selections: Mapping[str, Selection], counters: Counters | None = None
+) -> Placement:
     """Whether some node can hold all of `spec`'s requests together.
 
-    `selections` maps each leaf name (`request` or `request/sub`) to its devices.
+    `selections` maps each leaf name (`request` or `request/sub`) to its devices (taking
+    the leaf's tolerations into account); `counters` are the pools' counter sets.
     """
     leaves = [leaf for r in spec.requests for leaf in r.leaves() if leaf.name in selections]
     attributes = tuple(dict.fromkeys(c.attribute for c in spec.constraints))
@@ -61,7 +78,7 @@ def place_claim(spec: ClaimSpec, selections: Mapping[str, Selection]) -> Placeme
         )
     kinds = _by_group(leaves, selections) if not attributes else None
     if kinds is None:
-        kinds = _by_device(leaves, selections, attributes)
+        kinds = _by_device(leaves, selections, attributes, counters or {})
     for kind in kinds:
         least = _least_devices(spec, leaves, kind)
         if least > ALL_MODE_DEVICES:
@@ -78,19 +95,23 @@ def place_claim(spec: ClaimSpec, selections: Mapping[str, Selection]) -> Placeme
     return Placement(False, 0, _why(spec, leaves, selections))
 
 
-NodeKind = tuple[tuple[Kind, int], ...]
+NodeKind = tuple[tuple[tuple[Kind, int], ...], Capacities]
+"""A node as the claim sees it: its kinds of devices with their numbers, its counter sets."""
 
 
 def _by_device(
     leaves: Sequence[DeviceRequest],
     selections: Mapping[str, Selection],
     attributes: Sequence[str],
+    counters: Counters,
 ) -> Counter[NodeKind]:
-    """Nodes described device by device (needed for constrained attribute values)."""
+    """Nodes described device by device (needed for constrained attribute values and for
+    counters, whose sets belong to single devices)."""
     shared = _devices_at(None, leaves, selections)
     kinds: Counter[NodeKind] = Counter()
     for node in _nodes(leaves, selections):
-        kinds[_describe(_devices_at(node, leaves, selections) | shared, leaves, attributes)] += 1
+        devices = _devices_at(node, leaves, selections) | shared
+        kinds[_describe(devices, leaves, attributes, counters)] += 1
     return kinds
 
 
@@ -98,15 +119,18 @@ def _by_group(
     leaves: Sequence[DeviceRequest], selections: Mapping[str, Selection]
 ) -> Counter[NodeKind] | None:
     """Nodes described group by group: devices of one group match the same leaves, so a node
-    is its group counts. None when a selector tells devices of a group apart."""
-    matched: dict[int, set[int]] = {}
+    is its group counts. None when a selector tells devices of a group apart, or when
+    devices consume counters."""
+    matched: dict[int, dict[int, int]] = {}
     groups: dict[int, Any] = {}
     for position, leaf in enumerate(leaves):
-        for group, hits in selections[leaf.name].hits:
-            if hits is not None:
-                return None
-            matched.setdefault(id(group), set()).add(position)
-            groups[id(group)] = group
+        selection = selections[leaf.name]
+        for state, found in ((USABLE, selection.hits), (BLOCKED, selection.blocked)):
+            for group, hits in found:
+                if hits is not None or group.consumes():
+                    return None
+                matched.setdefault(id(group), {})[position] = state
+                groups[id(group)] = group
     per_node: dict[str | None, Counter[int]] = {}
     for key, group in groups.items():
         for node, count in group.per_node().items():
@@ -118,8 +142,9 @@ def _by_group(
         total = counts + shared
         described: Counter[Kind] = Counter()
         for key, count in total.items():
-            described[(tuple(i in matched[key] for i in range(len(leaves))), ())] += count
-        kinds[tuple(sorted(described.items(), key=repr))] += 1
+            states = tuple(matched[key].get(i, NO) for i in range(len(leaves)))
+            described[(states, (), ())] += count
+        kinds[(tuple(sorted(described.items(), key=repr)), ())] += 1
     return kinds
 
 
@@ -127,7 +152,7 @@ def _least_devices(spec: ClaimSpec, leaves: Sequence[DeviceRequest], kind: NodeK
     """The scheduler's `minDevicesPerClaim` on one node: per request, its smallest
     alternative, `All` counting every matching device the node can reach."""
     position = {leaf.name: i for i, leaf in enumerate(leaves)}
-    matching = {name: sum(n for k, n in kind if k[0][i]) for name, i in position.items()}
+    matching = {name: sum(n for k, n in kind[0] if k[0][i]) for name, i in position.items()}
 
     def size(leaf: DeviceRequest) -> int:
         if leaf.allocation_mode == AllocationMode.ALL:
@@ -140,7 +165,12 @@ def _least_devices(spec: ClaimSpec, leaves: Sequence[DeviceRequest], kind: NodeK
 
 
 def _nodes(leaves: Sequence[DeviceRequest], selections: Mapping[str, Selection]) -> set[str | None]:
-    nodes: set[str | None] = {n for leaf in leaves for n in selections[leaf.name].by_node}
+    nodes: set[str | None] = {
+        n
+        for leaf in leaves
+        for found in (selections[leaf.name].by_node, selections[leaf.name].blocked_by_node)
+        for n in found
+    }
     shared_only = nodes == {None}
     nodes.discard(None)
     return {None} if shared_only else nodes
@@ -148,25 +178,34 @@ def _nodes(leaves: Sequence[DeviceRequest], selections: Mapping[str, Selection])
 
 def _devices_at(
     node: str | None, leaves: Sequence[DeviceRequest], selections: Mapping[str, Selection]
-) -> dict[str, tuple[Device, frozenset[str]]]:
-    """Per device name on `node`: the device and the leaves it matches."""
-    found: dict[str, tuple[Device, set[str]]] = {}
+) -> dict[str, tuple[Device, dict[str, int]]]:
+    """Per device name on `node`: the device and how it stands to each leaf it matches."""
+    found: dict[str, tuple[Device, dict[str, int]]] = {}
     for leaf in leaves:
-        for device in selections[leaf.name].by_node.get(node, ()):
-            found.setdefault(device.name, (device, set()))[1].add(leaf.name)
-    return {k: (d, frozenset(m)) for k, (d, m) in found.items()}
+        selection = selections[leaf.name]
+        for state, by_node in ((USABLE, selection.by_node), (BLOCKED, selection.blocked_by_node)):
+            for device in by_node.get(node, ()):
+                found.setdefault(device.name, (device, {}))[1][leaf.name] = state
+    return found
 
 
 def _describe(
-    devices: Mapping[str, tuple[Device, frozenset[str]]],
+    devices: Mapping[str, tuple[Device, Mapping[str, int]]],
     leaves: Sequence[DeviceRequest],
     attributes: Sequence[str],
-) -> tuple[tuple[Kind, int], ...]:
+    counters: Counters,
+) -> NodeKind:
+    sets = sorted({key for device, _ in devices.values() for key, _ in device.consumes})
+    index = {key: i for i, key in enumerate(sets)}
     kinds: Counter[Kind] = Counter()
     for device, matched in devices.values():
-        membership = tuple(leaf.name in matched for leaf in leaves)
-        kinds[(membership, tuple(_attribute(device, a) for a in attributes))] += 1
-    return tuple(sorted(kinds.items(), key=repr))
+        states = tuple(matched.get(leaf.name, NO) for leaf in leaves)
+        values = tuple(_attribute(device, a) for a in attributes)
+        kinds[(states, values, tuple((index[k], a) for k, a in device.consumes))] += 1
+    capacities = tuple(
+        tuple(sorted(counters[key].items())) if key in counters else None for key in sets
+    )
+    return tuple(sorted(kinds.items(), key=repr)), capacities
 
 
 def _attribute(device: Device, qualified: str) -> Any:
@@ -183,7 +222,7 @@ def _fits(
     spec: ClaimSpec,
     leaves: Sequence[DeviceRequest],
     attributes: Sequence[str],
-    kind: tuple[tuple[Kind, int], ...],
+    kind: NodeKind,
 ) -> bool:
     position = {leaf.name: i for i, leaf in enumerate(leaves)}
     choices = [[a for a in r.alternatives or (r,) if a.name in position] for r in spec.requests]
@@ -196,10 +235,12 @@ def _fits_choice(
     chosen: Sequence[DeviceRequest],
     position: Mapping[str, int],
     attributes: Sequence[str],
-    kind: tuple[tuple[Kind, int], ...],
+    kind: NodeKind,
 ) -> bool:
     """One alternative per request: try every value of the constrained attributes."""
-    values = [sorted({k[1][i] for k, _ in kind} - {None}, key=repr) for i in range(len(attributes))]
+    values = [
+        sorted({k[1][i] for k, _ in kind[0]} - {None}, key=repr) for i in range(len(attributes))
+    ]
     for picked in itertools.product(*values):
         usable = _restrict(spec, chosen, attributes, dict(zip(attributes, picked, strict=True)))
         if _assign(chosen, position, usable, kind):
@@ -228,29 +269,38 @@ def _assign(
     chosen: Sequence[DeviceRequest],
     position: Mapping[str, int],
     rules: Mapping[str, list[tuple[int, Any]]],
-    kind: tuple[tuple[Kind, int], ...],
+    node: NodeKind,
 ) -> bool:
-    """Distinct devices for every chosen leaf: `All` takes all it matches, then a max flow."""
-    free = [n for _, n in kind]
+    """Distinct devices for every chosen leaf: `All` takes all it matches, then a max flow,
+    then (when devices consume counters) whether some such choice fits the counter sets."""
+    kinds, capacities = node
+    free = [n for _, n in kinds]
     needed: list[tuple[int, list[int]]] = []
+    whole: list[int] = []
     taken = 0
     for leaf in chosen:
-        usable = [
+        at = position[leaf.name]
+        matched = [
             i
-            for i, (k, _) in enumerate(kind)
-            if k[0][position[leaf.name]] and all(k[1][a] == v for a, v in rules[leaf.name])
+            for i, (k, _) in enumerate(kinds)
+            if k[0][at] and all(k[1][a] == v for a, v in rules[leaf.name])
         ]
         if leaf.allocation_mode == AllocationMode.ALL:
-            every = sum(free[i] for i in usable)
-            if every == 0 or any(free[i] != kind[i][1] for i in usable):
-                return False  # none match, or some are already taken by another request
-            for i in usable:
+            every = sum(free[i] for i in matched)
+            if every == 0 or any(
+                free[i] != kinds[i][1] or kinds[i][0][0][at] == BLOCKED for i in matched
+            ):
+                return False  # none match, some are taken already, or some are not tolerated
+            for i in matched:
                 free[i] = 0
+            whole.extend(matched)
             taken += every
         else:
-            needed.append((leaf.count, usable))
+            needed.append((leaf.count, [i for i in matched if kinds[i][0][0][at] == USABLE]))
             taken += leaf.count
-    return taken <= ALL_MODE_DEVICES and _flow(needed, free)
+    if taken > ALL_MODE_DEVICES or not _flow(needed, free):
+        return False
+    return not capacities or pack(needed, whole, [(k[2], n) for k, n in kinds], capacities)
 
 
 def _flow(needed: list[tuple[int, list[int]]], free: list[int]) -> bool:

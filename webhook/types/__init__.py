@@ -35,6 +35,9 @@ from webhook.types.claimspec import (
     DeviceRequest,
     MatchConstraint,
     PodClaim,
+    Taint,
+    Toleration,
+    tolerated,
 )
 from webhook.types.outcomes import (
     AdmissionRequest,
@@ -115,10 +118,13 @@ __all__ = [
     "RewriteResult",
     "Settings",
     "Source",
+    "Taint",
     "Tenant",
+    "Toleration",
     "UnknownClass",
     "Validation",
     "Verdict",
     "Violation",
+    "tolerated",
     "unknown_class",
 ]

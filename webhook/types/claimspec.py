@@ -32,6 +32,7 @@ class DeviceRequest:
     admin_access: bool = False
     selectors: tuple[str, ...] = ()
     alternatives: tuple[DeviceRequest, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
 
     def leaves(self) -> tuple[DeviceRequest, ...]:
         """The requests that name a class: itself, or its alternatives."""
@@ -45,6 +46,51 @@ class DeviceRequest:
         """The fields' hash, computed once: a request keys several memos per review (the
         object is frozen, so the value cannot go stale)."""
         return _fields_hash(self)
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """`tolerations[]` of a request (KEP-5055): which device taints it may be allocated past.
+
+    Empty `key` with `Exists` tolerates every taint; empty `effect` every effect. The API
+    server defaults `operator` to `Equal`."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """resourceclaim.ToleratesTaint, as kube-scheduler's allocator applies it."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        return self.operator == "Exists"
+
+
+@dataclass(frozen=True)
+class Taint:
+    """`devices[].taints[]` of a ResourceSlice: only NoSchedule and NoExecute keep a device from
+    being allocated; None and effects unknown to the allocator do not."""
+
+    key: str
+    value: str = ""
+    effect: str = ""
+
+    @property
+    def blocks(self) -> bool:
+        return self.effect in BLOCKING_EFFECTS
+
+
+BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+
+
+def tolerated(taints: tuple[Taint, ...], tolerations: tuple[Toleration, ...]) -> bool:
+    """Whether a request with `tolerations` may be allocated a device with `taints`."""
+    return all(not t.blocks or any(o.tolerates(t) for o in tolerations) for t in taints)
 
 
 @dataclass(frozen=True)

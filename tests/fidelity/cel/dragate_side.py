@@ -82,8 +82,9 @@ def _device(case: Case) -> Any:
     )
 
 
-def answer(case: Case) -> dict[str, Any]:
-    """What dragate makes of the case: compile error, runtime error, or typed value."""
+def answer(case: Case, minor: str) -> dict[str, Any]:
+    """What dragate, targeting `minor`, makes of the case: compile error, runtime error, or
+    typed value."""
     is_device = case.env == "device"
     try:
         program = compile_expression(
@@ -91,6 +92,7 @@ def answer(case: Case) -> dict[str, Any]:
             variables=["device"] if is_device else [],
             expect_bool=is_device,
             environment="selector" if is_device else "kubernetes",
+            minor=minor,
         )
     except CelCompileError as error:
         return {"compile_error": str(error)}

@@ -1,7 +1,8 @@
-"""The Go CEL oracle (tests/fidelity/cel/oracle): built once, asked in one batch.
+"""The Go CEL oracle (tests/fidelity/cel/oracle): one per Kubernetes minor, asked in one batch.
 
-`DRAGATE_CELORACLE` names a built binary (tests/run.sh sets it); otherwise the build script
-is run, which is a no-op when the pinned binary is already in the cache.
+`DRAGATE_CELORACLE_1_35` (`_1_36`, `_1_37`) names a minor's built binary, and
+`DRAGATE_CELORACLE` the newest's (tests/run.sh sets them all); otherwise the build script is
+run, which is a no-op when that minor's pinned binary is already in the cache.
 """
 
 from __future__ import annotations
@@ -12,16 +13,27 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from webhook.types.kubeversions import NEWEST, SUPPORTED
+
 ORACLE_DIR = Path(__file__).parent / "oracle"
+MINORS = SUPPORTED
+"""Every minor dragate targets has its oracle."""
 
 
-def oracle_binary() -> Path:
-    """The oracle's path, building it (minutes, once per pin) when it is not cached yet."""
-    given = os.environ.get("DRAGATE_CELORACLE")
+def _given(minor: str) -> str | None:
+    names = [f"DRAGATE_CELORACLE_{minor.replace('.', '_')}"]
+    if minor == NEWEST:
+        names.append("DRAGATE_CELORACLE")
+    return next((os.environ[n] for n in names if os.environ.get(n)), None)
+
+
+def oracle_binary(minor: str = NEWEST) -> Path:
+    """A minor's oracle, building it (minutes, once per pin) when it is not cached yet."""
+    given = _given(minor)
     if given and Path(given).is_file():
         return Path(given)
     built = subprocess.run(
-        ["bash", str(ORACLE_DIR / "build.sh")], check=True, capture_output=True, text=True
+        ["bash", str(ORACLE_DIR / "build.sh"), minor], check=True, capture_output=True, text=True
     )
     return Path(built.stdout.strip().splitlines()[-1])
 

@@ -21,36 +21,57 @@ class Outcome:
     difference: str | None
 
 
-def run_all() -> list[Outcome]:
-    """Every case, the oracle asked once for the whole batch."""
-    binary = oracle_binary()
+def run_all(minor: str) -> list[Outcome]:
+    """Every case of a minor's upstream tables, its oracle asked once for the whole batch,
+    dragate targeting the same minor."""
+    binary = oracle_binary(minor)
     cases = all_cases(binary)
     answers = ask(binary, [case.request() for case in cases])
     outcomes = []
     for case, expected in zip(cases, answers, strict=True):
-        got = answer(case)
+        got = answer(case, minor)
         outcomes.append(Outcome(case, expected, got, difference(expected, got)))
     return outcomes
 
 
-def agreement_table(outcomes: list[Outcome], libraries: tuple[str, ...]) -> str:
-    """A Markdown table: cases and agreement per library, then the total."""
+def agreement_table(
+    minor: str,
+    outcomes: list[Outcome],
+    libraries: tuple[str, ...],
+    known: dict[str, dict[str, str]],
+) -> str:
+    """A Markdown table for one minor: cases, agreement and listed differences per library."""
     rows = [
-        "| library | cases | Kubernetes refuses at compile time | agree | agreement |",
-        "|---|---:|---:|---:|---:|",
+        f"Kubernetes {minor}",
+        "",
+        "| library | cases | Kubernetes refuses at compile time | agree | known differences"
+        " | agreement |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    total = agreeing = refused = 0
+    totals = [0, 0, 0, 0]
     for library in libraries:
         mine = [o for o in outcomes if o.case.library == library]
-        agree = sum(o.difference is None for o in mine)
-        refuses = sum(bool(o.kubernetes.get("compile_error")) for o in mine)
-        total, agreeing, refused = total + len(mine), agreeing + agree, refused + refuses
-        rows.append(
-            f"| {library} | {len(mine)} | {refuses} | {agree} | {_percent(agree, len(mine))} |"
-        )
-    rows.append(f"| **all** | {total} | {refused} | {agreeing} | {_percent(agreeing, total)} |")
+        counts = _counts(mine, known.get(library, {}))
+        totals = [t + c for t, c in zip(totals, counts, strict=True)]
+        rows.append(_row(library, counts))
+    rows.append(_row("**all**", totals))
     return "\n".join(rows)
 
 
+def _counts(mine: list[Outcome], known: dict[str, str]) -> list[int]:
+    """cases, refused by Kubernetes at compile time, agreeing, listed differences."""
+    return [
+        len(mine),
+        sum(bool(o.kubernetes.get("compile_error")) for o in mine),
+        sum(o.difference is None for o in mine),
+        sum(o.difference is not None and o.case.key in known for o in mine),
+    ]
+
+
+def _row(library: str, counts: list[int]) -> str:
+    cells = " | ".join(str(c) for c in counts)
+    return f"| {library} | {cells} | {_percent(counts[2], counts[0])} |"
+
+
 def _percent(part: int, whole: int) -> str:
-    return f"{100 * part / whole:.1f}%" if whole else "-"
+    return f"{100 * part / whole:.2f}%" if whole else "-"

@@ -4,11 +4,12 @@ The only package that imports celpy. Compile once with `compile_expression`, con
 data once with `to_cel` / `device_to_cel`, then evaluate many programs against those values;
 `Program.evaluate` never raises.
 
-Library (as Kubernetes 1.34 offers it to new objects): quantity, semver, strings and format
-(cel-go ext), lists (Kubernetes), sets (cel-go ext), regex (RE2: matches, find, findAll), ip and
-cidr, url, optionals, two-variable comprehensions and, outside the plain Kubernetes environment,
-`cel.bind`. Expressions are type- and cost-checked at compile time (checker.py, cost.py) and
-evaluated under a deterministic budget (budget.py).
+Library (as the target Kubernetes minor, 1.35 to 1.37, offers it to new expressions; the
+minor is a parameter of `compile_expression`): quantity, semver, strings and format (cel-go
+ext), lists (Kubernetes and cel-go ext), sets (cel-go ext), regex (RE2: matches, find,
+findAll), ip and cidr, url, optionals, two-variable comprehensions and, outside the plain
+Kubernetes environment, `cel.bind`. Expressions are type- and cost-checked at compile time
+(checker.py, cost.py) and evaluated under a deterministic budget (budget.py).
 """
 
 from webhook.engine.cel.budget import GUARD_SECONDS, TIME_GUARD_MESSAGE

@@ -23,7 +23,7 @@ from typing import Any
 import lark
 from celpy.evaluation import TranspilerTree
 
-from webhook.engine.cel.comprehension_types import check_macro, check_two_variable
+from webhook.engine.cel.comprehension_types import check_macro, check_sort_by, check_two_variable
 from webhook.engine.cel.constant_arguments import (
     ConstantCheck,
     check_constant_arguments,
@@ -34,6 +34,7 @@ from webhook.engine.cel.kindtests import static_kind_test
 from webhook.engine.cel.schematypes import find_field
 from webhook.engine.cel.syntax import (
     MACROS,
+    SORT_BY,
     call_parts,
     compile_error,
     ident_name,
@@ -49,6 +50,7 @@ from webhook.engine.cel.types import (
     DOUBLE,
     DYN,
     INT,
+    NEW_IN,
     NULL,
     OBJECT_FIELDS,
     OVERLOADS,
@@ -67,6 +69,7 @@ from webhook.engine.cel.types import (
     show,
 )
 from webhook.engine.cel.unify import fits, open_parameters, resolve
+from webhook.types.kubeversions import NEWEST, minor_number
 
 _BINARY = {
     "relation_lt": "_<_",
@@ -111,10 +114,17 @@ class Checker:
         constant: ConstantCheck,
         bind: bool,
         environment: TypeEnvironment = UNTYPED,
+        *,
+        minor: str = NEWEST,
     ) -> None:
         self.source, self.variables, self.constant = source, variables, constant
-        self.bind, self.environment = bind, environment
+        self.bind, self.environment, self.minor = bind, environment, minor
         self.homogeneous = True
+
+    def offers(self, name: str) -> bool:
+        """Whether the target minor's API server declares `name` for new expressions."""
+        since = NEW_IN.get(name)
+        return since is None or minor_number(self.minor) >= minor_number(since)
 
     def check(self, node: Any, scope: Mapping[str, CelType]) -> CelType:
         if isinstance(node, lark.Token):
@@ -138,7 +148,7 @@ class Checker:
         return self._call(_BINARY[op.data], None, args, op)
 
     def _call(self, name: str, receiver: CelType | None, args: list[CelType], node: Any) -> CelType:
-        overloads = OVERLOADS.get(name)
+        overloads = OVERLOADS.get(name) if self.offers(name) else None
         if overloads is None:
             raise compile_error(f"undeclared reference to '{name}'", node)
         found = resolve(overloads, receiver, args)
@@ -302,10 +312,9 @@ class Checker:
         target = self.check(receiver, scope)
         if name in ("_dg_optsel", "_dg_optindex"):
             return self._optional_select(target, args, scope, node)
-        if is_two_variable(name, args):
-            return check_two_variable(self.check, name, target, args, scope=scope, node=node)
-        if name in MACROS:
-            return check_macro(self.check, name, target, args, scope=scope, node=node)
+        comprehension = self._comprehension(name, target, args, scope, node)
+        if comprehension is not None:
+            return comprehension
         if name == "format":  # cel-go exempts format's argument list from homogeneity
             self.homogeneous = False
         kinds = [self.check(a, scope) for a in args]
@@ -314,6 +323,23 @@ class Checker:
         if name == "format":
             check_constant_format(self.constant, self.source, receiver, args, node)
         return self._call(name, target, kinds, node)
+
+    def _comprehension(
+        self,
+        name: str,
+        target: CelType,
+        args: list[TranspilerTree],
+        scope: Mapping[str, CelType],
+        node: Any,
+    ) -> CelType | None:
+        """The type of a macro call (`all`, `map`, `sortBy`...); None for a function call."""
+        if is_two_variable(name, args):
+            return check_two_variable(self.check, name, target, args, scope=scope, node=node)
+        if name in MACROS:
+            return check_macro(self.check, name, target, args, scope=scope, node=node)
+        if name == SORT_BY and self.offers(name) and len(args) == 2 and ident_name(args[0]):
+            return check_sort_by(self.check, target, args, scope=scope, node=node)
+        return None
 
     def _optional_select(
         self, target: CelType, args: list[TranspilerTree], scope: Mapping[str, CelType], node: Any
@@ -338,13 +364,15 @@ def check_types(
     *,
     bind: bool,
     environment: TypeEnvironment = UNTYPED,
+    minor: str = NEWEST,
 ) -> CelType:
     """The expression's CEL type; CelCompileError where Kubernetes' checker refuses it.
 
     `bind`: whether `cel.bind` is declared (the DRA selector environment adds it);
-    `environment`: the declared types of variables (others are dyn).
+    `environment`: the declared types of variables (others are dyn); `minor`: the target
+    Kubernetes minor, which decides the functions declared (`types.NEW_IN`).
     """
-    return Checker(source, variables, constant, bind, environment).check(tree, {})
+    return Checker(source, variables, constant, bind, environment, minor=minor).check(tree, {})
 
 
 def require_bool_type(kind: CelType, *, dyn_allowed: bool) -> None:

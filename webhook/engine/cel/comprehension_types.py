@@ -14,7 +14,17 @@ from celpy.evaluation import TranspilerTree
 
 from webhook.engine.cel.comprehensions import TRANSFORMS
 from webhook.engine.cel.syntax import compile_error, ident_name
-from webhook.engine.cel.types import ANY, BOOL, DYN, INT, CelType, list_of, map_of, show
+from webhook.engine.cel.types import (
+    ANY,
+    BOOL,
+    DYN,
+    INT,
+    SORT_KEY_TYPES,
+    CelType,
+    list_of,
+    map_of,
+    show,
+)
 
 Check = Callable[[Any, Mapping[str, CelType]], CelType]
 """The checker's `check(node, scope)`: a node's type with the variables of `scope` bound."""
@@ -66,6 +76,26 @@ def check_two_variable(
     return kinds[-1] if name == "transformMapEntry" else BOOL
 
 
+def check_sort_by(
+    check: Check,
+    target: CelType,
+    args: list[TranspilerTree],
+    *,
+    scope: Mapping[str, CelType],
+    node: Any,
+) -> CelType:
+    """`target.sortBy(e, key)` (cel-go ext lists): the list itself, ordered by a key that
+    must be of a comparable type (or dyn, decided when it runs)."""
+    element = range_element(target, node)
+    key = check(args[1], {**scope, str(ident_name(args[0])): element})
+    if key not in (*SORT_KEY_TYPES, DYN):
+        shown = f"{show(list_of(element))}.(list({show(key)}))"
+        raise compile_error(
+            f"found no matching overload for '@sortByAssociatedKeys' applied to '{shown}'", node
+        )
+    return list_of(element)
+
+
 def _require_predicates(args: list[TranspilerTree], kinds: list[CelType]) -> None:
     for arg, kind in zip(args, kinds, strict=False):
         if kind not in (BOOL, DYN, ANY):
@@ -76,7 +106,7 @@ def range_element(target: CelType, node: Any) -> CelType:
     """The type a comprehension binds its (first) variable to when ranging over `target`."""
     if isinstance(target, tuple) and target[0] in ("list", "map"):
         return target[1]
-    if target in (DYN, ANY):
+    if target == DYN:
         return DYN
     raise compile_error(
         f"expression of type '{show(target)}' cannot be range of a comprehension "

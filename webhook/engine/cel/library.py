@@ -16,6 +16,7 @@ import celpy.celtypes as ct
 from celpy.evaluation import CELEvalError
 
 from webhook.engine.cel import (
+    ext_lists,
     formatting,
     lists,
     named_formats,
@@ -34,6 +35,7 @@ from webhook.engine.cel.errors import CelFunctionError
 from webhook.engine.cel.quantity import Quantity
 from webhook.engine.cel.semver import Semver
 from webhook.engine.cel.values import expect, type_name
+from webhook.types.kubeversions import minor_number
 
 CelFunction = Callable[..., Any]
 
@@ -80,6 +82,18 @@ def last_index_of(receiver: Any, *args: Any) -> ct.IntType:
     return lists.list_last_index_of(expect(receiver, ct.ListType, "lastIndexOf"), *args)
 
 
+def index_of_clamped(receiver: Any, *args: Any) -> ct.IntType:
+    if isinstance(receiver, ct.StringType):
+        return strings.string_index_of(receiver, *args, clamped=True)
+    return index_of(receiver, *args)
+
+
+def last_index_of_clamped(receiver: Any, *args: Any) -> ct.IntType:
+    if isinstance(receiver, ct.StringType):
+        return strings.string_last_index_of(receiver, *args, clamped=True)
+    return last_index_of(receiver, *args)
+
+
 def _propagating(function: CelFunction) -> CelFunction:
     """Return the first CEL error among the arguments instead of calling the function."""
 
@@ -113,6 +127,7 @@ def _table() -> dict[str, CelFunction]:
         semver.FUNCTIONS,
         strings.FUNCTIONS,
         lists.FUNCTIONS,
+        ext_lists.FUNCTIONS,
         sets.FUNCTIONS,
         regex.FUNCTIONS,
         optionals.FUNCTIONS,
@@ -130,6 +145,19 @@ def _table() -> dict[str, CelFunction]:
 
 FUNCTIONS: dict[str, CelFunction] = _table()
 """CEL name -> implementation; dotted names (`sets.contains`) are namespaced globals."""
+
+_CEL_GO_0_29: dict[str, CelFunction] = {
+    name: _propagating(function)
+    for name, function in (("indexOf", index_of_clamped), ("lastIndexOf", last_index_of_clamped))
+}
+"""Kubernetes 1.37 builds on cel-go 0.29, whose string indexOf / lastIndexOf clamp an empty
+needle's offset to the string's length and refuse a negative one."""
+
+
+def functions_for(minor: str) -> dict[str, CelFunction]:
+    """The runtime table for a target minor: what differs between cel-go releases."""
+    return {**FUNCTIONS, **_CEL_GO_0_29} if minor_number(minor) >= 37 else FUNCTIONS
+
 
 NAMESPACES = frozenset(name.split(".")[0] for name in FUNCTIONS if "." in name) | {"cel"}
 """Identifiers that only ever prefix a function name: `sets.contains(...)`, `cel.bind(...)`."""

@@ -2,9 +2,11 @@
 
 The rules and message texts are those of k8s.io/apimachinery's `util/validation` and
 `api/validation` (and kube-openapi's strfmt for the OpenAPI formats), because a CEL
-`format.<name>().validate(s)` returns those very strings to the user. Each function returns
-the list of problems, empty when the string is valid. Lengths are in bytes and patterns match
-the whole string, as Go's `len` and anchored `regexp` do.
+`format.<name>().validate(s)` returns those very strings to the user. Since Kubernetes 1.35
+qualified names and label values are checked by `api/validate/content` (lengths "in bytes",
+"a valid label key"), the names of objects still by `util/validation` ("characters").
+Each function returns the list of problems, empty when the string is valid. Lengths are in
+bytes and patterns match the whole string, as Go's `len` and anchored `regexp` do.
 """
 
 from __future__ import annotations
@@ -66,6 +68,19 @@ def max_len_error(length: int) -> str:
     return f"must be no more than {length} characters"
 
 
+def content_max_len_error(length: int) -> str:
+    """apimachinery's `api/validate/content` (label keys and values since Kubernetes 1.35)."""
+    return f"must be no more than {length} bytes"
+
+
+def _content_subdomain(value: str) -> list[str]:
+    """A label key's prefix: a DNS subdomain, its length message in bytes."""
+    problems = dns1123_subdomain(value)
+    if _size(value) > _SUBDOMAIN_MAX:
+        problems[0] = content_max_len_error(_SUBDOMAIN_MAX)
+    return problems
+
+
 def dns1123_label(value: str) -> list[str]:
     errors = [max_len_error(_LABEL_MAX)] if _size(value) > _LABEL_MAX else []
     if not _matches(_DNS1123_LABEL, value):
@@ -98,26 +113,26 @@ def qualified_name(value: str) -> list[str]:
     parts = value.split("/")
     if len(parts) > 2:
         return [
-            _qualified_name_error("a qualified name ")
+            _qualified_name_error("a valid label key ")
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
     errors: list[str] = []
     if len(parts) == 2:
         prefix = parts[0]
-        problems = dns1123_subdomain(prefix) if prefix else ["must be non-empty"]
+        problems = _content_subdomain(prefix) if prefix else ["must be non-empty"]
         errors.extend("prefix part " + problem for problem in problems)
     name = parts[-1]
     if not name:
         errors.append("name part must be non-empty")
     elif _size(name) > _LABEL_MAX:
-        errors.append("name part " + max_len_error(_LABEL_MAX))
+        errors.append("name part " + content_max_len_error(_LABEL_MAX))
     if not _matches(_QNAME, name):
         errors.append(_qualified_name_error("name part "))
     return errors
 
 
 def label_value(value: str) -> list[str]:
-    errors = [max_len_error(_LABEL_MAX)] if _size(value) > _LABEL_MAX else []
+    errors = [content_max_len_error(_LABEL_MAX)] if _size(value) > _LABEL_MAX else []
     if not _matches(_LABEL_VALUE, value):
         errors.append(
             regex_error(_LABEL_VALUE_MESSAGE, _LABEL_VALUE, "MyValue", "my_value", "12345")

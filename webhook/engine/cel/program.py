@@ -30,7 +30,8 @@ from webhook.engine.cel.checker import check_types, require_bool_type
 from webhook.engine.cel.comprehensions import comprehend
 from webhook.engine.cel.cost import SELECTOR_COST_LIMIT, estimate
 from webhook.engine.cel.errors import BudgetExceeded, CelCompileError, CelFunctionError
-from webhook.engine.cel.library import FUNCTIONS, python_name
+from webhook.engine.cel.ext_lists import sort_by
+from webhook.engine.cel.library import FUNCTIONS, functions_for, python_name
 from webhook.engine.cel.operators import (
     EVALUATION_OVERRIDES,
     OPERATOR,
@@ -45,6 +46,7 @@ from webhook.engine.cel.transpile import transpile
 from webhook.engine.cel.types import UNTYPED, TypeEnvironment
 from webhook.engine.cel.values import to_cel, to_plain
 from webhook.types import EvalResult
+from webhook.types.kubeversions import NEWEST
 
 MAX_EXPRESSION_BYTES = 10 * 1024
 """Kubernetes' limit on a CEL selector / validation expression."""
@@ -168,6 +170,7 @@ _GLOBALS: dict[str, Any] = {
     "CELEvalError": CELEvalError,
     "_dg_bind": _bind,
     "_dg_comprehend": comprehend,
+    "_dg_sort_by": sort_by,
     **{python_name(name): fn for name, fn in FUNCTIONS.items()},
 }
 
@@ -217,8 +220,9 @@ class Program:
         return value, None
 
 
-def _load(python_source: str) -> Callable[[Scope], Any]:
+def _load(python_source: str, minor: str = NEWEST) -> Callable[[Scope], Any]:
     namespace = dict(_GLOBALS)
+    namespace.update({python_name(name): fn for name, fn in functions_for(minor).items()})
     exec(compile(python_source, "<cel>", "exec"), namespace)
     return namespace["_dg_main"]  # type: ignore[no-any-return]
 
@@ -248,6 +252,7 @@ def compile_expression(
     expect_bool: bool = True,
     environment: Environment | None = None,
     types: Sequence[TypeEnvironment] = (UNTYPED,),
+    minor: str = NEWEST,
 ) -> Program:
     """Parse, type-check and transpile once; CelCompileError for what Kubernetes refuses.
 
@@ -259,6 +264,8 @@ def compile_expression(
     that evaluate value expressions such as `quantity('1Gi').asInteger()`.
     `types`: the declared variable types of each context the program runs in (a rule on a
     Pod, on a ResourceClaim, ...): it must type-check in each (`check_in_each`).
+    `minor`: the target Kubernetes minor, whose API server's functions for new expressions
+    (and their cel-go semantics) the program gets; a function it lacks is refused.
     """
     if len(expression.encode("utf-8")) > MAX_EXPRESSION_BYTES:
         raise CelCompileError(f"expression is longer than {MAX_EXPRESSION_BYTES} bytes")
@@ -272,14 +279,16 @@ def compile_expression(
         dyn_allowed = not _is_selector(environment, declared)
 
         def check(types: TypeEnvironment) -> None:
-            kind = check_types(tree, text, declared, _constant_error, bind=bind, environment=types)
+            kind = check_types(
+                tree, text, declared, _constant_error, bind=bind, environment=types, minor=minor
+            )
             if expect_bool:
                 require_bool_type(kind, dyn_allowed=dyn_allowed)
 
         check_in_each(check, types)
         if _is_selector(environment, declared) and estimate(tree) > SELECTOR_COST_LIMIT:
             raise CelCompileError("too complex, exceeds cost limit")
-        main = _load(transpile(tree, declared))
+        main = _load(transpile(tree, declared), minor)
     except RecursionError:
         raise CelCompileError("expression nests too deeply") from None
     except (SyntaxError, MemoryError) as error:
@@ -314,10 +323,11 @@ def check_in_each(
     raise CelCompileError("; ".join(f"{', '.join(k)}: {text}" for text, k in refusals.items()))
 
 
-def selector_error(expression: str) -> str | None:
-    """Why the API server would refuse this DRA selector when a claim is created, or None."""
+def selector_error(expression: str, minor: str = NEWEST) -> str | None:
+    """Why the API server of `minor` would refuse this DRA selector when a claim is created,
+    or None."""
     try:
-        compile_expression(expression, variables=["device"], environment="selector")
+        compile_expression(expression, variables=["device"], environment="selector", minor=minor)
     except CelCompileError as error:
         return str(error)
     return None

@@ -64,18 +64,32 @@ def char_at(receiver: Any, index: Any) -> ct.StringType:
     return ct.StringType(text[i : i + 1])
 
 
-def string_index_of(receiver: Any, sub: Any, offset: Any = None) -> ct.IntType:
+def _empty_needle(start: int, length: int, *, clamped: bool) -> ct.IntType:
+    """Where `''` is found from `start`: cel-go 0.26 (Kubernetes 1.35, 1.36) answers the
+    offset itself; cel-go 0.29 (1.37) refuses a negative one and clamps to the length."""
+    if not clamped:
+        return ct.IntType(start)
+    if start < 0:
+        raise CelFunctionError(f"index out of range: {start}")
+    return ct.IntType(min(start, length))
+
+
+def string_index_of(
+    receiver: Any, sub: Any, offset: Any = None, *, clamped: bool = False
+) -> ct.IntType:
     """cel-go ext/strings: a negative offset errors, one past the end finds nothing."""
     text, needle = _string(receiver, "indexOf"), _string(sub, "indexOf")
     start = 0 if offset is None else _int(offset, "indexOf")
     if not needle:
-        return ct.IntType(start)
+        return _empty_needle(start, len(text), clamped=clamped)
     if start < 0:
         raise CelFunctionError(f"index out of range: {start}")
     return ct.IntType(-1 if start >= len(text) else text.find(needle, start))
 
 
-def string_last_index_of(receiver: Any, sub: Any, offset: Any = None) -> ct.IntType:
+def string_last_index_of(
+    receiver: Any, sub: Any, offset: Any = None, *, clamped: bool = False
+) -> ct.IntType:
     """cel-go ext/strings: as indexOf, searching backwards from the offset."""
     text, needle = _string(receiver, "lastIndexOf"), _string(sub, "lastIndexOf")
     if offset is None and not needle:
@@ -84,7 +98,7 @@ def string_last_index_of(receiver: Any, sub: Any, offset: Any = None) -> ct.IntT
         return ct.IntType(text.rfind(needle))
     start = _int(offset, "lastIndexOf")
     if not needle:
-        return ct.IntType(start)
+        return _empty_needle(start, len(text), clamped=clamped)
     if start < 0:
         raise CelFunctionError(f"index out of range: {start}")
     if start >= len(text):

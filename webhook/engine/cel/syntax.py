@@ -33,6 +33,8 @@ from webhook.engine.cel.library import FUNCTIONS, NAMESPACES
 from webhook.engine.cel.types import QUALIFIED_TYPE_VALUES
 
 MACROS = frozenset({"map", "filter", "all", "exists", "exists_one"})
+SORT_BY = "sortBy"
+"""cel-go ext lists' macro: `list.sortBy(e, key)`, transpiled apart from celpy's macros."""
 TYPE_NAMES = frozenset(
     {
         "int",
@@ -200,7 +202,7 @@ class References:
             self.walk(receiver, bound)
             names = frozenset({str(ident_name(args[0])), str(ident_name(args[1]))})
             self._walk_all(args[2:], bound | names)
-        elif name in MACROS:
+        elif name in MACROS or (name == SORT_BY and len(args) == 2 and ident_name(args[0])):
             self.walk(receiver, bound)
             self._comprehension(node, args, bound, expected=2, label=name)
         else:

@@ -42,7 +42,7 @@ from lark import Token
 from webhook.engine.cel.comprehensions import TRANSFORMS, TWO_VARIABLE_MACROS
 from webhook.engine.cel.library import FUNCTIONS, python_name
 from webhook.engine.cel.schematypes import unescape
-from webhook.engine.cel.syntax import MACROS, call_parts, ident_name, namespace_of
+from webhook.engine.cel.syntax import MACROS, SORT_BY, call_parts, ident_name, namespace_of
 
 _BIND = Template(
     dedent("""\
@@ -71,6 +71,17 @@ _TWO_VARIABLE = Template(
     ex_${n} = lambda activation: _dg_comprehend(activation, '${macro}',
         celpy.evaluation.result(activation, ex_${n}_t), names=('${first}', '${second}'),
         keep=ex_${n}_k, body=ex_${n}_b, result=celpy.evaluation.result)""")
+)
+
+
+_SORT_BY = Template(
+    dedent("""\
+    # sortBy:
+    ex_${n}_t = lambda activation: ${target}
+    ex_${n}_k = lambda activation: ${key}
+    ex_${n} = lambda activation: _dg_sort_by(activation,
+        celpy.evaluation.result(activation, ex_${n}_t), '${var}', ex_${n}_k,
+        celpy.evaluation.result)""")
 )
 
 
@@ -139,6 +150,8 @@ class _Phase1(Phase1Transpiler):
             tree.transpiled = f"{python_name(f'{namespace}.{name}')}({arguments})"
         elif name in MACROS:
             super().member_dot_arg(tree)
+        elif name == SORT_BY and len(args) == 2 and ident_name(args[0]) is not None:
+            self._sort_by(tree, receiver, args)
         else:
             arguments = ", ".join(a.transpiled for a in (receiver, *args))
             tree.transpiled = f"{self.func_name(name)}({arguments})"
@@ -157,6 +170,20 @@ class _Phase1(Phase1Transpiler):
                 "macro": lambda t: name,
                 "first": lambda t: str(ident_name(args[0])),
                 "second": lambda t: str(ident_name(args[1])),
+            },
+        )
+        tree.transpiled = f"ex_{tree.expr_number}(activation)"
+
+    def _sort_by(
+        self, tree: TranspilerTree, receiver: TranspilerTree, args: list[TranspilerTree]
+    ) -> None:
+        tree.checked_exception = (
+            _SORT_BY,
+            {
+                "n": lambda t: str(t.expr_number),
+                "target": lambda t: receiver.transpiled,
+                "key": lambda t: args[1].transpiled,
+                "var": lambda t: str(ident_name(args[0])),
             },
         )
         tree.transpiled = f"ex_{tree.expr_number}(activation)"

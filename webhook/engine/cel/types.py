@@ -1,9 +1,9 @@
 """CEL types for the static checker, and the signatures of every function dragate offers.
 
 A type is a name (`int`, `kubernetes.Quantity`, `dyn`, a type parameter `A`) or a tuple:
-`("list", elem)`, `("map", key, value)`, `("type", of)`. Only functions Kubernetes 1.34 offers
-for new expressions are declared here; anything else is an undeclared reference, as in the
-API server, even when the runtime happens to implement it.
+`("list", elem)`, `("map", key, value)`, `("type", of)`. Only functions Kubernetes offers new
+expressions are declared here (`NEW_IN`: from which target minor); anything else is an
+undeclared reference, as in the API server, even when the runtime happens to implement it.
 """
 
 from __future__ import annotations
@@ -331,6 +331,20 @@ _CONSTRUCTORS: dict[str, list[Overload]] = {
     **_methods(SEMVER, {"major": ((), INT), "minor": ((), INT), "patch": ((), INT)}),
 }
 
+_EXT_LISTS: dict[str, list[Overload]] = {
+    "slice": [(_LIST_A, (INT, INT), _LIST_A)],
+    "flatten": [(list_of(_LIST_A), (), _LIST_A), (list_of(DYN), (INT,), list_of(DYN))],
+    "sort": [(list_of(t), (), list_of(t)) for t in _COMPARABLE],
+    "reverse": [(_LIST_A, (), _LIST_A)],
+    "distinct": [(_LIST_A, (), _LIST_A)],
+    "lists.range": [(None, (INT,), list_of(INT))],
+}
+SORT_KEY_TYPES = _COMPARABLE
+"""What a `sortBy` key may be (cel-go's @sortByAssociatedKeys overloads)."""
+NEW_IN: Mapping[str, str] = {name: "1.35" for name in (*_EXT_LISTS, "sortBy")}
+"""Function or macro -> the first target minor whose API server offers it to new expressions
+(cel-go ext lists version 3: added in 1.34's environment, which 1.35 uses for new ones)."""
+
 OVERLOADS: dict[str, list[Overload]] = _merge(
     _OPERATORS,
     _CONVERSIONS,
@@ -346,5 +360,6 @@ OVERLOADS: dict[str, list[Overload]] = _merge(
     _NETWORK,
     _URLS,
     _FORMATS,
+    _EXT_LISTS,
 )
 """Function or operator name -> its overloads, as declared in Kubernetes' environment."""

@@ -1,21 +1,34 @@
 #!/usr/bin/env bash
-# Build the CEL oracle (Kubernetes 1.34's CEL environments, see main.go) from the Go module
+# Build the CEL oracle (a Kubernetes minor's CEL environments, see main.go) from the Go module
 # proxy into a cache directory outside the repository:
-#   ${DRAGATE_CELORACLE_DIR:-$HOME/.cache/dragate/celoracle}/<pin-hash>/celoracle
+#   ${DRAGATE_CELORACLE_DIR:-$HOME/.cache/dragate/celoracle}/<minor>-<pin-hash>/celoracle
 # plus sources.json there: the module-cache directories of the pinned modules, where the
-# differential tests read the upstream test tables. <pin-hash> covers go.mod, go.sum, the Go
-# sources and this script, so a changed pin builds afresh and an unchanged one is a no-op.
+# differential tests read the upstream test tables. The newest supported minor builds from
+# go.mod beside this script; an older one from minors/<minor>/go.mod, the same Go sources
+# compiled in a scratch copy. <pin-hash> covers that module file, its go.sum, the Go sources
+# and this script, so a changed pin builds afresh and an unchanged one is a no-op.
 #
-# Usage: build.sh   build if missing; the last stdout line is the oracle binary's path.
+# Usage: build.sh [MINOR]   build if missing (MINOR: 1.35, 1.36 or 1.37, the default);
+#                           the last stdout line is the oracle binary's path.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-pin_hash="$(cat "$here/go.mod" "$here/go.sum" "$here"/*.go "$here/build.sh" | sha256sum | cut -c1-16)"
+newest="1.37"
+minor="${1:-$newest}"
+if [[ "$minor" == "$newest" ]]; then
+  module="$here"
+elif [[ -f "$here/minors/$minor/go.mod" ]]; then
+  module="$here/minors/$minor"
+else
+  echo "build.sh: no CEL oracle pin for Kubernetes $minor (have: $newest $(ls "$here/minors" | tr '\n' ' '))" >&2
+  exit 2
+fi
+pin_hash="$(cat "$module/go.mod" "$module/go.sum" "$here"/*.go "$here/build.sh" | sha256sum | cut -c1-16)"
 root="${DRAGATE_CELORACLE_DIR:-$HOME/.cache/dragate/celoracle}"
-pin_dir="$root/$pin_hash"
+pin_dir="$root/$minor-$pin_hash"
 binary="$pin_dir/celoracle"
 
-log() { echo "[celoracle $(date +%H:%M:%S)] $*" >&2; }
+log() { echo "[celoracle $minor $(date +%H:%M:%S)] $*" >&2; }
 
 mkdir -p "$pin_dir"
 if command -v flock >/dev/null; then
@@ -25,7 +38,10 @@ fi
 if [[ ! -x "$binary" || ! -s "$pin_dir/sources.json" ]]; then
   log "building into $pin_dir ($(go version))"
   started=$SECONDS
-  cd "$here"
+  work="$(mktemp -d "$pin_dir/.src.XXXXXX")"
+  trap 'rm -rf "$work"' EXIT
+  cp "$here"/*.go "$module/go.mod" "$module/go.sum" "$work/"
+  cd "$work"
   CGO_ENABLED=0 GOFLAGS=-mod=readonly nice -n 10 go build -trimpath -o "$binary.tmp" .
   go list -m -json github.com/google/cel-go k8s.io/apiserver k8s.io/dynamic-resource-allocation \
     > "$pin_dir/sources.json.tmp"

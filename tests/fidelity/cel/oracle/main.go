@@ -1,14 +1,16 @@
-// Command celoracle answers, for CEL expressions read as JSON lines on stdin, what Kubernetes
-// 1.34 makes of them: the compile-time verdict (type/overload errors, the estimated-cost limit)
-// and the evaluated value with its CEL type, or the runtime error.
+// Command celoracle answers, for CEL expressions read as JSON lines on stdin, what one
+// Kubernetes minor (the k8s.io/apiserver and cel-go its go.mod pins: 1.35, 1.36 or 1.37, see
+// build.sh) makes of them: the compile-time verdict (type/overload errors, the estimated-cost
+// limit) and the evaluated value with its CEL type, or the runtime error.
 //
 //	celoracle            cases on stdin, one answer per line on stdout (same order)
 //	celoracle extract F  the expression literals of the Go test files F... (one JSON line each)
 //
 // A case is {"env": "library"|"device", "expr": "...", "device": {...}}. "library" is the
-// API server's base environment for new expressions (compatibility version of 1.34, strict
-// cost) with the Kubernetes libraries; "device" is the DRA device selector environment as the
-// API server validates a new ResourceClaim and the scheduler evaluates it.
+// API server's base environment for new expressions (environment.DefaultCompatibilityVersion,
+// the previous minor; strict cost) with the Kubernetes libraries; "device" is the DRA device
+// selector environment as the API server validates a new ResourceClaim and the scheduler
+// evaluates it.
 package main
 
 import (
@@ -34,7 +36,7 @@ import (
 )
 
 type deviceInput struct {
-	Driver     string                                                   `json:"driver"`
+	Driver     string                                                    `json:"driver"`
 	Attributes map[resourceapi.QualifiedName]resourceapi.DeviceAttribute `json:"attributes"`
 	Capacity   map[resourceapi.QualifiedName]resourceapi.DeviceCapacity  `json:"capacity"`
 }
@@ -62,7 +64,7 @@ func main() {
 		extract(os.Args[2:])
 		return
 	}
-	env, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion(), true).
+	env, err := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()).
 		Env(environment.NewExpressions)
 	if err != nil {
 		panic(err)
