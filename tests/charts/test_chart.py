@@ -335,13 +335,18 @@ def rules_of(role: Doc) -> list[tuple[tuple[str, ...], ...]]:
 def test_cluster_role_is_least_privilege(default: Rendered) -> None:
     """Exactly the API calls webhook/ is seen to make (KubeApi.request and the informers):
     GET one namespace; list+watch the five cached kinds; POST managed templates; GET, list,
-    watch (the wanted ones), POST and PUT TenantUsages; list Pods (the audit) and list the
+    watch (the wanted ones), POST and PUT TenantUsages; list Pods (the audit and gangs' Pods),
+    Jobs, JobSets and LeaderWorkerSets (the truth of gangs' holders); list the
     policy reports, applying and deleting only those named REPORT_NAME. No Secrets, ConfigMaps,
     webhook edits, and no policy objects while the policies come from files. Its one Lease only, in
     its own namespace (a Role)."""
     expected = [
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["list"]},
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["list"]},
+        {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets"],
+         "verbs": ["list"]},
         {"apiGroups": ["resource.k8s.io"],
          "resources": ["resourceclaims", "resourceclaimtemplates", "deviceclasses",
                        "resourceslices"],

@@ -41,6 +41,7 @@ WORKLOAD_FROM = 37
 CONTROLLERS = (
     "deployment-controller",
     "replicaset-controller",
+    "job-controller",  # gangs: the Job controller creates their Pods
     "resourceclaim-controller",
     "resourcequota-controller",
     "namespace-controller",

@@ -129,7 +129,10 @@ SERVICE_ACCOUNT_ACCESS = [
     ("create", "resourceclaimtemplates.resource.k8s.io", True),
     ("update", "tenantusages.dragate.io", True),
     ("create", "tenantusages.dragate.io", True),
-    ("list", "pods", True),  # the background audit
+    ("list", "pods", True),  # the background audit, gangs' Pods
+    ("list", "jobs.batch", True),  # the truth of gangs' holders
+    ("watch", "jobs.batch", False),
+    ("update", "jobs.batch", False),
     ("get", "pods", False),
     ("watch", "pods", False),
     ("get", "secrets", False),
@@ -185,7 +188,7 @@ def test_url_mode_install(kube_cluster: Cluster, install: Install) -> None:
     hooks = {h["name"]: h for h in validating["webhooks"] + mutating["webhooks"]}
     assert set(hooks) == {"pods.validate.dragate.io", "rewritten-pods.validate.dragate.io",
                           "claims.validate.dragate.io", "namespaces.validate.dragate.io",
-                          "pods.mutate.dragate.io"}  # fmt: skip
+                          "gangs.validate.dragate.io", "pods.mutate.dragate.io"}  # fmt: skip
     for name, hook in hooks.items():
         path = "/mutate" if ".mutate." in name else "/validate"
         assert hook["clientConfig"] == {"url": closed + path, "caBundle": bundle}

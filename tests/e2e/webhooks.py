@@ -107,6 +107,13 @@ def _rules(operations: Sequence[str]) -> list[WebhookObject]:
             "operations": list(operations),
             "scope": "Namespaced",
         },
+        {
+            "apiGroups": ["batch"],
+            "apiVersions": ["v1"],
+            "resources": ["jobs"],
+            "operations": list(operations),
+            "scope": "Namespaced",
+        },
     ]
 
 

@@ -17,7 +17,7 @@ from webhook.ledger.reconciler import claims_truth
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.pipeline import Context, request_from_object, review
 from webhook.policy.loading import parse_policies
-from webhook.types import Ledger, Operation, PolicySet, Verdict
+from webhook.types import FactsUnavailable, Ledger, Operation, PolicySet, Verdict
 
 GPU = "gpu.nvidia.com"
 TENANT = """
@@ -267,3 +267,21 @@ def test_natively_mapped_pods_are_charged_as_the_scheduler_s_claim(ledger: Ledge
     assert create(ctx, member).allowed and used(ledger) == 8
     truth = claims_truth(lambda: POLICIES, SnapshotState([NATIVE_CLASS, native_job("train")]))()
     assert truth["ml"]["gang:team-a/Job/train"] == {GPU: 8}
+
+
+class Unlisted(SnapshotState):
+    """A cluster whose gang workloads cannot be listed (RBAC, an unreachable API server)."""
+
+    def workloads(self) -> list[dict[str, Any]]:
+        raise FactsUnavailable("gang workloads unavailable: HTTP 403: forbidden")
+
+
+def test_workloads_that_cannot_be_read_leave_gangs_to_lapse_and_claims_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Without the workloads the gangs' holders are left out of the truth (they lapse like
+    any pending holder and Pods are charged one by one); the claims still count."""
+    claimed = generated_claim(job_pod("train", 0))
+    truth = claims_truth(lambda: POLICIES, Unlisted([TWO, ONE, job("train"), claimed]))()
+    assert truth == {"ml": {"pod:train-0-uid/gpu": {GPU: 2}}}
+    assert "gangs' holders left to expire: gang workloads unavailable" in caplog.text

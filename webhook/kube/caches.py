@@ -20,6 +20,7 @@ from typing import Any
 
 from webhook.kube.api import ApiError, KubeApi, Unreachable
 from webhook.kube.informer import Informer, Listener, Resource
+from webhook.kube.workloads import list_workloads
 from webhook.types import FactsUnavailable, Object
 
 __all__ = ["FactsUnavailable", "KubeState"]
@@ -183,11 +184,10 @@ class KubeState:
     def slices(self) -> Sequence[Object]:
         return self._cache("ResourceSlice").items()
 
-    def workloads(self) -> None:
-        """Not watched: a cluster-wide watch of Pods and Jobs (and of JobSet and LWS, whose
-        CRDs may be absent) costs more than the caches it would join. A gang's holder is
-        then never confirmed: it stays pending, drawn from by its Pods, until it expires."""
-        return None
+    def workloads(self) -> Sequence[Object]:
+        """The gang workloads and their Pods, listed now (`kube.workloads`: not watched, and
+        read only by the reconciler); raises FactsUnavailable when they cannot be listed."""
+        return list_workloads(self.api)
 
     # ------------------------------------------------------ managed templates
 

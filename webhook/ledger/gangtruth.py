@@ -4,11 +4,14 @@ A gang's holder is reserved whole at the workload's creation and drawn down as i
 admitted (`pipeline.gangs`). Once the cluster is read, the holder is what the gang's demand
 leaves after what its members' claims hold: max(0, demand - members), per class. A gang
 suspended or finished holds nothing; one whose workload is gone is missing from the truth,
-so the ledger drops its holder as any other.
+so the ledger drops its holder as any other. When the workloads cannot be read, the gangs'
+holders are left out of the truth and lapse like any pending holder: their Pods are then
+charged one by one, which never lets a tenant pass its quota.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 
 from webhook.engine.counting import POD_PREFIX
@@ -25,7 +28,9 @@ from webhook.engine.tenancy import namespace_labels, resolve_tenant
 from webhook.ledger.accounting import Holds
 from webhook.rewrite import rewrite_object
 from webhook.rewrite.mappings import native_resources
-from webhook.types import ClusterState, Object, PolicySet
+from webhook.types import ClusterState, FactsUnavailable, Object, PolicySet
+
+log = logging.getLogger("dragate.ledger.gangtruth")
 
 
 def add_gang_holds(
@@ -36,10 +41,16 @@ def add_gang_holds(
 ) -> None:
     """Put each gang's holder into `tenants` (the claims' truth, per tenant), when `state`
     keeps the workloads; without them the ledger keeps gangs' holders pending."""
-    found = state.workloads()
+    kinds = policies.settings.gang_kinds
+    if not kinds:
+        return
+    try:
+        found = state.workloads()
+    except FactsUnavailable as err:
+        log.warning("reconcile: gangs' holders left to expire: %s", err)
+        return
     if found is None:
         return
-    kinds = policies.settings.gang_kinds
     pods = [obj for obj in found if obj.get("kind") == "Pod"]
     for workload in found:
         if workload.get("kind") == "Pod" or not is_gang(workload, kinds):
