@@ -146,7 +146,8 @@ def test_feasibility_verdict_equals_the_schedulers_outcome(
     classes = {c["metadata"]["name"]: c for c in device_classes()}
     namespace(cluster, "feasible")
     rng = random.Random(99)
-    disagreements = []
+    disagreements: list[Any] = []
+    undecided: list[Any] = []
     for i in range(FEASIBILITY_CLAIMS):
         claim = random_claim(rng, f"f{i}", "feasible", admin=False)
         results = check_claim(inventory, claim_spec(claim, "c"), classes)
@@ -164,14 +165,29 @@ def test_feasibility_verdict_equals_the_schedulers_outcome(
         }
         kubectl_json(cluster, "create", {"apiVersion": "v1", "kind": "List", "items": [claim, pod]})
         outcome, scheduled = pod_outcome(cluster, "feasible", f"f{i}")
-        if outcome != verdict:
-            said = [c.get("message") for c in scheduled.get("status", {}).get("conditions", [])]
+        said = [c.get("message") for c in scheduled.get("status", {}).get("conditions", [])]
+        if outcome != verdict and gave_up(said):
+            undecided.append((claim["spec"], said))
+        elif outcome != verdict:
             disagreements.append((claim["spec"], outcome, said, [r.message for r in results]))
         force_delete(cluster, "feasible", f"pod/f{i}")
         cluster.kubectl(
             "delete", "resourceclaim", f"f{i}", "-n", "feasible", "--wait=true", "--timeout=60s"
         )
     assert not disagreements, json.dumps(disagreements)
+    assert len(undecided) <= MAX_UNDECIDED, json.dumps(undecided)
+
+
+MAX_UNDECIDED = 3
+"""Claims whose search kube-scheduler abandons at its DynamicResources filter timeout (10 s
+per node): it leaves the Pod unschedulable for now and retries later, having decided
+nothing. dragate judges whether an allocation exists, so these are not disagreements; a
+few of 60 on a busy 2-core host, none when a verdict is a real "does not fit"."""
+
+
+def gave_up(conditions: list[Any]) -> bool:
+    """Whether the scheduler's own condition says it stopped searching on some node."""
+    return any("timed out trying to allocate devices" in str(m) for m in conditions)
 
 
 # --- 3. the legacy table ----------------------------------------------------------------------
