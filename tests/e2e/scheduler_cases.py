@@ -16,9 +16,13 @@ MEMORY = "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('{}')) >= 
 # --- random claims ---------------------------------------------------------------------------
 
 
-def random_leaf(rng: random.Random, name: str, *, all_ok: bool = True) -> dict[str, Any]:
+def random_leaf(
+    rng: random.Random, name: str, *, all_ok: bool = True, capacity: bool = False
+) -> dict[str, Any]:
     cls = rng.choice(CLASSES)
     body: dict[str, Any] = {"deviceClassName": cls}
+    if capacity and rng.random() < 0.3:  # consumable capacity (KEP-5075): beta, on in 1.36+
+        body["capacity"] = {"requests": {"memory": rng.choice(("10Gi", "40Gi"))}}
     if all_ok and rng.random() < 0.2:
         body["allocationMode"] = "All"
     else:
@@ -43,12 +47,15 @@ def random_leaf(rng: random.Random, name: str, *, all_ok: bool = True) -> dict[s
     return {"name": name, **body}
 
 
-def random_request(rng: random.Random, name: str, admin: bool) -> dict[str, Any]:
-    """A v1-shaped request: `exactly` or `firstAvailable` (2-3 alternatives)."""
+def random_request(
+    rng: random.Random, name: str, admin: bool, capacity: bool = False
+) -> dict[str, Any]:
+    """A v1-shaped request: `exactly` or `firstAvailable` (2-3 alternatives), with capacity
+    requests when asked (quota only: feasibility does not model shared capacity)."""
     if rng.random() < 0.3:
-        subs = [random_leaf(rng, f"alt{i}") for i in range(rng.randint(2, 3))]
+        subs = [random_leaf(rng, f"alt{i}", capacity=capacity) for i in range(rng.randint(2, 3))]
         return {"name": name, "firstAvailable": subs}
-    leaf = random_leaf(rng, name)
+    leaf = random_leaf(rng, name, capacity=capacity)
     if admin and rng.random() < 0.3:
         leaf["adminAccess"] = True
     return {"name": leaf.pop("name"), "exactly": leaf}
@@ -65,8 +72,10 @@ def in_version(claim_spec_v1: dict[str, Any], version: str) -> dict[str, Any]:
     return {"devices": {**claim_spec_v1["devices"], "requests": requests}}
 
 
-def random_claim(rng: random.Random, name: str, ns: str, *, admin: bool) -> dict[str, Any]:
-    requests = [random_request(rng, f"r{i}", admin) for i in range(rng.randint(1, 3))]
+def random_claim(
+    rng: random.Random, name: str, ns: str, *, admin: bool, capacity: bool = False
+) -> dict[str, Any]:
+    requests = [random_request(rng, f"r{i}", admin, capacity) for i in range(rng.randint(1, 3))]
     version = rng.choice(("v1", "v1beta2", "v1beta1"))
     return {
         "apiVersion": f"resource.k8s.io/{version}",

@@ -87,7 +87,7 @@ def namespace(cluster: Cluster, name: str, **labels: str) -> None:
 def test_resourcequota_and_dragate_count_random_claims_alike(
     sched: tuple[Cluster, list[dict[str, Any]]],
 ) -> None:
-    """240 random claims (v1/v1beta2/v1beta1, All, firstAvailable, adminAccess) in 24
+    """240 random claims (v1/v1beta2/v1beta1, All, firstAvailable, adminAccess, capacity) in 24
     namespaces, slices published: each namespace's ResourceQuota usage equals dragate's count,
     from the objects as sent and as stored."""
     cluster, _ = sched
@@ -105,7 +105,7 @@ def test_resourcequota_and_dragate_count_random_claims_alike(
             "spec": {"hard": hard},
         }
         kubectl_json(cluster, "create", quota)
-        batch = [random_claim(rng, f"c{i}", ns, admin=True) for i in range(10)]
+        batch = [random_claim(rng, f"c{i}", ns, admin=True, capacity=True) for i in range(10)]
         claims += batch
         expected[ns] = add_charges(devices_by_class(claim_spec(c, "c")) for c in batch)
     wait_quota_ready(cluster, [f"quota-{n}" for n in range(24)])

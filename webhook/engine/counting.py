@@ -3,7 +3,7 @@
 ExactCount adds `count`; `All` adds 32 (`AllocationResultsMaxSize`, the most one claim can be
 allocated) whatever the cluster publishes; `firstAvailable` adds, per class, the largest
 alternative; adminAccess requests count too; an unknown allocation mode adds nothing. This is
-`claimEvaluator.Usage` in Kubernetes 1.34 (pkg/quota/v1/evaluator/core/resource_claims.go),
+`claimEvaluator.Usage` in Kubernetes 1.35 to 1.37 (pkg/quota/v1/evaluator/core/resource_claims.go),
 so a tenant's numbers in dragate and in `kubectl describe quota` agree. The charge never
 depends on the inventory: a charge that grows when a node joins (or is 0 before the first
 ResourceSlice is published) would let the same claim pass or fail with the weather.

@@ -7,7 +7,7 @@ across the requests they name. Checking requests one at a time says "fits" for
 `[{gpu 8},{gpu 1}]` on 8-GPU nodes; this module checks them together.
 
 Two things are errors in the scheduler's DRA filter, not "this node does not fit", and an
-error aborts the Pod's scheduling cycle on every node (kube-scheduler 1.34, seen in the e2e):
+error aborts the Pod's scheduling cycle on every node (kube-scheduler, seen in the e2e):
 a CEL runtime error on a device, and a node where the claim's least possible device count
 (`All` = every matching device it can reach; `firstAvailable` = its smallest alternative)
 passes 32. Either makes the claim infeasible everywhere. (The allocator evaluates devices
