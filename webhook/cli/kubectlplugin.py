@@ -184,3 +184,7 @@ def _table(rows: Sequence[Sequence[str]]) -> str:
 def entry() -> None:
     """The `kubectl-dragate` console script: kubectl runs it as `kubectl dragate`."""
     main(prog_name="kubectl dragate")
+
+
+if __name__ == "__main__":  # the krew launcher: python3 -m webhook.cli.kubectlplugin
+    entry()
