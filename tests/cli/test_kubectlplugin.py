@@ -225,3 +225,20 @@ def test_usage_of_a_tenant_with_no_ledger_yet_is_all_free() -> None:
     del api.objects["/apis/dragate.io/v1alpha1/tenantusages/team-a"]
     assert "team-a   gpu.nvidia.com   4       0      0         4      -" in run(
         "usage", api=api).stdout  # fmt: skip
+
+
+def test_a_cluster_without_the_tenant_crd_has_no_quota() -> None:
+    api = Api()
+    del api.objects["/apis/dragate.io/v1alpha1/tenants"]
+    assert [f["cause"] for f in why_in(api, "fresh")] == ["schedulable", "claim", "tenant"]
+    assert (
+        run("usage", api=api).stdout
+        == "TENANT   CLASS   LIMIT   USED   PENDING   FREE   TOP HOLDERS\n"
+    )
+
+
+def why_in(api: Api, name: str) -> list[dict[str, Any]]:
+    result = run("why", name, "-n", "team-a", "-o", "json", api=api)
+    assert result.exit_code == 0, result.output
+    found: list[dict[str, Any]] = json.loads(result.stdout)
+    return found

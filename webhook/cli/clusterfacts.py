@@ -40,10 +40,16 @@ class ClusterFacts:
             raise
 
     def policies(self) -> PolicySet:
-        """The files of `--policies` when given, else the cluster's Tenant objects."""
+        """The files of `--policies` when given, else the cluster's Tenant objects (none when
+        their CRD is not installed)."""
         if self.policy_paths:
             return load_with_objects(self.policy_paths, ())
-        found = list_pages(self.api, f"{GROUP_PATH}/tenants")
+        try:
+            found = list(list_pages(self.api, f"{GROUP_PATH}/tenants"))
+        except ApiError as error:
+            if error.status != 404:
+                raise
+            found = []  # the CRD is not installed: no Tenant, no quota
         tenants = [{"apiVersion": "dragate.io/v1alpha1", "kind": "Tenant", **t} for t in found]
         return load_with_objects((), tenants)
 
