@@ -24,6 +24,7 @@ from click.testing import CliRunner
 from docs_support import REPO, Block, blocks, headings, relative, section
 
 from webhook.cli import COMMANDS, main
+from webhook.cli.kubectlplugin import main as plugin
 
 README = (REPO / "README.md").read_text()
 CLI_DOC = (REPO / "docs" / "cli.md").read_text()
@@ -141,6 +142,20 @@ def test_every_command_is_in_the_readme_and_every_option_in_docs_cli(name: str) 
     documented = "\n".join(section(CLI_DOC, heading) for heading in cli_headings(name))
     missing = sorted(o[-1] for o in options(command) if not any(s in documented for s in o))
     assert not missing, f"docs/cli.md does not document {missing} of `dragate {name}`"
+
+
+@pytest.mark.parametrize("name", sorted(plugin.commands))
+def test_every_kubectl_plugin_command_is_in_the_readme_and_every_option_in_docs_cli(
+    name: str,
+) -> None:
+    assert f"[`kubectl dragate {name}" in section(README, "Commands")
+    documented = "\n".join(
+        section(CLI_DOC, h) for h in headings(CLI_DOC) if f"`kubectl dragate {name}`" in h
+    )
+    missing = sorted(
+        o[-1] for o in options(plugin.commands[name]) if not any(s in documented for s in o)
+    )
+    assert not missing, f"docs/cli.md does not document {missing} of `kubectl dragate {name}`"
 
 
 def cli_headings(name: str) -> list[str]:

@@ -10,12 +10,13 @@ import http.server
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import urllib3
 
-from webhook.kube.api import Backoff, Unreachable, WatchStream
+from webhook.kube.api import Backoff, KubeApi, Unreachable, WatchStream
 
 
 class Response:
@@ -110,3 +111,28 @@ def test_closing_a_real_stream_is_idempotent(ended: bool) -> None:
     finally:
         server.release.set()  # type: ignore[attr-defined]
         server.shutdown()
+
+
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+current-context: plain
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts:
+- {name: plain, context: {cluster: c, user: u}}
+- {name: team, context: {cluster: c, user: u, namespace: team-a}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("context", "namespace"),
+    [(None, "default"), ("plain", "default"), ("team", "team-a")],
+    ids=["current-without-one", "named-without-one", "named-with-one"],
+)
+def test_kubeconfig_namespace_is_the_contexts_as_kubectl_takes_it(
+    tmp_path: Path, context: str | None, namespace: str
+) -> None:
+    path = tmp_path / "config"
+    path.write_text(KUBECONFIG)
+    assert KubeApi.kubeconfig_namespace(str(path), context) == namespace

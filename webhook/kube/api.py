@@ -59,6 +59,16 @@ class KubeApi:
         )
         return cls.from_configuration(configuration)
 
+    @staticmethod
+    def kubeconfig_namespace(path: str | None = None, context: str | None = None) -> str:
+        """The namespace of the kubeconfig's `context` (its current one when None), as
+        kubectl takes it when `-n` is not given; `default` when the context names none."""
+        contexts, current = k8s_config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
+            config_file=path
+        )
+        chosen = next((c for c in contexts if c.get("name") == context), None) or current
+        return str(((chosen or {}).get("context") or {}).get("namespace") or "default")
+
     @classmethod
     def in_cluster(cls) -> KubeApi:
         configuration = k8s.Configuration()

@@ -20,7 +20,7 @@ from typing import Any
 
 from webhook.kube.api import ApiError, KubeApi, Unreachable
 from webhook.kube.informer import Informer, Listener, Resource
-from webhook.kube.workloads import list_workloads
+from webhook.kube.gangworkloads import list_workloads
 from webhook.types import FactsUnavailable, Object
 
 __all__ = ["FactsUnavailable", "KubeState"]
@@ -185,7 +185,7 @@ class KubeState:
         return self._cache("ResourceSlice").items()
 
     def workloads(self) -> Sequence[Object]:
-        """The gang workloads and their Pods, listed now (`kube.workloads`: not watched, and
+        """The gang workloads and their Pods, listed now (`kube.gangworkloads`: not watched, and
         read only by the reconciler); raises FactsUnavailable when they cannot be listed."""
         return list_workloads(self.api)
 

@@ -1,4 +1,4 @@
-"""Gang workloads and their Pods, listed for the reconciler's truth (`kube.workloads`)."""
+"""Gang workloads and their Pods, listed for the reconciler's truth (`kube.gangworkloads`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, cast
 import pytest
 
 from webhook.kube.api import ApiError, KubeApi, Unreachable
-from webhook.kube.workloads import list_workloads
+from webhook.kube.gangworkloads import list_workloads
 from webhook.types import FactsUnavailable
 
 JOB = {"metadata": {"name": "train", "namespace": "a", "uid": "j1"}}

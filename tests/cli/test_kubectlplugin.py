@@ -1,0 +1,244 @@
+"""`kubectl dragate usage` and `kubectl dragate why POD` against canned API answers: a fake at
+our own adapter boundary (`KubeApi.request`), one cluster, one case per cause."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from builders import claim, exact, namespace, pod, request, template
+from click.testing import CliRunner, Result
+
+from webhook.cli.kubectlplugin import main
+from webhook.kube.api import ApiError
+
+V1 = "/apis/resource.k8s.io/v1"
+TENANT = {
+    "apiVersion": "dragate.io/v1alpha1", "kind": "Tenant",
+    "metadata": {"name": "team-a", "uid": "t1", "generation": 1,
+                 "creationTimestamp": "2026-01-01T00:00:00Z"},
+    "spec": {"namespaces": ["team-a"], "quota": [{"deviceClassName": "gpu.nvidia.com",
+                                                  "maxDevices": 4}]},
+}  # fmt: skip
+RECORDS = (
+    "claim:team-a/big gpu.nvidia.com=3\n"
+    "pod:uid-1/gpu @team-a/trainer=0,gpu.nvidia.com=1 1700000000.0\n"
+)
+GPU = "device.driver == 'gpu.nvidia.com'"
+SLICE = {
+    "metadata": {"name": "node-1-gpu", "resourceVersion": "1"},
+    "spec": {"driver": "gpu.nvidia.com", "nodeName": "node-1",
+             "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+             "devices": [{"name": f"gpu-{i}", "attributes": {"model": {"string": "A100"}}}
+                         for i in range(2)]},
+}  # fmt: skip
+RESULT = {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "node-1", "device": "gpu-0"}
+ALLOCATED = {"devices": {"results": [RESULT]}}
+SCHEDULER_SAYS = "0/1 nodes are available: 1 Insufficient cpu. preemption: not helpful."
+
+
+def claim_pod(name: str, uid: str, **claims: str) -> dict[str, Any]:
+    """A Pod whose pod claims name existing ResourceClaims (`claims`: pod claim -> claim)."""
+    found = pod(name, uid=uid, containers={"main": list(claims)})
+    found["spec"]["resourceClaims"] = [{"name": n, "resourceClaimName": c}
+                                       for n, c in claims.items()]  # fmt: skip
+    return found
+
+
+PODS = {
+    "bound": {**pod("bound", uid="uid-9"), "spec": {"nodeName": "node-1", "containers": []}},
+    "newcomer": pod("newcomer", claims={"gpu": "one-gpu"}, uid="uid-2"),
+    "trainer": pod("trainer", claims={"gpu": "h100"}, uid="uid-1"),
+    "orphan": claim_pod("orphan", "uid-3", gpu="nope"),
+    "waiting": {**claim_pod("waiting", "uid-4", gpu="big"), "status": {"conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+         "message": SCHEDULER_SAYS}]}},
+    "fresh": claim_pod("fresh", "uid-5", gpu="big"),
+}  # fmt: skip
+EVENTS = {
+    "waiting": [
+        {"metadata": {"name": "waiting.1"}, "reason": "FailedScheduling",
+         "message": "0/1 nodes are available: older.", "lastTimestamp": "2026-01-01T00:00:00Z"},
+        {"metadata": {"name": "waiting.2"}, "reason": "FailedScheduling",
+         "message": SCHEDULER_SAYS, "lastTimestamp": "2026-01-01T00:05:00Z"},
+        {"metadata": {"name": "waiting.3"}, "reason": "Scheduled", "message": "not quoted"},
+    ],
+}  # fmt: skip
+
+
+class Api:
+    """The cluster above, as the API server answers GETs; anything else is 404."""
+
+    def __init__(self, objects: dict[str, Any] | None = None) -> None:
+        big = claim(request(exact()), name="big")
+        big["status"] = {"allocation": ALLOCATED}
+        self.objects: dict[str, Any] = {
+            "/apis/dragate.io/v1alpha1/tenants": {"items": [TENANT]},
+            "/apis/dragate.io/v1alpha1/tenantusages/team-a": {
+                "metadata": {"name": "team-a"}, "spec": {"tenant": "team-a", "records": RECORDS}},
+            "/api/v1/namespaces/team-a": namespace("team-a"),
+            f"{V1}/deviceclasses": {"items": [
+                {"metadata": {"name": "gpu.nvidia.com"},
+                 "spec": {"selectors": [{"cel": {"expression": GPU}}]}}]},
+            f"{V1}/resourceslices": {"items": [SLICE]},
+            f"{V1}/namespaces/team-a/resourceclaims/big": big,
+            f"{V1}/namespaces/team-a/resourceclaimtemplates/one-gpu":
+                template(request(exact()), name="one-gpu"),
+            f"{V1}/namespaces/team-a/resourceclaimtemplates/h100": template(request(exact(
+                selectors=("device.attributes['gpu.nvidia.com'].model == 'H100'",))), name="h100"),
+            **{f"/api/v1/namespaces/team-a/pods/{n}": p for n, p in PODS.items()},
+            **(objects or {}),
+        }  # fmt: skip
+        self.gets: list[str] = []
+
+    def request(self, method: str, path: str, *, query: Any = None, **_: Any) -> dict[str, Any]:
+        assert method == "GET", "kubectl dragate only reads"
+        self.gets.append(path)
+        if path.endswith("/events"):
+            selector = dict(query)["fieldSelector"]
+            name = selector.split(",")[0].removeprefix("involvedObject.name=")
+            return {"items": EVENTS.get(name, [])}
+        if path not in self.objects:
+            raise ApiError(404, f"{path} not found")
+        return dict(self.objects[path])
+
+
+def run(*args: str, api: Api | None = None) -> Result:
+    return CliRunner().invoke(main, list(args), obj=api or Api(), catch_exceptions=False)
+
+
+def why(name: str, *args: str) -> list[dict[str, Any]]:
+    result = run("why", name, "-n", "team-a", "-o", "json", *args)
+    assert result.exit_code == 0, result.output
+    found: list[dict[str, Any]] = json.loads(result.stdout)
+    return found
+
+
+WHY_CASES = {
+    "bound": ("scheduled", "Pod team-a/bound", "scheduled on node-1", False),
+    "newcomer": ("quota", "Tenant team-a",
+                 "gpu.nvidia.com: 4/4 used (1 pending), this Pod needs 1, holds 0; held by "
+                 "claim:team-a/big=3,team-a/trainer=1", True),
+    "trainer": ("feasibility", "ResourceClaimTemplate team-a/h100",
+                "request 'gpu' needs 1 gpu.nvidia.com device, 0 in the cluster match; selector "
+                "\"device.attributes['gpu.nvidia.com'].model == 'H100'\" rules out the most "
+                "(without it: node-1/gpu-0)", True),
+    "orphan": ("claim", "ResourceClaim team-a/nope", "does not exist", True),
+    "waiting": ("scheduler", "Event team-a/waiting.2", f"FailedScheduling: {SCHEDULER_SAYS}",
+                True),
+    "fresh": ("schedulable", "Pod team-a/fresh", "waiting for the scheduler", False),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", WHY_CASES, ids=list(WHY_CASES))
+def test_why_puts_the_decisive_cause_first_and_cites_its_object(name: str) -> None:
+    cause, source, message, blocking = WHY_CASES[name]
+    first = why(name)[0]
+    assert (first["cause"], first["source"], first["message"]) == (cause, source, message)
+    assert first["blocking"] is blocking
+
+
+def test_why_quotes_the_scheduler_and_says_what_is_allocated() -> None:
+    found = why("waiting")
+    assert [f["message"] for f in found if f["cause"] == "scheduler"] == [
+        f"FailedScheduling: {SCHEDULER_SAYS}", f"Unschedulable: {SCHEDULER_SAYS}"]  # fmt: skip
+    assert {"cause": "claim", "source": "ResourceClaim team-a/big", "blocking": False,
+            "message": "allocated: gpu.nvidia.com/node-1/gpu-0"} in found  # fmt: skip
+
+
+def test_why_counts_what_the_pod_already_holds_as_its_own() -> None:
+    """The trainer's device is in the ledger under its uid: the quota does not block it."""
+    quota = [f for f in why("trainer") if f["cause"] == "quota"]
+    assert quota == [{"cause": "quota", "source": "Tenant team-a", "blocking": False,
+                      "message": "gpu.nvidia.com: 4/4 used (1 pending), this Pod holds 1; "
+                                 "held by claim:team-a/big=3,team-a/trainer=1"}]  # fmt: skip
+
+
+def test_why_without_a_tenant_says_no_quota_applies() -> None:
+    lonely = pod("lonely", namespace="other", uid="uid-7")
+    api = Api({"/api/v1/namespaces/other/pods/lonely": lonely})
+    result = run("why", "lonely", "-n", "other", api=api)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "schedulable: waiting for the scheduler\n    (Pod other/lonely)\n"
+        "tenant: no Tenant covers it: no quota applies\n    (Namespace other)\n"
+    )
+
+
+def test_why_an_unknown_pod_is_an_error_not_a_traceback() -> None:
+    result = run("why", "ghost", "-n", "team-a")
+    assert result.exit_code == 1
+    assert "Pod team-a/ghost not found" in result.output
+
+
+def test_why_reads_quotas_from_policy_files(tmp_path: Path) -> None:
+    smaller = {**TENANT, "spec": {**TENANT["spec"], "quota": [
+        {"deviceClassName": "gpu.nvidia.com", "maxDevices": 8}]}}  # fmt: skip
+    (tmp_path / "tenant.yaml").write_text(yaml.safe_dump(smaller))
+    found = why("newcomer", "--policies", str(tmp_path))
+    assert found[0]["cause"] == "schedulable"
+    assert "4/8 used" in next(f["message"] for f in found if f["cause"] == "quota")
+
+
+def test_usage_is_a_table_like_kubectl_get() -> None:
+    result = run("usage")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "TENANT   CLASS            LIMIT   USED   PENDING   FREE   TOP HOLDERS\n"
+        "team-a   gpu.nvidia.com   4       4      1         0      "
+        "claim:team-a/big=3,team-a/trainer=1\n"
+    )
+
+
+def test_usage_as_json_names_the_pods_behind_holders() -> None:
+    result = run("usage", "team-a", "-o", "json")
+    assert json.loads(result.stdout) == [{
+        "tenant": "team-a", "deviceClassName": "gpu.nvidia.com", "limit": 4, "used": 4,
+        "pending": 1, "free": 0, "holders": [
+            {"holder": "claim:team-a/big", "pod": None, "devices": 3},
+            {"holder": "pod:team-a/trainer/gpu", "pod": "team-a/trainer", "devices": 1},
+        ]}]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "tenants"),
+    [(("-n", "team-a"), ["team-a"]), (("-n", "other"), []), (("-A",), ["team-a"])],
+    ids=["namespace-of-a-tenant", "namespace-of-none", "all"],
+)
+def test_usage_picks_tenants_by_namespace(args: tuple[str, ...], tenants: list[str]) -> None:
+    api = Api({"/api/v1/namespaces/other": namespace("other")})
+    result = run("usage", "-o", "yaml", *args, api=api)
+    assert [r["tenant"] for r in yaml.safe_load(result.stdout) or []] == tenants
+
+
+def test_usage_of_an_unknown_tenant_names_the_known_ones() -> None:
+    result = run("usage", "team-z")
+    assert result.exit_code == 1
+    assert "no Tenant 'team-z' (known: team-a)" in result.output
+
+
+def test_usage_of_a_tenant_with_no_ledger_yet_is_all_free() -> None:
+    api = Api()
+    del api.objects["/apis/dragate.io/v1alpha1/tenantusages/team-a"]
+    assert "team-a   gpu.nvidia.com   4       0      0         4      -" in run(
+        "usage", api=api).stdout  # fmt: skip
+
+
+def test_a_cluster_without_the_tenant_crd_has_no_quota() -> None:
+    api = Api()
+    del api.objects["/apis/dragate.io/v1alpha1/tenants"]
+    assert [f["cause"] for f in why_in(api, "fresh")] == ["schedulable", "claim", "tenant"]
+    assert (
+        run("usage", api=api).stdout
+        == "TENANT   CLASS   LIMIT   USED   PENDING   FREE   TOP HOLDERS\n"
+    )
+
+
+def why_in(api: Api, name: str) -> list[dict[str, Any]]:
+    result = run("why", name, "-n", "team-a", "-o", "json", api=api)
+    assert result.exit_code == 0, result.output
+    found: list[dict[str, Any]] = json.loads(result.stdout)
+    return found

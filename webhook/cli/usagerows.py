@@ -1,0 +1,84 @@
+"""A tenant's quota as `kubectl dragate usage` shows it: per class, the limit, the devices
+used (pending ones included), those pending, what is free, and the largest holders.
+
+`used` and `limit` are `policystatus.usage_status`'s, the rows a Tenant's `status.usage`
+carries, so the command and `kubectl get tenants` never disagree; pending and holders are
+read from the same ledger records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from webhook.engine.counting import holder_shown
+from webhook.kube.policystatus import usage_status
+from webhook.ledger import accounting
+from webhook.ledger.accounting import Records
+from webhook.types import Holder, Tenant
+
+TOP_HOLDERS = 3
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    """One tenant's one class."""
+
+    tenant: str
+    device_class: str
+    limit: int | None
+    used: int
+    pending: int
+    holders: tuple[Holder, ...]  # largest first
+
+    @property
+    def free(self) -> int | None:
+        return None if self.limit is None else max(self.limit - self.used, 0)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "tenant": self.tenant,
+            "deviceClassName": self.device_class,
+            "limit": self.limit,
+            "used": self.used,
+            "pending": self.pending,
+            "free": self.free,
+            "holders": [
+                {"holder": holder_shown(h.key, h.name), "pod": h.name or None, "devices": h.devices}
+                for h in self.holders
+            ],
+        }
+
+
+def usage_rows(tenant: Tenant, records: Records) -> list[UsageRow]:
+    """A row per class the tenant has a quota for or holds devices of."""
+    usage = accounting.usage_of(records)
+    pending = pending_devices(records)
+    rows = []
+    for row in usage_status(tenant, usage)["usage"]:
+        device_class = str(row["deviceClassName"])
+        found = usage.get(device_class)
+        holders = sorted(found.holders, key=lambda h: -h.devices) if found is not None else []
+        rows.append(UsageRow(tenant.name, device_class, row.get("limit"), int(row["used"]),
+                             pending.get(device_class, 0), tuple(holders)))  # fmt: skip
+    return rows
+
+
+def pending_devices(records: Records) -> dict[str, int]:
+    """Per class, the devices of holders admitted but not yet confirmed (with an expiry)."""
+    found: dict[str, int] = {}
+    for key, record in records.items():
+        if record.expires_at is not None and not accounting.is_lease(key):
+            for device_class, count in record.devices.items():
+                found[device_class] = found.get(device_class, 0) + count
+    return found
+
+
+def holders_text(holders: tuple[Holder, ...], top: int = TOP_HOLDERS) -> str:
+    """The largest holders, a Pod by `ns/name`, as `ns/pod=2,claim:ns/c=1 (+3 more)`."""
+    shown = ",".join(f"{_holder(h)}={h.devices}" for h in holders[:top])
+    more = len(holders) - top
+    return shown + (f" (+{more} more)" if more > 0 else "") if shown else "-"
+
+
+def _holder(holder: Holder) -> str:
+    return holder.name if holder.name else holder.key

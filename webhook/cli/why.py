@@ -1,0 +1,197 @@
+"""Why a Pod is Pending: `kubectl dragate why POD`, each finding citing its object.
+
+Three sources, most decisive first: the tenant's quota (would the Pod's devices pass its
+limit, and who holds them), the claims (does each exist; could any node ever satisfy it,
+by the engine's feasibility over the published ResourceSlices; is it allocated), and the
+scheduler's own word (its last FailedScheduling event and the PodScheduled condition,
+quoted as written). A Pod with a node is scheduled; one with nothing in its way is waiting
+for the scheduler.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from webhook.cli.clusterfacts import ClusterFacts
+from webhook.cli.usagerows import UsageRow, holders_text, usage_rows
+from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
+from webhook.engine.feasibility import unsatisfied
+from webhook.engine.inventory import Inventory
+from webhook.engine.normalize import ObjectError, claim_spec, pod_claims, template_claim_spec
+from webhook.engine.tenancy import namespace_labels, resolve_tenant
+from webhook.types import ClaimSpec, Object, PodClaim, Tenant
+
+QUOTED_EVENTS = ("FailedScheduling", "FailedResourceClaimCreation")
+"""The scheduler's, and the resourceclaim controller's when a claim could not be made."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of the answer: `blocking` when it keeps the Pod from being scheduled."""
+
+    cause: str  # quota | claim | feasibility | scheduler | scheduled | schedulable | tenant
+    source: str  # the object it comes from, `Kind namespace/name`
+    message: str
+    blocking: bool = False
+
+    def as_json(self) -> dict[str, object]:
+        return {"cause": self.cause, "source": self.source, "message": self.message,
+                "blocking": self.blocking}  # fmt: skip
+
+
+_RANK = {"quota": 0, "claim": 1, "feasibility": 1, "scheduler": 2}
+
+
+def explain(facts: ClusterFacts, pod: Object) -> list[Finding]:
+    """The findings for `pod`, blocking ones first (quota, claims, the scheduler's)."""
+    namespace, name = _identity(pod)
+    node = (pod.get("spec") or {}).get("nodeName")
+    if node:
+        return [Finding("scheduled", f"Pod {namespace}/{name}", f"scheduled on {node}")]
+    claims = PodClaims(facts, pod)
+    found = [*claims.findings(), *quota_findings(facts, pod, claims), *scheduler(facts, pod)]
+    ordered = sorted(found, key=lambda f: (not f.blocking, _RANK.get(f.cause, 3)))
+    if not any(f.blocking for f in found):
+        waiting = Finding("schedulable", f"Pod {namespace}/{name}", "waiting for the scheduler")
+        ordered.insert(0, waiting)
+    return ordered
+
+
+def _identity(obj: Object) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+@dataclass
+class PodClaims:
+    """The Pod's claims: what each needs, and whether it exists, is allocated or feasible."""
+
+    facts: ClusterFacts
+    pod: Object
+    needs: dict[str, int] = field(default_factory=dict)  # devices per class, all claims
+    keys: set[str] = field(default_factory=set)  # the ledger keys the Pod's devices are held at
+
+    def findings(self) -> Iterator[Finding]:
+        for claim in pod_claims(self.pod):
+            yield from self._claim(claim)
+
+    def _claim(self, ref: PodClaim) -> Iterator[Finding]:
+        namespace, _ = _identity(self.pod)
+        claim_name = ref.claim_name or self._generated(ref.name)
+        if claim_name is not None:
+            yield from self._existing(namespace, claim_name, ref)
+        elif ref.template_name is not None:
+            yield from self._templated(namespace, ref.template_name, ref)
+
+    def _generated(self, pod_claim: str) -> str | None:
+        statuses = (self.pod.get("status") or {}).get("resourceClaimStatuses") or []
+        found = [s.get("resourceClaimName") for s in statuses if s.get("name") == pod_claim]
+        return str(found[0]) if found and found[0] else None
+
+    def _existing(self, namespace: str, name: str, ref: PodClaim) -> Iterator[Finding]:
+        source = f"ResourceClaim {namespace}/{name}"
+        claim = self.facts.claim(namespace, name)
+        if claim is None:
+            yield Finding("claim", source, "does not exist", blocking=True)
+            return
+        self.keys.add(holder_key(claim))
+        allocation = (claim.get("status") or {}).get("allocation")
+        if allocation:
+            self._count(claim_spec, claim, source)
+            yield Finding("claim", source, f"allocated: {_devices(allocation)}")
+            return
+        yield from self._feasible(claim_spec, claim, source, ref)
+
+    def _templated(self, namespace: str, name: str, ref: PodClaim) -> Iterator[Finding]:
+        source = f"ResourceClaimTemplate {namespace}/{name}"
+        template = self.facts.template(namespace, name)
+        if template is None:
+            yield Finding("claim", source, "does not exist", blocking=True)
+            return
+        uid = str((self.pod.get("metadata") or {}).get("uid", ""))
+        self.keys.add(pod_holder_key(uid, ref.name))
+        yield Finding("claim", source, f"pod claim {ref.name!r}: no ResourceClaim made yet")
+        yield from self._feasible(template_claim_spec, template, source, ref)
+
+    def _feasible(self, read: Any, obj: Object, source: str, ref: PodClaim) -> Iterator[Finding]:
+        spec = self._count(read, obj, source)
+        if spec is None:
+            yield Finding("claim", source, "cannot be read", blocking=True)
+            return
+        reasons = unsatisfied(self.inventory, spec, self.device_classes)
+        for reason in reasons:
+            yield Finding("feasibility", source, reason, blocking=True)
+        if not reasons:
+            yield Finding("feasibility", source, f"pod claim {ref.name!r}: devices match")
+
+    def _count(self, read: Any, obj: Object, label: str) -> ClaimSpec | None:
+        try:
+            spec: ClaimSpec = read(obj, label)
+        except ObjectError:
+            return None
+        for device_class, devices in devices_by_class(spec).items():
+            self.needs[device_class] = self.needs.get(device_class, 0) + devices
+        return spec
+
+    @functools.cached_property
+    def inventory(self) -> Inventory:
+        return self.facts.inventory()
+
+    @functools.cached_property
+    def device_classes(self) -> dict[str, Object]:
+        return self.facts.device_classes()
+
+
+def _devices(allocation: Mapping[str, Any]) -> str:
+    results = (allocation.get("devices") or {}).get("results") or []
+    named = [f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}" for r in results]
+    return ", ".join(named) or "no devices"
+
+
+def quota_findings(facts: ClusterFacts, pod: Object, claims: PodClaims) -> Iterator[Finding]:
+    """Per class the Pod needs: the tenant's limit, used and pending, and who holds them."""
+    namespace, _ = _identity(pod)
+    tenant = pod_tenant(facts, namespace)
+    if tenant is None:
+        yield Finding("tenant", f"Namespace {namespace}", "no Tenant covers it: no quota applies")
+        return
+    records = facts.records(tenant.name)
+    rows = {r.device_class: r for r in usage_rows(tenant, records)}
+    for device_class, need in sorted(claims.needs.items()):
+        row = rows.get(device_class)
+        held = sum(records[k].devices.get(device_class, 0) for k in claims.keys if k in records)
+        if row is not None and row.limit is not None:
+            yield _quota_line(tenant, row, need, held)
+
+
+def pod_tenant(facts: ClusterFacts, namespace: str) -> Tenant | None:
+    labels = namespace_labels(facts.namespace(namespace), namespace)
+    return resolve_tenant(facts.policies(), namespace, labels)
+
+
+def _quota_line(tenant: Tenant, row: UsageRow, need: int, held: int) -> Finding:
+    over = held < need and row.used - held + need > (row.limit or 0)
+    state = f"needs {need}, holds {held}" if held < need else f"holds {held}"
+    message = (
+        f"{row.device_class}: {row.used}/{row.limit} used ({row.pending} pending), this Pod "
+        f"{state}; held by {holders_text(row.holders)}"
+    )
+    return Finding("quota", f"Tenant {tenant.name}", message, blocking=over)
+
+
+def scheduler(facts: ClusterFacts, pod: Object) -> Iterator[Finding]:
+    """The last event of each quoted reason, and a PodScheduled condition that is False."""
+    namespace, name = _identity(pod)
+    last = {e.get("reason"): e for e in facts.events(namespace, name)}
+    for reason in QUOTED_EVENTS:
+        event = last.get(reason)
+        if event is not None:
+            source = f"Event {namespace}/{(event.get('metadata') or {}).get('name')}"
+            yield Finding("scheduler", source, f"{reason}: {event.get('message')}", True)
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            text = f"{condition.get('reason')}: {condition.get('message')}"
+            yield Finding("scheduler", f"Pod {namespace}/{name} PodScheduled", text, True)
