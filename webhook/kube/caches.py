@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from webhook.kube.api import ApiError, KubeApi, Unreachable
-from webhook.kube.informer import Informer, Listener, Resource
 from webhook.kube.gangworkloads import list_workloads
+from webhook.kube.informer import Informer, Listener, Resource
 from webhook.types import FactsUnavailable, Object
 
 __all__ = ["FactsUnavailable", "KubeState"]
