@@ -15,8 +15,8 @@ from click.decorators import FC
 from webhook.cli import exits
 from webhook.files.yamlio import YamlError
 from webhook.kube.snapshot import SnapshotState, load_state
-from webhook.policy.kubetypes import use_kube_version
 from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
+from webhook.policy.target import use_kube_version
 from webhook.types import PolicySet
 from webhook.types.kubeversions import NEWEST, SUPPORTED, UnsupportedKubeVersion, supported_minor
 

@@ -28,7 +28,7 @@ from webhook.cli.inputs import (
     state_option,
 )
 from webhook.files.manifests import read_manifests
-from webhook.policy.kubetypes import kube_version
+from webhook.policy.target import kube_version
 from webhook.rewrite.admissionpolicy import (
     MAX_COUNT,
     NAME,
