@@ -59,7 +59,7 @@ KUBE_VERSION_HELP = (
 
 def kube_version_option(help: str = KUBE_VERSION_HELP) -> Callable[[FC], FC]:
     """`--kube-version MINOR` as the offline commands take it: the target minor of the process
-    (`webhook.policy.kubetypes.kube_version`); `help` says what else the command takes from it."""
+    (`webhook.policy.target.kube_version`); `help` says what else the command takes from it."""
     return click.option(
         "--kube-version", metavar="MINOR", callback=_kube_version, expose_value=False, help=help
     )
