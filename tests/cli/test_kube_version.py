@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from webhook.admission.config import ServeConfig
 from webhook.cli import exits, main, serve
-from webhook.policy.kubetypes import kube_version
+from webhook.policy.target import kube_version
 
 COMMANDS = {
     "check": ["check", "claim.yaml"],

@@ -60,6 +60,23 @@ def test_options_reach_the_policy() -> None:
     assert names == {"dragate-gpu-nvidia-com-1", "dragate-gpu-nvidia-com-2"}
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ((), "admissionregistration.k8s.io/v1"),
+        (("--kube-version", "1.37"), "admissionregistration.k8s.io/v1"),
+        (("--kube-version", "1.36"), "admissionregistration.k8s.io/v1"),
+        (("--kube-version", "1.35"), "admissionregistration.k8s.io/v1beta1"),
+    ],
+    ids=["default-newest", "1.37", "1.36", "1.35"],
+)
+def test_the_target_minor_picks_the_api_version(args: tuple[str, ...], expected: str) -> None:
+    result = run("--policies", str(REPO / "policies"), *args)
+    assert result.exit_code == 0, result.stderr
+    documents = list(yaml.safe_load_all(result.stdout))
+    assert [d["apiVersion"] for d in documents[:2]] == [expected, expected]
+
+
 def test_a_native_class_leaves_nothing_to_rewrite(tmp_path: Path) -> None:
     (tmp_path / "state.yaml").write_text(NATIVE_CLASS)
     result = run("--policies", str(REPO / "policies"), "--state", str(tmp_path / "state.yaml"))
@@ -79,8 +96,9 @@ def test_no_tenant_leaves_nothing_to_rewrite(tmp_path: Path) -> None:
         (("--policies", "/nonexistent"), "does not exist"),
         (("--max-count", "0"), "--max-count"),
         (("-o", "xml"), "--output"),
+        (("--kube-version", "1.30"), "--kube-version"),
     ],
-    ids=["missing-policies", "bad-count", "bad-output"],
+    ids=["missing-policies", "bad-count", "bad-output", "unsupported-kube-version"],
 )
 def test_bad_input_exits_2(args: tuple[str, ...], message: str) -> None:
     result = run(*args)

@@ -1,5 +1,6 @@
 """The rewriting MutatingAdmissionPolicy (webhook/rewrite/admissionpolicy.py), judged by a real
-kube-apiserver (Kubernetes 1.37, its MutatingAdmissionPolicy v1beta1 on) against the Python rewrite.
+kube-apiserver (Kubernetes 1.37, the policy in admissionregistration.k8s.io/v1) against the
+Python rewrite.
 
 Every Pod is created (dry run) twice: where the policy is bound, and where it is not (the
 Pod as the API server hands it to admission, defaulted). Where the policy changed the Pod, the

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from webhook.kube.api import ApiError, Unreachable
-from webhook.kube.policykeeper import BINDINGS, GROUP_VERSION, POLICIES, RewritePolicyKeeper
+from webhook.kube.policykeeper import GROUP, RewritePolicyKeeper
 from webhook.rewrite.admissionpolicy import NAME
 from webhook.types import (
     MANAGED_BY_LABEL,
@@ -37,8 +37,14 @@ WARNING = PolicySet(
     tenants=(Tenant("ml", namespaces=frozenset({"a"}), mapping_action=MappingAction.WARN),),
     mappings=(MAPPING,),
 )
-SERVED = {"resources": [{"name": "mutatingadmissionpolicies"},
-                        {"name": "mutatingadmissionpolicybindings"}]}  # fmt: skip
+KINDS = {"resources": [{"name": "mutatingadmissionpolicies"},
+                       {"name": "mutatingadmissionpolicybindings"}]}  # fmt: skip
+WEBHOOKS_ONLY = {"resources": [{"name": "mutatingwebhookconfigurations"}]}
+SERVED = {"v1": KINDS, "v1beta1": KINDS}
+"""Discovery by version: the resources `/apis/admissionregistration.k8s.io/<version>` lists."""
+BETA_ONLY = {"v1": WEBHOOKS_ONLY, "v1beta1": KINDS}
+POLICIES = f"{GROUP}/v1/mutatingadmissionpolicies"
+BINDINGS = f"{GROUP}/v1/mutatingadmissionpolicybindings"
 
 
 class Store:
@@ -75,7 +81,7 @@ class Store:
 class Api:
     """Stored objects by path; server-side apply stores the body and bumps the version."""
 
-    def __init__(self, discovery: Object | None = SERVED) -> None:
+    def __init__(self, discovery: dict[str, Object] | None = SERVED) -> None:
         self.discovery = discovery
         self.objects: dict[str, Object] = {}
         self.calls: list[tuple[str, str]] = []
@@ -95,10 +101,8 @@ class Api:
         self.calls.append((method, path))
         if self.down:
             raise Unreachable("connection refused")
-        if path == GROUP_VERSION:
-            if self.discovery is None:
-                raise ApiError(404, "the server could not find the requested resource")
-            return dict(self.discovery)
+        if path.startswith(GROUP) and path.count("/") <= 3:
+            return self._discover(path.removeprefix(GROUP).strip("/"))
         if method == "PATCH":
             assert body is not None and content_type == "application/apply-patch+yaml"
             return self._apply(path, body)
@@ -107,6 +111,16 @@ class Api:
         if method == "GET" and path in self.objects:
             return self.objects[path]
         raise ApiError(404, "not found")
+
+    def _discover(self, version: str) -> dict[str, Any]:
+        """The APIGroup (no version) or one version's APIResourceList, as discovery serves them."""
+        if self.discovery is None or (version and version not in self.discovery):
+            raise ApiError(404, "the server could not find the requested resource")
+        if version:
+            return dict(self.discovery[version])
+        group = "admissionregistration.k8s.io"
+        listed = [{"groupVersion": f"{group}/{v}", "version": v} for v in self.discovery]
+        return {"kind": "APIGroup", "name": group, "versions": listed}
 
     def _apply(self, path: str, body: Object) -> Object:
         stored = self.objects.get(path)
@@ -180,21 +194,45 @@ def test_a_terminating_namespace_is_left_out(store: Store) -> None:
 
 
 @pytest.mark.parametrize(
+    ("discovery", "version"),
+    [
+        pytest.param(SERVED, "v1", id="v1-preferred"),
+        pytest.param({"v1": KINDS}, "v1", id="v1-only"),
+        pytest.param(BETA_ONLY, "v1beta1", id="beta-only"),
+    ],
+)
+def test_writes_in_the_version_the_api_server_serves(
+    store: Store, discovery: dict[str, Object], version: str
+) -> None:
+    api = Api(discovery)
+    assert keeper(store, api).reconcile() == "applied"
+    written = sorted(p for m, p in api.calls if m == "PATCH")
+    assert written == [
+        f"{GROUP}/{version}/mutatingadmissionpolicies/{NAME}",
+        f"{GROUP}/{version}/mutatingadmissionpolicybindings/{NAME}",
+    ]
+    stored = {o["apiVersion"] for o in api.objects.values()}
+    assert stored == {f"admissionregistration.k8s.io/{version}"}
+
+
+@pytest.mark.parametrize(
     "discovery",
     [
-        pytest.param(None, id="group-version-not-served"),
-        pytest.param({"resources": [{"name": "validatingadmissionpolicies"}]}, id="kind-missing"),
+        pytest.param(None, id="group-not-served"),
+        pytest.param({"v1": WEBHOOKS_ONLY}, id="kind-missing"),
+        pytest.param({"v1": WEBHOOKS_ONLY, "v1alpha1": KINDS}, id="only-alpha"),
     ],
 )
 def test_not_served_writes_nothing_and_asks_again_only_when_forced(
-    store: Store, discovery: Object | None
+    store: Store, discovery: dict[str, Object] | None
 ) -> None:
     api = Api(discovery)
     made = keeper(store, api)
     assert made.reconcile() == "not-served"
-    assert [m for m, _ in api.calls] == ["GET"] and store.cached == {}
+    assert {m for m, _ in api.calls} == {"GET"} and store.cached == {}
+    asked = len(api.calls)
     assert made.reconcile(force=False) == "not-served"
-    assert len(api.calls) == 1
+    assert len(api.calls) == asked
     api.discovery = SERVED
     assert made.reconcile() == "applied"
 

@@ -11,9 +11,10 @@ import copy
 from typing import Any
 
 import pytest
-from builders import namespace, pod
+from builders import claim, exact, namespace, pod, request
 
 from webhook.engine.inventory import Inventory
+from webhook.engine.normalize import claim_spec
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context, request_from_object
@@ -58,8 +59,8 @@ def _facts(state: SnapshotState, inventory: Inventory | None) -> Facts:
     return gather(request_from_object(pod(claims={"gpu": "t"})), POLICIES, context)
 
 
-def _published(facts: Facts) -> tuple[Any, Any]:
-    return facts.class_capacity, facts.feasibility
+def _published(facts: Facts) -> tuple[Any, Any, Any]:
+    return facts.class_capacity, facts.feasibility, facts.binding
 
 
 CHANGES = [  # id, (state, inventory) for the second review, whether it publishes the same
@@ -81,12 +82,41 @@ def test_the_published_facts_are_the_same_objects_while_nothing_changed(
     state = _state(_gpu_class())
     first = _published(_facts(state, INVENTORY))
     second = _published(_facts(*change(state)))
-    assert (second[0] is first[0] and second[1] is first[1]) is same
+    assert all(s is f for s, f in zip(second, first, strict=True)) is same
     if not same:
-        assert second[0] is not first[0] and second[1] is not first[1]
+        assert all(s is not f for s, f in zip(second, first, strict=True))
 
 
 def test_without_an_inventory_every_review_gets_the_same_nothing() -> None:
     state = _state(_gpu_class())
     assert _published(_facts(state, None)) == NOTHING_PUBLISHED
     assert _facts(state, None).class_capacity is _facts(state, None).class_capacity
+
+
+def _waiting(devices: int) -> Object:
+    """`_slice` whose devices bind only once the driver reports a condition."""
+    found = copy.deepcopy(_slice(devices))
+    for device in found["spec"]["devices"]:
+        device["bindingConditions"] = ["dra.example.com/attached"]
+    return found
+
+
+def _on_node_b(devices: int) -> Object:
+    found = copy.deepcopy(_slice(devices))
+    found["metadata"]["name"] = "node-b-gpu"
+    found["spec"].update(nodeName="node-b", pool={**found["spec"]["pool"], "name": "node-b"})
+    return found
+
+
+@pytest.mark.parametrize(
+    ("slices", "waits"),
+    [([_waiting(2)], True), ([_slice(2)], False), ([_waiting(2), _on_node_b(1)], False)],
+    ids=["only-waiting-devices", "no-waiting-device", "a-device-that-does-not-wait"],
+)
+def test_requests_only_waiting_devices_meet_are_published(
+    slices: list[Object], waits: bool
+) -> None:
+    facts = _facts(_state(_gpu_class()), Inventory.from_slices(slices))
+    spec = claim_spec(claim(request(exact())), "claim")
+    assert facts.binding is not None
+    assert bool(facts.binding(spec)) is waits

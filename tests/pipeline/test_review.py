@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from builders import claim, exact, first_available, namespace, pod, request, template
 
+from webhook.admission.review import short_warning
 from webhook.engine.inventory import Inventory
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
@@ -552,3 +553,67 @@ def test_the_scheduler_s_claim_consumes_its_pod_s_reservation() -> None:
     assert ledger.usage("team-a")["gpu.nvidia.com"].used == 3
     refused = review(request_from_object(scheduler_claim("b", 2)), ctx)
     assert not refused.allowed, "a Pod admitted without a charge still meets quota at its claim"
+
+
+# ------------------------------------------------------------------ binding conditions
+
+
+ATTACHED = "dra.example.com/attached"
+
+
+def _waiting_slice(node: str, count: int) -> dict[str, Any]:
+    """A slice whose devices bind only once the driver reports `dra.example.com/attached`."""
+    found = gpu_slice(node, "80Gi", count)
+    for device in found["spec"]["devices"]:
+        device["bindingConditions"] = [ATTACHED]
+        device["bindingFailureConditions"] = ["dra.example.com/failed"]
+    return found
+
+
+def binding_context(feasibility: str | None, *slices: dict[str, Any]) -> Context:
+    from webhook.assembly import offline_context
+
+    settings = f"spec: {{feasibility: {feasibility}}}" if feasibility else "spec: {}"
+    policies = parse_policies(FEASIBILITY.replace("spec: {feasibility: Deny}", settings))
+    state = SnapshotState([GPU_CLASS, namespace("team-a"), *slices, template(request(exact()))])
+    return offline_context(lambda: policies, state)
+
+
+WAITS = (
+    "dragate: request 'gpu': the Pod binds only once the driver reports dra.example.com/attached"
+)
+BOUND_FOR = [
+    ("claim", claim(request(exact()))),
+    ("template", template(request(exact()), name="other")),
+    ("pod", pod(claims={"gpu": "tmpl"})),
+]
+
+
+@pytest.mark.parametrize("feasibility", [None, "Warn", "Deny"], ids=["unset", "warn", "deny"])
+@pytest.mark.parametrize("obj", [o for _, o in BOUND_FOR], ids=[i for i, _ in BOUND_FOR])
+def test_only_devices_with_binding_conditions_match_is_always_a_warning(
+    obj: dict[str, Any], feasibility: str | None
+) -> None:
+    ctx = binding_context(feasibility, _waiting_slice("node-a", 2))
+    verdict = review(request_from_object(obj), ctx)
+    assert verdict.allowed, verdict.decision.reasons
+    (warning,) = [w for w in verdict.decision.warnings if "binding" in w]
+    prefix = "dragate: pod claim 'gpu', request" if obj["kind"] == "Pod" else "dragate: request"
+    assert warning.startswith(WAITS.replace("dragate: request", prefix))
+    assert short_warning(warning).startswith(WAITS.replace("dragate: request", prefix))
+
+
+@pytest.mark.parametrize(
+    "slices",
+    [
+        [gpu_slice("node-a", "80Gi", 2)],
+        [_waiting_slice("node-a", 2), gpu_slice("node-b", "80Gi", 2)],
+    ],
+    ids=["no-binding-conditions", "other-devices-match-too"],
+)
+def test_devices_without_binding_conditions_matching_is_not_warned(
+    slices: list[dict[str, Any]],
+) -> None:
+    verdict = review(request_from_object(claim(request(exact()))), binding_context(None, *slices))
+    assert verdict.allowed
+    assert not [w for w in verdict.decision.warnings if "binding" in w]

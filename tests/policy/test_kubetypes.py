@@ -9,15 +9,9 @@ import pytest
 
 from webhook.engine.ruletypes import RULE_KINDS
 from webhook.policy.celspec import VALIDATION_VARIABLES, compile_cel
-from webhook.policy.kubetypes import (
-    kube_version,
-    missing_field,
-    needs_newer,
-    schemas_file,
-    use_kube_version,
-    validation_types,
-)
+from webhook.policy.kubetypes import missing_field, needs_newer, schemas_file, validation_types
 from webhook.policy.loading import PolicyError, parse_policies
+from webhook.policy.target import kube_version, use_kube_version
 from webhook.types.kubeversions import NEWEST, SUPPORTED
 
 CASES = {

@@ -10,7 +10,15 @@ import pytest
 
 from webhook.policy.loading import default_mappings, parse_policies
 from webhook.rewrite import rewrite_pod_spec
-from webhook.rewrite.admissionpolicy import eligible_resources, restricted, rewrite_policy
+from webhook.rewrite.admissionpolicy import (
+    V1,
+    V1BETA1,
+    api_version_for,
+    eligible_resources,
+    in_version,
+    restricted,
+    rewrite_policy,
+)
 from webhook.types import (
     LegacyResourceMapping,
     MappingAction,
@@ -206,3 +214,33 @@ def test_exempt_users_are_a_condition(policies: PolicySet) -> None:
     assert users(rewrite_policy(policies, exempt_users=frozenset({"u"}))) == [
         '!(request.userInfo.username in ["u"])'
     ]
+
+
+@pytest.mark.parametrize(
+    ("minor", "expected"),
+    [("1.35", V1BETA1), ("1.36", V1), ("1.37", V1)],
+    ids=["1.35-beta-behind-its-gate", "1.36-ga", "1.37-ga"],
+)
+def test_the_api_version_a_minor_serves(minor: str, expected: str) -> None:
+    assert api_version_for(minor) == expected
+
+
+@pytest.mark.parametrize("version", [V1, V1BETA1], ids=["v1", "v1beta1"])
+def test_policy_and_binding_are_written_in_the_version_asked(
+    policies: PolicySet, version: str
+) -> None:
+    made = rewrite_policy(policies, api_version=version)
+    assert made is not None
+    assert [o["apiVersion"] for o in made.objects] == [version, version]
+    assert {t["apiVersion"] for t in made.templates} == {"resource.k8s.io/v1"}
+
+
+def test_v1_is_the_default_and_in_version_changes_only_the_api_version(
+    policies: PolicySet,
+) -> None:
+    made = rewrite_policy(policies)
+    beta = rewrite_policy(policies, api_version=V1BETA1)
+    assert made is not None and beta is not None
+    assert made.objects[0]["apiVersion"] == V1
+    assert in_version(made, V1BETA1) == beta
+    assert in_version(beta, V1) == made

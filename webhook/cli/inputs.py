@@ -15,8 +15,8 @@ from click.decorators import FC
 from webhook.cli import exits
 from webhook.files.yamlio import YamlError
 from webhook.kube.snapshot import SnapshotState, load_state
-from webhook.policy.kubetypes import use_kube_version
 from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
+from webhook.policy.target import use_kube_version
 from webhook.types import PolicySet
 from webhook.types.kubeversions import NEWEST, SUPPORTED, UnsupportedKubeVersion, supported_minor
 
@@ -55,14 +55,17 @@ def _kube_version(_ctx: click.Context, _param: click.Parameter, value: str | Non
 KUBE_VERSION_HELP = (
     f"Kubernetes minor to type policy rules for ({', '.join(SUPPORTED)}; default {NEWEST})."
 )
-KUBE_VERSION_OPTION = click.option(
-    "--kube-version",
-    metavar="MINOR",
-    callback=_kube_version,
-    expose_value=False,
-    help=KUBE_VERSION_HELP,
-)
-"""`--kube-version MINOR` as the offline commands take it: the target minor of the process."""
+
+
+def kube_version_option(help: str = KUBE_VERSION_HELP) -> Callable[[FC], FC]:
+    """`--kube-version MINOR` as the offline commands take it: the target minor of the process
+    (`webhook.policy.target.kube_version`); `help` says what else the command takes from it."""
+    return click.option(
+        "--kube-version", metavar="MINOR", callback=_kube_version, expose_value=False, help=help
+    )
+
+
+KUBE_VERSION_OPTION = kube_version_option()
 
 
 def state_option(help: str) -> Callable[[FC], FC]:

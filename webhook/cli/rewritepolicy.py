@@ -7,7 +7,8 @@ in place for every other Pod. Exit 0 with the documents, 1 when the policies lea
 policy could rewrite (no document printed), 2 on bad input. With `--check FILE` (a rendering
 kept in git) it prints nothing and exits 1 when FILE is not what it would print now, naming
 each object missing, changed or no longer generated: the CI gate after a change to tenants or
-mappings.
+mappings. The policy and binding are written in the `admissionregistration.k8s.io` version
+the target minor (`--kube-version`, default the newest) serves: v1 from 1.36, v1beta1 in 1.35.
 """
 
 from __future__ import annotations
@@ -19,11 +20,25 @@ import click
 from ruamel.yaml import YAML
 
 from webhook.cli import exits
-from webhook.cli.inputs import POLICIES_OPTION, policy_set, snapshot, state_option
+from webhook.cli.inputs import (
+    POLICIES_OPTION,
+    kube_version_option,
+    policy_set,
+    snapshot,
+    state_option,
+)
 from webhook.files.manifests import read_manifests
-from webhook.rewrite.admissionpolicy import MAX_COUNT, NAME, RewritePolicy, rewrite_policy
+from webhook.policy.target import kube_version
+from webhook.rewrite.admissionpolicy import (
+    MAX_COUNT,
+    NAME,
+    RewritePolicy,
+    api_version_for,
+    rewrite_policy,
+)
 from webhook.rewrite.mappings import native_resources
 from webhook.types import Object
+from webhook.types.kubeversions import NEWEST, SUPPORTED
 
 NOTHING = (
     "dragate: nothing to rewrite in the API server: no resource mapped by exact name without "
@@ -48,6 +63,10 @@ NOTHING = (
     type=click.IntRange(1, 64),
     help="Most devices per container the policy rewrites (one template per count).",
 )
+@kube_version_option(
+    f"Kubernetes minor the cluster runs ({', '.join(SUPPORTED)}; default {NEWEST}): the policy is"
+    " written in admissionregistration.k8s.io/v1 from 1.36, v1beta1 for 1.35."
+)
 @click.option("--name", default=NAME, show_default=True, help="The policy's and binding's name.")
 @click.option(
     "-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True
@@ -67,7 +86,7 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
     native = native_resources(snapshot(state_file).device_classes().values())
     made = rewrite_policy(
         policies, native_resources=native, exempt_users=frozenset(exempt_users),
-        name=name, max_count=max_count,
+        name=name, max_count=max_count, api_version=api_version_for(kube_version()),
     )  # fmt: skip
     if check_file is not None:
         sys.exit(_check(check_file, made))

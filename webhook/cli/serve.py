@@ -35,8 +35,8 @@ from webhook.kube.snapshot import SnapshotState, load_state
 from webhook.ledger.sqlite import LedgerFileError, LedgerUnavailable, SqliteLedger
 from webhook.ledger.usage import existing_holds, existing_names
 from webhook.pipeline.scope import Identity
-from webhook.policy.kubetypes import use_kube_version
 from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
+from webhook.policy.target import use_kube_version
 from webhook.types import PolicySet
 from webhook.types.kubeversions import (
     NEWEST,

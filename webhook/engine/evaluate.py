@@ -48,6 +48,8 @@ from webhook.types.records import record
 CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod"})
 """Kinds whose creation is judged here (besides Namespaces' labels); `pipeline.scope.handles`
 decides which requests reach `evaluate` at all."""
+BINDING_POLICY = "binding-conditions"
+"""The policy named in the warning for a request only devices with binding conditions meet."""
 
 
 @record
@@ -228,6 +230,7 @@ def _claim_findings(
     after = [
         *_all_mode_insight(specs, facts),
         *_feasibility_findings(specs, facts, policies.settings.feasibility),
+        *_binding_findings(specs, facts),
     ]
     return Findings(tuple(before), tuple(after))
 
@@ -249,6 +252,17 @@ def _feasibility_findings(
                 policy="feasibility", message=f"{_prefix(spec)}{message}", tenant=tenant
             )
             yield Finding(action, reason)
+
+
+def _binding_findings(specs: Sequence[ClaimSpec], facts: Facts) -> Iterator[Finding]:
+    """Requests the Pod will wait on the driver for: always a warning, never a denial (the
+    Pod is admitted and scheduled; it binds late), whatever `Settings.feasibility` says."""
+    if facts.binding is None:
+        return
+    for spec in specs:
+        for message in facts.binding(spec):
+            reason = Reason(policy=BINDING_POLICY, message=f"{_prefix(spec)}{message}")
+            yield Finding(Action.WARN, reason)
 
 
 def _rule_inputs(request: AdmissionRequest, facts: Facts, deadline: Deadline | None) -> RuleInputs:

@@ -146,10 +146,11 @@ def check_satisfiable(
 def binding_notes(
     inventory: Inventory, spec: ClaimSpec, device_classes: Mapping[str, Object]
 ) -> tuple[str, ...]:
-    """Requests that may be allocated devices with binding conditions (KEP-5007).
+    """Requests only devices with binding conditions (KEP-5007) can satisfy.
 
     Not a failure: the scheduler allocates such a device, then waits before binding the Pod
-    until the driver reports the conditions (or a failure condition, which undoes it).
+    until the driver reports the conditions (or a failure condition, which undoes it). Where
+    other devices match too the scheduler may pick one of those, so nothing is said.
     """
     found = []
     for request in spec.requests:
@@ -160,25 +161,21 @@ def binding_notes(
             expressions = [*class_selectors(device_class), *leaf.selectors]
             selection = inventory.select(expressions, leaf.tolerations)
             waiting = [(g, h) for g, h in selection.hits if g.devices[0].binding_conditions]
-            if waiting:
-                found.append(_binding_note(leaf.name, waiting, selection.count))
+            if waiting and _matched(waiting) == selection.count:
+                found.append(_binding_note(leaf.name, waiting))
     return tuple(found)
 
 
-def _binding_note(name: str, waiting: Sequence[tuple[Group, Hits]], matching: int) -> str:
-    count = sum(len(g.devices) if h is None else len(h) for g, h in waiting)
+def _matched(hits: Sequence[tuple[Group, Hits]]) -> int:
+    return sum(len(g.devices) if h is None else len(h) for g, h in hits)
+
+
+def _binding_note(name: str, waiting: Sequence[tuple[Group, Hits]]) -> str:
+    """The wait first, then what it waits for: a kubectl warning keeps 120 characters."""
     conditions = ", ".join(
         dict.fromkeys(c for g, _ in waiting for c in g.devices[0].binding_conditions)
     )
-    share = (
-        "every matching device has"
-        if count == matching
-        else f"{count} of {matching} matching devices have"
-    )
-    return (
-        f"request {name!r}: {share} binding conditions ({conditions}); a Pod allocated one "
-        "is bound only once the driver reports them"
-    )
+    return f"request {name!r}: the Pod binds only once the driver reports {conditions}"
 
 
 def needed_devices(request: DeviceRequest) -> int:

@@ -51,9 +51,9 @@ class PodShape:
     findings: Findings
 
 
-SHAPES: HeldMemo[PodShape] = HeldMemo(epoch=3)
-"""Held: the policies and the published devices' feasibility and class capacity (shared by
-every entry at a time), then the tenant and each named template."""
+SHAPES: HeldMemo[PodShape] = HeldMemo(epoch=4)
+"""Held: the policies and the published devices' feasibility, binding waits and class
+capacity (shared by every entry at a time), then the tenant and each named template."""
 
 
 def shape_key(
@@ -64,7 +64,14 @@ def shape_key(
     templates = (facts.templates.get(ref[1]) for ref in refs if ref[1])
     tenant = facts.tenant.name if facts.tenant else ""
     key = (request.namespace, request.operation, refs, admin, tenant)
-    return key, (policies, facts.feasibility, facts.class_capacity, facts.tenant, *templates)
+    return key, (
+        policies,
+        facts.feasibility,
+        facts.binding,
+        facts.class_capacity,
+        facts.tenant,
+        *templates,
+    )
 
 
 def request_only(specs: Sequence[ClaimSpec], policies: PolicySet) -> bool:

@@ -16,8 +16,10 @@ stale when tenants change; kept from the serving policies it follows them. Each 
    made earlier name them, and the template keeper keeps them.
 
 An object of the same name without dragate's managed-by label is never touched (the pass
-fails, naming it). Where the API server does not serve MutatingAdmissionPolicy v1beta1 the
-keeper writes nothing and says so once. A pass runs when what it would apply changes (a
+fails, naming it). The keeper writes the policy and binding in the version discovery
+(`/apis/admissionregistration.k8s.io`) says the API server serves them in: v1 where served
+(1.36 on), else v1beta1 (1.35 with the feature gate and runtime-config); where it serves
+neither, it writes nothing and says so once. A pass runs when what it would apply changes (a
 policy reload, a namespace appearing, a DeviceClass), checked every `tick` seconds from the
 caches, and every `interval` seconds regardless, which repairs drift (an edited or deleted
 binding); a failed pass is retried with backoff.
@@ -43,6 +45,7 @@ from webhook.rewrite.admissionpolicy import (
     NAME,
     NAMESPACE_NAME_LABEL,
     RewritePolicy,
+    in_version,
     restricted,
     rewrite_policy,
 )
@@ -51,9 +54,12 @@ from webhook.types import FactsUnavailable, Object, PolicySet
 
 log = logging.getLogger("dragate.kube.policykeeper")
 
-GROUP_VERSION = "/apis/admissionregistration.k8s.io/v1beta1"
-POLICIES = f"{GROUP_VERSION}/mutatingadmissionpolicies"
-BINDINGS = f"{GROUP_VERSION}/mutatingadmissionpolicybindings"
+GROUP_NAME = "admissionregistration.k8s.io"
+GROUP = f"/apis/{GROUP_NAME}"
+VERSIONS = ("v1", "v1beta1")
+"""The versions the keeper writes in, the one it prefers first."""
+POLICIES = "mutatingadmissionpolicies"
+BINDINGS = "mutatingadmissionpolicybindings"
 FIELD_MANAGER = "dragate"
 REQUEST_TIMEOUT = 5.0
 
@@ -118,7 +124,7 @@ class RewritePolicyKeeper(BackgroundLoop):
         self.writes = 0
         self._made: tuple[PolicySet, frozenset[str], RewritePolicy | None] | None = None
         self._passed_for: tuple[RewritePolicy | None, tuple[str, ...]] = (None, ())
-        self._served = False
+        self._version = ""  # the served version, once discovery found one
         self._passed_at = float("-inf")
         self._retry_at = float("-inf")
         self._backoff = Backoff(first=min(1.0, interval), ceiling=interval)
@@ -169,6 +175,7 @@ class RewritePolicyKeeper(BackgroundLoop):
         if wanted is None:
             self._remove()
             return "absent"
+        wanted = in_version(wanted, f"{GROUP_NAME}/{self._version}")
         self.applied = wanted
         bound = restricted(wanted, self._with_templates(wanted))
         if bound is None:
@@ -176,8 +183,9 @@ class RewritePolicyKeeper(BackgroundLoop):
             return "partial"
         binding = self._narrow_first(bound)
         policy = bound.objects[0]
-        self._apply(POLICIES, policy, self._get(POLICIES, str(policy["metadata"]["name"])))
-        self._apply(BINDINGS, bound.objects[1], binding)
+        policies = self._path(POLICIES)
+        self._apply(policies, policy, self._get(policies, str(policy["metadata"]["name"])))
+        self._apply(self._path(BINDINGS), bound.objects[1], binding)
         return "applied" if bound == wanted else "partial"
 
     def _narrow_first(self, bound: RewritePolicy) -> Object | None:
@@ -185,14 +193,15 @@ class RewritePolicyKeeper(BackgroundLoop):
         old policy's templates, not necessarily its own. So at every moment each bound
         namespace holds every template of the policy in force. Returns the binding as
         stored after it (None when there is none)."""
-        found = self._get(BINDINGS, NAME)
+        bindings = self._path(BINDINGS)
+        found = self._get(bindings, NAME)
         if found is None or _bound_namespaces(found) <= set(bound.namespaces):
             return found
         narrowed = restricted(bound, _bound_namespaces(found))
         if narrowed is None:
-            self._delete(BINDINGS)
+            self._delete(bindings)
             return None
-        return self._apply(BINDINGS, narrowed.objects[1], found)
+        return self._apply(bindings, narrowed.objects[1], found)
 
     def _unchanged(self, made: RewritePolicy | None, live: tuple[str, ...]) -> bool:
         if self.status == "not-served":
@@ -201,19 +210,30 @@ class RewritePolicyKeeper(BackgroundLoop):
         return done and self._passed_for[0] is made and self._passed_for[1] == live
 
     def _api_served(self) -> bool:
-        """Whether the API server serves the v1beta1 policy kinds (kept once true)."""
-        if not self._served:
-            try:
-                found = self.api.request("GET", GROUP_VERSION, timeout=REQUEST_TIMEOUT)
-            except ApiError as error:
-                if error.status != 404:
-                    raise
-                found = {}
-            names = {r.get("name") for r in found.get("resources") or ()}
-            self._served = "mutatingadmissionpolicies" in names
-            if not self._served and self.status != "not-served":
-                log.info("the API server serves no MutatingAdmissionPolicy v1beta1: not kept")
-        return self._served
+        """Whether the API server serves the policy kinds in a version the keeper writes,
+        that version kept once found."""
+        if not self._version:
+            listed = {v.get("version") for v in self._discover(GROUP).get("versions") or ()}
+            self._version = next((v for v in VERSIONS if v in listed and self._serves(v)), "")
+            if not self._version and self.status != "not-served":
+                log.info("the API server serves no MutatingAdmissionPolicy v1 or v1beta1: not kept")
+        return bool(self._version)
+
+    def _serves(self, version: str) -> bool:
+        found = self._discover(f"{GROUP}/{version}")
+        return POLICIES in {r.get("name") for r in found.get("resources") or ()}
+
+    def _discover(self, path: str) -> dict[str, Any]:
+        """A discovery document; empty where the API server serves none."""
+        try:
+            return self.api.request("GET", path, timeout=REQUEST_TIMEOUT)
+        except ApiError as error:
+            if error.status != 404:
+                raise
+            return {}
+
+    def _path(self, resource: str) -> str:
+        return f"{GROUP}/{self._version}/{resource}"
 
     def _with_templates(self, wanted: RewritePolicy) -> list[str]:
         """The namespaces holding every template `wanted` names, creating missing ones."""
@@ -246,7 +266,7 @@ class RewritePolicyKeeper(BackgroundLoop):
         return applied
 
     def _remove(self) -> None:
-        for collection in (BINDINGS, POLICIES):
+        for collection in (self._path(BINDINGS), self._path(POLICIES)):
             if self._get(collection, NAME) is not None:
                 self._delete(collection)
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
 from webhook.engine import namespace_labels, resolve_tenant
-from webhook.engine.feasibility import unsatisfied
+from webhook.engine.feasibility import binding_notes, unsatisfied
 from webhook.engine.inventory import ClassCapacity, Inventory
 from webhook.pipeline.context import Context
 from webhook.types import (
@@ -41,6 +41,7 @@ def gather(request: AdmissionRequest, policies: PolicySet, context: Context) -> 
         device_classes=classes,
         class_capacity=published[0],
         feasibility=published[1],
+        binding=published[2],
     )
 
 
@@ -50,8 +51,9 @@ def out_of_time(deadline: Deadline, err: FactsUnavailable) -> None:
         raise DeadlineExceeded(f"deadline passed while waiting: {err}") from err
 
 
-Published = tuple[Mapping[str, int], Callable[[ClaimSpec], Sequence[str]] | None]
-NOTHING_PUBLISHED: Published = (MappingProxyType({}), None)
+ByClaim = Callable[[ClaimSpec], Sequence[str]]
+Published = tuple[Mapping[str, int], ByClaim | None, ByClaim | None]
+NOTHING_PUBLISHED: Published = (MappingProxyType({}), None, None)
 """Without an inventory: the same objects for every review (the engine's memos hold them)."""
 
 
@@ -62,7 +64,8 @@ class _LastPublished:
 
 
 def _published(inventory: Inventory, classes: Mapping[str, Object]) -> Published:
-    """What the published devices add: `All` counted exactly, and unsatisfiable requests.
+    """What the published devices add: `All` counted exactly, unsatisfiable requests, and
+    requests only devices with binding conditions can satisfy.
 
     The same objects while the inventory is the same one and the DeviceClasses are equal (the
     state hands out the same class objects while unchanged, so the comparison is by identity
@@ -74,7 +77,10 @@ def _published(inventory: Inventory, classes: Mapping[str, Object]) -> Published
     def problems(spec: ClaimSpec) -> Sequence[str]:
         return unsatisfied(inventory, spec, classes)  # remembered by the inventory
 
-    published = (ClassCapacity(inventory, classes), problems)
+    def waits(spec: ClaimSpec) -> Sequence[str]:
+        return binding_notes(inventory, spec, classes)
+
+    published = (ClassCapacity(inventory, classes), problems, waits)
     _LastPublished.seen = (inventory, classes, published)  # one assignment: thread-safe
     return published
 

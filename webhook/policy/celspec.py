@@ -1,7 +1,9 @@
 """CEL in policy files: an expression compiled when the policy is loaded.
 
 Compiling at load, with the rule's variables typed, means a typo or a field that does not
-exist fails `dragate lint`, `dragate check` and a hot reload, never an admission.
+exist fails `dragate lint`, `dragate check` and a hot reload, never an admission. A rule is
+compiled for the process's target minor (`target.kube_version`): it gets the functions, and
+the cel-go semantics, of that minor's API server.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 from webhook.engine.cel import CelCompileError, Program, TypeEnvironment, compile_expression
 from webhook.policy.schema import INVALID, Path, Report, Str
+from webhook.policy.target import kube_version
 from webhook.types import JSON, CompiledExpression
 
 VALIDATION_VARIABLES = (
@@ -67,17 +70,23 @@ class Cel:
 
 
 def compile_cel(
-    text: str, variables: Sequence[str], types: Sequence[TypeEnvironment] | None = None
+    text: str,
+    variables: Sequence[str],
+    types: Sequence[TypeEnvironment] | None = None,
+    *,
+    minor: str | None = None,
 ) -> tuple[Program | None, str | None]:
     """The program, or why it can never run as a yes/no rule.
 
     The CEL engine decides (syntax, undeclared variables, a field the variable's declared type
     does not have, a result that is never bool); the loader only says where. Compiling at load
-    means a typo fails `dragate lint`, not a Pod.
+    means a typo fails `dragate lint`, not a Pod. `minor`: the Kubernetes minor to compile
+    for, the process's target unless named.
     """
+    minor = minor or kube_version()
     try:
         if types is None:
-            return compile_expression(text, variables=variables), None
-        return compile_expression(text, variables=variables, types=types), None
+            return compile_expression(text, variables=variables, minor=minor), None
+        return compile_expression(text, variables=variables, types=types, minor=minor), None
     except CelCompileError as err:
         return None, f"does not compile: {err}"

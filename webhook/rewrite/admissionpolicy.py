@@ -2,13 +2,13 @@
 
 Through the mutating webhook a legacy GPU Pod costs the API server a second webhook round
 trip (and dragate a second review). Where the cluster serves MutatingAdmissionPolicies
-(`admissionregistration.k8s.io/v1beta1` in Kubernetes 1.34 behind a feature gate, v1 in 1.36),
-the commonest shape is rewritten inside the API server instead: app containers that each ask
-for one legacy resource mapped by exact name, without selectors, 1 to `max_count` devices,
-in a namespace a tenant lists whose legacy action is Rewrite. The policy's matchConditions
-admit only that shape; every other Pod meets the webhook, which also never sees a
-Pod the policy rewrote (it no longer asks for a legacy resource), and validation judges the
-result either way.
+(`admissionregistration.k8s.io/v1beta1` in Kubernetes 1.35 behind the MutatingAdmissionPolicy
+feature gate and its runtime-config; v1 from 1.36 on, served by default), the commonest shape
+is rewritten inside the API server instead: app containers that each ask for one legacy
+resource mapped by exact name, without selectors, 1 to `max_count` devices, in a namespace a
+tenant lists whose legacy action is Rewrite. The policy's matchConditions admit only that
+shape; every other Pod meets the webhook, which also never sees a Pod the policy rewrote (it
+no longer asks for a legacy resource), and validation judges the result either way.
 
 Everything the policy writes is taken from the Python rewrite itself (claim names, template
 names, the templates), so the two cannot drift apart; that the policy makes exactly the
@@ -35,9 +35,14 @@ from webhook.types import (
     PolicySet,
     Tenant,
 )
+from webhook.types.kubeversions import minor_number
 from webhook.types.records import record
 
-API_VERSION = "admissionregistration.k8s.io/v1beta1"
+V1 = "admissionregistration.k8s.io/v1"
+V1BETA1 = "admissionregistration.k8s.io/v1beta1"
+API_VERSION = V1
+"""The version written unless one is asked for: the one the newest supported minors serve."""
+FIRST_V1_MINOR = 36
 NAME = "dragate-legacy-rewrite"
 MAX_COUNT = 8
 """Devices per container the policy rewrites: one template per count and namespace."""
@@ -79,12 +84,14 @@ def rewrite_policy(
     exempt_users: frozenset[str] = frozenset(),
     name: str = NAME,
     max_count: int = MAX_COUNT,
+    api_version: str = API_VERSION,
 ) -> RewritePolicy | None:
     """The MutatingAdmissionPolicy for `policies`, or None when it would rewrite nothing.
 
     `native_resources`: extended resources a DeviceClass serves natively (those Pods are kept
     as they are, so they stay with the webhook); `exempt_users`: usernames whose Pods dragate
-    never rewrites (the webhook's own, `Settings.exemptServiceAccounts`).
+    never rewrites (the webhook's own, `Settings.exemptServiceAccounts`); `api_version`: the
+    policy's and binding's, one the cluster serves (`api_version_for`).
     """
     eligible = eligible_resources(policies.mappings, native_resources, max_count)
     namespaces = rewriting_namespaces(policies, {e.device_class for e in eligible})
@@ -99,7 +106,7 @@ def rewrite_policy(
         exempt_users=tuple(sorted(users)),
     )
     return RewritePolicy(
-        objects=(_policy(name, shape), _binding(name, namespaces)),
+        objects=(_policy(name, shape, api_version), _binding(name, namespaces, api_version)),
         templates=_templates(eligible, namespaces),
         resources=tuple(e.resource for e in eligible),
         namespaces=namespaces,
@@ -114,11 +121,24 @@ def restricted(made: RewritePolicy, namespaces: Collection[str]) -> RewritePolic
         return None
     policy, binding = made.objects
     return RewritePolicy(
-        objects=(policy, _binding(str(binding["metadata"]["name"]), kept)),
+        objects=(policy, _binding(str(binding["metadata"]["name"]), kept, binding["apiVersion"])),
         templates=tuple(t for t in made.templates if t["metadata"]["namespace"] in kept),
         resources=made.resources,
         namespaces=kept,
     )
+
+
+def api_version_for(minor: str) -> str:
+    """The version Kubernetes `minor` serves the policy kinds in without a runtime-config flag
+    beyond the feature gate: v1beta1 in 1.35, v1 from 1.36 (where v1beta1 is off by default)."""
+    return V1 if minor_number(minor) >= FIRST_V1_MINOR else V1BETA1
+
+
+def in_version(made: RewritePolicy, api_version: str) -> RewritePolicy:
+    """`made` with its policy and binding in `api_version`: the two versions' fields are the
+    same, so only `apiVersion` changes (the templates are `resource.k8s.io` objects)."""
+    objects = tuple({**o, "apiVersion": api_version} for o in made.objects)
+    return RewritePolicy(objects, made.templates, made.resources, made.namespaces)
 
 
 def eligible_resources(
@@ -205,7 +225,7 @@ def _other_markers(
     return tuple(sorted(names - eligible)), tuple(sorted(prefixes))
 
 
-def _policy(name: str, shape: RewriteShape) -> Object:
+def _policy(name: str, shape: RewriteShape, api_version: str) -> Object:
     rules = [
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
     ]
@@ -218,11 +238,11 @@ def _policy(name: str, shape: RewriteShape) -> Object:
         "reinvocationPolicy": "Never",
         "mutations": [mutation],
     }
-    return {"apiVersion": API_VERSION, "kind": "MutatingAdmissionPolicy",
+    return {"apiVersion": api_version, "kind": "MutatingAdmissionPolicy",
             "metadata": _metadata(name), "spec": spec}  # fmt: skip
 
 
-def _binding(name: str, namespaces: tuple[str, ...]) -> Object:
+def _binding(name: str, namespaces: tuple[str, ...], api_version: str) -> Object:
     expression = {
         "key": NAMESPACE_NAME_LABEL,
         "operator": "In",
@@ -232,7 +252,7 @@ def _binding(name: str, namespaces: tuple[str, ...]) -> Object:
         "policyName": name,
         "matchResources": {"namespaceSelector": {"matchExpressions": [expression]}},
     }
-    return {"apiVersion": API_VERSION, "kind": "MutatingAdmissionPolicyBinding",
+    return {"apiVersion": api_version, "kind": "MutatingAdmissionPolicyBinding",
             "metadata": _metadata(name), "spec": spec}  # fmt: skip
 
 

@@ -161,17 +161,18 @@ class Facts:
     device_classes: Mapping[str, Object] = field(default_factory=dict)  # name -> DeviceClass
     class_capacity: Mapping[str, int] = field(default_factory=dict)  # class -> matching devices
     feasibility: Callable[[ClaimSpec], Sequence[str]] | None = None  # unsatisfiable requests
+    binding: Callable[[ClaimSpec], Sequence[str]] | None = None  # requests that wait to bind
 
     def with_usage(self, usage: Mapping[str, ClassUsage]) -> Facts:
         """`dataclasses.replace(self, usage=usage)`, at a third of its cost: every review of a
         claim or Pod adds the tenant's usage once gathered (tests/types: every field kept)."""
         return Facts(self.namespace, self.tenant, usage, self.templates, self.device_classes,
-                     self.class_capacity, self.feasibility)  # fmt: skip
+                     self.class_capacity, self.feasibility, self.binding)  # fmt: skip
 
     def with_templates(self, templates: Mapping[str, Object]) -> Facts:
         """`dataclasses.replace(self, templates=templates)`, as cheaply (each rewrite)."""
         return Facts(self.namespace, self.tenant, self.usage, templates, self.device_classes,
-                     self.class_capacity, self.feasibility)  # fmt: skip
+                     self.class_capacity, self.feasibility, self.binding)  # fmt: skip
 
 
 class ClusterState(Protocol):
