@@ -16,14 +16,20 @@ import shutil
 import ssl
 import sys
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .cluster import Cluster
 from .processes import ManagedProcess, wait_for
-from .webhooks import WebhookServer, start_webhook_server
+from .webhooks import (
+    WebhookServer,
+    register_webhooks,
+    start_webhook_server,
+    wait_until_webhook_fires,
+)
 
 E2E = Path(__file__).resolve().parent
 REPO = E2E.parents[1]
@@ -224,3 +230,35 @@ def slow_stub_command(delay: float) -> list[str]:
         "--port", "{port}", "--cert-file", "{cert_file}", "--key-file", "{key_file}",
         "--warning", "slow-stub",
     ]  # fmt: skip
+
+
+@contextmanager
+def serving(
+    cluster: Cluster, policies: Path, name: str, probe: dict[str, Any], said: str
+) -> Iterator[DragateServer]:
+    """`dragate serve --kubeconfig` on `policies`, its ledger's CRD applied, registered as the
+    validating and mutating webhook, yielded once a server-side dry run of `probe` shows
+    `said` (configurations reach the admission chain asynchronously); unregistered and
+    stopped after."""
+    cluster.kubectl("apply", "-f", str(CRD))
+    cluster.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", "crd/tenantusages.dragate.io"
+    )
+    command = serve_command(cluster.kubeconfig, policies)
+    server = DragateServer.launch(command, cluster.workdir, name=name)
+    registration = None
+
+    def fires() -> bool:
+        answer = cluster.kubectl("create", "-f", "-", "--dry-run=server",
+                                 input=json.dumps(probe), check=False)  # fmt: skip
+        return said in answer.stderr
+
+    try:
+        urls = server.server.url("/validate"), server.server.url("/mutate")
+        registration = register_webhooks(cluster, *urls, server.ca_bundle_pem)
+        wait_until_webhook_fires(fires, timeout=60)
+        yield server
+    finally:
+        if registration is not None:
+            registration.delete(cluster)
+        server.stop()

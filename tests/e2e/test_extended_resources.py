@@ -20,12 +20,11 @@ import pytest
 from webhook.ledger.tenantusage import records_of
 
 from .cluster import Cluster, running_cluster
-from .dragate_server import CRD, DragateServer, serve_command
+from .dragate_server import serving
 from .processes import wait_for
 from .scheduler_cases import quota_key
 from .scheduling import BOUND, force_delete, pod_outcome, publish_inventory
 from .toolchain_bins import require_binaries
-from .webhooks import register_webhooks, wait_until_webhook_fires
 
 pytestmark = pytest.mark.e2e
 
@@ -70,30 +69,8 @@ def native(e2e_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         _namespace_with_quota(cluster)
         policies = tmp_path_factory.mktemp("native-policies")
         (policies / "policies.yaml").write_text(POLICIES)
-        cluster.kubectl("apply", "-f", str(CRD))
-        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                        "crd/tenantusages.dragate.io")  # fmt: skip
-        server = DragateServer.launch(
-            serve_command(cluster.kubeconfig, policies), cluster.workdir, name="dragate-native"
-        )
-        registration = None
-        try:
-            registration = register_webhooks(
-                cluster, server.server.url("/validate"), server.server.url("/mutate"),
-                server.ca_bundle_pem,
-            )  # fmt: skip
-            probe = legacy_pod("probe", 9)
-            wait_until_webhook_fires(
-                lambda: "limit 3" in kubectl_json(
-                    cluster, "create", probe, "--dry-run=server", check=False
-                ).stderr,
-                timeout=60,
-            )  # fmt: skip
+        with serving(cluster, policies, "dragate-native", legacy_pod("probe", 9), "limit 3"):
             yield cluster
-        finally:
-            if registration is not None:
-                registration.delete(cluster)
-            server.stop()
 
 
 def _namespace_with_quota(cluster: Cluster) -> None:

@@ -20,9 +20,8 @@ import pytest
 from webhook.ledger.tenantusage import records_of
 
 from .cluster import Cluster, running_cluster
-from .dragate_server import CRD, DragateServer, serve_command
+from .dragate_server import serving
 from .processes import wait_for
-from .webhooks import register_webhooks, wait_until_webhook_fires
 
 pytestmark = pytest.mark.e2e
 
@@ -71,30 +70,9 @@ def gangs(e2e_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
                                          "metadata": {"name": NS}})  # fmt: skip
         policies = tmp_path_factory.mktemp("gang-policies")
         (policies / "policies.yaml").write_text(POLICIES)
-        cluster.kubectl("apply", "-f", str(CRD))
-        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                        "crd/tenantusages.dragate.io")  # fmt: skip
-        server = DragateServer.launch(
-            serve_command(cluster.kubeconfig, policies), cluster.workdir, name="dragate-gangs"
-        )
-        registration = None
-        try:
-            registration = register_webhooks(
-                cluster, server.server.url("/validate"), server.server.url("/mutate"),
-                server.ca_bundle_pem,
-            )  # fmt: skip
-            too_big = {**job("probe"), "spec": {**job("probe")["spec"], "parallelism": 5}}
-            wait_until_webhook_fires(
-                lambda: "needs 10" in kubectl_json(
-                    cluster, "create", too_big, "--dry-run=server", check=False
-                ).stderr,
-                timeout=60,
-            )  # fmt: skip
+        too_big = {**job("probe"), "spec": {**job("probe")["spec"], "parallelism": 5}}
+        with serving(cluster, policies, "dragate-gangs", too_big, "needs 10"):
             yield cluster
-        finally:
-            if registration is not None:
-                registration.delete(cluster)
-            server.stop()
 
 
 def held(cluster: Cluster) -> dict[str, int]:
