@@ -197,7 +197,7 @@ def test_policy_in_a_mixed_file_is_checked_without_blaming_the_manifest() -> Non
 def test_list_items_get_their_own_lines() -> None:
     code, out = lint(str(DATA / "list.json"))
     assert code == 1
-    assert where(out) == [("list.json", 5, "request-shape")]
+    assert where(out) == [("list.json", 2, "deprecated-api"), ("list.json", 5, "request-shape")]
 
 
 def test_ignore_a_rule() -> None:

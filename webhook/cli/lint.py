@@ -27,11 +27,14 @@ from webhook.lint import ERROR, PARSE, POLICY, RULES, WARNING, Finding, Known, l
 from webhook.lint.objects import POLICY_API_VERSION, dig, is_resource_kind
 from webhook.lint.rules.cel import use_selector_compiler
 from webhook.policy.kinds import KINDS
+from webhook.policy.kubetypes import pinned_schemas
 from webhook.policy.loading import PolicyError, PolicyProblem, load_policies, parse_policies
 from webhook.policy.schema import suggest
 from webhook.policy.suites import SUITE_KIND, suite_problems
+from webhook.policy.target import kube_version
 from webhook.rewrite.mappings import native_resources
 from webhook.types import Object
+from webhook.types.kubeversions import SUPPORTED
 
 
 @dataclass
@@ -130,6 +133,7 @@ def lint_paths(
     The DeviceClasses known are `classes` (a snapshot's) and those among the inputs, wherever
     they stand: every file is read before any object is judged; so are the extended resource
     names they map (`extended`, a snapshot's, and the inputs' `extendedResourceName`s).
+    Fields are judged against the process's target minor (`--kube-version`).
     """
     use_selector_compiler(selector_error)  # selectors are type- and cost-checked as Kubernetes does
     run = Run()
@@ -141,6 +145,8 @@ def lint_paths(
     known = Known(
         frozenset(classes) | frozenset(in_files),
         frozenset(extended) | native_resources(in_files.values()),
+        kube_version(),
+        {minor: pinned_schemas(minor) for minor in SUPPORTED},
     )
     for read in run.files:
         for doc in read.objects + read.policies:

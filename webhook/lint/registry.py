@@ -10,7 +10,7 @@ A check that needs more than the object (the DeviceClasses that exist) registers
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.lint.findings import Finding, Severity
@@ -21,11 +21,15 @@ Check = Callable[[Mapping[str, Any]], Iterable[Finding]]
 @dataclass(frozen=True)
 class Known:
     """What lint knows beyond one object: the DeviceClasses of the cluster (`--state`) and of
-    the inputs, and the extended resource names they map. Empty when none are known, and
-    then nothing is judged against it."""
+    the inputs, the extended resource names they map, the target Kubernetes minor and the
+    pinned schemas of every supported minor. Empty when none are known, and then nothing is
+    judged against it."""
 
     device_classes: frozenset[str] = frozenset()
     extended_names: frozenset[str] = frozenset()  # their `extendedResourceName`s (KEP-5004)
+    kube_version: str = ""  # the target minor (`1.36`), as `--kube-version` names it
+    schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, compare=False)
+    """Supported minor -> its compact pinned schemas (`definitions`, `roots`)."""
 
 
 KnownCheck = Callable[[Mapping[str, Any], Known], Iterable[Finding]]

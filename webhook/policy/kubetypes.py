@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 from webhook.engine.cel import TypeEnvironment
 from webhook.engine.ruletypes import rule_environments
@@ -41,6 +41,12 @@ def validation_types(minor: str | None = None) -> tuple[TypeEnvironment, ...]:
 @lru_cache(maxsize=len(SUPPORTED))
 def _environments(minor: str) -> tuple[TypeEnvironment, ...]:
     return rule_environments(_schemas(minor))
+
+
+def pinned_schemas(minor: str) -> Mapping[str, Any]:
+    """The compact pinned schemas of `minor` (`definitions` and `roots`), as `dragate lint`
+    judges fields against them; read once per minor."""
+    return cast(Mapping[str, Any], _schemas(minor))
 
 
 @lru_cache(maxsize=len(SUPPORTED))
