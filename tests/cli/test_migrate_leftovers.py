@@ -128,7 +128,7 @@ def test_write_leaves_them_and_exits_1(
     assert dry == 0 and f"{path}:{line}: nvidia.com/gpu{says}" in dry_err
 
 
-@pytest.mark.parametrize("name", ["licence-header", "wrapped"])
+@pytest.mark.parametrize("name", ["licence-header", "wrapped", "empty-annotations"])
 def test_chart_shapes_are_migrated(tmp_path: Path, name: str) -> None:
     path = tmp_path / "deployment.yaml"
     shutil.copy(GOLDEN / f"{name}.yaml", path)

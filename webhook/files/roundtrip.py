@@ -40,7 +40,7 @@ from webhook.files.rtyaml import (
     render_yaml,
     sketch,
 )
-from webhook.files.textpatch import Style, document_style, patch_text, render_document
+from webhook.files.textpatch import Style, document_style, measured, patch_text, render_document
 from webhook.files.treepatch import apply_changes
 from webhook.files.yamlio import MAX_TEXT_BYTES, YamlError, to_plain
 from webhook.types import JSON, Source
@@ -124,8 +124,9 @@ class Stream:
             return
         if doc.node is None:  # the whole document is rendered: comments must be in the tree
             doc.node = self._tree(doc, base)
+        indent = self._doc_indent(doc.node, doc.body)
         apply_changes(doc.node, doc.data, new)
-        body = render_yaml(doc.node, self._doc_indent(doc.body))
+        body = render_yaml(doc.node, indent)
         if not reads_back(body, new):
             where = Source(self.file, doc.line)
             raise YamlError(where, "internal: the edited document does not read back the same")
@@ -170,14 +171,19 @@ class Stream:
             return
         self._update_json(doc, new)
 
-    def _doc_indent(self, body: str) -> tuple[int, int]:
-        """The document's own indentation, the file's where it shows none.
+    def _doc_indent(self, node: Any, body: str) -> tuple[int, int]:
+        """The document's own indentation (its mapping step and its dashes' offset, measured
+        on its tree), the file's where it shows none.
 
-        `body` loaded cleanly in `_parse_doc`, so only ruamel's line heuristic runs here.
+        ruamel's guess is not used for the document: it gives a sequence's content column as
+        the mapping step (4 for `  - name:` under 2-space mappings).
         """
-        guessed = guessed_indent(body, loads=False)
-        needs_file = guessed is None or None in guessed
-        return filled_indent(guessed, self.file_indent if needs_file else (2, 0))
+        try:
+            mapping, seq = measured(node, body)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+            mapping, seq = None, None
+        found = (mapping, seq[0] if seq is not None else None)
+        return filled_indent(found, self.file_indent if None in found else (2, 0))
 
     def text(self) -> str:
         if self.is_json and not self.json_whole:

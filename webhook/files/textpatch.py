@@ -129,11 +129,12 @@ def _covers(outer: Op, inner: Op) -> bool:
 
 
 def _flow_prefix(root: CommentedMap, path: Pointer) -> Pointer | None:
-    """The path of the first entry (a mapping key) whose value is a flow collection."""
+    """The path of the first entry (a mapping key) whose value is a flow collection. An empty
+    collection is one whatever its recorded style: `{}` and `[]` are its only spellings."""
     node: Any = root
     for depth, step in enumerate(path[:-1]):
         node = node[step]
-        if isinstance(node, (CommentedMap, CommentedSeq)) and node.fa.flow_style():
+        if isinstance(node, (CommentedMap, CommentedSeq)) and (not node or node.fa.flow_style()):
             keys = [i for i in range(depth + 1) if not isinstance(path[i], int)]
             return path[: keys[-1] + 1]
     return None
@@ -274,6 +275,14 @@ def document_style(root: Any, body: str) -> Style | None:
     how a new document beside it should be indented."""
     if not isinstance(root, CommentedMap):
         return None
+    mapping, seq = measured(root, body)
+    dash, content = seq or (0, 2)
+    return Style(mapping or 2, dash, content)
+
+
+def measured(root: Any, body: str) -> tuple[int | None, tuple[int, int] | None]:
+    """The mapping step and the sequence (dash, content) columns the document shows, breadth
+    first; None for what it shows none of."""
     lines = body.splitlines(keepends=True)
     mapping: int | None = None
     seq: tuple[int, int] | None = None
@@ -284,8 +293,7 @@ def document_style(root: Any, body: str) -> Style | None:
         seq = seq if seq is not None else _seq_style(node, lines)
         children = node.values() if isinstance(node, dict) else node
         queue.extend(c for c in children if isinstance(c, (CommentedMap, CommentedSeq)))
-    dash, content = seq or (0, 2)
-    return Style(mapping or 2, dash, content)
+    return mapping, seq
 
 
 def render_document(obj: JSON, style: Style) -> str:
