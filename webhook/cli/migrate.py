@@ -24,6 +24,7 @@ import click
 from webhook.cli import exits
 from webhook.cli.inputs import EXCLUDE_OPTION, KUBE_VERSION_OPTION, snapshot, state_option
 from webhook.cli.leftovers import DocNotes, Finder, explain, migrating
+from webhook.files.branches import exclusive_lines
 from webhook.files.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
 from webhook.files.helmblocks import settle
 from webhook.files.manifests import STDIN, find_files, read_text
@@ -244,7 +245,7 @@ def migrate_text(text: str, file: str, run: Run) -> Migration:
     `webhook.files.gotemplates`); raises TemplateFile when the YAML exists only rendered.
     """
     masked = mask(text) if has_placeholders(text) else None
-    stream = _stream(masked.text if masked else text, file, run, masked)
+    stream = _stream(text, file, run, masked)
     present = existing_templates(stream)
     migration = Migration(file, text, text)
     migration.warnings = [w for doc in stream.docs for w in doc.warnings]
@@ -264,8 +265,14 @@ def migrate_text(text: str, file: str, run: Run) -> Migration:
 
 
 def _stream(text: str, file: str, run: Run, masked: Masked | None) -> Stream:
+    """The documents of `text` (read masked when it is a template, whose keys repeated in
+    exclusive branches are no duplicates)."""
     try:
-        stream = parse_stream(text, file, run.skip if masked is None else None)
+        stream = (
+            parse_stream(text, file, run.skip)
+            if masked is None
+            else parse_stream(masked.text, file, None, exclusive_lines(text))
+        )
     except YamlError as err:
         if masked is None:
             raise
