@@ -26,6 +26,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from webhook.files.legacyscan import without_comment
 from webhook.files.rtyaml import remembered
 from webhook.files.treepatch import to_node
 from webhook.types import JSON
@@ -75,7 +76,7 @@ def patch_text(body: str, node: Any, old: JSON, new: JSON) -> str | None:
             lines[-1] += missing
         ops = _escalated(node, diff(old, new), new)
         edits = sorted((_edit(lines, node, op) for op in ops), key=lambda e: (e.start, e.end))
-        text = _applied(lines, edits)
+        text = _applied(lines, _comments_carried(lines, edits))
         return text[: -len(missing)] if missing and text.endswith(missing) else text
     except (Unplaceable, KeyError, IndexError, TypeError, AttributeError, ValueError):
         return None
@@ -356,6 +357,45 @@ def _dumper(style: Style) -> YAML:
     sequence = max(style.content, style.dash + 2)
     yaml.indent(mapping=style.mapping, sequence=sequence, offset=style.dash)
     return yaml
+
+
+def _comments_carried(lines: list[str], edits: list[Edit]) -> list[Edit]:
+    """Each edit with the end-of-line comments of the lines it removes (`nvidia.com/gpu: 2  #
+    two GPUs`) put on the lines that replace them, at the same place in the block: its own
+    lines, or those an edit inserts right where it ends."""
+    out = list(edits)
+    for index, edit in enumerate(out):
+        comments = [
+            (i - edit.start, c) for i in range(edit.start, edit.end) if (c := _comment(lines[i]))
+        ]
+        target = (
+            index
+            if edit.lines
+            else next(
+                (
+                    j
+                    for j, other in enumerate(out)
+                    if other.start == other.end == edit.end and other.lines
+                ),
+                None,
+            )
+        )
+        if not comments or target is None:
+            continue
+        new = list(out[target].lines)
+        for at, comment in comments:
+            where = min(at, len(new) - 1)
+            body = new[where].rstrip("\r\n")
+            new[where] = f"{body}  {comment}{new[where][len(body) :]}"
+        out[target] = Edit(out[target].start, out[target].end, tuple(new))
+    return out
+
+
+def _comment(line: str) -> str:
+    """The comment ending a line that holds an entry ("" for none, and for a comment line)."""
+    text = line.rstrip("\r\n")
+    content = without_comment(text)
+    return text[len(content) :].strip() if content.strip() else ""
 
 
 def _applied(lines: list[str], edits: list[Edit]) -> str:
