@@ -64,6 +64,7 @@ def test_write_keeps_comments_and_untouched_documents(work: Path) -> None:
     assert text.startswith(original.split("---")[0])  # first document byte-identical
     for kept in ("# keep me", "# volumes follow", 'image: "server:1"', "# Inference server"):
         assert kept in text
+    assert "- name: gpu-server  # one GPU\n" in text  # the removed line's comment
     assert text.index("claims:") < text.index("# volumes follow")
     docs = list(yaml.safe_load_all(text))
     assert [d["kind"] for d in docs] == ["ConfigMap", "Deployment", "ResourceClaimTemplate"]
@@ -141,6 +142,8 @@ def test_stdin_prints_result() -> None:
     assert status == 0
     assert "claims:" in out and "# keep me" in out
     assert "<stdin>: dragate:" in err
+    assert "<stdin>:22: nvidia.com/gpu: migrated in the output" in err
+    assert "--write" not in err  # standard input has no file to write
 
 
 def test_diff_is_unified(work: Path) -> None:

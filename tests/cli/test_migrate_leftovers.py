@@ -128,7 +128,7 @@ def test_write_leaves_them_and_exits_1(
     assert dry == 0 and f"{path}:{line}: nvidia.com/gpu{says}" in dry_err
 
 
-@pytest.mark.parametrize("name", ["licence-header", "wrapped"])
+@pytest.mark.parametrize("name", ["licence-header", "wrapped", "empty-annotations"])
 def test_chart_shapes_are_migrated(tmp_path: Path, name: str) -> None:
     path = tmp_path / "deployment.yaml"
     shutil.copy(GOLDEN / f"{name}.yaml", path)
@@ -186,3 +186,36 @@ def test_a_mapping_that_ignores_a_name_leaves_no_leftover(
     result = CliRunner().invoke(main, args)
     assert result.exit_code == code, result.output
     assert said in result.output
+
+
+READS = """{{- if index .Values.resources.limits "nvidia.com/gpu" }}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: shards
+data:
+  NUM_SHARD: {{ index .Values.resources.limits "nvidia.com/gpu" | quote }}
+{{- end }}
+"""
+
+
+def test_a_template_reading_the_count_is_noted_and_passes(tmp_path: Path) -> None:
+    path = tmp_path / "configmap.yaml"
+    path.write_text(READS)
+    code, _, err = run("--check", str(path))
+    assert code == 0, err
+    for line in (1, 7):
+        assert f"{path}:{line}: nvidia.com/gpu: reads the count (no request)" in err
+    assert " left (" not in err and "migrated request" not in err
+
+
+def test_reads_of_a_migrated_count_are_named(tmp_path: Path) -> None:
+    (tmp_path / "configmap.yaml").write_text(READS)
+    (tmp_path / "deployment.yaml").write_text(DEPLOYMENT.replace("COUNT", "1"))
+    code, _, err = run("--write", str(tmp_path))
+    assert code == 0, err
+    for line in (1, 7):
+        assert (
+            f"{tmp_path / 'configmap.yaml'}:{line}: nvidia.com/gpu: reads the count of a "
+            "migrated request: change it to read the claim's count"
+        ) in err

@@ -116,6 +116,37 @@ def test_duplicate_keys_warn_with_lines_and_last_wins(tmp_path: Path) -> None:
     )  # both kept: the diff is GPU lines only
 
 
+HPA = """{{- if semverCompare ">=1.23-0" .Capabilities.KubeVersion.GitVersion }}
+apiVersion: autoscaling/v2
+{{- else }}
+apiVersion: autoscaling/v2beta2
+{{- end }}
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  minReplicas: 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "warned"),
+    [
+        (HPA, False),
+        (HPA.replace("{{- else }}\n", ""), True),
+        (HPA.replace("  minReplicas: 1\n", "  minReplicas: 1\n  minReplicas: 2\n"), True),
+    ],
+    ids=["if-and-else", "same-branch", "outside-the-branches"],
+)
+def test_a_key_in_exclusive_template_branches_is_no_duplicate(
+    tmp_path: Path, text: str, warned: bool
+) -> None:
+    path = write(tmp_path, "hpa.yaml", text)
+    status, _, err = run("--check", str(path))
+    assert status == 0, err
+    assert ("duplicate key" in err) is warned, err
+
+
 def test_duplicate_keys_in_a_document_without_change_stay(tmp_path: Path) -> None:
     text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n---\n" + POD
     path = write(tmp_path, "dup.yaml", text)

@@ -49,6 +49,21 @@ CASES = [
         '{{- $k := printf "nvidia.com/mig-%s" $key -}}\n',
         [Leftover(1, "nvidia.com/mig-%s", "expression")],
     ),
+    (
+        "read-in-an-if",
+        '{{- if index .Values.resources.limits "nvidia.com/gpu" }}\n',
+        [Leftover(1, "nvidia.com/gpu", "read")],
+    ),
+    (
+        "read-as-a-value",
+        '  value: {{ index .Values.resources.limits "nvidia.com/gpu" | quote }}\n',
+        [Leftover(1, "nvidia.com/gpu", "read")],
+    ),
+    (
+        "has-key",
+        '{{- if hasKey $limits "nvidia.com/gpu" }}\n',
+        [Leftover(1, "nvidia.com/gpu", "read")],
+    ),
     ("expression-in-a-key-line", '- key: "{{ .Values.r | default "nvidia.com/gpu" }}"\n', []),
 ]
 

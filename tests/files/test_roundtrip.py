@@ -105,3 +105,14 @@ def test_json_change_that_cannot_be_spliced_is_dumped_whole() -> None:
     stream = parse_stream("[1,2]\n", "f.json")
     stream.update(0, [1, 3])
     assert stream.text() == "[1, 3]\n"
+
+
+def test_document_rendered_whole_keeps_its_two_space_mappings() -> None:
+    """A change no text patch can place renders the document whole, at the steps it shows:
+    `  - name:` under 2-space mappings is not a 4-space document."""
+    text = "spec:\n  containers:\n    - name: a\n      x: 1\n  volumes:\n    - name: v\n"
+    stream = parse_stream(text, "f.yaml")
+    new = copy.deepcopy(stream.docs[0].data)
+    del new["spec"]["containers"][0]["name"]
+    stream.update(0, new)
+    assert stream.text() == "spec:\n  containers:\n    - x: 1\n  volumes:\n    - name: v\n"

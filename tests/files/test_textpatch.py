@@ -90,6 +90,32 @@ CASES: list[tuple[str, str, Edit, str | None]] = [
         _claims,
         "spec:\n  containers:\n  - name: a\n    resources:\n      claims:\n      - name: gpu",
     ),
+    (
+        "empty-flow-mapping-filled",
+        "metadata:\n  annotations: {}\n  labels:\n    app: a\n",
+        lambda d: d["metadata"]["annotations"].update(a="b"),
+        "metadata:\n  annotations:\n    a: b\n  labels:\n    app: a\n",
+    ),
+    (
+        "flow-mapping-with-entries-filled",
+        "metadata:\n  annotations: {x: y}\n  labels:\n    app: a\n",
+        lambda d: d["metadata"]["annotations"].update(a="b"),
+        "metadata:\n  annotations:\n    x: y\n    a: b\n  labels:\n    app: a\n",
+    ),
+    (
+        "empty-flow-sequence-filled",
+        "spec:\n  resourceClaims: []\n  containers:\n    - name: a\n",
+        lambda d: d["spec"]["resourceClaims"].append({"name": "one"}),
+        "spec:\n  resourceClaims:\n    - name: one\n  containers:\n    - name: a\n",
+    ),
+    (
+        "comment-of-a-removed-line-on-its-replacement",
+        "spec:\n  containers:\n  - name: a\n    resources:\n      limits:\n"
+        "        nvidia.com/gpu: 2   # two GPUs\n",
+        _claims,
+        "spec:\n  containers:\n  - name: a\n    resources:\n      claims:\n"
+        "      - name: gpu  # two GPUs\n",
+    ),
     ("dash-line-entry-falls-back", "items:\n- name: a\n  x: 1\n", _rename_first, None),
     ("flow-root-falls-back", "{a: 1}\n", lambda d: d.update(b=2), None),
 ]

@@ -50,8 +50,8 @@ class Left:
     reason: str
 
     def message(self, file: str) -> str:
-        if self.reason == MIGRATES:
-            return f"{file}:{self.line}: {self.name}: {MIGRATES}"
+        if self.reason in (MIGRATES, STDIN_MIGRATES):
+            return f"{file}:{self.line}: {self.name}: {self.reason}"
         return f"{file}:{self.line}: {self.name} left ({self.reason})"
 
 
@@ -92,6 +92,8 @@ def explain(
     found = []
     lines = after.split("\n")
     for hit in finder.find(after):
+        if hit.form == READ:
+            continue  # no request: see `reads`
         line = old_line(hit.line)
         owner = _owner(lines, hit.line)
         found.append(Left(line, hit.name, why or _reason(hit, line, values, docs, owner)))
@@ -113,11 +115,29 @@ def migrating(finder: Finder, before: str, left: Sequence[Left]) -> list[Left]:
     return [
         Left(hit.line, hit.name, MIGRATES)
         for hit in finder.find(before)
-        if (hit.line, hit.name) not in kept
+        if hit.form != READ and (hit.line, hit.name) not in kept
     ]
 
 
+def reads(finder: Finder, text: str) -> list[Leftover]:
+    """Template lines that read a legacy count (`index .Values.resources.limits
+    "nvidia.com/gpu"`): no request, so no leftover, but wrong once the request is migrated."""
+    return [hit for hit in finder.find(text) if hit.form == READ]
+
+
+def migrated_names(finder: Finder, before: str, after: str) -> set[str]:
+    """The legacy names `after` requests fewer times than `before`: some were migrated."""
+    old, new = _requests(finder, before), _requests(finder, after)
+    return {name for name in old if new.count(name) < old.count(name)}
+
+
+def _requests(finder: Finder, text: str) -> list[str]:
+    return [hit.name for hit in finder.find(text) if hit.form != READ]
+
+
 MIGRATES = "--write migrates it"
+STDIN_MIGRATES = "migrated in the output"
+READ = "read"
 
 
 def _reason(hit: Leftover, line: int, values: bool, docs: Sequence[DocNotes], owner: str) -> str:

@@ -23,7 +23,18 @@ import click
 
 from webhook.cli import exits
 from webhook.cli.inputs import EXCLUDE_OPTION, KUBE_VERSION_OPTION, snapshot, state_option
-from webhook.cli.leftovers import DocNotes, Finder, explain, migrating
+from webhook.cli.leftovers import (
+    MIGRATES,
+    STDIN_MIGRATES,
+    DocNotes,
+    Finder,
+    Left,
+    explain,
+    migrated_names,
+    migrating,
+    reads,
+)
+from webhook.files.branches import exclusive_lines
 from webhook.files.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
 from webhook.files.helmblocks import settle
 from webhook.files.manifests import STDIN, find_files, read_text
@@ -73,6 +84,8 @@ class Run:
     left: int = 0
     native: frozenset[str] = frozenset()  # names a DeviceClass maps (KEP-5004): kept by Auto
     texts: dict[str, str] = field(default_factory=dict)  # standard input, read once
+    reads: list[tuple[str, Left]] = field(default_factory=list)  # templates reading a count
+    migrated: set[str] = field(default_factory=set)  # legacy names some request of was migrated
 
 
 @click.command("migrate")
@@ -209,6 +222,8 @@ def _process(run: Run, file: str) -> None:
         click.echo(f"{migration.file}: denied: {text}", err=True)
     run.denied += len(migration.denied)
     run.changed += migration.changed
+    assert run.finder is not None
+    run.migrated |= migrated_names(run.finder, migration.before, migration.after)
     _report(run, file, migration)
     written = run.mode == "write" and file != STDIN
     before = migration.after if written else migration.before
@@ -224,8 +239,17 @@ def _report_left(
     left = explain(run.finder, _display(file), before, after, docs, why=why)
     run.left += len(left)
     listed = [*left, *migrating(run.finder, before, left)] if before != after else left
+    if file == STDIN:
+        listed = [
+            Left(i.line, i.name, STDIN_MIGRATES) if i.reason == MIGRATES else i for i in listed
+        ]
     for item in sorted(listed, key=lambda i: i.line):
         click.echo(item.message(_display(file)), err=True)
+    for hit in reads(run.finder, before):
+        run.reads.append((_display(file), Left(hit.line, hit.name, "")))
+        click.echo(
+            f"{_display(file)}:{hit.line}: {hit.name}: reads the count (no request)", err=True
+        )
 
 
 def _by_hand(run: Run, text: str) -> str:
@@ -244,7 +268,7 @@ def migrate_text(text: str, file: str, run: Run) -> Migration:
     `webhook.files.gotemplates`); raises TemplateFile when the YAML exists only rendered.
     """
     masked = mask(text) if has_placeholders(text) else None
-    stream = _stream(masked.text if masked else text, file, run, masked)
+    stream = _stream(text, file, run, masked)
     present = existing_templates(stream)
     migration = Migration(file, text, text)
     migration.warnings = [w for doc in stream.docs for w in doc.warnings]
@@ -264,8 +288,14 @@ def migrate_text(text: str, file: str, run: Run) -> Migration:
 
 
 def _stream(text: str, file: str, run: Run, masked: Masked | None) -> Stream:
+    """The documents of `text` (read masked when it is a template, whose keys repeated in
+    exclusive branches are no duplicates)."""
     try:
-        stream = parse_stream(text, file, run.skip if masked is None else None)
+        stream = (
+            parse_stream(text, file, run.skip)
+            if masked is None
+            else parse_stream(masked.text, file, None, exclusive_lines(text))
+        )
     except YamlError as err:
         if masked is None:
             raise
@@ -365,6 +395,13 @@ def write_atomic(path: str, text: str) -> None:
 def _finish(run: Run) -> None:
     if run.templates_out and run.collected:
         _emit_templates(run)
+    for file, read in run.reads:
+        if read.name in run.migrated:
+            click.echo(
+                f"{file}:{read.line}: {read.name}: reads the count of a migrated request: "
+                "change it to read the claim's count",
+                err=True,
+            )
     verb = "migrated" if run.mode == "write" else "would migrate"
     summary = f"{verb} {run.changed} file(s)"
     summary += f", {run.skipped} template file(s) skipped" if run.skipped else ""

@@ -10,7 +10,9 @@ So the last word is a text scan, which needs no YAML, outside `#` comments:
   turns into a key), except where it names no request: a toleration's or node selector term's
   `key:`, a device plugin's `resourceName:` or `name:`, dragate's own annotations;
 - a string literal in a template action (`{{- $limit := dict (... | default "nvidia.com/gpu") }}`,
-  `printf "nvidia.com/mig-%s"`), unless the line is a `key:`.
+  `printf "nvidia.com/mig-%s"`), unless the line is a `key:`;
+- a string literal a template action looks up in a map (`index .Values.resources.limits
+  "nvidia.com/gpu"`, `hasKey`, `get`): a read of the count (form `read`), no request.
 
 A node label that only starts like one (`nvidia.com/gpu.product:`) is not a resource name.
 """
@@ -25,6 +27,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
 _KEY_END = re.compile(r"""\\?["']?\s*:(?:\s|$|[0-9"'{\[])""")
 _ACTION = re.compile(r"\{\{(?:(?!\}\}).)*\}\}", re.DOTALL)
 _LITERAL = re.compile(r'"([A-Za-z0-9][A-Za-z0-9._/%-]*)"')
+_LOOKUP = re.compile(r"\b(?:index|hasKey|get)\s+[$.\w]+\s+$")
 _VALUE = re.compile(
     r"""^\s*(?:-\s+)?(["']?)([^"'\s:#][^:#]*?)\1\s*:\s+(["']?)([A-Za-z0-9][\w./-]*)\3\s*$"""
 )
@@ -35,7 +38,8 @@ NOT_REQUESTS = frozenset({"key", "resourceName", "name"})
 @dataclass(frozen=True)
 class Leftover:
     """One legacy request in the text: its 1-based line, name, and how it is written: `key`,
-    `value` (of the key `holder`) or `expression`; `templated` when its value is a placeholder."""
+    `value` (of the key `holder`) or `expression`; `templated` when its value is a placeholder.
+    Form `read` is no request: a template reading the count."""
 
     line: int
     name: str
@@ -54,7 +58,7 @@ def find_leftovers(
     lines = zip(blanked.split("\n"), text.split("\n"), strict=True)
     for number, (line, raw) in enumerate(lines, start=1):
         if any(marker in raw for marker in markers):
-            found.extend(_in_line(number, _without_comment(line), raw, legacy))
+            found.extend(_in_line(number, without_comment(line), raw, legacy))
     return found
 
 
@@ -70,9 +74,18 @@ def _in_line(number: int, content: str, raw: str, legacy: Callable[[str], bool])
         found.append(Leftover(number, value.group(4), "value", holder=value.group(2)))
     key = _LINE_KEY.match(content)
     if key is None or _asks(key.group(1)):
-        for action in _ACTION.findall(_without_comment(raw)):
-            names = [n for n in _LITERAL.findall(action) if legacy(n.split("%")[0])]
-            found.extend(Leftover(number, n, "expression") for n in names)
+        for action in _ACTION.findall(without_comment(raw)):
+            found.extend(_in_action(number, action, legacy))
+    return found
+
+
+def _in_action(number: int, action: str, legacy: Callable[[str], bool]) -> list[Leftover]:
+    found = []
+    for literal in _LITERAL.finditer(action):
+        name = literal.group(1)
+        if legacy(name.split("%")[0]):
+            read = _LOOKUP.search(action, 0, literal.start()) is not None
+            found.append(Leftover(number, name, "read" if read else "expression"))
     return found
 
 
@@ -80,7 +93,7 @@ def _asks(key: str) -> bool:
     return key not in NOT_REQUESTS and not key.startswith("dragate.io/")
 
 
-def _without_comment(line: str) -> str:
+def without_comment(line: str) -> str:
     """`line` up to a `#` that starts a comment (at the start or after a space, unquoted)."""
     quote = ""
     for index, char in enumerate(line):

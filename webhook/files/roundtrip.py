@@ -40,7 +40,7 @@ from webhook.files.rtyaml import (
     render_yaml,
     sketch,
 )
-from webhook.files.textpatch import Style, document_style, patch_text, render_document
+from webhook.files.textpatch import Style, document_style, measured, patch_text, render_document
 from webhook.files.treepatch import apply_changes
 from webhook.files.yamlio import MAX_TEXT_BYTES, YamlError, to_plain
 from webhook.types import JSON, Source
@@ -124,8 +124,9 @@ class Stream:
             return
         if doc.node is None:  # the whole document is rendered: comments must be in the tree
             doc.node = self._tree(doc, base)
+        indent = self._doc_indent(doc.node, doc.body)
         apply_changes(doc.node, doc.data, new)
-        body = render_yaml(doc.node, self._doc_indent(doc.body))
+        body = render_yaml(doc.node, indent)
         if not reads_back(body, new):
             where = Source(self.file, doc.line)
             raise YamlError(where, "internal: the edited document does not read back the same")
@@ -170,14 +171,19 @@ class Stream:
             return
         self._update_json(doc, new)
 
-    def _doc_indent(self, body: str) -> tuple[int, int]:
-        """The document's own indentation, the file's where it shows none.
+    def _doc_indent(self, node: Any, body: str) -> tuple[int, int]:
+        """The document's own indentation (its mapping step and its dashes' offset, measured
+        on its tree), the file's where it shows none.
 
-        `body` loaded cleanly in `_parse_doc`, so only ruamel's line heuristic runs here.
+        ruamel's guess is not used for the document: it gives a sequence's content column as
+        the mapping step (4 for `  - name:` under 2-space mappings).
         """
-        guessed = guessed_indent(body, loads=False)
-        needs_file = guessed is None or None in guessed
-        return filled_indent(guessed, self.file_indent if needs_file else (2, 0))
+        try:
+            mapping, seq = measured(node, body)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+            mapping, seq = None, None
+        found = (mapping, seq[0] if seq is not None else None)
+        return filled_indent(found, self.file_indent if None in found else (2, 0))
 
     def text(self) -> str:
         if self.is_json and not self.json_whole:
@@ -194,18 +200,29 @@ class Stream:
 Skip = Callable[[str], bool]
 """True for a document body that certainly needs no change: it is then never loaded."""
 
+Exclusive = Callable[[int, int], bool]
+"""True for two 1-based file lines no rendering of the template holds both of
+(`webhook.files.branches`): a key repeated across them is no duplicate."""
 
-def parse_stream(text: str, file: str, skip: Skip | None = None) -> Stream:
+
+def parse_stream(
+    text: str, file: str, skip: Skip | None = None, exclusive: Exclusive | None = None
+) -> Stream:
     """The documents of `text`; raises YamlError with `file:line` for broken input."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise YamlError(Source(file), f"larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB")
     if _looks_json(text, file):
         return _parse_json(text, file)
-    docs = [_read_doc(head, body, line, file, skip) for head, body, line in split_documents(text)]
+    docs = [
+        _read_doc(head, body, line, file, skip, exclusive=exclusive)
+        for head, body, line in split_documents(text)
+    ]
     return Stream(file, docs, indent_text=text, indent_loads=whole_text_loads(docs))
 
 
-def _read_doc(head: str, body: str, line: int, file: str, skip: Skip | None) -> Doc:
+def _read_doc(
+    head: str, body: str, line: int, file: str, skip: Skip | None, *, exclusive: Exclusive | None
+) -> Doc:
     """Skipped, read by libyaml when plain (ruamel's tree is loaded only if it changes), or
     loaded by ruamel."""
     if skip is not None and skip(body):
@@ -213,7 +230,7 @@ def _read_doc(head: str, body: str, line: int, file: str, skip: Skip | None) -> 
     plain = read_document(body)
     if plain is not None:
         return Doc(head, body, line, None, plain.data, located=plain.located)
-    return _parse_doc(head, body, line, file)
+    return _parse_doc(head, body, line, file, exclusive)
 
 
 def whole_text_loads(docs: list[Doc]) -> bool | None:
@@ -284,11 +301,13 @@ def _bare_marker(chunk: str) -> bool:
     return not first or first.startswith("#")
 
 
-def _parse_doc(head: str, body: str, line: int, file: str) -> Doc:
+def _parse_doc(
+    head: str, body: str, line: int, file: str, exclusive: Exclusive | None = None
+) -> Doc:
     try:
         return _loaded_doc(head, body, line, body)
     except DuplicateKeyError:
-        return _deduplicated(head, body, line, file)
+        return _deduplicated(head, body, line, file, exclusive)
     except MarkedYAMLError as err:
         raise _yaml_error(err, line, file) from None
     except (YAMLError, RecursionError, ValueError, TypeError) as err:  # TypeError: a mapping
@@ -308,8 +327,9 @@ def _yaml_error(err: MarkedYAMLError, line: int, file: str) -> YamlError:
     return YamlError(Source(file, where), f"not valid YAML: {problem}")
 
 
-def _deduplicated(head: str, body: str, line: int, file: str) -> Doc:
-    """A document with repeated keys, read as kubectl reads it: the last of each wins."""
+def _deduplicated(head: str, body: str, line: int, file: str, exclusive: Exclusive | None) -> Doc:
+    """A document with repeated keys, read as kubectl reads it: the last of each wins. A key
+    repeated in an exclusive branch of a template is loaded the same way, without a warning."""
     try:
         duplicates = find_duplicates(body)
         doc = _loaded_doc(head, body, line, without_earlier(body, duplicates))
@@ -321,6 +341,7 @@ def _deduplicated(head: str, body: str, line: int, file: str) -> Doc:
         f'{file}:{line + d.line}: duplicate key "{d.key}" (also at line {line + d.earlier}): '
         "kubectl keeps the last one, and so does dragate"
         for d in duplicates
+        if exclusive is None or not exclusive(line + d.line, line + d.earlier)
     )
     return doc
 

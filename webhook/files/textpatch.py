@@ -26,6 +26,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from webhook.files.legacyscan import without_comment
 from webhook.files.rtyaml import remembered
 from webhook.files.treepatch import to_node
 from webhook.types import JSON
@@ -75,7 +76,7 @@ def patch_text(body: str, node: Any, old: JSON, new: JSON) -> str | None:
             lines[-1] += missing
         ops = _escalated(node, diff(old, new), new)
         edits = sorted((_edit(lines, node, op) for op in ops), key=lambda e: (e.start, e.end))
-        text = _applied(lines, edits)
+        text = _applied(lines, _comments_carried(lines, edits))
         return text[: -len(missing)] if missing and text.endswith(missing) else text
     except (Unplaceable, KeyError, IndexError, TypeError, AttributeError, ValueError):
         return None
@@ -129,11 +130,12 @@ def _covers(outer: Op, inner: Op) -> bool:
 
 
 def _flow_prefix(root: CommentedMap, path: Pointer) -> Pointer | None:
-    """The path of the first entry (a mapping key) whose value is a flow collection."""
+    """The path of the first entry (a mapping key) whose value is a flow collection. An empty
+    collection is one whatever its recorded style: `{}` and `[]` are its only spellings."""
     node: Any = root
     for depth, step in enumerate(path[:-1]):
         node = node[step]
-        if isinstance(node, (CommentedMap, CommentedSeq)) and node.fa.flow_style():
+        if isinstance(node, (CommentedMap, CommentedSeq)) and (not node or node.fa.flow_style()):
             keys = [i for i in range(depth + 1) if not isinstance(path[i], int)]
             return path[: keys[-1] + 1]
     return None
@@ -274,6 +276,14 @@ def document_style(root: Any, body: str) -> Style | None:
     how a new document beside it should be indented."""
     if not isinstance(root, CommentedMap):
         return None
+    mapping, seq = measured(root, body)
+    dash, content = seq or (0, 2)
+    return Style(mapping or 2, dash, content)
+
+
+def measured(root: Any, body: str) -> tuple[int | None, tuple[int, int] | None]:
+    """The mapping step and the sequence (dash, content) columns the document shows, breadth
+    first; None for what it shows none of."""
     lines = body.splitlines(keepends=True)
     mapping: int | None = None
     seq: tuple[int, int] | None = None
@@ -284,8 +294,7 @@ def document_style(root: Any, body: str) -> Style | None:
         seq = seq if seq is not None else _seq_style(node, lines)
         children = node.values() if isinstance(node, dict) else node
         queue.extend(c for c in children if isinstance(c, (CommentedMap, CommentedSeq)))
-    dash, content = seq or (0, 2)
-    return Style(mapping or 2, dash, content)
+    return mapping, seq
 
 
 def render_document(obj: JSON, style: Style) -> str:
@@ -348,6 +357,45 @@ def _dumper(style: Style) -> YAML:
     sequence = max(style.content, style.dash + 2)
     yaml.indent(mapping=style.mapping, sequence=sequence, offset=style.dash)
     return yaml
+
+
+def _comments_carried(lines: list[str], edits: list[Edit]) -> list[Edit]:
+    """Each edit with the end-of-line comments of the lines it removes (`nvidia.com/gpu: 2  #
+    two GPUs`) put on the lines that replace them, at the same place in the block: its own
+    lines, or those an edit inserts right where it ends."""
+    out = list(edits)
+    for index, edit in enumerate(out):
+        comments = [
+            (i - edit.start, c) for i in range(edit.start, edit.end) if (c := _comment(lines[i]))
+        ]
+        target = (
+            index
+            if edit.lines
+            else next(
+                (
+                    j
+                    for j, other in enumerate(out)
+                    if other.start == other.end == edit.end and other.lines
+                ),
+                None,
+            )
+        )
+        if not comments or target is None:
+            continue
+        new = list(out[target].lines)
+        for at, comment in comments:
+            where = min(at, len(new) - 1)
+            body = new[where].rstrip("\r\n")
+            new[where] = f"{body}  {comment}{new[where][len(body) :]}"
+        out[target] = Edit(out[target].start, out[target].end, tuple(new))
+    return out
+
+
+def _comment(line: str) -> str:
+    """The comment ending a line that holds an entry ("" for none, and for a comment line)."""
+    text = line.rstrip("\r\n")
+    content = without_comment(text)
+    return text[len(content) :].strip() if content.strip() else ""
 
 
 def _applied(lines: list[str], edits: list[Edit]) -> str:
