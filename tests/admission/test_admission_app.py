@@ -435,3 +435,24 @@ def test_readiness_and_metrics_say_whether_a_controller_runs(
     assert waited <= found["dragate_reconcile_seconds_without_success"] < waited + 60
     limitless = quota_sample("dragate_tenant_quota_limit_devices", "mig.nvidia.com")
     assert limitless not in text  # no quota for the class: no limit to graph against
+
+
+BAD_SPEC = 'spec.quotas: unknown field (did you mean "quota"?)'
+
+
+@pytest.mark.parametrize(
+    ("objects", "shown"),
+    [
+        pytest.param((ObjectVerdict("Tenant", "a", 1),), 0.0, id="all-enforced"),
+        pytest.param((ObjectVerdict("Tenant", "a", 1), ObjectVerdict("Tenant", "b", 2, BAD_SPEC)),
+                     1.0, id="one-left-out"),
+    ],
+)  # fmt: skip
+def test_metrics_count_the_policy_objects_left_out(
+    objects: tuple[ObjectVerdict, ...], shown: float
+) -> None:
+    holder = PolicyHolder([], lambda _paths: PolicySet(objects=objects))
+    assert holder.poll()
+    context = Context(policies=holder.get, state=SnapshotState.empty(), ledger=MemoryLedger())
+    text = create_app(context, holder, AdmissionOptions(), review).test_client().get("/metrics")
+    assert f"dragate_policy_objects_not_enforced {shown}" in text.get_data(as_text=True)

@@ -48,6 +48,10 @@ RELOAD_SUCCESS = Gauge(
     "dragate_policy_reload_success",
     "1 when the last policy (re)load succeeded, 0 while a stale set is served.",
 )
+NOT_ENFORCED = Gauge(
+    "dragate_policy_objects_not_enforced",
+    "Policy objects the served set leaves out (invalid; their status says why).",
+)
 RELOAD_TIMESTAMP = Gauge(
     "dragate_policy_last_reload_timestamp",
     "Unix time of the last successful policy load.",

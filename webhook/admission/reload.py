@@ -159,6 +159,7 @@ class PolicyHolder:
         left_out = len(policies.not_enforced)
         log.info("policies reloaded", extra={"digest": policies.digest, "notEnforced": left_out})
         _record(success=True)
+        metrics.NOT_ENFORCED.set(left_out)
         return True
 
 
