@@ -452,7 +452,6 @@ def test_metrics_count_the_policy_objects_left_out(
     objects: tuple[ObjectVerdict, ...], shown: float
 ) -> None:
     holder = PolicyHolder([], lambda _paths: PolicySet(objects=objects))
-    assert holder.poll()
     context = Context(policies=holder.get, state=SnapshotState.empty(), ledger=MemoryLedger())
     text = create_app(context, holder, AdmissionOptions(), review).test_client().get("/metrics")
     assert f"dragate_policy_objects_not_enforced {shown}" in text.get_data(as_text=True)
