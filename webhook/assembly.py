@@ -29,7 +29,7 @@ from webhook.kube.inventorysource import InventorySource
 from webhook.kube.leader import Leadership
 from webhook.kube.policykeeper import RewritePolicyKeeper
 from webhook.kube.policyreports import Observe, PolicyReportWriter
-from webhook.kube.policystatus import PolicyStatusWriter
+from webhook.kube.policystatus import PolicyStatusWriter, QuotaRow
 from webhook.kube.policywatch import PolicyObjects
 from webhook.kube.snapshot import SnapshotState, load_state
 from webhook.kube.templates import TemplateKeeper
@@ -158,6 +158,9 @@ class ControllerState:
     last_reconcile: float | None  # unix time the last good pass saw its truth; None: never
     waiting_since: float  # when this process began to reconcile (or to wait for the Lease)
     lease_failure: str = ""  # why the Lease could not be held, as last seen
+    last_audit: float | None = None  # unix time the last background audit pass ended
+    audit_seconds: float | None = None  # how long that pass took
+    quota: tuple[QuotaRow, ...] = ()  # each Tenant's usage as its status says (leader only)
 
     def seconds_without_reconcile(self, now: float) -> float:
         return max(0.0, now - (self.last_reconcile or self.waiting_since))
@@ -191,12 +194,15 @@ class ClusterMode:
 
     def controller(self) -> ControllerState:
         """This process's part in confirming holders: the Lease, the last good pass."""
-        leader = self.leader
+        leader, reports, status = self.leader, self.reports, self.policy_status
         return ControllerState(
             leading=leader is not None and leader.leading(),
             last_reconcile=self.reconciler.last_success,
             waiting_since=self.began,
             lease_failure=leader.failure if leader is not None else "",
+            last_audit=reports.last_success if reports is not None else None,
+            audit_seconds=reports.last_duration if reports is not None else None,
+            quota=status.quota_rows() if status is not None else (),
         )
 
     def ready(self) -> tuple[bool, str]:

@@ -18,6 +18,7 @@ from webhook.admission.config import AdmissionOptions, TimeoutOutcome
 from webhook.admission.reload import PolicyHolder
 from webhook.admission.routes import Sent
 from webhook.assembly import ControllerState
+from webhook.kube.policystatus import QuotaRow
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.pipeline import Context, review
@@ -364,6 +365,10 @@ def test_readiness_says_which_policy_objects_are_enforced(
 NOW = time.time()
 
 
+def quota_sample(name: str, device_class: str) -> str:
+    return f'{name}{{device_class="{device_class}",tenant="team-a"}}'
+
+
 @pytest.mark.parametrize(
     ("state", "controller", "samples"),
     [
@@ -378,6 +383,30 @@ NOW = time.time()
             {"leading": True, "lastReconcile": NOW - 5, "leaseFailure": ""},
             {"dragate_leader": 1.0, "dragate_reconcile_last_success_timestamp_seconds": NOW - 5},
             id="leading-and-reconciling",
+        ),
+        pytest.param(
+            ControllerState(
+                True,
+                NOW - 5,
+                NOW - 300,
+                "",
+                last_audit=NOW - 30,
+                audit_seconds=1.5,
+                quota=(
+                    QuotaRow("team-a", "gpu.nvidia.com", 4, 3, 1),
+                    QuotaRow("team-a", "mig.nvidia.com", None, 0, 0),
+                ),
+            ),
+            {"leading": True},
+            {
+                "dragate_audit_last_success_timestamp_seconds": NOW - 30,
+                "dragate_audit_duration_seconds": 1.5,
+                quota_sample("dragate_tenant_quota_limit_devices", "gpu.nvidia.com"): 4,
+                quota_sample("dragate_tenant_used_devices", "gpu.nvidia.com"): 3,
+                quota_sample("dragate_tenant_pending_devices", "gpu.nvidia.com"): 1,
+                quota_sample("dragate_tenant_used_devices", "mig.nvidia.com"): 0,
+            },
+            id="leader-exports-audit-and-quota",
         ),
     ],
 )
@@ -404,3 +433,25 @@ def test_readiness_and_metrics_say_whether_a_controller_runs(
     }
     assert {k: found[k] for k in samples} == pytest.approx(samples)
     assert waited <= found["dragate_reconcile_seconds_without_success"] < waited + 60
+    limitless = quota_sample("dragate_tenant_quota_limit_devices", "mig.nvidia.com")
+    assert limitless not in text  # no quota for the class: no limit to graph against
+
+
+BAD_SPEC = 'spec.quotas: unknown field (did you mean "quota"?)'
+
+
+@pytest.mark.parametrize(
+    ("objects", "shown"),
+    [
+        pytest.param((ObjectVerdict("Tenant", "a", 1),), 0.0, id="all-enforced"),
+        pytest.param((ObjectVerdict("Tenant", "a", 1), ObjectVerdict("Tenant", "b", 2, BAD_SPEC)),
+                     1.0, id="one-left-out"),
+    ],
+)  # fmt: skip
+def test_metrics_count_the_policy_objects_left_out(
+    objects: tuple[ObjectVerdict, ...], shown: float
+) -> None:
+    holder = PolicyHolder([], lambda _paths: PolicySet(objects=objects))
+    context = Context(policies=holder.get, state=SnapshotState.empty(), ledger=MemoryLedger())
+    text = create_app(context, holder, AdmissionOptions(), review).test_client().get("/metrics")
+    assert f"dragate_policy_objects_not_enforced {shown}" in text.get_data(as_text=True)

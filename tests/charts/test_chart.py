@@ -20,11 +20,12 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import celpy
 import pytest
 import yaml
+from admission.server_support import start
 from cryptography import x509
 from e2e.toolchain_bins import (
     SUPPORTED_MINORS,
@@ -33,6 +34,7 @@ from e2e.toolchain_bins import (
     toolchain_bin_dir,
 )
 
+from webhook.admission import metrics
 from webhook.cli import serve
 from webhook.kube.policyreports import REPORT_NAME
 from webhook.rewrite import REWRITTEN_LABEL
@@ -1062,3 +1064,108 @@ def test_client_names_become_client_name_flags(helm: Helm) -> None:
     ]
     assert not any(a.startswith("--client-name") for a in container(
         helm.template().one("Deployment"))["args"])  # fmt: skip
+
+
+# --- monitoring -----------------------------------------------------------------------------
+
+MONITORING = {"prometheusRule": {"enabled": True}, "grafanaDashboard": {"enabled": True}}
+ALERTS = {
+    "DragateCertificateExpiringSoon", "DragateWebhookFailingOpen", "DragateWebhookRejecting",
+    "DragatePolicySetStale", "DragatePolicyObjectsNotEnforced", "DragateNoLeader",
+    "DragateTenantQuotaNearlyFull",
+}  # fmt: skip
+APISERVER_METRICS = {
+    "apiserver_admission_webhook_fail_open_count",
+    "apiserver_admission_webhook_rejection_count",
+}
+"""The kube-apiserver's own metrics the rules read (scraped from the apiserver)."""
+PROMQL_WORDS = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+SUFFIXES = ("_bucket", "_count", "_sum", "_created")
+
+
+def rule_exprs(rendered: Rendered) -> dict[str, str]:
+    rule = rendered.one("PrometheusRule")
+    return {r["alert"]: r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]}
+
+
+def dashboard(rendered: Rendered) -> Doc:
+    config_map = rendered.one("ConfigMap", f"{FULLNAME}-dashboard")
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    return cast(Doc, json.loads(config_map["data"]["dragate.json"]))
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads: dragate's and the apiserver's."""
+    words = set(PROMQL_WORDS.findall(QUOTED.sub("", re.sub(r"\[[^\]]*\]", "", expr))))
+    return {w for w in words if w.startswith(("dragate_", "apiserver_"))}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    """Every metric name a real offline `dragate serve` exports, plus the cluster-only ones."""
+    server = start(tmp_path_factory.mktemp("serve"), double=False)
+    try:
+        text = server.get("/metrics").text
+    finally:
+        assert server.stop() == 0, server.logs()
+    names = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+    samples = {re.split(r"[{ ]", line)[0] for line in text.splitlines() if line[:1] != "#"}
+    return names | samples | set(metrics.CLUSTER_ONLY)
+
+
+def test_monitoring_is_off_by_default(default: Rendered) -> None:
+    assert not default.has("PrometheusRule")
+    assert not [c for c in default.all("ConfigMap") if c["metadata"]["name"].endswith("-dashboard")]
+
+
+def test_rule_keeps_every_alert_and_takes_its_thresholds_from_values(helm: Helm) -> None:
+    rendered = helm.template(
+        {**MONITORING, "prometheusRule": {"enabled": True, "quotaUsageThreshold": 0.75,
+                                          "noLeaderMinutes": 7}}
+    )  # fmt: skip
+    exprs = rule_exprs(rendered)
+    assert set(exprs) == ALERTS
+    assert exprs["DragateTenantQuotaNearlyFull"].endswith(">= 0.75")
+    assert "> 420" in exprs["DragateNoLeader"]
+    default_rule = rule_exprs(helm.template(MONITORING))
+    assert default_rule["DragateTenantQuotaNearlyFull"].endswith(">= 0.9")
+
+
+def test_dashboard_is_valid_json_with_the_day_one_panels(helm: Helm) -> None:
+    board = dashboard(helm.template({**MONITORING, "grafanaDashboard": {
+        "enabled": True, "labels": {"team": "platform"}}}))  # fmt: skip
+    exprs = " ".join(t["expr"] for p in board["panels"] for t in p["targets"])
+    for metric in (
+        "dragate_admission_requests_total",
+        "dragate_admission_duration_seconds_bucket",
+        "dragate_denials_total",
+        "dragate_tenant_used_devices",
+        "dragate_tenant_quota_limit_devices",
+        "dragate_leader",
+        "dragate_reconcile_seconds_without_success",
+        "dragate_audit_violations",
+    ):
+        assert metric in exprs, metric  # fmt: skip
+    assert len({p["id"] for p in board["panels"]}) == len(board["panels"])
+
+
+def test_every_query_names_only_metrics_dragate_exports(helm: Helm, exported: set[str]) -> None:
+    rendered = helm.template(MONITORING)
+    queries = {f"alert {name}": e for name, e in rule_exprs(rendered).items()}
+    for panel in dashboard(rendered)["panels"]:
+        for target in panel["targets"]:
+            queries[f"panel {panel['title']} {target['refId']}"] = target["expr"]
+    for where, expr in queries.items():
+        names = metric_names(expr)
+        assert names, f"{where}: no metric in {expr}"
+        unknown = {n for n in names - APISERVER_METRICS if _base(n) not in exported}
+        assert not unknown, f"{where}: {sorted(unknown)} not exported"
+
+
+def _base(name: str) -> str:
+    """A histogram's series name without its suffix (a counter keeps `_total`)."""
+    for suffix in SUFFIXES:
+        if name.endswith(suffix):
+            return name.removesuffix(suffix)
+    return name

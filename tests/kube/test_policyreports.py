@@ -4,6 +4,7 @@ results left, and only by the leader. (Against a real API server: tests/e2e.)"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -111,3 +112,16 @@ def test_without_the_report_crds_results_still_reach_the_metrics() -> None:
     assert [len(s) for s in seen] == [1]
     api.installed = True
     assert reports.run_once() == 1
+
+
+def test_the_last_successful_pass_is_timed() -> None:
+    api, results = Api(), [result("a", "fail")]
+    reports = writer(api, results, [True])
+    assert (reports.last_success, reports.last_duration) == (None, None)
+    before = time.time()
+    reports.run_once()
+    assert reports.last_success is not None and before <= reports.last_success <= time.time()
+    assert reports.last_duration is not None and reports.last_duration >= 0
+    failing = writer(api, None, [True])
+    failing.run_once()
+    assert failing.last_success is None  # no facts: no pass

@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 
 from webhook.kube.api import ApiError, KubeApi
-from webhook.kube.policystatus import PolicyStatusWriter, status_patch, usage_status
+from webhook.kube.policystatus import PolicyStatusWriter, QuotaRow, status_patch, usage_status
 from webhook.kube.policywatch import PolicyObjects
 from webhook.types import (
     ClassUsage,
@@ -181,3 +181,26 @@ def test_the_leader_writes_usage_coalesced_and_conditions_at_once() -> None:
     served = PolicySet(tenants=(TEAM,), objects=(ObjectVerdict("Tenant", "team-a", 1, BAD),))
     assert status_writer.write_once() == 1  # a condition change is not held back
     assert "usage" not in api.patches[-1][1]["status"]
+
+
+def test_the_leader_keeps_the_quota_rows_it_wrote_for_the_metrics() -> None:
+    """The rows behind `status.usage`, with the pending devices: what /metrics exports."""
+    api, leading = Api(), [True]
+    held = {"gpu.nvidia.com": ClassUsage(3, pending=1)}
+    served = PolicySet(tenants=(TEAM,), objects=(ObjectVerdict("Tenant", "team-a", 1),))
+    status_writer = PolicyStatusWriter(
+        cast(KubeApi, api), cast(PolicyObjects, Objects([tenant("team-a", 1)])), lambda: served,
+        usage=lambda name: held, leading=lambda: leading[0],
+    )  # fmt: skip
+    assert status_writer.quota_rows() == ()
+    status_writer.write_once()
+    assert status_writer.quota_rows() == (
+        QuotaRow("team-a", "gpu.nvidia.com", 4, 3, 1),
+        QuotaRow("team-a", "mig.nvidia.com", None, 0, 0),
+    )
+    leading[0] = False
+    assert status_writer.quota_rows() == ()  # a follower's rows would go stale
+    leading[0] = True
+    served = PolicySet(objects=())
+    status_writer.write_once()
+    assert status_writer.quota_rows() == ()  # the Tenant is gone

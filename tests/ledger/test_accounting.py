@@ -123,3 +123,14 @@ def test_a_confirmed_holder_kept_for_its_grace_keeps_its_name() -> None:
     current = {"pod:u/gpu": Record({GPU: 1}, None, "ns/p")}
     kept = accounting.reconcile(current, {}, now=10.0, drop_grace=5.0)
     assert kept == {"pod:u/gpu": Record({GPU: 1}, 15.0, "ns/p")}
+
+
+def test_usage_of_counts_the_pending_devices_among_the_used() -> None:
+    """Pending: admitted, not yet confirmed (with an expiry); a grant is a lease, not pending."""
+    records = {
+        "claim:team-a/done": Record({GPU: 2}),
+        "claim:team-a/new": Record({GPU: 1}, expires_at=50.0),
+        accounting.GRANT_PREFIX + "replica-1": Record({GPU: 3}, expires_at=50.0),
+    }
+    found = accounting.usage_of(records)[GPU]
+    assert (found.used, found.pending) == (6, 1)

@@ -19,7 +19,8 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
-from webhook.assembly import ControllerSource
+from webhook.assembly import ControllerSource, ControllerState
+from webhook.kube.policystatus import QuotaRow
 from webhook.types import AuditResult
 
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -47,6 +48,10 @@ RELOAD_SUCCESS = Gauge(
     "dragate_policy_reload_success",
     "1 when the last policy (re)load succeeded, 0 while a stale set is served.",
 )
+NOT_ENFORCED = Gauge(
+    "dragate_policy_objects_not_enforced",
+    "Policy objects the served set leaves out (invalid; their status says why).",
+)
 RELOAD_TIMESTAMP = Gauge(
     "dragate_policy_last_reload_timestamp",
     "Unix time of the last successful policy load.",
@@ -58,6 +63,21 @@ AUDIT_VIOLATIONS = Gauge(
     ["tenant", "policy", "result"],
 )
 CERT_EXPIRY = "dragate_certificate_expiry_timestamp_seconds"
+QUOTA_LIMIT = "dragate_tenant_quota_limit_devices"
+QUOTA_USED = "dragate_tenant_used_devices"
+QUOTA_PENDING = "dragate_tenant_pending_devices"
+CLUSTER_ONLY = (
+    "dragate_leader",
+    "dragate_reconcile_seconds_without_success",
+    "dragate_reconcile_last_success_timestamp_seconds",
+    "dragate_audit_last_success_timestamp_seconds",
+    "dragate_audit_duration_seconds",
+    QUOTA_LIMIT,
+    QUOTA_USED,
+    QUOTA_PENDING,
+)
+"""What only a process in a cluster exports (`Controller`): offline `dragate serve` has no
+Lease, reconciler, audit or status writer."""
 _violation_labels: set[tuple[str, str, str]] = set()
 
 
@@ -144,3 +164,40 @@ class Controller:
                 "Unix time the truth of this process's last successful reconcile was seen.",
                 value=state.last_reconcile,
             )  # fmt: skip
+        yield from _audit(state)
+        yield from _quota(state.quota)
+
+
+def _audit(state: ControllerState) -> Iterator[GaugeMetricFamily]:
+    """When this process's background audit last finished a pass, and how long it took."""
+    if state.last_audit is not None:
+        yield GaugeMetricFamily(
+            "dragate_audit_last_success_timestamp_seconds",
+            "Unix time this process's last background audit pass ended (the leader audits).",
+            value=state.last_audit,
+        )  # fmt: skip
+    if state.audit_seconds is not None:
+        yield GaugeMetricFamily(
+            "dragate_audit_duration_seconds",
+            "Seconds this process's last background audit pass took.",
+            value=state.audit_seconds,
+        )  # fmt: skip
+
+
+def _quota(rows: Sequence[QuotaRow]) -> Iterator[GaugeMetricFamily]:
+    """Each Tenant's quota and usage per DeviceClass, the rows its `status.usage` holds;
+    only the leader has rows, so `max by (tenant, device_class)` is the cluster's figure."""
+    labels = ["tenant", "device_class"]
+    limit = GaugeMetricFamily(QUOTA_LIMIT, "A Tenant's quota of a DeviceClass, in devices "
+                              "(no sample: no limit for that class).", labels=labels)  # fmt: skip
+    used = GaugeMetricFamily(QUOTA_USED, "Devices a Tenant holds of a DeviceClass, pending "
+                             "ones included (its status.usage).", labels=labels)  # fmt: skip
+    pending = GaugeMetricFamily(QUOTA_PENDING, "Of the used devices, those admitted and "
+                                "not yet confirmed by a reconcile.", labels=labels)  # fmt: skip
+    for row in rows:
+        key = [row.tenant, row.device_class]
+        if row.limit is not None:
+            limit.add_metric(key, row.limit)
+        used.add_metric(key, row.used)
+        pending.add_metric(key, row.pending)
+    yield from (limit, used, pending)

@@ -108,7 +108,7 @@ class PolicyHolder:
                       extra={"errors": errors})  # fmt: skip
         digest = policies.digest if policies is not None else ""
         self._snapshot = _Snapshot(policies, PolicyStatus(digest, time.time(), tuple(errors)))
-        _record(success=not errors)
+        _record(success=not errors, policies=policies)
 
     def get(self) -> PolicySet:
         policies = self._snapshot.policies
@@ -158,7 +158,7 @@ class PolicyHolder:
         self._snapshot = _Snapshot(policies, PolicyStatus(policies.digest, time.time()))
         left_out = len(policies.not_enforced)
         log.info("policies reloaded", extra={"digest": policies.digest, "notEnforced": left_out})
-        _record(success=True)
+        _record(success=True, policies=policies)
         return True
 
 
@@ -173,10 +173,14 @@ def _problems(err: Exception) -> list[str]:
     return [f"{type(err).__name__}: {err}"]
 
 
-def _record(*, success: bool) -> None:
+def _record(*, success: bool, policies: PolicySet | None = None) -> None:
+    """The reload gauges; a failed reload leaves the count of `policies` left out as the set
+    still served had it."""
     metrics.RELOAD_SUCCESS.set(1 if success else 0)
     if success:
         metrics.RELOAD_TIMESTAMP.set(time.time())
+    if policies is not None:
+        metrics.NOT_ENFORCED.set(len(policies.not_enforced))
 
 
 def watched_files(paths: Sequence[str]) -> list[Path]:

@@ -128,6 +128,10 @@ class PolicyReportWriter(BackgroundLoop):
         self.pause = 1.0 / writes_per_second
         self._written: dict[str, str] = {}
         self._installed = True
+        self.last_success: float | None = None
+        """Unix time the last audit pass that had its facts ended; None: never."""
+        self.last_duration: float | None = None
+        """Seconds that pass took: an audit nearing `interval` falls behind the cluster."""
 
     def run_once(self) -> int:
         """One audit pass and the writes it calls for; the number of reports written."""
@@ -135,11 +139,14 @@ class PolicyReportWriter(BackgroundLoop):
             self._written.clear()  # a new term starts from what the cluster holds
             self.observe([])
             return 0
+        began = time.monotonic()
         try:
             results = list(self.audit())
         except FactsUnavailable as err:
             log.warning("audit skipped", extra={"error": str(err)})
             return 0
+        self.last_duration = time.monotonic() - began
+        self.last_success = time.time()
         self.observe(results)
         if not self._reports_installed():
             return 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,6 +68,33 @@ def usage_status(tenant: Tenant, usage: Mapping[str, ClassUsage]) -> dict[str, A
 def _used(usage: Mapping[str, ClassUsage], device_class: str) -> int:
     found = usage.get(device_class)
     return found.used if found is not None else 0
+
+
+@dataclass(frozen=True)
+class QuotaRow:
+    """One row of a Tenant's `status.usage` and the pending devices among its `used`: what
+    /metrics exports per tenant and class, so a graph and `kubectl get tenants` agree."""
+
+    tenant: str
+    device_class: str
+    limit: int | None
+    used: int
+    pending: int
+
+
+def quota_rows(tenant: Tenant, usage: Mapping[str, ClassUsage]) -> tuple[QuotaRow, ...]:
+    """`usage_status`'s rows for `tenant`, with the pending devices of each class."""
+    rows = []
+    for row in usage_status(tenant, usage)["usage"]:
+        device_class = str(row["deviceClassName"])
+        pending = _pending(usage, device_class)
+        rows.append(QuotaRow(tenant.name, device_class, row.get("limit"), row["used"], pending))
+    return tuple(rows)
+
+
+def _pending(usage: Mapping[str, ClassUsage], device_class: str) -> int:
+    found = usage.get(device_class)
+    return found.pending if found is not None else 0
 
 
 def status_patch(
@@ -130,6 +158,14 @@ class PolicyStatusWriter(BackgroundLoop):
         self.min_interval = min_interval
         self._clock = clock
         self._looked: dict[tuple[str, str], float] = {}
+        self._quota: dict[str, tuple[QuotaRow, ...]] = {}
+
+    def quota_rows(self) -> tuple[QuotaRow, ...]:
+        """The rows of the usage last written per enforced Tenant; none unless leading (a
+        former leader's rows would go stale)."""
+        if not self.leading():
+            return ()
+        return tuple(row for name in sorted(self._quota) for row in self._quota[name])
 
     def write_once(self) -> int:
         """Write every status that differs (usage alone: not more often than `min_interval`);
@@ -143,6 +179,8 @@ class PolicyStatusWriter(BackgroundLoop):
             return 0
         verdicts = {(v.kind, v.name, v.generation): v for v in policies.objects}
         tenants = {t.name: t for t in policies.tenants}
+        for gone in self._quota.keys() - tenants.keys():
+            del self._quota[gone]
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         written = 0
         for obj in objects:
@@ -166,9 +204,11 @@ class PolicyStatusWriter(BackgroundLoop):
         if tenant is None or self.usage is None or not verdict.enforced:
             return None
         try:
-            return usage_status(tenant, self.usage(tenant.name))
+            usage = self.usage(tenant.name)
         except FactsUnavailable:
             return None
+        self._quota[tenant.name] = quota_rows(tenant, usage)
+        return usage_status(tenant, usage)
 
     def _recent(self, obj: Object) -> bool:
         """Looked at within `min_interval` (and marked looked at now, if not)."""

@@ -75,14 +75,17 @@ class Outcome:
 
 
 def usage_of(records: Mapping[str, Record]) -> dict[str, ClassUsage]:
-    """Per class: total devices and the holders behind them."""
+    """Per class: total devices, the holders behind them and how many of them are pending."""
     holders: dict[str, list[Holder]] = {}
+    pending: dict[str, int] = {}
     for key, record in sorted(records.items()):
+        waiting = record.expires_at is not None and not is_lease(key)
         for device_class, count in record.devices.items():
             if count:
                 holders.setdefault(device_class, []).append(Holder(key, count, record.name or ""))
+                pending[device_class] = pending.get(device_class, 0) + (count if waiting else 0)
     return {
-        device_class: ClassUsage(sum(h.devices for h in items), tuple(items))
+        device_class: ClassUsage(sum(h.devices for h in items), tuple(items), pending[device_class])
         for device_class, items in holders.items()
     }
 

@@ -133,6 +133,8 @@ class Holder:
 class ClassUsage:
     used: int = 0
     holders: tuple[Holder, ...] = ()
+    pending: int = field(default=0, compare=False)
+    """Of `used`, the devices of holders admitted and not yet confirmed (shown, never judged)."""
 
     def held_by(self, keys: Collection[str]) -> int:
         """Devices the holders named by `keys` hold (a re-admitted object's own share): asked
