@@ -406,6 +406,7 @@ def markdown(results: dict[str, Any]) -> str:
         parts
         + _audit_table(results.get("audit") or [])
         + _holders_table(results.get("holders") or [])
+        + _gangs_table(results.get("gangs") or [])
         + _kube_ledger_tables(results.get("kube-ledger") or {})
         + _apiserver_tables(results.get("apiserver") or {})
     )
@@ -578,6 +579,31 @@ def _holders_table(levels: list[dict[str, Any]]) -> list[str]:
     return [
         "\n## One tenant's holders: a new Pod's /validate review (SQLite ledger)\n",
         _table(rows, list(rows[0])),
+    ]
+
+
+def _gangs_table(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+
+    def cell(summary: dict[str, Any]) -> str:
+        return f"{summary['p50_us']} / {summary['p99_us']}"
+
+    table = [
+        {
+            "ledger": row["ledger"],
+            "gang Pods": row["gang_pods"],
+            "gang's review p50/p99 µs": cell(row["gang"]),
+            "member Pod p50/p99 µs": cell(row["member_pod"]),
+            "ordinary Pod p50/p99 µs": cell(row["ordinary_pod"]),
+            "member / ordinary p50 (x)": row["member_over_ordinary_p50"],
+            "gang / ordinary p50 (x)": row["gang_over_ordinary_p50"],
+        }
+        for row in rows
+    ]
+    return [
+        "\n## Gangs: a Job's review and its Pods' draws against an ordinary Pod's (/validate)\n",
+        _table(table, list(table[0])),
     ]
 
 

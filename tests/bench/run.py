@@ -5,8 +5,10 @@
 
 Sections: http (dragate serve vs a no-op app under the same gunicorn and TLS, keep-alive
 connections 1..16), engine, inventory, migrate, ledger, growth, holders (one tenant's
-claims, 0 to 6,000, under a new Pod's review), audit (one background audit pass, 10 tenants
-/ 100 claims to 10,000 / 100,000, seconds and peak memory), and two that need a real
+claims, 0 to 6,000, under a new Pod's review), gangs (a 1,000-Pod Job's review and its
+Pods' drawing from its reservation against an ordinary Pod's, memory and SQLite ledgers),
+audit (one background audit pass, 10 tenants / 100 claims to 10,000 / 100,000, seconds and
+peak memory), and two that need a real
 etcd + kube-apiserver: kube-ledger (the cluster ledger) and apiserver (create latency and
 creates/s with no admission, a ValidatingAdmissionPolicy, dragate validating, dragate
 validating + mutating); in a full run only when the e2e toolchain is built, never in
@@ -41,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import apiserver_bench
 import audit_bench
 import engine
+import gangs_bench
 import growth
 import holders
 import http_bench
@@ -56,7 +59,17 @@ RESULTS = Path(__file__).resolve().parent / "results"
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENTS = ((REPO / "docs" / "benchmarks.md", False), (REPO / "README.md", True))
 """Where the results table goes, and whether the document shows the brief one."""
-SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth", "holders", "audit")
+SECTIONS = (
+    "http",
+    "engine",
+    "inventory",
+    "migrate",
+    "ledger",
+    "growth",
+    "holders",
+    "gangs",
+    "audit",
+)
 OPTIONAL = ("kube-ledger", "apiserver")  # needs the e2e toolchain; never part of --quick by default
 
 
@@ -78,6 +91,8 @@ class Sizes:
     migrate_repeats: int = migrate_bench.REPEATS
     holder_levels: tuple[int, ...] = (0, 500, 2000, 6000)
     holder_iterations: int = 200
+    gang_pods: int = 1000
+    gang_repetitions: int = 50
     audit_sizes: tuple[tuple[int, int], ...] = (
         (10, 100),
         (100, 1_000),
@@ -111,6 +126,8 @@ QUICK = Sizes(
     http_rounds=2,
     holder_levels=(0, 100),
     holder_iterations=20,
+    gang_pods=60,
+    gang_repetitions=5,
     audit_sizes=((10, 100), (50, 500)),
 )
 
@@ -132,6 +149,7 @@ def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any
         "ledger": lambda: ledger_bench.curve(sizes.ledger_per_process),
         "growth": lambda: growth.curve(sizes.growth_sizes, sizes.growth_iterations),
         "holders": lambda: holders.curve(sizes.holder_levels, sizes.holder_iterations),
+        "gangs": lambda: gangs_bench.curve(sizes.gang_pods, sizes.gang_repetitions),
         "audit": lambda: audit_bench.curve(sizes.audit_sizes),
         "kube-ledger": lambda: kube_ledger_bench.curve(sizes.kube_ledger_per_process),
         "apiserver": lambda: apiserver_bench.curve(*sizes.apiserver_counts),

@@ -15,7 +15,17 @@ from pathlib import Path
 import pytest
 
 RUN = Path(__file__).resolve().parent / "run.py"
-SECTIONS = ("http", "engine", "inventory", "migrate", "ledger", "growth", "holders", "audit")
+SECTIONS = (
+    "http",
+    "engine",
+    "inventory",
+    "migrate",
+    "ledger",
+    "growth",
+    "holders",
+    "gangs",
+    "audit",
+)
 SUMMARY_KEYS = {"min_us", "p50_us", "p99_us", "max_us"}
 
 
@@ -69,6 +79,9 @@ def test_curves_and_targets(report: tuple[Path, dict]) -> None:  # type: ignore[
         assert pod["master_pss_mib"] > 0 and pod["worker_pss_mib"] > 0
     assert [level["holders"] > 0 for level in data["holders"]] == [True, True]
     assert {"new_pod", "readmitted", "new_pod_p50_ratio"} <= data["holders"][0].keys()
+    assert [row["ledger"] for row in data["gangs"]] == ["memory", "sqlite"]
+    gang_keys = {"gang", "member_pod", "ordinary_pod", "member_over_ordinary_p50"}
+    assert gang_keys <= data["gangs"][0].keys()
     assert all({"name", "measured", "target", "met"} <= t.keys() for t in data["targets"])
 
 

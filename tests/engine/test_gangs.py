@@ -170,8 +170,24 @@ def pod(
         (pod({"leaderworkerset.sigs.k8s.io/name": "serve"}), "gang:team-a/LeaderWorkerSet/serve"),
         (pod(owners=[{"kind": "ReplicaSet", "name": "web", "uid": "u"}]), None),
         (pod(), None),
+        (
+            {
+                **pod(owners=[{"kind": "Job", "name": "train", "uid": "u1"}]),
+                "spec": {"schedulingGroup": {"podGroupName": "train-5d8c-train-pgt-0-7c4c"}},
+            },
+            "gang:team-a/Job/train",
+        ),
+        ({**pod(), "spec": {"schedulingGroup": {"podGroupName": "pg"}}}, None),
     ],
-    ids=["job-owner", "jobset-label-over-child-job", "lws-label", "replicaset", "bare"],
+    ids=[
+        "job-owner",
+        "jobset-label-over-child-job",
+        "lws-label",
+        "replicaset",
+        "bare",
+        "job-owner-in-its-podgroup",
+        "podgroup-alone-is-no-gang",
+    ],
 )
 def test_pod_gang(the_pod: dict[str, Any], key: str | None) -> None:
     assert pod_gang(the_pod, "team-a", DEFAULT_GANG_KINDS) == key

@@ -211,6 +211,19 @@ def test_a_gang_over_quota_is_admitted_and_told_under_warn_or_audit(
     assert create(ctx, job_pod("train", 1)).allowed and used(ledger) == 16  # drawn, not added
 
 
+def test_pods_in_the_job_s_podgroup_draw_from_the_job_once(ledger: Ledger) -> None:
+    """With Kubernetes 1.37's WorkloadWithJob the Job controller puts its Pods in a PodGroup
+    (`spec.schedulingGroup.podGroupName`) and keeps owning them: the Job stays the gang."""
+    ctx = context(ledger)
+    assert create(ctx, job("train")).allowed
+    for i in range(4):
+        the_pod = job_pod("train", i)
+        the_pod["spec"]["schedulingGroup"] = {"podGroupName": "train-5d8c-train-pgt-0-7c4c"}
+        assert create(ctx, the_pod).allowed
+        assert used(ledger) == 8
+    assert "gang:team-a/Job/train" not in holders(ledger)
+
+
 def test_gangs_off_charge_pods_one_by_one(ledger: Ledger) -> None:
     off = parse_policies(
         TENANT
