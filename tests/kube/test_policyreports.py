@@ -18,7 +18,8 @@ from webhook.types import AuditResult, FactsUnavailable
 def result(name: str, outcome: str, namespace: str = "team-a", **extra: Any) -> AuditResult:
     return AuditResult(namespace, "resource.k8s.io/v1", "ResourceClaim", name, f"uid-{name}",
                        "Tenant/team-a" if outcome != "pass" else "dragate", outcome,
-                       f"{name} {outcome}", tenant="team-a", **extra)  # fmt: skip
+                       f"{name} {outcome}", tenant="team-a",
+                       rule="quota" if outcome != "pass" else "admission", **extra)  # fmt: skip
 
 
 def test_one_report_per_namespace_failures_first_and_capped() -> None:
@@ -36,6 +37,7 @@ def test_one_report_per_namespace_failures_first_and_capped() -> None:
     assert first["properties"] == {"tenant": "team-a", "used": "3"}
     assert first["timestamp"] == {"seconds": 1700000000, "nanos": 0}
     assert first["source"] == "dragate"
+    assert (first["policy"], first["rule"]) == ("Tenant/team-a", "quota")
 
 
 def test_cluster_scoped_results_go_to_the_cluster_report() -> None:

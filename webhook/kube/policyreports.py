@@ -81,6 +81,7 @@ def _entry(result: AuditResult, seconds: int) -> dict[str, Any]:
     properties = {**({"tenant": result.tenant} if result.tenant else {}), **result.properties}
     entry: dict[str, Any] = {
         "policy": result.policy,
+        "rule": result.rule,
         "result": result.result,
         "message": result.message,
         "source": SOURCE,
