@@ -127,3 +127,15 @@ def test_the_last_successful_pass_is_timed() -> None:
     failing = writer(api, None, [True])
     failing.run_once()
     assert failing.last_success is None  # no facts: no pass
+
+
+def test_a_new_namespace_s_first_report_is_written_before_the_rewrites() -> None:
+    api = Api()
+    results = [result(f"c{i}", "pass", namespace=f"team-{i:02}") for i in range(5)]
+    reports = writer(api, results, [True])
+    reports.run_once()
+    api.writes.clear()
+    results[:] = [result(f"c{i}", "fail", namespace=f"team-{i:02}") for i in range(5)]
+    results.append(result("new", "fail", namespace="team-99"))  # a policy change's pass
+    assert reports.run_once() == 6
+    assert api.writes[0] == report_path("team-99")
