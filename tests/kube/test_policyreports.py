@@ -18,7 +18,8 @@ from webhook.types import AuditResult, FactsUnavailable
 def result(name: str, outcome: str, namespace: str = "team-a", **extra: Any) -> AuditResult:
     return AuditResult(namespace, "resource.k8s.io/v1", "ResourceClaim", name, f"uid-{name}",
                        "Tenant/team-a" if outcome != "pass" else "dragate", outcome,
-                       f"{name} {outcome}", tenant="team-a", **extra)  # fmt: skip
+                       f"{name} {outcome}", tenant="team-a",
+                       rule="quota" if outcome != "pass" else "admission", **extra)  # fmt: skip
 
 
 def test_one_report_per_namespace_failures_first_and_capped() -> None:
@@ -36,6 +37,7 @@ def test_one_report_per_namespace_failures_first_and_capped() -> None:
     assert first["properties"] == {"tenant": "team-a", "used": "3"}
     assert first["timestamp"] == {"seconds": 1700000000, "nanos": 0}
     assert first["source"] == "dragate"
+    assert (first["policy"], first["rule"]) == ("Tenant/team-a", "quota")
 
 
 def test_cluster_scoped_results_go_to_the_cluster_report() -> None:
@@ -125,3 +127,15 @@ def test_the_last_successful_pass_is_timed() -> None:
     failing = writer(api, None, [True])
     failing.run_once()
     assert failing.last_success is None  # no facts: no pass
+
+
+def test_a_new_namespace_s_first_report_is_written_before_the_rewrites() -> None:
+    api = Api()
+    results = [result(f"c{i}", "pass", namespace=f"team-{i:02}") for i in range(5)]
+    reports = writer(api, results, [True])
+    reports.run_once()
+    api.writes.clear()
+    results[:] = [result(f"c{i}", "fail", namespace=f"team-{i:02}") for i in range(5)]
+    results.append(result("new", "fail", namespace="team-99"))  # a policy change's pass
+    assert reports.run_once() == 6
+    assert api.writes[0] == report_path("team-99")

@@ -15,7 +15,16 @@ from webhook.ledger.usage import existing_holds
 from webhook.pipeline import Context
 from webhook.pipeline.audit import asks_for_devices, audit, results_of, tenant_results
 from webhook.policy.loading import parse_policies
-from webhook.types import ClassUsage, Decision, Verdict
+from webhook.types import (
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    Action,
+    ClassUsage,
+    Decision,
+    Reason,
+    Verdict,
+    Violation,
+)
 
 GPU = "gpu.nvidia.com"
 
@@ -134,5 +143,97 @@ def test_a_warning_goes_whole_into_the_report_where_kubectl_shows_120_characters
     long = "dragate: request 'gpu' needs 2 gpu.nvidia.com devices, 0 in the cluster match; " * 3
     verdict = Verdict(Decision(warnings=(long,)))
     (result,) = results_of(pod("p", namespace="team-a"), verdict)
-    assert (result.result, result.message) == ("warn", long)
+    assert (result.result, result.message) == ("warn", long.removeprefix("dragate: "))
     assert len(short_warning(long)) <= 120
+
+
+RULE_POLICIES = """
+apiVersion: dragate.io/v1alpha1
+kind: DeviceClassPolicy
+metadata: {name: gpu-rules}
+spec:
+  deviceClassNames: [gpu.nvidia.com]
+  enforcement: Audit
+  validations:
+  - {expression: "true", message: always}
+  - {expression: "request.count <= 1", message: one at most}
+"""
+
+
+def test_a_broken_validation_is_reported_under_its_index_as_the_rule() -> None:
+    objects = [held("a", 2)]
+    state = SnapshotState([namespace("team-a"), *objects])
+    current = parse_policies(RULE_POLICIES)
+    context = Context(policies=lambda: current, state=state, ledger=MemoryLedger({}))
+    (found,) = audit(objects, context)
+    assert (found.policy, found.rule, found.result) == (
+        "DeviceClassPolicy/gpu-rules",
+        "validations[1]",
+        "fail",
+    )
+
+
+def verdict_of(reason: Reason, mode: Action | None = None) -> Verdict:
+    if mode is None:
+        return Verdict(Decision(allowed=False, reasons=(reason,)))
+    return Verdict(Decision(violations=(Violation(mode, reason),)))
+
+
+RULES = [
+    pytest.param(verdict_of(Reason("Tenant/team-a", "over", rule="quota")), "quota",
+                 id="quota"),
+    pytest.param(verdict_of(Reason("feasibility", "no node"), Action.WARN), "feasibility",
+                 id="feasibility"),
+    pytest.param(verdict_of(Reason("Tenant/team-a", "class", rule="allowedDeviceClasses"),
+                            Action.AUDIT), "allowedDeviceClasses", id="tenant-check"),
+    pytest.param(Verdict(Decision(warnings=("dragate: binds late (binding)",))), "binding",
+                 id="plain-warning"),
+    pytest.param(Verdict(Decision()), "admission", id="pass"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("verdict", "rule"), RULES)
+def test_every_result_names_its_rule(verdict: Verdict, rule: str) -> None:
+    (result,) = results_of(pod("p", namespace="team-a"), verdict)
+    assert result.rule == rule
+
+
+def test_each_tenant_quota_result_names_its_rule() -> None:
+    (result,) = tenant_results(policies(2), lambda name: {})
+    assert result.rule == "maxDevices"
+
+
+MESSAGES = [
+    pytest.param("dragate: no node fits the claim (feasibility)", "no node fits the claim",
+                 id="feasibility-warning"),
+    pytest.param("dragate: rule broken (policy)", "rule broken", id="policy-warning"),
+    pytest.param("dragate: pod claim 'g' (x), binds late", "pod claim 'g' (x), binds late",
+                 id="no-suffix"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("warning", "message"), MESSAGES)
+def test_a_report_message_has_no_kubectl_decoration(warning: str, message: str) -> None:
+    (result,) = results_of(pod("p", namespace="team-a"), Verdict(Decision(warnings=(warning,))))
+    assert result.message == message
+
+
+def test_dragate_s_own_templates_are_not_reported() -> None:
+    own = template(request(exact("gpu", GPU, 9)), name="dragate-legacy-gpu")
+    own["metadata"]["labels"] = {MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+    assert judged(4, [own, template(request(exact("gpu", GPU, 1)), name="mine")]) == [
+        ("mine", "dragate", "pass")
+    ]
+
+
+def test_a_claim_over_quota_is_not_named_among_what_holds_it() -> None:
+    objects = [held("a", 2), held("b", 2)]
+    state = SnapshotState([namespace("team-a"), *objects])
+    current = policies(3)
+    context = Context(
+        policies=lambda: current, state=state, ledger=MemoryLedger(existing_holds(current, state))
+    )
+    first = next(r for r in audit(objects, context) if r.name == "a")
+    assert "claim:team-a/b (2)" in first.message
+    assert "claim:team-a/a" not in first.message
+    assert first.properties["used"] == "2"

@@ -294,7 +294,8 @@ def _quota_findings(
             for device_class, devices in charges.items():
                 totals[device_class] = totals.get(device_class, 0) + devices
     replaced = _already_held(claims, facts, gang, totals)
-    for reason in quota.total_reasons(tenant, totals, facts.usage, replaced):
+    own = frozenset(claim.holder for claim in claims if claim.holder is not None)
+    for reason in quota.total_reasons(tenant, totals, facts.usage, replaced, own):
         yield Finding(tenant.enforcement, reason)
 
 

@@ -31,6 +31,7 @@ def per_claim_reasons(tenant: Tenant, claim: str, charges: Mapping[str, int]) ->
                 device_class=device_class,
                 limit=limit.max_devices_per_claim,
                 requested=devices,
+                rule="maxDevicesPerClaim",
             )
 
 
@@ -39,11 +40,13 @@ def total_reasons(
     charges: Mapping[str, int],
     usage: Mapping[str, ClassUsage],
     replaced: Mapping[str, int] | None = None,
+    own: frozenset[str] = frozenset(),
 ) -> Iterator[Reason]:
     """Reasons the tenant's total would pass `maxDevices` for some class.
 
     `replaced` is what the same holders already hold (a re-admitted object), which the new
-    charges replace rather than add to.
+    charges replace rather than add to; `own`, those holders, which a denial does not name
+    among what holds the quota.
     """
     for device_class, devices in sorted(charges.items()):
         limit = tenant.limit_for(device_class)
@@ -59,17 +62,26 @@ def total_reasons(
                 limit=limit.max_devices,
                 requested=devices,
                 usage=class_usage,
+                own=own,
             )
 
 
 def _over_limit(
-    tenant: Tenant, device_class: str, *, used: int, limit: int, requested: int, usage: ClassUsage
+    tenant: Tenant,
+    device_class: str,
+    *,
+    used: int,
+    limit: int,
+    requested: int,
+    usage: ClassUsage,
+    own: frozenset[str] = frozenset(),
 ) -> Reason:
+    others = [h for h in usage.holders if h.key not in own]
     holders = tuple(
         f"{holder_shown(h.key, h.name)} ({h.devices})"
-        for h in sorted(usage.holders, key=lambda h: (-h.devices, h.key))[:HOLDERS_SHOWN]
+        for h in sorted(others, key=lambda h: (-h.devices, h.key))[:HOLDERS_SHOWN]
     )
-    more = len(usage.holders) - len(holders)
+    more = len(others) - len(holders)
     held_by = ", ".join(holders) + (f" and {more} more" if more > 0 else "")
     return Reason(
         policy=f"Tenant/{tenant.name}",
@@ -81,6 +93,7 @@ def _over_limit(
         limit=limit,
         requested=requested,
         holders=holders,
+        rule="quota",
     )
 
 

@@ -115,6 +115,8 @@ def _deny(
     tenant: Tenant | None,
     leaf: DeviceRequest,
     action: Action = Action.DENY,
+    *,
+    rule: str = "",
 ) -> Finding:
     """A broken rule: denied, or under its policy's Warn or Audit enforcement admitted."""
     reason = Reason(
@@ -122,6 +124,7 @@ def _deny(
         message=message,
         tenant=tenant.name if tenant else "",
         device_class=leaf.device_class,
+        rule=rule,
     )
     return Finding(action, reason)
 
@@ -138,6 +141,7 @@ def _class_allowed(leaf: DeviceRequest, tenant: Tenant | None, where: str) -> It
             tenant,
             leaf,
             tenant.enforcement,
+            rule="allowedDeviceClasses",
         )
 
 
@@ -153,6 +157,7 @@ def _admin_access(
             tenant,
             leaf,
             tenant.enforcement,
+            rule="adminAccess",
         )
     if labels.get(ADMIN_ACCESS_LABEL) != "true":
         yield _deny(
@@ -194,6 +199,7 @@ def _class_policy(
             tenant,
             leaf,
             policy.enforcement,
+            rule="maxCountPerRequest",
         )
         found.append(
             replace(finding, reason=replace(finding.reason, limit=limit, requested=leaf.count))
@@ -206,10 +212,13 @@ def _class_policy(
                 tenant,
                 leaf,
                 policy.enforcement,
+                rule="allowAllocationModeAll",
             )
         )
     for failure in failures:  # each with its own action, or the policy's enforcement
-        found.append(_deny(name, f"{where}: {failure.describe()}", tenant, leaf, failure.action))
+        rule = f"validations[{policy.validations.index(failure.validation)}]"
+        message = f"{where}: {failure.describe()}"
+        found.append(_deny(name, message, tenant, leaf, failure.action, rule=rule))
     return found
 
 

@@ -6,8 +6,10 @@ and alerts without dragate building them. Reports are current state, not history
 rewritten when its results change and deleted when its namespace has none left, so results
 of deleted objects disappear. Only the leader audits and writes; a pass runs every
 `interval` seconds and soon after the served policy set changes, never on the admission
-path; writes are paced (`writes_per_second`) and a report keeps at most `max_results`
-results (failures and warnings first), its summary counting them all.
+path; writes are paced (`writes_per_second`), a namespace's first report before the
+rewrites of the others, and a report keeps at most `max_results` results (failures and
+warnings first), its summary counting them all. Each result names its `policy` and `rule`,
+as Policy Reporter groups them.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ def _entry(result: AuditResult, seconds: int) -> dict[str, Any]:
     properties = {**({"tenant": result.tenant} if result.tenant else {}), **result.properties}
     entry: dict[str, Any] = {
         "policy": result.policy,
+        "rule": result.rule,
         "result": result.result,
         "message": result.message,
         "source": SOURCE,
@@ -151,9 +154,20 @@ class PolicyReportWriter(BackgroundLoop):
         if not self._reports_installed():
             return 0
         reports = reports_of(results, int(time.time()))
-        written = sum(1 for ns, report in paced(reports.items()) if self._write(ns, report))
+        written = sum(
+            1 for ns, report in self._first_reports_first(reports) if self._write(ns, report)
+        )
         self._delete_stale(set(reports))
         return written
+
+    def _first_reports_first(
+        self, reports: Mapping[str, dict[str, Any]]
+    ) -> Iterable[tuple[str, dict[str, Any]]]:
+        """Reports of namespaces this term never wrote come first: a pass after a policy
+        change rewrites every report at `writes_per_second`, and a namespace the change brings
+        in gets its report at the start of that pass, not after the rest."""
+        ordered = sorted(reports.items(), key=lambda item: item[0] in self._written)
+        return paced(ordered)
 
     def _reports_installed(self) -> bool:
         """Whether the API server serves PolicyReports; said once each time it changes."""

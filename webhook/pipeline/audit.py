@@ -19,6 +19,8 @@ from webhook.pipeline.offline import request_from_object
 from webhook.pipeline.scope import handles
 from webhook.types import (
     API_VERSION,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
     Action,
     AuditResult,
     ClassUsage,
@@ -36,6 +38,8 @@ AUDITED_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod"})
 AUDITOR = {"username": "system:serviceaccount:dragate:audit"}
 """Who the audit's reviews come from: nobody Settings exempt by name."""
 PASS_POLICY = "dragate"
+PASS_RULE = "admission"
+WARNING_PREFIX = "dragate: "
 
 
 def audit(objects: Iterable[Object], context: Context) -> Iterator[AuditResult]:
@@ -48,12 +52,20 @@ def audit(objects: Iterable[Object], context: Context) -> Iterator[AuditResult]:
     from webhook.pipeline import review  # noqa: PLC0415  (the package imports this module)
 
     policies = context.policies()
-    audited = [o for o in objects if o.get("kind") in AUDITED_KINDS]
+    audited = [o for o in objects if o.get("kind") in AUDITED_KINDS and not _own(o)]
     for obj in paced(sorted(audited, key=_namespace_of)):
         request = request_from_object(obj, dry_run=True, user_info=AUDITOR)
         if not handles(request, policies.settings, context.own, mutate=False).reviewed:
             continue
         yield from results_of(obj, review(request, context))
+
+
+def _own(obj: Object) -> bool:
+    """A ResourceClaimTemplate dragate manages (the legacy rewrite's): never the user's."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return obj.get("kind") == "ResourceClaimTemplate" and (
+        labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE
+    )
 
 
 def _namespace_of(obj: Object) -> str:
@@ -79,7 +91,7 @@ def tenant_results(policies: PolicySet, usage: Usage) -> Iterator[AuditResult]:
             yield AuditResult(
                 namespace="", api_version=API_VERSION, kind="Tenant", name=tenant.name, uid="",
                 policy=f"Tenant/{tenant.name}", result="fail" if over else "pass",
-                message=message, tenant=tenant.name,
+                message=message, tenant=tenant.name, rule="maxDevices",
                 properties={"deviceClassName": limit.device_class, "used": str(used),
                             "limit": str(limit.max_devices)},
             )  # fmt: skip
@@ -109,20 +121,23 @@ def results_of(obj: Object, verdict: Verdict) -> Iterator[AuditResult]:
     for result, reason in said:
         numbers = _numbers(reason)
         yield _result(obj, reason.policy, result, reason.message, decision.tenant,
-                      properties=numbers)  # fmt: skip
+                      rule=reason.rule or _rule_of(reason.policy), properties=numbers)  # fmt: skip
     of_violations = set(warnings_of(decision.violations))
     others = [w for w in decision.warnings if w not in of_violations]
     for warning in others:
-        yield _result(obj, _policy_of(warning), "warn", warning, decision.tenant)
+        policy = _policy_of(warning)
+        rule = PASS_RULE if policy == PASS_POLICY else _rule_of(policy)
+        yield _result(obj, policy, "warn", _undecorated(warning), decision.tenant, rule=rule)
     if not said and not others:
-        yield _result(obj, PASS_POLICY, "pass", "admitted by every policy", decision.tenant)
+        yield _result(obj, PASS_POLICY, "pass", "admitted by every policy", decision.tenant,
+                      rule=PASS_RULE)  # fmt: skip
 
 
 _RESULT_OF = {Action.AUDIT: "fail", Action.WARN: "warn", Action.DENY: "fail"}
 
 
 def _result(
-    obj: Object, policy: str, result: str, message: str, tenant: str, *,
+    obj: Object, policy: str, result: str, message: str, tenant: str, *, rule: str,
     properties: dict[str, str] | None = None,
 ) -> AuditResult:  # fmt: skip
     meta = obj.get("metadata") or {}
@@ -130,7 +145,7 @@ def _result(
         namespace=str(meta.get("namespace", "")), api_version=str(obj.get("apiVersion", "")),
         kind=str(obj.get("kind", "")), name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")), policy=policy, result=result, message=message,
-        tenant=tenant, properties=properties or {},
+        tenant=tenant, properties=properties or {}, rule=rule,
     )  # fmt: skip
 
 
@@ -148,6 +163,28 @@ def _numbers(reason: Reason) -> dict[str, str]:
 def _policy_of(text: str) -> str:
     """The policy a warning names, `dragate: ... (gpu-rules)` as kubectl warnings end;
     dragate's own otherwise."""
-    if text.endswith(")") and "(" in text:
-        return text[text.rindex("(") + 1 : -1]
-    return PASS_POLICY
+    suffix = _suffix(text)
+    return suffix[2:-1] if suffix else PASS_POLICY
+
+
+def _suffix(text: str) -> str:
+    """A kubectl warning's ` (policy)` ending; "" when the text has none."""
+    if not text.endswith(")") or " (" not in text:
+        return ""
+    suffix = text[text.rindex(" (") :]
+    return "" if " " in suffix[2:] else suffix
+
+
+def _undecorated(text: str) -> str:
+    """A warning as a report says it: without kubectl's `dragate: ` and ` (policy)` (the report
+    names its policy and source in their own fields)."""
+    text = text.removeprefix(WARNING_PREFIX)
+    suffix = _suffix(text)
+    return text[: -len(suffix)] if suffix else text
+
+
+def _rule_of(policy: str) -> str:
+    """The rule of a finding that names none: a Tenant's quota, a DeviceClassPolicy's rules,
+    or dragate's own check (`feasibility`, `device-class`...) named by itself."""
+    kind, _, name = policy.partition("/")
+    return {"Tenant": "quota", "DeviceClassPolicy": "rules"}.get(kind, name or kind)

@@ -63,6 +63,7 @@ class Reason:
     limit: int | None = None
     requested: int | None = None
     holders: tuple[str, ...] = ()
+    rule: str = ""  # the rule of `policy` broken, as PolicyReports group results
 
     def __str__(self) -> str:
         return f"[{self.policy}] {self.message}"
@@ -120,6 +121,7 @@ class AuditResult:
     message: str
     tenant: str = ""
     properties: Mapping[str, str] = field(default_factory=dict)
+    rule: str = ""  # "quota", "validations[0]", "feasibility", ...: what Policy Reporter groups by
 
 
 @record
