@@ -67,8 +67,9 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
 
     A directory is searched recursively for *.yaml, *.yml, *.json; files there that hold no
     Kubernetes object are skipped. Without --policies, the policies are those of the nearest
-    directory above the manifests that holds policy files, else the built-in examples. Exit 0 when all are allowed (under a Warn or Audit policy
-    too), 1 when some are denied, 2 on bad input.
+    directory above the manifests that holds policy files, else the built-in examples. Exit 0
+    when all are allowed (under a Warn or Audit policy too), 1 when some are denied, 2 on bad
+    input.
     """
     policies = policy_set(policies_dir) if policies_dir else _nearest_policies(manifests)
     state = snapshot(state_file)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -75,6 +75,12 @@ POLICY_KINDS = frozenset({*KINDS, SUITE_KIND})
     "--ignore", "ignored", multiple=True, metavar="RULE", help="Skip a rule (repeatable)."
 )
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
+@click.option(
+    "--skip-foreign",
+    is_flag=True,
+    help="Skip named files that hold no Kubernetes object, as a walk skips them "
+    "(for pre-commit, which names each changed file).",
+)
 @EXCLUDE_OPTION
 @state_option("Snapshot of cluster objects; its DeviceClasses are the classes that exist.")
 @click.argument("paths", nargs=-1, metavar="PATH...")
@@ -83,6 +89,7 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
     strict: bool,
     ignored: tuple[str, ...],
     list_rules: bool,
+    skip_foreign: bool,
     exclude: tuple[str, ...],
     state_file: str | None,
     paths: tuple[str, ...],
@@ -105,7 +112,8 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
     if unknown:
         raise click.UsageError(f"unknown rule(s) for --ignore: {', '.join(unknown)}")
     classes = snapshot(state_file).device_classes()
-    run = lint_paths(paths, sys.stdin, exclude, classes, native_resources(classes.values()))
+    extended = native_resources(classes.values())
+    run = lint_paths(paths, sys.stdin, exclude, classes, extended, skip_foreign=skip_foreign)
     results = [r for r in run.results if r.rule not in ignored]
     tally = Tally(files=len(run.seen), skipped=len(run.skipped))
     click.echo(RENDERERS[output](results, tally), nl=False)
@@ -129,18 +137,21 @@ def lint_paths(
     exclude: Sequence[str] = (),
     classes: Iterable[str] = (),
     extended: Iterable[str] = (),
+    *,
+    skip_foreign: bool = False,
 ) -> Run:
     """Read every file, lint every object and policy; problems become `parse` findings.
 
     The DeviceClasses known are `classes` (a snapshot's) and those among the inputs, wherever
     they stand: every file is read before any object is judged; so are the extended resource
     names they map (`extended`, a snapshot's, and the inputs' `extendedResourceName`s).
-    Fields are judged against the process's target minor (`--kube-version`).
+    Fields are judged against the process's target minor (`--kube-version`). With
+    `skip_foreign`, a named file holding no Kubernetes object is skipped as a walked one is.
     """
     use_selector_compiler(selector_error)  # selectors are type- and cost-checked as Kubernetes does
     run = Run()
     for found in walk(paths, exclude):
-        read = _read(found, stdin, run)
+        read = _read(replace(found, named=False) if skip_foreign else found, stdin, run)
         if read is not None:
             run.files.append(read)
     in_files = device_classes_in(run.files)
