@@ -11,6 +11,7 @@ files there that hold no Kubernetes object are skipped and counted.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -20,19 +21,22 @@ from webhook.cli.inputs import (
     EXCLUDE_OPTION,
     KUBE_VERSION_OPTION,
     POLICIES_OPTION,
+    UsageError,
     policy_set,
+    policy_set_in,
     snapshot,
     state_option,
 )
 from webhook.cli.report import RENDERERS, Row
-from webhook.files.manifests import read_manifests
+from webhook.files.manifests import STDIN, read_manifests
 from webhook.files.yamlio import Document
 from webhook.kube.snapshot import SnapshotState
 from webhook.lint import Known
 from webhook.lint.objects import POLICY_API_VERSION
 from webhook.lint.rules.deviceclasses import check_class_names
 from webhook.pipeline import Context, admit, request_from_object
-from webhook.types import Action, Object
+from webhook.policy.sets import nearest_policy_dir
+from webhook.types import Action, Object, PolicySet
 
 
 @click.command("check")
@@ -62,12 +66,12 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
     """Admit each object in MANIFEST... as the webhook would and print the verdicts.
 
     A directory is searched recursively for *.yaml, *.yml, *.json; files there that hold no
-    Kubernetes object are skipped. Exit 0 when all are allowed (under a Warn or Audit policy
-    too), 1 when some are denied, 2 on bad input.
+    Kubernetes object are skipped. Without --policies, the policies are those of the nearest
+    directory above the manifests that holds policy files, else the built-in examples. Exit 0
+    when all are allowed (under a Warn or Audit policy too), 1 when some are denied, 2 on bad
+    input.
     """
-    if policies_dir is None:
-        click.echo(f"dragate: no --policies: judged with the {BUILT_IN}", err=True)
-    policies = policy_set(policies_dir)
+    policies = policy_set(policies_dir) if policies_dir else _nearest_policies(manifests)
     state = snapshot(state_file)
     context = offline_context(lambda: policies, state)
     found = read_manifests(manifests, exclude=exclude, skip_foreign=True)
@@ -84,6 +88,28 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
 
 
 BUILT_IN = "built-in example policies (give --policies DIR for your own)"
+
+
+def _nearest_policies(manifests: tuple[str, ...]) -> PolicySet:
+    """The set of the nearest policy directory above the manifests, as `lint` groups policy
+    files, else the built-in examples; stderr says which. Manifests below two different
+    policy directories (two clusters) are a usage error: which cluster is meant is unsaid."""
+    found = {nearest_policy_dir(_start(Path(m))) for m in manifests if m != STDIN}
+    if len(found) > 1:
+        listed = ", ".join(sorted(str(d or "none") for d in found))
+        raise UsageError(
+            f"the manifests lie below different policy directories ({listed}); give --policies DIR"
+        )
+    directory = next(iter(found), None)
+    if directory is None:
+        click.echo(f"dragate: no --policies: judged with the {BUILT_IN}", err=True)
+        return policy_set(None)
+    click.echo(f"dragate: no --policies: judged with the policies in {directory}", err=True)
+    return policy_set_in(directory)
+
+
+def _start(manifest: Path) -> Path:
+    return manifest if manifest.is_dir() else manifest.parent
 
 
 def _skipped(count: int) -> str:

@@ -16,6 +16,7 @@ from webhook.cli import exits
 from webhook.files.yamlio import YamlError
 from webhook.kube.snapshot import SnapshotState, load_state
 from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
+from webhook.policy.sets import policy_files_in
 from webhook.policy.target import use_kube_version
 from webhook.types import PolicySet
 from webhook.types.kubeversions import NEWEST, SUPPORTED, UnsupportedKubeVersion, supported_minor
@@ -84,8 +85,18 @@ def policy_set(directory: str | None) -> PolicySet:
     path = Path(directory) if directory else default_policy_dir()
     if not path.exists():
         raise UsageError(f"policy directory {path} does not exist")
+    return _loaded([path])
+
+
+def policy_set_in(directory: Path) -> PolicySet:
+    """The policy set whose directory is `directory`: its own policy files, as `lint` groups
+    them (`webhook.policy.sets`), or exit 2 with each problem."""
+    return _loaded(policy_files_in(directory))
+
+
+def _loaded(paths: list[Path]) -> PolicySet:
     try:
-        return load_policies([path])
+        return load_policies(paths)
     except PolicyError as err:
         problems = "\n".join(f"  {p}" for p in err.problems)
         raise UsageError(f"invalid policies:\n{problems}") from None

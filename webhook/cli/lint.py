@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TextIO
 
 import click
@@ -30,6 +31,7 @@ from webhook.policy.kinds import KINDS
 from webhook.policy.kubetypes import pinned_schemas
 from webhook.policy.loading import PolicyError, PolicyProblem, load_policies, parse_policies
 from webhook.policy.schema import suggest
+from webhook.policy.sets import policy_files_in
 from webhook.policy.suites import SUITE_KIND, suite_problems
 from webhook.policy.target import kube_version
 from webhook.rewrite.mappings import native_resources
@@ -73,6 +75,12 @@ POLICY_KINDS = frozenset({*KINDS, SUITE_KIND})
     "--ignore", "ignored", multiple=True, metavar="RULE", help="Skip a rule (repeatable)."
 )
 @click.option("--list-rules", is_flag=True, help="List the rules and exit.")
+@click.option(
+    "--skip-foreign",
+    is_flag=True,
+    help="Skip named files that hold no Kubernetes object, as a walk skips them "
+    "(for pre-commit, which names each changed file).",
+)
 @EXCLUDE_OPTION
 @state_option("Snapshot of cluster objects; its DeviceClasses are the classes that exist.")
 @click.argument("paths", nargs=-1, metavar="PATH...")
@@ -81,6 +89,7 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
     strict: bool,
     ignored: tuple[str, ...],
     list_rules: bool,
+    skip_foreign: bool,
     exclude: tuple[str, ...],
     state_file: str | None,
     paths: tuple[str, ...],
@@ -103,7 +112,8 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
     if unknown:
         raise click.UsageError(f"unknown rule(s) for --ignore: {', '.join(unknown)}")
     classes = snapshot(state_file).device_classes()
-    run = lint_paths(paths, sys.stdin, exclude, classes, native_resources(classes.values()))
+    extended = native_resources(classes.values())
+    run = lint_paths(paths, sys.stdin, exclude, classes, extended, skip_foreign=skip_foreign)
     results = [r for r in run.results if r.rule not in ignored]
     tally = Tally(files=len(run.seen), skipped=len(run.skipped))
     click.echo(RENDERERS[output](results, tally), nl=False)
@@ -127,18 +137,21 @@ def lint_paths(
     exclude: Sequence[str] = (),
     classes: Iterable[str] = (),
     extended: Iterable[str] = (),
+    *,
+    skip_foreign: bool = False,
 ) -> Run:
     """Read every file, lint every object and policy; problems become `parse` findings.
 
     The DeviceClasses known are `classes` (a snapshot's) and those among the inputs, wherever
     they stand: every file is read before any object is judged; so are the extended resource
     names they map (`extended`, a snapshot's, and the inputs' `extendedResourceName`s).
-    Fields are judged against the process's target minor (`--kube-version`).
+    Fields are judged against the process's target minor (`--kube-version`). With
+    `skip_foreign`, a named file holding no Kubernetes object is skipped as a walked one is.
     """
     use_selector_compiler(selector_error)  # selectors are type- and cost-checked as Kubernetes does
     run = Run()
     for found in walk(paths, exclude):
-        read = _read(found, stdin, run)
+        read = _read(replace(found, named=False) if skip_foreign else found, stdin, run)
         if read is not None:
             run.files.append(read)
     in_files = device_classes_in(run.files)
@@ -232,17 +245,21 @@ def _locate(doc: Document, finding: Finding) -> Located:
 def policy_findings(files: Iterable[FileRead]) -> list[Located]:
     """What the policy loader says about the policy documents, as `policy` findings.
 
-    Files holding only policies are loaded together, as `serve --policies` would load them,
-    so duplicate names and clashing tenants across files are found too. A file that mixes
-    policies with other objects (or `-`) is loaded alone, and only problems inside its
-    policy documents are kept.
+    Files holding only policies are loaded by policy set, as `serve --policies` would load
+    each: the set of a file is its directory's policy files (`webhook.policy.sets`), the
+    ones not given read from disk, so duplicate names and clashing tenants across a set's
+    files are found, and two directories (two clusters) may define the same Tenant; a
+    problem in a file read from disk is shown only when it names a given file. A file
+    that mixes policies with other objects (or `-`) is loaded alone, and only problems
+    inside its policy documents are kept.
     """
     with_policies = [f for f in files if f.policies]
     pure = [f for f in with_policies if not f.others and f.path != STDIN]
     mixed = [f for f in with_policies if f not in pure]
     found: list[Located] = []
-    if pure:
-        found.extend(_load([f.path for f in pure], None))
+    given = {f.path for f in pure}
+    for paths in policy_sets(pure, {_key(f.path) for f in mixed}):
+        found.extend(p for p in _load(paths, None) if _concerns(p, given))
     for read in mixed:
         ranges = _policy_lines(read)
         found.extend(
@@ -251,6 +268,34 @@ def policy_findings(files: Iterable[FileRead]) -> list[Located]:
             if p.file != read.name or not p.line or any(a <= p.line < b for a, b in ranges)
         )
     return found
+
+
+def policy_sets(pure: Iterable[FileRead], mixed: set[Path]) -> list[list[str]]:
+    """The files of each set the given policy files belong to, sorted by name: the given
+    ones as given, their directories' other policy files (not `mixed`) as found on disk."""
+    given: dict[Path, dict[Path, str]] = {}
+    for read in pure:
+        given.setdefault(_key(read.path).parent, {})[_key(read.path)] = read.path
+    sets = []
+    for directory, named in given.items():
+        on_disk = {
+            p: str(Path(next(iter(named.values()))).parent / p.name)
+            for p in map(_key, policy_files_in(directory))
+            if p not in mixed
+        }
+        members = {**on_disk, **named}
+        sets.append([members[p] for p in sorted(members)])
+    return sets
+
+
+def _concerns(problem: Located, given: set[str]) -> bool:
+    """A set's problem is shown when it lies in a given file, or in a file read from disk
+    and names a given file: a duplicate of a given Tenant is the given file's problem."""
+    return problem.file in given or any(f"{name}:" in problem.message for name in given)
+
+
+def _key(path: str | Path) -> Path:
+    return Path(path).resolve()
 
 
 def _load(paths: list[str] | None, text: tuple[str, str] | None) -> list[Located]:

@@ -34,6 +34,7 @@ from webhook.policy.schema import (
     Str,
     suggest,
 )
+from webhook.policy.sets import holds_policy, nearest_policy_dir
 from webhook.types import API_VERSION, JSON, Object, Operation, Source
 
 SUITE_KIND = "PolicyTestSuite"
@@ -277,30 +278,9 @@ def nearest_policies(file: pathlib.Path) -> pathlib.Path | None:
     nearest folder above holding policy files itself; None when there is none, so a suite
     never runs against nothing."""
     start = policies_dir(file, None)
-    if any(_holds_policy(p) for p in files_below(start, (".yaml", ".yml"))):
+    if any(holds_policy(p) for p in files_below(start, (".yaml", ".yml"))):
         return start
-    return next((d for d in start.parents if any(map(_holds_policy, _files_in(d)))), None)
-
-
-def _files_in(directory: pathlib.Path) -> list[pathlib.Path]:
-    try:
-        return sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml"))
-    except OSError:
-        return []
-
-
-def _holds_policy(file: pathlib.Path) -> bool:
-    """Whether a file holds a policy document (dragate's apiVersion and a policy kind)."""
-    try:
-        documents = parse_documents(read_text(str(file)), str(file))
-    except YamlError:
-        return False
-    return any(
-        isinstance(d.data, dict)
-        and d.data.get("apiVersion") == API_VERSION
-        and str(d.data.get("kind")) in KINDS
-        for d in documents
-    )
+    return nearest_policy_dir(start.parent) if start.parent != start else None
 
 
 def _case(doc: Document, index: int, case: Mapping[str, Any]) -> Case:
