@@ -35,7 +35,7 @@ from webhook.lint import Known
 from webhook.lint.objects import POLICY_API_VERSION
 from webhook.lint.rules.deviceclasses import check_class_names
 from webhook.pipeline import Context, admit, request_from_object
-from webhook.policy.sets import nearest_policy_dir
+from webhook.policy.policysets import nearest_policy_dir
 from webhook.types import Action, Object, PolicySet
 
 

@@ -16,7 +16,7 @@ from webhook.cli import exits
 from webhook.files.yamlio import YamlError
 from webhook.kube.snapshot import SnapshotState, load_state
 from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
-from webhook.policy.sets import policy_files_in
+from webhook.policy.policysets import policy_files_in
 from webhook.policy.target import use_kube_version
 from webhook.types import PolicySet
 from webhook.types.kubeversions import NEWEST, SUPPORTED, UnsupportedKubeVersion, supported_minor
@@ -90,7 +90,7 @@ def policy_set(directory: str | None) -> PolicySet:
 
 def policy_set_in(directory: Path) -> PolicySet:
     """The policy set whose directory is `directory`: its own policy files, as `lint` groups
-    them (`webhook.policy.sets`), or exit 2 with each problem."""
+    them (`webhook.policy.policysets`), or exit 2 with each problem."""
     return _loaded(policy_files_in(directory))
 
 

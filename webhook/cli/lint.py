@@ -30,8 +30,8 @@ from webhook.lint.rules.cel import use_selector_compiler
 from webhook.policy.kinds import KINDS
 from webhook.policy.kubetypes import pinned_schemas
 from webhook.policy.loading import PolicyError, PolicyProblem, load_policies, parse_policies
+from webhook.policy.policysets import policy_files_in
 from webhook.policy.schema import suggest
-from webhook.policy.sets import policy_files_in
 from webhook.policy.suites import SUITE_KIND, suite_problems
 from webhook.policy.target import kube_version
 from webhook.rewrite.mappings import native_resources
@@ -246,7 +246,7 @@ def policy_findings(files: Iterable[FileRead]) -> list[Located]:
     """What the policy loader says about the policy documents, as `policy` findings.
 
     Files holding only policies are loaded by policy set, as `serve --policies` would load
-    each: the set of a file is its directory's policy files (`webhook.policy.sets`), the
+    each: the set of a file is its directory's policy files (`webhook.policy.policysets`), the
     ones not given read from disk, so duplicate names and clashing tenants across a set's
     files are found, and two directories (two clusters) may define the same Tenant; a
     problem in a file read from disk is shown only when it names a given file. A file

@@ -19,6 +19,7 @@ from webhook.files.manifests import files_below, find_files, read_text
 from webhook.files.yamlio import Document, YamlError, parse_documents
 from webhook.policy.kinds import KINDS, METADATA, NAMESPACE, TEXT
 from webhook.policy.kubetypes import missing_field
+from webhook.policy.policysets import holds_policy, nearest_policy_dir
 from webhook.policy.schema import (
     INVALID,
     Anything,
@@ -34,7 +35,6 @@ from webhook.policy.schema import (
     Str,
     suggest,
 )
-from webhook.policy.sets import holds_policy, nearest_policy_dir
 from webhook.types import API_VERSION, JSON, Object, Operation, Source
 
 SUITE_KIND = "PolicyTestSuite"
