@@ -1169,3 +1169,24 @@ def _base(name: str) -> str:
         if name.endswith(suffix):
             return name.removesuffix(suffix)
     return name
+
+
+SOURCE_FLAGS = [
+    pytest.param("files", {"--policies", "--no-policy-objects"}, id="files"),
+    pytest.param("cluster", set(), id="cluster"),
+    pytest.param("both", {"--policies"}, id="both"),
+]
+
+
+@pytest.mark.parametrize(("source", "passed"), SOURCE_FLAGS)
+def test_the_readme_says_the_flags_each_policy_source_passes(
+    helm: Helm, source: str, passed: set[str]
+) -> None:
+    """The chart README's "Policies and GitOps" names, per `policies.source`, exactly the
+    policy flags the Deployment passes to `serve`."""
+    args = container(helm.template({"policies": {"source": source}}).one("Deployment"))["args"]
+    policy_flags = {a.split("=")[0] for a in args if a.startswith(("--policies", "--no-policy"))}
+    assert policy_flags == passed
+    readme = " ".join((CHART / "README.md").read_text().split())
+    said = readme[readme.index(f"`{source}` gives") :].split(",")[0].split("(")[0]
+    assert {f for f in ("--policies", "--no-policy-objects") if f in said} == passed, said
