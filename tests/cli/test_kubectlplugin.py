@@ -1,5 +1,6 @@
-"""`kubectl dragate usage` and `kubectl dragate why POD` against canned API answers: a fake at
-our own adapter boundary (`KubeApi.request`), one cluster, one case per cause."""
+"""`kubectl dragate usage` and `kubectl dragate why POD|resourceclaim/NAME` against canned API
+answers: a fake at our own adapter boundary (`KubeApi.request`), one cluster, one case per
+cause."""
 
 from __future__ import annotations
 
@@ -237,8 +238,75 @@ def test_a_cluster_without_the_tenant_crd_has_no_quota() -> None:
     )
 
 
-def why_in(api: Api, name: str) -> list[dict[str, Any]]:
-    result = run("why", name, "-n", "team-a", "-o", "json", api=api)
+def why_in(api: Api, *args: str) -> list[dict[str, Any]]:
+    result = run("why", *args, "-n", "team-a", "-o", "json", api=api)
     assert result.exit_code == 0, result.output
     found: list[dict[str, Any]] = json.loads(result.stdout)
     return found
+
+
+H100 = "device.attributes['gpu.nvidia.com'].model == 'H100'"
+RESERVED = [{"resource": "pods", "name": "trainer", "uid": "uid-1"}]
+CLAIMS = {
+    "reserved": {**claim(request(exact()), name="reserved"),
+                 "status": {"allocation": ALLOCATED, "reservedFor": RESERVED}},
+    "h100-claim": claim(request(exact(selectors=(H100,))), name="h100-claim"),
+    "ready": claim(request(exact()), name="ready"),
+}  # fmt: skip
+
+
+def claim_api() -> Api:
+    return Api({f"{V1}/namespaces/team-a/resourceclaims/{n}": c for n, c in CLAIMS.items()})
+
+
+WHY_CLAIM_CASES = {
+    "allocated": (("resourceclaim/reserved",), "claim", "ResourceClaim team-a/reserved",
+                  "allocated: gpu.nvidia.com/node-1/gpu-0; reserved for Pod team-a/trainer",
+                  False),
+    "allocated-unreserved": (("--claim", "big"), "claim", "ResourceClaim team-a/big",
+                             "allocated: gpu.nvidia.com/node-1/gpu-0; reserved for nothing yet",
+                             False),
+    "infeasible": (("resourceclaims/h100-claim",), "feasibility",
+                   "ResourceClaim team-a/h100-claim",
+                   "request 'gpu' needs 1 gpu.nvidia.com device, 0 in the cluster match; "
+                   f'selector "{H100}" rules out the most (without it: node-1/gpu-0)', True),
+    "feasible": (("resourceclaim.resource.k8s.io/ready",), "claim", "ResourceClaim team-a/ready",
+                 "not allocated: the scheduler allocates it for the first Pod that uses it",
+                 False),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", WHY_CLAIM_CASES, ids=list(WHY_CLAIM_CASES))
+def test_why_a_claim_says_what_it_is_allocated_to_or_why_it_cannot_be(case: str) -> None:
+    args, cause, source, message, blocking = WHY_CLAIM_CASES[case]
+    first = why_in(claim_api(), *args)[0]
+    assert (first["cause"], first["source"], first["message"]) == (cause, source, message)
+    assert first["blocking"] is blocking
+
+
+@pytest.mark.parametrize(
+    ("name", "quota"),
+    [("big", "this claim holds 3"), ("ready", "this claim needs 1, holds 0")],
+    ids=["held-in-the-ledger", "not-held-yet"],
+)
+def test_why_a_claim_ends_with_its_tenants_quota(name: str, quota: str) -> None:
+    found = why_in(claim_api(), f"resourceclaim/{name}")
+    lines = [f for f in found if f["cause"] == "quota"]
+    assert len(lines) == 1
+    assert lines[0]["source"] == "Tenant team-a"
+    assert lines[0]["message"].startswith(f"gpu.nvidia.com: 4/4 used (1 pending), {quota}; ")
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [(("resourceclaim/ghost",), "ResourceClaim team-a/ghost not found"),
+     (("pod/ghost",), "Pod team-a/ghost not found"),
+     (("deployment/web",), "'deployment': why explains a pod or a resourceclaim"),
+     (("trainer", "--claim", "big"), "name one Pod"),
+     ((), "name one Pod")],
+    ids=["unknown-claim", "unknown-pod", "other-kind", "both", "neither"],
+)  # fmt: skip
+def test_why_names_one_pod_or_one_claim(args: tuple[str, ...], error: str) -> None:
+    result = run("why", *args, "-n", "team-a", api=claim_api())
+    assert result.exit_code in (1, 2)
+    assert error in result.output

@@ -2,7 +2,8 @@
 quota and Pending Pods from live cluster state.
 
 `usage` shows each tenant's quota as the ledger holds it; `why POD` says what keeps a Pod
-from running, each line citing the object behind it. Both read only (GET requests through
+from running, `why resourceclaim/NAME` what a claim is allocated to or why it cannot be, each
+line citing the object behind it. Both read only (GET requests through
 `KubeApi`), with the kubeconfig and context kubectl would use.
 """
 
@@ -19,7 +20,7 @@ import yaml
 
 from webhook.cli.clusterfacts import ClusterFacts
 from webhook.cli.usagerows import UsageRow, holders_text, usage_rows
-from webhook.cli.why import Finding, explain, pod_tenant
+from webhook.cli.why import Finding, explain, explain_claim, pod_tenant
 from webhook.kube.api import ApiError, KubeApi, Unreachable
 from webhook.policy.schema import PolicyError
 
@@ -134,22 +135,50 @@ def _usage_cells(row: UsageRow) -> tuple[str, ...]:
 
 
 @main.command("why")
-@click.argument("pod")
+@click.argument("name", required=False)
+@click.option("--claim", help="explain this ResourceClaim (same as resourceclaim/NAME)")
 @POLICIES
 @target_options
-def why(target: Target, pod: str, policy_paths: tuple[Path, ...]) -> None:
-    """Why POD is Pending: quota, claims and their feasibility, the scheduler's own word."""
+def why(target: Target, name: str | None, claim: str | None,
+        policy_paths: tuple[Path, ...]) -> None:  # fmt: skip
+    """Why POD is Pending, or why a ResourceClaim (resourceclaim/NAME, --claim) is not
+    allocated: quota, claims and their feasibility, the scheduler's own word."""
+    kind, found_name = _why_target(name, claim)
     facts = target.facts(policy_paths)
     namespace = target.current_namespace()
     with _reading():
-        found = facts.pod(namespace, pod)
-        if found is None:
-            raise click.ClickException(f"Pod {namespace}/{pod} not found")
-        findings = explain(facts, found)
+        findings = _why_findings(facts, kind, namespace, found_name)
     if target.output != "table":
         _dump([f.as_json() for f in findings], target.output)
         return
     click.echo("".join(_finding_text(f) for f in findings), nl=False)
+
+
+CLAIM_KINDS = ("resourceclaim", "resourceclaims", "resourceclaim.resource.k8s.io")
+POD_KINDS = ("pod", "pods", "po")
+
+
+def _why_target(name: str | None, claim: str | None) -> tuple[str, str]:
+    """("Pod" | "ResourceClaim", name) from `POD`, `pod/NAME`, `resourceclaim/NAME` or
+    `--claim NAME`, the forms kubectl reads."""
+    if (name is None) == (claim is None):
+        raise click.UsageError("name one Pod (POD or pod/NAME) or one claim (resourceclaim/NAME)")
+    if claim is not None:
+        return "ResourceClaim", claim
+    kind, _, rest = str(name).rpartition("/")
+    if kind.lower() in CLAIM_KINDS:
+        return "ResourceClaim", rest
+    if kind and kind.lower() not in POD_KINDS:
+        raise click.UsageError(f"{kind!r}: why explains a pod or a resourceclaim")
+    return "Pod", rest
+
+
+def _why_findings(facts: ClusterFacts, kind: str, namespace: str, name: str) -> list[Finding]:
+    read = facts.claim if kind == "ResourceClaim" else facts.pod
+    found = read(namespace, name)
+    if found is None:
+        raise click.ClickException(f"{kind} {namespace}/{name} not found")
+    return explain_claim(facts, found) if kind == "ResourceClaim" else explain(facts, found)
 
 
 def _finding_text(finding: Finding) -> str:

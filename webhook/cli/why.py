@@ -10,6 +10,7 @@ for the scheduler.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -100,10 +101,10 @@ class PodClaims:
         self.keys.add(holder_key(claim))
         allocation = (claim.get("status") or {}).get("allocation")
         if allocation:
-            self._count(claim_spec, claim, source)
+            self.count(claim_spec, claim, source)
             yield Finding("claim", source, f"allocated: {_devices(allocation)}")
             return
-        yield from self._feasible(claim_spec, claim, source, ref)
+        yield from self.feasible(claim_spec, claim, source, f"pod claim {ref.name!r}")
 
     def _templated(self, namespace: str, name: str, ref: PodClaim) -> Iterator[Finding]:
         source = f"ResourceClaimTemplate {namespace}/{name}"
@@ -114,10 +115,11 @@ class PodClaims:
         uid = str((self.pod.get("metadata") or {}).get("uid", ""))
         self.keys.add(pod_holder_key(uid, ref.name))
         yield Finding("claim", source, f"pod claim {ref.name!r}: no ResourceClaim made yet")
-        yield from self._feasible(template_claim_spec, template, source, ref)
+        yield from self.feasible(template_claim_spec, template, source, f"pod claim {ref.name!r}")
 
-    def _feasible(self, read: Any, obj: Object, source: str, ref: PodClaim) -> Iterator[Finding]:
-        spec = self._count(read, obj, source)
+    def feasible(self, read: Any, obj: Object, source: str, what: str) -> Iterator[Finding]:
+        """Why no node could ever satisfy `obj` (blocking), or that its devices match."""
+        spec = self.count(read, obj, source)
         if spec is None:
             yield Finding("claim", source, "cannot be read", blocking=True)
             return
@@ -125,9 +127,9 @@ class PodClaims:
         for reason in reasons:
             yield Finding("feasibility", source, reason, blocking=True)
         if not reasons:
-            yield Finding("feasibility", source, f"pod claim {ref.name!r}: devices match")
+            yield Finding("feasibility", source, f"{what}: devices match")
 
-    def _count(self, read: Any, obj: Object, label: str) -> ClaimSpec | None:
+    def count(self, read: Any, obj: Object, label: str) -> ClaimSpec | None:
         try:
             spec: ClaimSpec = read(obj, label)
         except ObjectError:
@@ -151,7 +153,46 @@ def _devices(allocation: Mapping[str, Any]) -> str:
     return ", ".join(named) or "no devices"
 
 
-def quota_findings(facts: ClusterFacts, pod: Object, claims: PodClaims) -> Iterator[Finding]:
+def explain_claim(facts: ClusterFacts, claim: Object) -> list[Finding]:
+    """The findings for a ResourceClaim, the claim's own state first: its devices and the Pods
+    it is reserved for, or why no node could satisfy it; then the tenant's quota for the
+    classes it asks for (never blocking once the claim holds its devices)."""
+    namespace, name = _identity(claim)
+    source = f"ResourceClaim {namespace}/{name}"
+    own = PodClaims(facts, claim)  # the claim stands in for a Pod: its namespace, its holder
+    own.keys.add(holder_key(claim))
+    status = claim.get("status") or {}
+    found: list[Finding] = []
+    if status.get("allocation"):
+        own.count(claim_spec, claim, source)
+        allocated = f"allocated: {_devices(status['allocation'])}; {_reserved(status, namespace)}"
+        found.append(Finding("claim", source, allocated))
+    else:
+        found += own.feasible(claim_spec, claim, source, "claim")
+        if not any(f.blocking for f in found):
+            waiting = "not allocated: the scheduler allocates it for the first Pod that uses it"
+            found.insert(0, Finding("claim", source, waiting))
+    quota = quota_findings(facts, claim, own, who="claim")
+    held = bool(status.get("allocation"))  # its devices are its own: quota cannot block it
+    found += (dataclasses.replace(f, blocking=f.blocking and not held) for f in quota)
+    return found
+
+
+def _reserved(status: Mapping[str, Any], namespace: str) -> str:
+    """`status.reservedFor`: the Pods (or other consumers) the claim's devices are for."""
+    consumers = status.get("reservedFor") or []
+    named = [f"{_consumer_kind(c)} {namespace}/{c.get('name')}" for c in consumers]
+    return f"reserved for {', '.join(named)}" if named else "reserved for nothing yet"
+
+
+def _consumer_kind(consumer: Mapping[str, Any]) -> str:
+    resource = str(consumer.get("resource", ""))
+    return "Pod" if resource == "pods" and not consumer.get("apiGroup") else resource
+
+
+def quota_findings(
+    facts: ClusterFacts, pod: Object, claims: PodClaims, who: str = "Pod"
+) -> Iterator[Finding]:
     """Per class the Pod needs: the tenant's limit, used and pending, and who holds them."""
     namespace, _ = _identity(pod)
     tenant = pod_tenant(facts, namespace)
@@ -164,7 +205,7 @@ def quota_findings(facts: ClusterFacts, pod: Object, claims: PodClaims) -> Itera
         row = rows.get(device_class)
         held = sum(records[k].devices.get(device_class, 0) for k in claims.keys if k in records)
         if row is not None and row.limit is not None:
-            yield _quota_line(tenant, row, need, held)
+            yield _quota_line(tenant, row, need, held, who)
 
 
 def pod_tenant(facts: ClusterFacts, namespace: str) -> Tenant | None:
@@ -172,11 +213,11 @@ def pod_tenant(facts: ClusterFacts, namespace: str) -> Tenant | None:
     return resolve_tenant(facts.policies(), namespace, labels)
 
 
-def _quota_line(tenant: Tenant, row: UsageRow, need: int, held: int) -> Finding:
+def _quota_line(tenant: Tenant, row: UsageRow, need: int, held: int, who: str) -> Finding:
     over = held < need and row.used - held + need > (row.limit or 0)
     state = f"needs {need}, holds {held}" if held < need else f"holds {held}"
     message = (
-        f"{row.device_class}: {row.used}/{row.limit} used ({row.pending} pending), this Pod "
+        f"{row.device_class}: {row.used}/{row.limit} used ({row.pending} pending), this {who} "
         f"{state}; held by {holders_text(row.holders)}"
     )
     return Finding("quota", f"Tenant {tenant.name}", message, blocking=over)
