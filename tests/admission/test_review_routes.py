@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import gevent
 import pytest
 from admission import admission_support
 from admission.admission_support import encode, pod, review_body
@@ -387,3 +388,27 @@ def test_a_stopping_worker_asks_every_client_to_close(make_app: Callable[..., Fl
             assert answer.headers["Connection"] == "close"
     finally:
         routes.STOPPING.clear()
+
+
+class Stalled:
+    """A body stream whose client sent part of the body, then nothing: each read waits."""
+
+    def __init__(self, sent: bytes) -> None:
+        self.sent = sent
+
+    def read(self, size: int) -> bytes:
+        chunk, self.sent = self.sent[:size], self.sent[size:]
+        if not chunk:
+            gevent.sleep(30)
+        return chunk
+
+
+@pytest.mark.parametrize("sent", [b"", b'{"kind"'], ids=["nothing", "part"])
+def test_a_body_that_stops_short_is_a_408_that_closes(
+    monkeypatch: pytest.MonkeyPatch, sent: bytes
+) -> None:
+    monkeypatch.setattr(routes, "BODY_READ_SECONDS", 0.05)
+    environ = {"wsgi.input": Stalled(sent), "CONTENT_LENGTH": "100"}
+    reply = routes.received(environ, 1024, mutate=False)
+    assert isinstance(reply, routes.Reply) and (reply.code, reply.close) == (408, True)
+    assert json.loads(reply.body)["message"] == "request body not received in time"

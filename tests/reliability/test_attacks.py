@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -36,6 +37,8 @@ from reliability.reliability_support import (
     tls_context,
     write_policies,
 )
+
+from webhook.admission.routes import BODY_READ_SECONDS
 
 HEADERS = b"POST /validate HTTP/1.1\r\nHost: dragate\r\nContent-Type: application/json\r\n"
 MIB = 1024 * 1024
@@ -199,6 +202,30 @@ def test_requests_the_parser_refuses_are_4xx_and_closed(
         assert (code, headers.get("connection"), body) == (status, "close", b"")
         assert _closed(tls)
     _review_answered(server, f"after-stock-{status}")
+
+
+SHORT_BODIES = [
+    # (declared length, bytes sent before the client falls silent)
+    pytest.param(100, b'{"kind"', id="part-of-the-body"),
+    pytest.param(2, b"", id="no-body-at-all"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("length", "sent"), SHORT_BODIES)
+def test_a_body_that_stops_short_is_answered_408_within_seconds(
+    server: Serve, length: int, sent: bytes
+) -> None:
+    """A body read waits at most `BODY_READ_SECONDS` for the next bytes, not the 120 s
+    socket timeout: the client reads a JSON 408 and the connection closes."""
+    with _tls(server.port, timeout=60) as tls:
+        began = time.monotonic()
+        tls.sendall(HEADERS + b"Content-Length: %d\r\n\r\n%s" % (length, sent))
+        code, headers, body = _read_answer(tls)
+        waited = time.monotonic() - began
+        assert (code, json.loads(body)["code"], headers.get("connection")) == (408, 408, "close")
+        assert BODY_READ_SECONDS <= waited < 60, waited
+        assert _closed(tls)
+    _review_answered(server, f"after-short-{length}")
 
 
 def _chunked(data: bytes) -> bytes:

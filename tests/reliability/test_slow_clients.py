@@ -2,9 +2,10 @@
 
 Stock gthread blocked a pool thread per such connection with no time limit; 12 of them made
 `dragate serve` stop answering. The gevent worker holds each such connection in a greenlet,
-closed by the per-read socket timeout (120 s, longer than these tests wait), so the guarantee
-tested is the one that matters: while they are held open, every legitimate review is
-answered, each within 1 s (from connecting to the answer, on a new TLS connection).
+closed by the per-read socket timeout (120 s, longer than these tests wait; a stalled body is
+answered 408 after 5 s, test_attacks.py), so the guarantee tested is the one that matters:
+while they are held open, every legitimate review is answered, each within 1 s (from
+connecting to the answer, on a new TLS connection).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
 
+import gevent
 from werkzeug.exceptions import HTTPException
 from werkzeug.http import HTTP_STATUS_CODES
 
@@ -47,6 +48,11 @@ TWO_NAMES = "this client certificate's subject has more than one Common Name"
 AMBIGUOUS: frozenset[str] = frozenset({"\0more than one Common Name"})
 """What `peer_names` gives for a subject of several CNs: Kubernetes reads one of them as the
 client's name, so a certificate whose other CN is allowed must not pass for it."""
+BODY_READ_SECONDS = 5.0
+"""How long one read of a request body waits for the client's next bytes. The API server
+sends a review's body right behind its headers, so a body that stops short of its declared
+length is a client gone or a hostile one: it is answered 408 and the connection closed, rather
+than held until the connection's socket timeout."""
 FRAMING = "a request with both Content-Length and Transfer-Encoding is refused (RFC 9112 6.3)"
 
 
@@ -186,7 +192,7 @@ def received(environ: Environ, limit: int, mutate: bool) -> AdmissionRequest | R
         return replace(_bad_request(err, mutate), close=True)
     except BadReview as err:
         return _bad_request(err, mutate)
-    except TimeoutError:  # the connection's socket timeout ran out mid-body
+    except TimeoutError:  # the client sent no bytes for BODY_READ_SECONDS mid-body
         log.warning("request body not received in time", extra={"endpoint": _endpoint(mutate)})
         return replace(json_error(408, "request body not received in time"), close=True)
 
@@ -253,8 +259,11 @@ def read_body(environ: Environ, limit: int) -> bytes:
 
 
 def _read(stream: Any, size: int) -> bytes:
+    """One read, bounded by `BODY_READ_SECONDS` (gevent's documented `Timeout`: the server's
+    reads are cooperative, so the greenlet waiting on the socket is the one interrupted)."""
     try:
-        chunk: bytes = stream.read(size)
+        with gevent.Timeout(BODY_READ_SECONDS, TimeoutError("request body read timed out")):
+            chunk: bytes = stream.read(size)
     except TimeoutError:
         raise
     except OSError as err:  # broken chunked framing, or the client gone mid-body
