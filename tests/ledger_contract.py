@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 import pytest
 
 from webhook.engine.quota import limits_of
+from webhook.ledger import accounting
 from webhook.ledger.accounting import PENDING_SECONDS
 from webhook.types import (
     Action,
@@ -265,3 +267,66 @@ EXPIRY_CONTRACT = [
     a_holder_named_by_a_deletion_goes_at_the_next_reconcile,
     a_deleted_holder_still_in_the_truth_is_kept,
 ]
+
+
+class ReferenceLedger:
+    """The ledgers' arithmetic with nothing kept between calls: every answer worked out from
+    all the records by `accounting`, the oracle the ledgers' kept totals are compared with."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._tenants: dict[str, accounting.Records] = {}
+
+    def usage(self, tenant: str) -> Mapping[str, ClassUsage]:
+        live = accounting.live(self._tenants.get(tenant, {}), now=self._clock())
+        return accounting.usage_of(live)
+
+    def reserve(
+        self, tenant: str, holds: Mapping[str, Mapping[str, int]], limits: Mapping[str, int]
+    ) -> Reservation:
+        current = self._tenants.get(tenant, {})
+        outcome = accounting.reserve(current, holds, limits, now=self._clock())
+        self._tenants[tenant] = outcome.records
+        return Reservation(outcome.granted, accounting.usage_of(outcome.records))
+
+    def release(self, tenant: str, holder: str) -> None:
+        self._tenants.get(tenant, {}).pop(holder, None)
+
+    def reconcile(self, truth: Mapping[str, Mapping[str, Mapping[str, int]]]) -> None:
+        for tenant in set(self._tenants) | set(truth):
+            current = self._tenants.get(tenant, {})
+            self._tenants[tenant] = accounting.reconcile(
+                current, truth.get(tenant, {}), now=self._clock()
+            )
+
+
+MIG = "mig.nvidia.com"
+
+
+def random_operation(rng: random.Random) -> tuple[Any, ...]:
+    tenant = rng.choice(["t", "u"])
+    holder = f"pod:{rng.randrange(6)}/gpu"
+    kind = rng.choices(["reserve", "usage", "release", "reconcile", "wait"], [6, 3, 1, 1, 1])[0]
+    if kind == "reserve":
+        devices = {GPU: rng.randrange(4), MIG: rng.choice([0, 0, 1])}
+        return kind, tenant, {holder: devices}, {GPU: rng.choice([4, 6, 8]), MIG: 2}
+    if kind == "reconcile":
+        return kind, {tenant: {holder: {GPU: 1}}}
+    if kind == "wait":
+        return kind, rng.choice([1.0, PENDING_SECONDS / 2])
+    return kind, tenant, holder
+
+
+def apply_operation(ledger: Any, clock: Clock, operation: tuple[Any, ...]) -> Any:
+    kind, *args = operation
+    if kind == "wait":
+        clock.now += args[0]
+        return None
+    if kind == "usage":
+        return ledger.usage(args[0])
+    if kind == "release":
+        return ledger.release(*args)
+    if kind == "reconcile":
+        return ledger.reconcile(*args)
+    reservation: Reservation = ledger.reserve(*args)
+    return reservation

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import pytest
-from ledger_contract import CONTRACT, EXPIRY_CONTRACT, GPU, MakeTimedLedger
+from ledger_contract import (
+    CONTRACT,
+    EXPIRY_CONTRACT,
+    GPU,
+    Clock,
+    MakeTimedLedger,
+    ReferenceLedger,
+    apply_operation,
+    random_operation,
+)
 
 from webhook.ledger.memory import MemoryLedger
 
@@ -13,14 +23,6 @@ from webhook.ledger.memory import MemoryLedger
 @pytest.mark.parametrize("case", CONTRACT, ids=[c.__name__ for c in CONTRACT])
 def test_contract(case: Callable[[Callable[[], MemoryLedger]], None]) -> None:
     case(MemoryLedger)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_pending_holder_is_released_after_its_bound_unless_its_object_appears() -> None:
@@ -49,3 +51,18 @@ def test_initial_holds_count() -> None:
 @pytest.mark.parametrize("case", EXPIRY_CONTRACT, ids=[c.__name__ for c in EXPIRY_CONTRACT])
 def test_expiry_contract(case: Callable[[MakeTimedLedger], None]) -> None:
     case(lambda clock: MemoryLedger(clock=clock))
+
+
+@pytest.mark.parametrize("seed", range(3), ids=[f"seed-{s}" for s in range(3)])
+def test_the_kept_totals_answer_as_the_reference(seed: int) -> None:
+    """Random reservations, releases, reconciles and waits: every answer and every usage is
+    the one worked out from all the records."""
+    rng, clock = random.Random(seed), Clock()
+    ledger, oracle = MemoryLedger(clock=clock), ReferenceLedger(clock)
+    for step in range(600):
+        operation = random_operation(rng)
+        assert apply_operation(ledger, clock, operation) == apply_operation(
+            oracle, clock, operation
+        ), (step, operation)
+        for tenant in ("t", "u"):
+            assert ledger.usage(tenant) == oracle.usage(tenant), (step, tenant)

@@ -3,8 +3,8 @@
 Each connection keeps a tenant's decoded rows under `PRAGMA data_version`; these tests change
 the file from another process, another thread, another connection outside dragate and the
 connection itself, and check that every answer is the one the rows in the file give. A
-randomized run of two ledgers on one file is compared with a memory ledger given the same
-operations (the same arithmetic, no SQLite).
+randomized run of two ledgers on one file is compared with the reference ledger given the
+same operations (the same arithmetic worked out from all the records, no SQLite).
 """
 
 from __future__ import annotations
@@ -17,16 +17,13 @@ import threading
 from typing import Any
 
 import pytest
-from ledger_contract import GPU, Clock
+from ledger_contract import GPU, MIG, Clock, ReferenceLedger, apply_operation, random_operation
 
 from webhook.ledger import accounting, sqliterows
-from webhook.ledger.accounting import PENDING_SECONDS, Record, live, usage_of
-from webhook.ledger.memory import MemoryLedger
+from webhook.ledger.accounting import PENDING_SECONDS, live, usage_of
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.ledger.sqliterows import records_of
-from webhook.types import ClassUsage, Reservation
-
-MIG = "mig.nvidia.com"
+from webhook.types import ClassUsage
 
 
 @pytest.fixture
@@ -347,87 +344,16 @@ def test_remembered_tenants_stay_bounded(db_path: str, monkeypatch: pytest.Monke
 # ----------------------------------------------------------------------- randomized
 
 
-def _operation(rng: random.Random) -> tuple[Any, ...]:
-    tenant = rng.choice(["t", "u"])
-    holder = f"pod:{rng.randrange(6)}/gpu"
-    kind = rng.choices(["reserve", "usage", "release", "reconcile", "wait"], [6, 3, 1, 1, 1])[0]
-    if kind == "reserve":
-        devices = {GPU: rng.randrange(4), MIG: rng.choice([0, 0, 1])}
-        return kind, tenant, {holder: devices}, {GPU: rng.choice([4, 6, 8]), MIG: 2}
-    if kind == "reconcile":
-        return kind, {tenant: {holder: {GPU: 1}}}
-    if kind == "wait":
-        return kind, rng.choice([1.0, PENDING_SECONDS / 2])
-    return kind, tenant, holder
-
-
-def _apply(ledger: Any, clock: Clock, operation: tuple[Any, ...]) -> Any:
-    kind, *args = operation
-    if kind == "wait":
-        clock.now += args[0]
-        return None
-    if kind == "usage":
-        return ledger.usage(args[0])
-    if kind == "release":
-        return ledger.release(*args)
-    if kind == "reconcile":
-        return ledger.reconcile(*args)
-    reservation: Reservation = ledger.reserve(*args)
-    return reservation
-
-
 @pytest.mark.parametrize("seed", range(3), ids=[f"seed-{s}" for s in range(3)])
-def test_two_ledgers_on_one_file_answer_as_one_memory_ledger(db_path: str, seed: int) -> None:
+def test_two_ledgers_on_one_file_answer_as_the_reference(db_path: str, seed: int) -> None:
     """Two SqliteLedgers are two connections: data_version tells each about the other's
     commits exactly as it would across processes."""
     rng, clock = random.Random(seed), Clock()
     ledgers = [SqliteLedger(db_path, clock=clock) for _ in range(2)]
-    oracle = MemoryLedger(clock=clock)
+    oracle = ReferenceLedger(clock)
     for step in range(400):
-        operation = _operation(rng)
-        answer = _apply(rng.choice(ledgers), clock, operation)
-        assert answer == _apply(oracle, clock, operation), (step, operation)
+        operation = random_operation(rng)
+        answer = apply_operation(rng.choice(ledgers), clock, operation)
+        assert answer == apply_operation(oracle, clock, operation), (step, operation)
         for tenant in ("t", "u"):
             assert in_file(db_path, tenant, clock.now) == oracle.usage(tenant), (step, tenant)
-
-
-def _random_rows(rng: random.Random, now: float) -> sqliterows.Rows:
-    """Rows as read (expired holders too), or as left by a chain of written changes."""
-    records = {
-        f"pod:{i}/gpu": Record({GPU: rng.randrange(3)}, rng.choice([None, now + 30, now - 1]))
-        for i in range(rng.randrange(5))
-    }
-    rows = sqliterows.Rows(records)
-    for step in range(rng.randrange(3)):
-        if rows.all_live(now):
-            changed = {f"pod:{rng.randrange(6)}/gpu": Record({GPU: rng.randrange(3)}, now + step)}
-            rows = rows.with_changes(changed)
-    return rows
-
-
-def _nonzero(totals: dict[str, int]) -> dict[str, int]:
-    return {c: n for c, n in totals.items() if n}
-
-
-@pytest.mark.parametrize("seed", range(3), ids=[f"seed-{s}" for s in range(3)])
-def test_a_plan_on_kept_totals_is_what_reserve_decides_on_the_records(seed: int) -> None:
-    """Rows plan a reservation from the totals they keep while every holder is live, and by
-    `accounting.reserve` otherwise: over random rows the answer, the rows left, their totals
-    and the holders written are always `reserve`'s."""
-    rng, now = random.Random(seed), 1000.0
-    for _ in range(2000):
-        rows = _random_rows(rng, now)
-        holds = {f"pod:{rng.randrange(6)}/gpu": {GPU: rng.randrange(4)}}
-        limits = {GPU: rng.choice([2, 4, 8])}
-        plan = rows.planned(holds, limits, now=now, pending_seconds=PENDING_SECONDS)
-        outcome = accounting.reserve(
-            rows.records, holds, limits, now=now, pending_seconds=PENDING_SECONDS
-        )
-        assert plan.granted is outcome.granted, (rows.records, holds, limits)
-        left = plan.after.records if plan.granted else live(plan.after.records, now=now)
-        assert left == outcome.records
-        assert _nonzero(plan.after.totals) == _nonzero(accounting.totals(plan.after.records))
-        assert plan.reservation().usage == usage_of(outcome.records)
-        written = {**{k: r for k, r in rows.records.items() if k not in plan.deletes}, **plan.puts}
-        assert written == (outcome.records if plan.granted else rows.records)
-        assert not plan.after.all_live(now) or live(plan.after.records, now=now) == left

@@ -46,14 +46,8 @@ from typing import TypeVar
 
 from webhook.ledger import accounting, holdernames
 from webhook.ledger.accounting import PENDING_SECONDS, Holds, Record
-from webhook.ledger.sqliterows import (
-    Plan,
-    Rows,
-    SharedConnection,
-    TenantRows,
-    UsageOf,
-    all_records,
-)
+from webhook.ledger.sqliterows import SharedConnection, TenantRows, all_records
+from webhook.ledger.tenantrecords import Plan, Rows, UsageOf
 from webhook.types import (
     ClassUsage,
     Deadline,
@@ -146,11 +140,7 @@ class SqliteLedger:
     def usage(self, tenant: str, deadline: Deadline | None = None) -> Mapping[str, ClassUsage]:
         """A WAL read: it never waits for a writer; `deadline` bounds the rare waits for a
         file another connection is opening, checkpointing or recovering."""
-        rows = self._read(tenant, deadline)
-        now = self._clock()
-        if rows.all_live(now):
-            return dict(rows.usage)
-        return accounting.usage_of(accounting.live(rows.records, now=now))
+        return self._read(tenant, deadline).usage_at(self._clock())
 
     def reserve(
         self,

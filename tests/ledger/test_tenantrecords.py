@@ -1,0 +1,55 @@
+"""Rows keep a tenant's totals from one change to the next and plan a reservation on them:
+always what `accounting.reserve` decides over all the records."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from ledger_contract import GPU
+
+from webhook.ledger import accounting
+from webhook.ledger.accounting import PENDING_SECONDS, Record, live, usage_of
+from webhook.ledger.tenantrecords import Rows
+
+
+def _random_rows(rng: random.Random, now: float) -> Rows:
+    """Rows as read (expired holders too), or as left by a chain of written changes."""
+    records = {
+        f"pod:{i}/gpu": Record({GPU: rng.randrange(3)}, rng.choice([None, now + 30, now - 1]))
+        for i in range(rng.randrange(5))
+    }
+    rows = Rows(records)
+    for step in range(rng.randrange(3)):
+        if rows.all_live(now):
+            changed = {f"pod:{rng.randrange(6)}/gpu": Record({GPU: rng.randrange(3)}, now + step)}
+            rows = rows.with_changes(changed)
+    return rows
+
+
+def _nonzero(totals: dict[str, int]) -> dict[str, int]:
+    return {c: n for c, n in totals.items() if n}
+
+
+@pytest.mark.parametrize("seed", range(3), ids=[f"seed-{s}" for s in range(3)])
+def test_a_plan_on_kept_totals_is_what_reserve_decides_on_the_records(seed: int) -> None:
+    """Rows plan a reservation from the totals they keep while every holder is live, and by
+    `accounting.reserve` otherwise: over random rows the answer, the rows left, their totals
+    and the holders written are always `reserve`'s."""
+    rng, now = random.Random(seed), 1000.0
+    for _ in range(2000):
+        rows = _random_rows(rng, now)
+        holds = {f"pod:{rng.randrange(6)}/gpu": {GPU: rng.randrange(4)}}
+        limits = {GPU: rng.choice([2, 4, 8])}
+        plan = rows.planned(holds, limits, now=now, pending_seconds=PENDING_SECONDS)
+        outcome = accounting.reserve(
+            rows.records, holds, limits, now=now, pending_seconds=PENDING_SECONDS
+        )
+        assert plan.granted is outcome.granted, (rows.records, holds, limits)
+        left = plan.after.records if plan.granted else live(plan.after.records, now=now)
+        assert left == outcome.records
+        assert _nonzero(plan.after.totals) == _nonzero(accounting.totals(plan.after.records))
+        assert plan.reservation().usage == usage_of(outcome.records)
+        written = {**{k: r for k, r in rows.records.items() if k not in plan.deletes}, **plan.puts}
+        assert written == (outcome.records if plan.granted else rows.records)
+        assert not plan.after.all_live(now) or live(plan.after.records, now=now) == left
