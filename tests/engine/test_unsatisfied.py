@@ -208,6 +208,27 @@ MIXED = [
         ),
         (_request("a", "gpu", 2), False),
         (_request("a", "gpu", 3), True),
+        (
+            {
+                "name": "a",
+                "firstAvailable": [_sub("x", "gpu", ON_MIXED), _sub("y", "gpu", H100_ONLY)],
+            },
+            False,
+        ),
+        (
+            {
+                "name": "a",
+                "firstAvailable": [_sub("x", "gpu", H100_ONLY), _sub("y", "gpu", ON_MIXED)],
+            },
+            True,
+        ),
+        (
+            {
+                "name": "a",
+                "firstAvailable": [_sub("x", "gpu", B200_ONLY), _sub("y", "gpu", H100_ONLY)],
+            },
+            True,
+        ),
     ],
     ids=[
         "plain-device-enough",
@@ -215,6 +236,9 @@ MIXED = [
         "all-takes-waiting-ones",
         "plain-node-enough",
         "no-node-has-enough-plain",
+        "first-alternative-plain",
+        "first-alternative-waits",
+        "first-alternative-unmet",
     ],
 )
 def test_a_request_no_node_meets_without_waiting_devices_is_noted(

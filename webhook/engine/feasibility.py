@@ -156,7 +156,7 @@ def binding_notes(
     """
     found = []
     for request in spec.requests:
-        for leaf in request.leaves():
+        for leaf in _allocated_leaves(inventory, request, device_classes):
             device_class = device_classes.get(leaf.device_class)
             if device_class is None:
                 continue
@@ -166,6 +166,19 @@ def binding_notes(
             if waiting and not _met_without_waiting(leaf, selection.hits):
                 found.append(_binding_note(leaf.name, waiting))
     return tuple(found)
+
+
+def _allocated_leaves(
+    inventory: Inventory, request: DeviceRequest, device_classes: Mapping[str, Object]
+) -> tuple[DeviceRequest, ...]:
+    """The request, or of its `firstAvailable` alternatives the first some node can meet:
+    the scheduler scores a node by the earliest alternative it allocates there."""
+    if not request.alternatives:
+        return (request,)
+    for alternative in request.alternatives:
+        if _check_leaf(inventory, alternative, device_classes).ok:
+            return (alternative,)
+    return ()
 
 
 def _met_without_waiting(request: DeviceRequest, hits: Sequence[tuple[Group, Hits]]) -> bool:
