@@ -89,13 +89,29 @@ def binding(e2e_bin_dir: Path) -> Iterator[tuple[Cluster, list[dict[str, Any]]]]
         yield cluster, cluster.get_json("resourceslices")["items"]
 
 
-TABLE: list[tuple[str, int, str, str, tuple[str, ...]]] = [
-    ("only-waiting-devices-attach", 1, ON_BIND, WAITING, (ATTACH,)),
-    ("only-waiting-devices-fail-then-attach", 1, ON_BIND, WAITING, (FAIL, ATTACH)),
-    ("all-waiting-devices", 2, ON_BIND, WAITING, (ATTACH,)),
-    ("plain-pool-first", 1, ON_MIXED, BOUND, ()),
-    ("plain-pool-too-small", 2, ON_MIXED, WAITING, (ATTACH,)),
-    ("more-than-the-node-has", 4, ON_MIXED, UNSCHEDULABLE, ()),
+def exact(count: int, selector: str) -> dict[str, Any]:
+    return {"name": "gpu", "exactly": leaf(count, selector)}
+
+
+def leaf(count: int, selector: str) -> dict[str, Any]:
+    selectors = [{"cel": {"expression": selector}}]
+    return {"deviceClassName": "gpu.nvidia.com", "count": count, "selectors": selectors}
+
+
+def first_available(*selectors: str) -> dict[str, Any]:
+    subs = [{"name": f"s{i}", **leaf(1, s)} for i, s in enumerate(selectors)]
+    return {"name": "gpu", "firstAvailable": subs}
+
+
+TABLE: list[tuple[str, dict[str, Any], str, tuple[str, ...]]] = [
+    ("only-waiting-devices-attach", exact(1, ON_BIND), WAITING, (ATTACH,)),
+    ("only-waiting-devices-fail-then-attach", exact(1, ON_BIND), WAITING, (FAIL, ATTACH)),
+    ("all-waiting-devices", exact(2, ON_BIND), WAITING, (ATTACH,)),
+    ("plain-pool-first", exact(1, ON_MIXED), BOUND, ()),
+    ("plain-pool-too-small", exact(2, ON_MIXED), WAITING, (ATTACH,)),
+    ("more-than-the-node-has", exact(4, ON_MIXED), UNSCHEDULABLE, ()),
+    ("first-alternative-plain", first_available(ON_MIXED, ON_BIND), BOUND, ()),
+    ("first-alternative-waits", first_available(ON_BIND, ON_MIXED), WAITING, (ATTACH,)),
 ]
 
 
@@ -112,13 +128,13 @@ def verdict(slices: list[dict[str, Any]], claim: dict[str, Any]) -> str:
 @pytest.mark.parametrize("case", TABLE, ids=[row[0] for row in TABLE])
 def test_dragate_warns_of_the_wait_exactly_when_the_scheduler_holds_the_pod(
     binding: tuple[Cluster, list[dict[str, Any]]],
-    case: tuple[str, int, str, str, tuple[str, ...]],
+    case: tuple[str, dict[str, Any], str, tuple[str, ...]],
 ) -> None:
     """The Pod waits iff dragate warns; the driver's reports then bind it, or (a failure)
     make the scheduler allocate again and wait again, as the warning says."""
-    name, count, selector, expected, driver = case
+    name, device_request, expected, driver = case
     cluster, slices = binding
-    claim = gpu_claim(name, count, selector)
+    claim = gpu_claim(name, device_request)
     said = verdict(slices, claim)
     create_claim_and_pod(cluster, claim, name)
     try:
@@ -203,20 +219,12 @@ def reallocated(cluster: Cluster, name: str, before: str) -> dict[str, Any]:
     raise AssertionError(f"claim {name} not allocated again: {claim.get('status')}")
 
 
-def gpu_claim(name: str, count: int, selector: str) -> dict[str, Any]:
-    request = {
-        "name": "gpu",
-        "exactly": {
-            "deviceClassName": "gpu.nvidia.com",
-            "count": count,
-            "selectors": [{"cel": {"expression": selector}}],
-        },
-    }
+def gpu_claim(name: str, device_request: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": NS},
-        "spec": {"devices": {"requests": [request]}},
+        "spec": {"devices": {"requests": [device_request]}},
     }
 
 
