@@ -133,10 +133,8 @@ def test_what_an_inventory_remembers_stays_bounded(monkeypatch: pytest.MonkeyPat
 
 # --- binding conditions (KEP-5007) ------------------------------------------------------------
 
-_ATTACHED = [
-    {**d, "bindingConditions": ["dra.example.com/attached"], "bindingFailureConditions": ["x"]}
-    for d in gpu_devices("fabric", H100, 2)
-]
+WAITS_FOR = {"bindingConditions": ["dra.example.com/attached"], "bindingFailureConditions": ["x"]}
+_ATTACHED = [{**d, **WAITS_FOR} for d in gpu_devices("fabric", H100, 2)]
 BINDING = [
     resource_slice("fabric", _ATTACHED),
     resource_slice("plain", gpu_devices("plain", A100, 2)),
@@ -171,3 +169,84 @@ def test_binding_conditions_are_a_note_not_a_failure(obj: dict[str, Any], notes:
     assert len(found) == len(notes)
     for text, expected in zip(found, notes, strict=True):
         assert text.startswith(expected) and "dra.example.com/attached" in text
+
+
+def _pool(node: str, pool: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
+    found = resource_slice(node, devices)
+    found["metadata"] = {"name": pool}
+    found["spec"]["pool"]["name"] = pool
+    return found
+
+
+ON_MIXED = "device.attributes['gpu.nvidia.com'].uuid.startsWith('GPU-mixed')"
+MIXED = [
+    *BINDING,
+    _pool("mixed", "mixed", gpu_devices("mixed", A100, 1)),
+    _pool(
+        "mixed",
+        "mixed-wait",
+        [{**d, **WAITS_FOR} for d in gpu_devices("mixed", A100, 2, first=1)],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "waits"),
+    [
+        (_request("a", "gpu", 1, ON_MIXED), False),
+        (_request("a", "gpu", 2, ON_MIXED), True),
+        (
+            {
+                "name": "a",
+                "exactly": {
+                    "deviceClassName": "gpu.nvidia.com",
+                    "allocationMode": "All",
+                    "selectors": [{"cel": {"expression": ON_MIXED}}],
+                },
+            },
+            True,
+        ),
+        (_request("a", "gpu", 2), False),
+        (_request("a", "gpu", 3), True),
+        (
+            {
+                "name": "a",
+                "firstAvailable": [_sub("x", "gpu", ON_MIXED), _sub("y", "gpu", H100_ONLY)],
+            },
+            False,
+        ),
+        (
+            {
+                "name": "a",
+                "firstAvailable": [_sub("x", "gpu", H100_ONLY), _sub("y", "gpu", ON_MIXED)],
+            },
+            True,
+        ),
+        (
+            {
+                "name": "a",
+                "firstAvailable": [_sub("x", "gpu", B200_ONLY), _sub("y", "gpu", H100_ONLY)],
+            },
+            True,
+        ),
+    ],
+    ids=[
+        "plain-device-enough",
+        "plain-devices-too-few",
+        "all-takes-waiting-ones",
+        "plain-node-enough",
+        "no-node-has-enough-plain",
+        "first-alternative-plain",
+        "first-alternative-waits",
+        "first-alternative-unmet",
+    ],
+)
+def test_a_request_no_node_meets_without_waiting_devices_is_noted(
+    obj: dict[str, Any], waits: bool
+) -> None:
+    """The allocator tries devices without binding conditions first (their pools go first), so
+    the Pod waits for sure only when no node can meet the request without waiting devices."""
+    inventory = Inventory.from_slices(MIXED)
+    spec = _spec(obj)
+    assert all(r.ok for r in check_claim(inventory, spec, CLASSES))
+    assert bool(binding_notes(inventory, spec, CLASSES)) is waits

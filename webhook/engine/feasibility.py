@@ -10,6 +10,7 @@ Allocations are ignored on purpose: a full cluster frees up, a missing GPU model
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -146,28 +147,54 @@ def check_satisfiable(
 def binding_notes(
     inventory: Inventory, spec: ClaimSpec, device_classes: Mapping[str, Object]
 ) -> tuple[str, ...]:
-    """Requests only devices with binding conditions (KEP-5007) can satisfy.
+    """Requests no node can meet without devices that have binding conditions (KEP-5007).
 
     Not a failure: the scheduler allocates such a device, then waits before binding the Pod
-    until the driver reports the conditions (or a failure condition, which undoes it). Where
-    other devices match too the scheduler may pick one of those, so nothing is said.
+    until the driver reports the conditions (a failure condition makes it deallocate and try
+    again). Its allocator tries pools without binding conditions first, so where some node
+    can meet the request without them the Pod may never wait, and nothing is said.
     """
     found = []
     for request in spec.requests:
-        for leaf in request.leaves():
+        for leaf in _allocated_leaves(inventory, request, device_classes):
             device_class = device_classes.get(leaf.device_class)
             if device_class is None:
                 continue
             expressions = [*class_selectors(device_class), *leaf.selectors]
             selection = inventory.select(expressions, leaf.tolerations)
             waiting = [(g, h) for g, h in selection.hits if g.devices[0].binding_conditions]
-            if waiting and _matched(waiting) == selection.count:
+            if waiting and not _met_without_waiting(leaf, selection.hits):
                 found.append(_binding_note(leaf.name, waiting))
     return tuple(found)
 
 
-def _matched(hits: Sequence[tuple[Group, Hits]]) -> int:
-    return sum(len(g.devices) if h is None else len(h) for g, h in hits)
+def _allocated_leaves(
+    inventory: Inventory, request: DeviceRequest, device_classes: Mapping[str, Object]
+) -> tuple[DeviceRequest, ...]:
+    """The request, or of its `firstAvailable` alternatives the first some node can meet:
+    the scheduler scores a node by the earliest alternative it allocates there."""
+    if not request.alternatives:
+        return (request,)
+    for alternative in request.alternatives:
+        if _check_leaf(inventory, alternative, device_classes).ok:
+            return (alternative,)
+    return ()
+
+
+def _met_without_waiting(request: DeviceRequest, hits: Sequence[tuple[Group, Hits]]) -> bool:
+    """Whether some node can meet `request` with matching devices that have no binding
+    conditions: `All` takes every matching device the node reaches, so none may wait."""
+    plain: Counter[str | None] = Counter()
+    waits: Counter[str | None] = Counter()
+    for group, members in hits:
+        (waits if group.devices[0].binding_conditions else plain).update(group.nodes(members))
+    shared_plain, shared_waits = plain.pop(None, 0), waits.pop(None, 0)
+    nodes = set(plain) | set(waits) or {None}
+    if request.allocation_mode == AllocationMode.ALL:
+        return not shared_waits and any(
+            (plain[n] + shared_plain) > 0 and not waits[n] for n in nodes
+        )
+    return any(plain[n] + shared_plain >= needed_devices(request) for n in nodes)
 
 
 def _binding_note(name: str, waiting: Sequence[tuple[Group, Hits]]) -> str:
