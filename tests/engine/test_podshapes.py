@@ -165,7 +165,7 @@ def _cold() -> Iterator[None]:
 
 
 def _forget() -> None:
-    for policies in (REQUEST_ONLY, READS_OBJECT):
+    for policies in (REQUEST_ONLY, READS_OBJECT, DENIES_EVERY_COUNT, DENY_UNKNOWN):
         policies.memos.forget()
 
 
@@ -193,7 +193,7 @@ def test_a_remembered_shape_answers_as_a_cold_judgment(
     assert (expected != _cold_answer(first)) is differs
     _forget()
     first.judge()
-    assert podshapes.remembered(REQUEST_ONLY.memos) == 1
+    assert podshapes.remembered(first.policies.memos) == 1
     assert _judged(second) == expected
 
 
