@@ -21,19 +21,29 @@ from webhook.engine.contentmemo import (
     MAX_CONTENT_BYTES,
     MAX_ENTRIES,
     ContentMemo,
-    forget,
-    remembered,
-    template_spec,
 )
+from webhook.engine.contentmemo import remembered as _remembered
+from webhook.engine.contentmemo import template_spec as _template_spec
 from webhook.engine.normalize import ObjectError, template_claim_spec
-from webhook.types import Object
+from webhook.types import ClaimSpec, Object
+from webhook.types.memos import Memos
+
+MEMOS = Memos()  # the tables of one policy set, shared by this module's tests
+
+
+def template_spec(template: Object, label: str) -> ClaimSpec:
+    return _template_spec(template, label, MEMOS)
+
+
+def remembered() -> int:
+    return _remembered(MEMOS)
 
 
 @pytest.fixture(autouse=True)
 def _empty() -> Iterator[None]:
-    forget()
+    MEMOS.forget()
     yield
-    forget()
+    MEMOS.forget()
 
 
 class Text(str):

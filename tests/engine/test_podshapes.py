@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from builders import exact, namespace, pod, request, template
 
-from webhook.engine import contentmemo, evaluate, podshapes, rules
+from webhook.engine import evaluate, podshapes, rules
 from webhook.engine.cel import GUARD_SECONDS, compile_expression
 from webhook.types import (
     ADMIN_ACCESS_LABEL,
@@ -165,9 +165,8 @@ def _cold() -> Iterator[None]:
 
 
 def _forget() -> None:
-    podshapes.forget()
-    contentmemo.forget()
-    rules._results_of.cache_clear()
+    for policies in (REQUEST_ONLY, READS_OBJECT, DENIES_EVERY_COUNT, DENY_UNKNOWN):
+        policies.memos.forget()
 
 
 def _cold_answer(judgment: Judgment) -> Decision:
@@ -194,7 +193,7 @@ def test_a_remembered_shape_answers_as_a_cold_judgment(
     assert (expected != _cold_answer(first)) is differs
     _forget()
     first.judge()
-    assert podshapes.remembered() == 1
+    assert podshapes.remembered(first.policies.memos) == 1
     assert _judged(second) == expected
 
 
@@ -202,30 +201,30 @@ def test_the_holders_are_the_pods_own() -> None:
     FIRST.judge()
     second = Judgment(_pod("web-2", "uid-2")).judge()
     assert list(second.holds) == ["pod:uid-2/gpu"]
-    assert podshapes.remembered() == 1
+    assert podshapes.remembered(REQUEST_ONLY.memos) == 1
 
 
 def test_a_shape_is_not_remembered_when_a_rule_reads_the_object() -> None:
     forbidden = Judgment(_pod("forbidden", "uid-f"), policies=READS_OBJECT)
     Judgment(_pod(), policies=READS_OBJECT).judge()
-    assert podshapes.remembered() == 0
+    assert podshapes.remembered(READS_OBJECT.memos) == 0
     assert not forbidden.judge().allowed
 
 
 def test_a_pod_of_the_same_shape_is_judged_without_its_rules() -> None:
     """The point of the memo: the second Pod's rules are not evaluated again."""
     FIRST.judge()
-    rules._results_of.cache_clear()
+    REQUEST_ONLY.memos.of(rules.RESULTS).clear()
     Judgment(_pod("web-2", "uid-2")).judge()
-    assert rules._results_of.cache_info().currsize == 0
+    assert len(REQUEST_ONLY.memos.of(rules.RESULTS)) == 0
 
 
 def test_near_the_deadline_nothing_is_remembered_or_answered_from_memory() -> None:
     near = Deadline(at=GUARD_SECONDS / 2, clock=lambda: 0.0)
     assert FIRST.judge(near).allowed  # rules evaluated under the deadline's bound
-    assert podshapes.remembered() == 0
+    assert podshapes.remembered(REQUEST_ONLY.memos) == 0
     past = Deadline(at=0.0, clock=lambda: 0.0)
     FIRST.judge()
-    assert podshapes.remembered() == 1
+    assert podshapes.remembered(REQUEST_ONLY.memos) == 1
     with pytest.raises(DeadlineExceeded):
         FIRST.judge(past)  # a remembered shape does not let a late review through

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,9 +32,18 @@ from webhook.types import (
     Tenant,
     Validation,
 )
+from webhook.types.memos import Memos
 
 VARIABLES = VALIDATION_VARIABLES
-pytestmark = pytest.mark.usefixtures("cold_rule_memos")
+MEMOS = Memos()  # the tables of a policy set, shared by this module's tests
+
+
+@pytest.fixture(autouse=True)
+def _cold_rule_memos() -> Iterator[None]:
+    """Rule results start and end unremembered, so a test sees its own evaluations."""
+    MEMOS.forget()
+    yield
+    MEMOS.forget()
 
 
 def rule(expression: str, message: str, action: Action = Action.DENY) -> Validation:
@@ -85,6 +95,7 @@ def inputs(tenant: Tenant | None, obj: Any = None, deadline: Deadline | None = N
         tenant=tenant.name if tenant else "",
         operation="CREATE",
         sources={"object": lambda: obj},
+        memos=MEMOS,
         deadline=deadline,
     )
 
@@ -108,9 +119,9 @@ def test_every_answer_is_the_cold_one_in_any_order() -> None:
     policy = policies()
     cold = {}
     for case in CASES:
-        rules._results_of.cache_clear()
+        MEMOS.forget()
         cold[case] = judged(*case, policy)
-    rules._results_of.cache_clear()
+    MEMOS.forget()
     for case in [*CASES, *reversed(CASES), *CASES]:
         assert judged(*case, policy) == cold[case], case
 
@@ -120,7 +131,7 @@ def test_a_reloaded_policy_set_is_judged_by_its_own_policies(leaf: str) -> None:
     before, after = policies(limit=2), policies(limit=8, all_mode=True)
     judged(leaf, "a", "labelled", before)
     expected = judged(leaf, "a", "labelled", after)
-    rules._results_of.cache_clear()
+    MEMOS.forget()
     assert judged(leaf, "a", "labelled", after) == expected
     changed = judged(leaf, "a", "labelled", before) != expected  # the limits changed
     assert changed is (leaf in {"three", "five", "all", "either"})
@@ -166,5 +177,5 @@ def test_findings_one_request_remembers_stay_bounded() -> None:
     policy = policies()
     for i in range(MAX_FINDINGS_PER_REQUEST + 10):
         judged("three", "a", "labelled", policy, prefix=f"pod claim 'c{i}', ")
-        memo = rules._results_of(LEAVES["three"], "a", "CREATE")
+        memo = rules.results_of(MEMOS, LEAVES["three"], "a", "CREATE")
         assert len(memo.findings) <= MAX_FINDINGS_PER_REQUEST

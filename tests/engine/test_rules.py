@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,9 +27,18 @@ from webhook.types import (
     DeviceRequest,
     Validation,
 )
+from webhook.types.memos import Memos
 
 VARIABLES = VALIDATION_VARIABLES
-pytestmark = pytest.mark.usefixtures("cold_rule_memos")
+MEMOS = Memos()  # the tables of a policy set, shared by this module's tests
+
+
+@pytest.fixture(autouse=True)
+def _cold_rule_memos() -> Iterator[None]:
+    """Rule results start and end unremembered, so a test sees its own evaluations."""
+    MEMOS.forget()
+    yield
+    MEMOS.forget()
 
 
 def rule(expression: str, message: str = "", action: Action = Action.DENY) -> Validation:
@@ -41,6 +51,7 @@ def inputs(obj: Any = None, *, tenant: str = "team-a", deadline: Deadline | None
         tenant=tenant,
         operation="CREATE",
         sources={"object": lambda: obj, "namespace": lambda: None},
+        memos=MEMOS,
         deadline=deadline,
     )
 
@@ -113,7 +124,7 @@ def test_failures_judged_near_the_deadline_are_not_remembered() -> None:
     validations, request = POLICIES["request-only"], REQUESTS["four"]
     near = Deadline(time.monotonic() + 1.0)  # under GUARD_SECONDS: each rule bounded by it
     expected = _seen(failed_rules(validations, request, inputs(deadline=near)))
-    assert rules._results_of(request, "team-a", "CREATE").failures == {}
+    assert rules.results_of(MEMOS, request, "team-a", "CREATE").failures == {}
     assert _seen(failed_rules(validations, request, inputs())) == expected
 
 
@@ -122,5 +133,5 @@ def test_the_policies_one_request_remembers_stay_bounded() -> None:
     kept = [(rule(f"request.count < {i}"),) for i in range(MAX_POLICIES_PER_REQUEST + 10)]
     for validations, _ in itertools.product(kept, range(2)):
         failed_rules(validations, request, inputs())
-        memo = rules._results_of(request, "team-a", "CREATE")
+        memo = rules.results_of(MEMOS, request, "team-a", "CREATE")
         assert len(memo.failures) <= MAX_POLICIES_PER_REQUEST

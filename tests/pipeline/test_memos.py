@@ -18,7 +18,7 @@ from dataclasses import replace
 import pytest
 from builders import V1BETA1, claim, exact, first_available, namespace, pod, request, template
 
-from webhook.engine import contentmemo, podshapes, rules
+from webhook.engine import podshapes
 from webhook.kube.inventorysource import InventorySource
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
@@ -184,9 +184,8 @@ def _cold_memos() -> Iterator[None]:
 
 
 def _forget() -> None:
-    contentmemo.forget()
-    podshapes.forget()
-    rules._results_of.cache_clear()
+    for policies in POLICIES.values():
+        policies.memos.forget()
 
 
 def _context(policies: Callable[[], PolicySet], objects: list[Object]) -> Context:
@@ -241,7 +240,9 @@ def test_warm_reviews_answer_as_cold_ones_through_a_reload_and_changed_objects()
         pairs = zip(REQUESTS, answers, strict=True)
         for _, (review, answer) in itertools.product(range(2), list(pairs)):
             assert _warm(review, shared) == answer, (phase, changes, review.name)
-        remembered[phase] = max(remembered.get(phase, 0), podshapes.remembered())
+        remembered[phase] = max(
+            remembered.get(phase, 0), podshapes.remembered(POLICIES[phase].memos)
+        )
     assert remembered["request-only"] > 0  # the Pod shapes were answered from memory
 
 

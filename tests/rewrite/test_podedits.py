@@ -28,12 +28,22 @@ from webhook.rewrite.podedits import (
     MEMO_SIZE,
     SPEC_KEYS,
     fingerprint,
-    rewrite_pod,
-    spec_edits,
 )
 from webhook.rewrite.podspec import Options, Outcome
 from webhook.rewrite.shapes import rewrite_spec
 from webhook.types import MappingAction
+from webhook.types.memos import Memos
+
+MEMOS = Memos()  # the tables of one policy set, shared by this module's tests
+
+
+def spec_edits(spec: dict[str, Any], opts: Options) -> podedits.SpecEdits | None:
+    return podedits.spec_edits(spec, opts, MEMOS)
+
+
+def rewrite_pod(pod: dict[str, Any], mappings: Any, **options: Any) -> podedits.PodRewrite:
+    return podedits.rewrite_pod(pod, mappings, memos=MEMOS, **options)
+
 
 PODS = corpus_pods()
 OPTIONS: dict[str, dict[str, Any]] = {
@@ -383,27 +393,27 @@ def test_the_rewritten_pod_is_built_only_when_read() -> None:
      pytest.param(MEMO_MAX_CONTAINERS + 1, False, id="over-the-bound")],
 )  # fmt: skip
 def test_a_huge_pod_spec_is_rewritten_afresh_never_kept(containers: int, kept: bool) -> None:
-    podedits._memo.clear()
+    MEMOS.forget()
     spec = legacy_pod()["spec"]
     spec["containers"] = [{**spec["containers"][0], "name": f"c{i}"} for i in range(containers)]
     opts = Options(default_mappings())
     first = spec_edits(spec, opts)
     assert (spec_edits(spec, opts) is first) is kept
-    assert len(podedits._memo) == int(kept)
+    assert len(MEMOS.of(podedits.EDITS)) == int(kept)
 
 
 def test_the_memo_is_bounded() -> None:
     opts = Options(default_mappings())
     for i in range(MEMO_SIZE + 20):
         spec_edits(legacy_pod(("spec", "containers", 0, "name"), f"c{i}")["spec"], opts)
-    assert len(podedits._memo) == MEMO_SIZE
+    assert len(MEMOS.of(podedits.EDITS)) == MEMO_SIZE
 
 
 def test_threads_sharing_the_memo_get_the_general_answer() -> None:
     memory: Path = ("spec", "containers", 0, "resources", "limits", "memory")
     pods = [legacy_pod(memory, f"{i}Gi") for i in range(40)]
     expected = [exactly(rewrite_object(p, default_mappings())) for p in pods]
-    podedits._memo.clear()
+    MEMOS.forget()
     failures: list[str] = []
 
     def work(offset: int) -> None:

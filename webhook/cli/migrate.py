@@ -2,90 +2,29 @@
 
 Black's model: with no flag it is a dry run that says what would change; `--check` makes that a
 CI gate (exit 1), `--diff` shows the change, `--write` makes it (atomically, only files that
-change). `-` reads standard input and prints the migrated text. The rewrite itself is the same
-pure `webhook.rewrite.rewrite_object` the webhook runs at admission; this module only reads,
-reports and writes. Whatever the rewrite could not do, the legacy requests left in each file's
-text are listed and fail `--check` and `--write` (`webhook.cli.leftovers`): a gate that passes
-a request it skipped would be worse than none.
+change). `-` reads standard input and prints the migrated text. This module parses the flags,
+loads the mappings and the cluster snapshot, and echoes what the migration
+(`webhook.files.migration`) says; the migration decides, and its `Outcome` is the exit code.
 """
 
 from __future__ import annotations
 
-import difflib
-import os
-import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 import click
 
 from webhook.cli import exits
 from webhook.cli.inputs import EXCLUDE_OPTION, KUBE_VERSION_OPTION, snapshot, state_option
-from webhook.cli.leftovers import (
-    MIGRATES,
-    STDIN_MIGRATES,
-    DocNotes,
-    Finder,
-    Left,
-    explain,
-    migrated_names,
-    migrating,
-    reads,
-)
-from webhook.files.branches import exclusive_lines
-from webhook.files.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
-from webhook.files.helmblocks import settle
-from webhook.files.manifests import STDIN, find_files, read_text
-from webhook.files.roundtrip import Skip, Stream, new_file_text, parse_stream
-from webhook.files.skim import skipper
-from webhook.files.yamlio import YamlError, parse_documents
+from webhook.files.manifests import find_files
+from webhook.files.migration import Outcome, Run, migrate_files, migrate_text, skip_rule
 from webhook.policy.loading import default_mappings, load_policies
-from webhook.rewrite import resource_markers, rewrite_object
+from webhook.rewrite import rewrite_object
 from webhook.rewrite.mappings import native_resources
 from webhook.types import DragateError, LegacyResourceMapping
 
-TEMPLATE_KIND = "ResourceClaimTemplate"
-Key = tuple[str, str]
+__all__ = ["Run", "command", "load_mappings", "migrate_text", "rewrite_object", "skip_rule"]
 
-
-@dataclass
-class Migration:
-    """One file's outcome: its old and new text, what to tell the user, templates made."""
-
-    file: str
-    before: str
-    after: str
-    notes: list[str] = field(default_factory=list)
-    denied: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    templates: list[dict[str, Any]] = field(default_factory=list)
-    docs: list[DocNotes] = field(default_factory=list)  # what the rewriter said, per document
-
-    @property
-    def changed(self) -> bool:
-        return self.before != self.after
-
-
-@dataclass
-class Run:
-    mappings: Sequence[LegacyResourceMapping]
-    mode: str
-    templates_out: str | None
-    seen: set[Key] = field(default_factory=set)  # templates emitted to --templates-out
-    collected: list[dict[str, Any]] = field(default_factory=list)
-    changed: int = 0
-    failed: int = 0
-    denied: int = 0
-    skipped: int = 0  # template files
-    skip: Skip | None = None  # documents that certainly stay as they are: never loaded
-    finder: Finder | None = None  # legacy requests left in the text
-    left: int = 0
-    native: frozenset[str] = frozenset()  # names a DeviceClass maps (KEP-5004): kept by Auto
-    texts: dict[str, str] = field(default_factory=dict)  # standard input, read once
-    reads: list[tuple[str, Left]] = field(default_factory=list)  # templates reading a count
-    migrated: set[str] = field(default_factory=set)  # legacy names some request of was migrated
+EXITS = {Outcome.FAILED: exits.BAD_INPUT, Outcome.FINDINGS: exits.FINDINGS}
 
 
 @click.command("migrate")
@@ -129,48 +68,11 @@ def command(  # noqa: PLR0917  (click passes options by keyword)
         click.echo(f"error: {err}", err=True)
         raise SystemExit(exits.BAD_INPUT) from None
     run = Run(mappings, mode or "summary", templates_out, skip=skip_rule(mappings))
-    files = list(find_files(paths, exclude))
-    if not rewrite_native:
-        run.native = native_names(run, files, native_resources(state.device_classes().values()))
-    run.finder = Finder(mappings, run.native)
-    for file in files:
-        _process(run, file)
-    _finish(run)
-
-
-def native_names(run: Run, files: Sequence[str], known: frozenset[str]) -> frozenset[str]:
-    """`known` and the extended resource names the DeviceClasses among `files` declare,
-    wherever they stand: every file is looked at before any is migrated."""
-    found = set(known)
-    for file in files:
-        try:
-            text = _text(run, file)
-        except YamlError:
-            continue  # reported when the file itself is migrated
-        if "extendedResourceName" in text:
-            found |= native_resources(_device_classes(text, file))
-    return frozenset(found)
-
-
-def _device_classes(text: str, file: str) -> list[dict[str, Any]]:
-    try:
-        documents = parse_documents(text, file)
-    except YamlError:
-        return []
-    return [
-        doc.data
-        for doc in documents
-        if isinstance(doc.data, dict) and doc.data.get("kind") == "DeviceClass"
-    ]
-
-
-def _text(run: Run, file: str) -> str:
-    """A file's text; standard input is read once and kept for the migration."""
-    if file != STDIN:
-        return read_text(file)
-    if file not in run.texts:
-        run.texts[file] = read_text(file)
-    return run.texts[file]
+    run.say, run.rewrite = _say, rewrite_object  # this module's, which tests stand in for
+    known = None if rewrite_native else native_resources(state.device_classes().values())
+    outcome = migrate_files(run, list(find_files(paths, exclude)), known)
+    if outcome is not Outcome.DONE:
+        raise SystemExit(EXITS[outcome])
 
 
 def load_mappings(policies: str | None) -> Sequence[LegacyResourceMapping]:
@@ -179,250 +81,5 @@ def load_mappings(policies: str | None) -> Sequence[LegacyResourceMapping]:
     return loaded or default_mappings()
 
 
-def skip_rule(mappings: Sequence[LegacyResourceMapping]) -> Skip | None:
-    """Documents to copy without loading: no mapped resource name, and not a template.
-
-    `existing_templates` must still see every ResourceClaimTemplate, so its kind is a marker
-    too; see `webhook.files.skim` for why a document without markers cannot change.
-    """
-    return skipper((*resource_markers(mappings), TEMPLATE_KIND))
-
-
-def _process(run: Run, file: str) -> None:
-    text = ""
-    try:
-        text = _text(run, file)
-        migration = migrate_text(text, _display(file), run)
-    except YamlError as err:
-        click.echo(str(err), err=True)
-        run.failed += 1
-        _report_left(run, file, text, text, [], why="not valid YAML")
-        return
-    except TemplateFile as err:
-        click.echo(
-            f"{_display(file)}: template file, skipped: {err}{_by_hand(run, text)}", err=True
-        )
-        run.skipped += 1
-        _report_left(run, file, text, text, [], why=f"template not migrated: {err}")
-        return
-    except Exception as err:
-        click.echo(
-            f"{_display(file)}: not migrated: internal error ({type(err).__name__}: "
-            f"{err}); please report it",
-            err=True,
-        )
-        run.failed += 1
-        _report_left(run, file, text, text, [], why="internal error")
-        return
-    for text in migration.warnings:
-        click.echo(f"warning: {text}", err=True)
-    for text in migration.notes:
-        click.echo(f"{migration.file}: {text}", err=True)
-    for text in migration.denied:
-        click.echo(f"{migration.file}: denied: {text}", err=True)
-    run.denied += len(migration.denied)
-    run.changed += migration.changed
-    assert run.finder is not None
-    run.migrated |= migrated_names(run.finder, migration.before, migration.after)
-    _report(run, file, migration)
-    written = run.mode == "write" and file != STDIN
-    before = migration.after if written else migration.before
-    _report_left(run, file, before, migration.after, migration.docs)
-
-
-def _report_left(
-    run: Run, file: str, before: str, after: str, docs: list[DocNotes], *, why: str = ""
-) -> None:
-    """List each legacy request left in `after`, at its line in the file as it now is; and
-    when the file is not written, each one the migration would rewrite too."""
-    assert run.finder is not None
-    left = explain(run.finder, _display(file), before, after, docs, why=why)
-    run.left += len(left)
-    listed = [*left, *migrating(run.finder, before, left)] if before != after else left
-    if file == STDIN:
-        listed = [
-            Left(i.line, i.name, STDIN_MIGRATES) if i.reason == MIGRATES else i for i in listed
-        ]
-    for item in sorted(listed, key=lambda i: i.line):
-        click.echo(item.message(_display(file)), err=True)
-    for hit in reads(run.finder, before):
-        run.reads.append((_display(file), Left(hit.line, hit.name, "")))
-        click.echo(
-            f"{_display(file)}:{hit.line}: {hit.name}: reads the count (no request)", err=True
-        )
-
-
-def _by_hand(run: Run, text: str) -> str:
-    legacy = [m for m in resource_markers(run.mappings) if m and m in text]
-    return f" (it mentions {legacy[0]}: migrate it by hand)" if legacy else ""
-
-
-def _display(file: str) -> str:
-    return "<stdin>" if file == STDIN else file
-
-
-def migrate_text(text: str, file: str, run: Run) -> Migration:
-    """The migrated text of one file; templates follow their workload or go to `run`.
-
-    Go-template placeholders in scalar values are masked while the file is migrated (see
-    `webhook.files.gotemplates`); raises TemplateFile when the YAML exists only rendered.
-    """
-    masked = mask(text) if has_placeholders(text) else None
-    stream = _stream(text, file, run, masked)
-    present = existing_templates(stream)
-    migration = Migration(file, text, text)
-    migration.warnings = [w for doc in stream.docs for w in doc.warnings]
-    for index, doc in enumerate(list(stream.docs)):
-        migration.docs.append(DocNotes(doc.line))
-        if isinstance(doc.data, dict):
-            _migrate_doc(stream, index, run, migration, present)
-    migration.after = stream.text()
-    if masked is not None:
-        after = settle(masked.text, migration.after, masked) if stream.changed else migration.after
-        migration.after = masked.unmask(after)
-        migration.notes = [masked.unmask(n) for n in migration.notes]
-        migration.denied = [masked.unmask(n) for n in migration.denied]
-        for notes in migration.docs:
-            notes.notes = [masked.unmask(n) for n in notes.notes]
-    return migration
-
-
-def _stream(text: str, file: str, run: Run, masked: Masked | None) -> Stream:
-    """The documents of `text` (read masked when it is a template, whose keys repeated in
-    exclusive branches are no duplicates)."""
-    try:
-        stream = (
-            parse_stream(text, file, run.skip)
-            if masked is None
-            else parse_stream(masked.text, file, None, exclusive_lines(text))
-        )
-    except YamlError as err:
-        if masked is None:
-            raise
-        raise TemplateFile(
-            f"line {err.source.line} not YAML until rendered ({err.message})"
-        ) from None
-    if masked is not None:
-        for doc in stream.docs:
-            found = tokens_in_keys(doc.data, masked)
-            if found:
-                raise TemplateFile(f"{found} stands in a key")
-    return stream
-
-
-def _migrate_doc(
-    stream: Stream, index: int, run: Run, migration: Migration, present: set[Key]
-) -> None:
-    result = rewrite_object(stream.docs[index].data, run.mappings, native_resources=run.native)
-    migration.notes.extend(result.notes)
-    migration.denied.extend(result.denied)
-    migration.docs[-1].notes = [*result.notes, *result.denied]
-    if not result.changed:
-        return
-    stream.update(index, result.object)
-    fresh = [t for t in result.templates if _key(t) not in present]
-    present.update(_key(t) for t in fresh)
-    if run.templates_out:
-        run.collected.extend(dict(t) for t in fresh if _key(t) not in run.seen)
-        run.seen.update(_key(t) for t in fresh)
-    else:
-        stream.append([dict(t) for t in fresh])
-
-
-def existing_templates(stream: Stream) -> set[Key]:
-    """ResourceClaimTemplates the file already holds (List items too), by namespace and name."""
-    keys: set[Key] = set()
-    for doc in stream.docs:
-        data = doc.data
-        items = data.get("items") if isinstance(data, dict) else None
-        for obj in [data, *(items if isinstance(items, list) else [])]:
-            if isinstance(obj, dict) and obj.get("kind") == TEMPLATE_KIND:
-                keys.add(_key(obj))
-    return keys
-
-
-def _key(template: Any) -> Key:
-    meta = template.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
-def _report(run: Run, file: str, migration: Migration) -> None:
-    if run.mode == "diff":
-        click.echo(unified_diff(migration), nl=False)
-    elif file == STDIN and run.mode in ("summary", "write"):
-        click.echo(migration.after, nl=False)
-    elif migration.changed and run.mode == "write":
-        _write_file(run, file, migration.after)
-    elif migration.changed:
-        click.echo(f"would migrate {file}")
-
-
-def unified_diff(migration: Migration) -> str:
-    lines = difflib.unified_diff(
-        migration.before.splitlines(keepends=True),
-        migration.after.splitlines(keepends=True),
-        f"a/{migration.file}",
-        f"b/{migration.file}",
-    )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-
-
-def _write_file(run: Run, file: str, text: str) -> None:
-    try:
-        write_atomic(file, text)
-    except OSError as err:
-        click.echo(f"{file}: cannot write: {err.strerror or err}", err=True)
-        run.failed += 1
-        return
-    click.echo(f"migrated {file}")
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Replace `path` with `text` in one rename, keeping its mode: never a half-written file."""
-    target = Path(path)
-    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _finish(run: Run) -> None:
-    if run.templates_out and run.collected:
-        _emit_templates(run)
-    for file, read in run.reads:
-        if read.name in run.migrated:
-            click.echo(
-                f"{file}:{read.line}: {read.name}: reads the count of a migrated request: "
-                "change it to read the claim's count",
-                err=True,
-            )
-    verb = "migrated" if run.mode == "write" else "would migrate"
-    summary = f"{verb} {run.changed} file(s)"
-    summary += f", {run.skipped} template file(s) skipped" if run.skipped else ""
-    summary += f", {run.left} legacy request(s) left" if run.left else ""
-    click.echo(summary + (f", {run.failed} failed" if run.failed else ""), err=True)
-    if run.failed:
-        raise SystemExit(exits.BAD_INPUT)
-    if run.mode == "check" and (run.changed or run.denied or run.left):
-        raise SystemExit(exits.FINDINGS)
-    if run.mode == "write" and run.left:
-        raise SystemExit(exits.FINDINGS)
-
-
-def _emit_templates(run: Run) -> None:
-    assert run.templates_out is not None
-    text = new_file_text(run.templates_out, run.collected)
-    if run.mode != "write":
-        click.echo(f"would write {len(run.collected)} template(s) to {run.templates_out}")
-        return
-    try:
-        write_atomic(run.templates_out, text)
-    except OSError as err:
-        click.echo(f"{run.templates_out}: cannot write: {err.strerror or err}", err=True)
-        run.failed += 1
+def _say(text: str, *, err: bool = False, nl: bool = True) -> None:
+    click.echo(text, err=err, nl=nl)

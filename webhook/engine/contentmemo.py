@@ -16,8 +16,10 @@ of str, int, dict or list) is normalized every time. An error the content provok
 remembered as its path and message and raised anew, so a malformed object is as cheap to deny
 again; any other exception is not remembered.
 
-Each table is bounded (entries, bytes, and the size of content worth remembering) and shared
-by the threads of a process: a lost race normalizes twice and stores the same answer.
+Each table is bounded (entries, bytes, and the size of content worth remembering), owned by
+the policy set under which the content was reviewed (`TEMPLATE_SPECS`, a slot of its `memos`),
+and shared by the threads of a process: a lost race normalizes twice and stores the same
+answer.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import orjson
 
 from webhook.engine.normalize import ObjectError, template_claim_spec
 from webhook.types import ClaimSpec, Object
+from webhook.types.memos import Memos, Slot
 
 T = TypeVar("T")
 
@@ -112,25 +115,20 @@ def _key(besides: Hashable, content: Any) -> Key | None:
     return (besides, text) if len(text) <= MAX_CONTENT_BYTES else None
 
 
-_TEMPLATE_SPECS: ContentMemo[ClaimSpec] = ContentMemo()
+TEMPLATE_SPECS: Slot[ContentMemo[ClaimSpec]] = Slot("template specs", ContentMemo[ClaimSpec])
 
 
-def template_spec(template: Object, label: str) -> ClaimSpec:
-    """`normalize.template_claim_spec(template, label)`, remembered by content."""
+def template_spec(template: Object, label: str, memos: Memos) -> ClaimSpec:
+    """`normalize.template_claim_spec(template, label)`, remembered by content in `memos`."""
     api_version = template.get("apiVersion", "")
     if type(api_version) is not str:
         return template_claim_spec(template, label)
     content = template.get("spec")
-    return _TEMPLATE_SPECS.get(
+    return memos.of(TEMPLATE_SPECS).get(
         (api_version, label), content, lambda: template_claim_spec(template, label)
     )
 
 
-def forget() -> None:
-    """Empty the table (tests)."""
-    _TEMPLATE_SPECS.forget()
-
-
-def remembered() -> int:
-    """Template specs remembered now (tests check the bound)."""
-    return len(_TEMPLATE_SPECS)
+def remembered(memos: Memos) -> int:
+    """Template specs remembered now in `memos` (tests check the bound)."""
+    return len(memos.of(TEMPLATE_SPECS))

@@ -69,7 +69,7 @@ def reads_device_identity(expression: str) -> bool:
     )
 
 
-@functools.cache
+@functools.lru_cache(maxsize=4096)
 def is_id(name: str) -> bool:
     """Whether an attribute or capacity name is a per-device id (cached: names are few)."""
     ident = name.rpartition("/")[2]

@@ -111,7 +111,7 @@ def _judged(
         return _pod_judged(request, policies, facts, deadline)
     claims = _own_claims(request)
     specs = [claim.spec for claim in claims]
-    inputs = _rule_inputs(request, facts, deadline)
+    inputs = _rule_inputs(request, policies, facts, deadline)
     found = _claim_findings(request, policies, facts, specs, inputs)
     unknown = tuple(_unknown_classes(specs, facts, policies.settings.feasibility))
     return claims, [], Findings(found.before, (*found.after, *unknown)) if unknown else found
@@ -148,16 +148,19 @@ def _pod_judged(
     pod = request.object or {}
     refs = normalize.pod_claim_refs(pod)
     extended = pod_special_claim(pod, facts.device_classes)
-    key, held = podshapes.shape_key(request, refs, policies, facts)
+    key, held = podshapes.shape_key(request, refs, facts)
+    shapes = policies.memos.of(podshapes.SHAPES)
     key = key if extended is None else (key, extended)
     near = rules.near(deadline)
-    shape = None if near else podshapes.SHAPES.get(key, held)
+    shape = None if near else shapes.get(key, held)
     if shape is None:
-        inputs = _rule_inputs(request, facts, deadline)  # only now: most Pods need no rule
+        inputs = _rule_inputs(
+            request, policies, facts, deadline
+        )  # only now: most Pods need no rule
         shape = _pod_shape(request, policies, facts, refs, inputs, extended=extended)
         specs = [spec for _, spec, _ in shape.claims]
         if not near and not rules.near(deadline) and podshapes.request_only(specs, policies):
-            podshapes.SHAPES.put(key, held, shape)
+            shapes.put(key, held, shape)
     meta = pod.get("metadata") or {}
     uid = str(meta.get("uid") or request.uid)
     named = pod_name(request.namespace, meta.get("name") or request.name)
@@ -192,7 +195,7 @@ def _pod_shape(
                 f"{template_name!r} not found; its claim is judged when created"
             )
             continue
-        spec = template_spec(template, f"pod claim {name!r}")  # remembered by content
+        spec = template_spec(template, f"pod claim {name!r}", policies.memos)  # by content
         claims.append((name, spec, MappingProxyType(devices_by_class(spec))))
     if extended is not None:
         claims.append((EXTENDED_CLAIM, extended, MappingProxyType(devices_by_class(extended))))
@@ -265,7 +268,9 @@ def _binding_findings(specs: Sequence[ClaimSpec], facts: Facts) -> Iterator[Find
             yield Finding(Action.WARN, reason)
 
 
-def _rule_inputs(request: AdmissionRequest, facts: Facts, deadline: Deadline | None) -> RuleInputs:
+def _rule_inputs(
+    request: AdmissionRequest, policies: PolicySet, facts: Facts, deadline: Deadline | None
+) -> RuleInputs:
     return RuleInputs(
         tenant=_tenant_name(facts),
         operation=request.operation.value,
@@ -275,6 +280,7 @@ def _rule_inputs(request: AdmissionRequest, facts: Facts, deadline: Deadline | N
             "namespace": lambda: facts.namespace,
             "userInfo": lambda: dict(request.user_info),
         },
+        memos=policies.memos,
         deadline=deadline,
     )
 

@@ -4,9 +4,10 @@ Every Pod a Deployment or Job creates names the same templates, so `evaluate` wo
 the same claim specs, class checks, rule results and feasibility for each of them again;
 only quota reads what differs (the Pod's uid keys its holders, the tenant's usage moves).
 A `PodShape` is all the rest. It is remembered per (namespace, operation, pod claims,
-admin-access label, tenant name), valid while the policies, the tenant, the feasibility and
-class capacity of the published devices and each named template are the very objects it was
-computed from (`HeldMemo`): a reload, an edited template or a new inventory make new ones.
+admin-access label, tenant name) in the table of the policy set it was judged under (a slot
+of its `memos`: a reload makes a new set and so an empty table), valid while the tenant, the
+feasibility and class capacity of the published devices and each named template are the very
+objects it was computed from (`HeldMemo`): an edited template or a new inventory make new ones.
 It is remembered only when every rule that applies to its requests reads nothing but the
 request, the tenant and the operation (`rules.memoizable`): a rule that reads the object,
 the namespace or the user is evaluated for each Pod. Near the review's deadline nothing is
@@ -30,6 +31,7 @@ from webhook.types import (
     Facts,
     PolicySet,
 )
+from webhook.types.memos import Memos, Slot
 
 
 @dataclass(frozen=True)
@@ -51,13 +53,13 @@ class PodShape:
     findings: Findings
 
 
-SHAPES: HeldMemo[PodShape] = HeldMemo(epoch=4)
-"""Held: the policies and the published devices' feasibility, binding waits and class
-capacity (shared by every entry at a time), then the tenant and each named template."""
+SHAPES: Slot[HeldMemo[PodShape]] = Slot("pod shapes", lambda: HeldMemo[PodShape](epoch=3))
+"""Held: the published devices' feasibility, binding waits and class capacity (shared by
+every entry at a time), then the tenant and each named template."""
 
 
 def shape_key(
-    request: AdmissionRequest, refs: tuple[ClaimRef, ...], policies: PolicySet, facts: Facts
+    request: AdmissionRequest, refs: tuple[ClaimRef, ...], facts: Facts
 ) -> tuple[Hashable, tuple[object, ...]]:
     """What a Pod's shape reads: the key, and the objects it must have been computed from."""
     admin = namespace_labels(facts.namespace, request.namespace).get(ADMIN_ACCESS_LABEL)
@@ -65,7 +67,6 @@ def shape_key(
     tenant = facts.tenant.name if facts.tenant else ""
     key = (request.namespace, request.operation, refs, admin, tenant)
     return key, (
-        policies,
         facts.feasibility,
         facts.binding,
         facts.class_capacity,
@@ -86,11 +87,6 @@ def request_only(specs: Sequence[ClaimSpec], policies: PolicySet) -> bool:
     )
 
 
-def forget() -> None:
-    """Empty the shapes remembered (tests)."""
-    SHAPES.forget()
-
-
-def remembered() -> int:
-    """Shapes remembered now (tests)."""
-    return len(SHAPES)
+def remembered(memos: Memos) -> int:
+    """Shapes remembered now in `memos` (tests)."""
+    return len(memos.of(SHAPES))

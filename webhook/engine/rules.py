@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from webhook.engine.cel import GUARD_SECONDS, to_cel
@@ -28,6 +27,8 @@ from webhook.types import (
     FailurePolicy,
     Validation,
 )
+from webhook.types.lrutable import LruTable
+from webhook.types.memos import Memos, Slot
 
 MEMOIZABLE = frozenset({"request", "tenant", "operation"})
 
@@ -69,6 +70,7 @@ class RuleInputs:
     tenant: str
     operation: str
     sources: Mapping[str, Callable[[], Any]]
+    memos: Memos  # the policy set's: rule results are remembered there (`RESULTS`)
     deadline: Deadline | None = None
     _converted: dict[str, Any] = field(default_factory=dict)
     _memos: dict[int, tuple[DeviceRequest, Memo]] = field(default_factory=dict)
@@ -80,7 +82,7 @@ class RuleInputs:
         if found is None or found[0] is not request:
             found = self._memos[id(request)] = (
                 request,
-                _results_of(request, self.tenant, self.operation),
+                results_of(self.memos, request, self.tenant, self.operation),
             )
         return found[1]
 
@@ -219,14 +221,28 @@ class Memo:
     findings: dict[Any, Any] = field(default_factory=dict)  # `requests.check_request`'s
 
 
-@lru_cache(maxsize=4096)
-def _results_of(request: DeviceRequest, tenant: str, operation: str) -> Memo:
-    """The memo of these inputs, filled as rules are evaluated.
+MAX_REQUESTS = 4096
+"""(request, tenant, operation) memos one policy set keeps; the least recently used goes."""
+RESULTS: Slot[LruTable[tuple[DeviceRequest, str, str], Memo]] = Slot(
+    "rule results", lambda: LruTable[tuple[DeviceRequest, str, str], Memo](MAX_REQUESTS)
+)
 
-    A rule's result depends on nothing else, so every review of the same request shares the
-    table (dicts: filling them from several threads at once at worst evaluates a rule twice).
+
+def results_of(memos: Memos, request: DeviceRequest, tenant: str, operation: str) -> Memo:
+    """The memo of these inputs under the policy set that owns `memos`, filled as rules are
+    evaluated.
+
+    A rule's result depends on nothing else, so every review of the same request under one set
+    shares the table (dicts: filling them from several threads at once at worst evaluates a
+    rule twice; two threads that make the memo at once keep the later one).
     """
-    return Memo()
+    table = memos.of(RESULTS)
+    key = (request, tenant, operation)
+    found = table.get(key)
+    if found is None:
+        found = Memo()
+        table.put(key, found)
+    return found
 
 
 def _request_activation(request: DeviceRequest, tenant: str, operation: str) -> dict[str, Any]:

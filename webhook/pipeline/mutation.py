@@ -117,6 +117,7 @@ def _rewritten(
         action_override=facts.tenant.mapping_action if facts.tenant else None,
         namespace=request.namespace,
         deadline=deadline,
+        memos=policies.memos,
     )
 
 

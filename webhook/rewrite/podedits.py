@@ -4,7 +4,9 @@ Each Pod a workload creates is rewritten the same way, yet Pods differ in fields
 never reads: name, uid, generateName suffix, the service-account token volume's random name,
 env, labels. The rewrite of a pod spec reads only the spec's `SPEC_KEYS` and each container's
 `CONTAINER_KEYS` (tests/rewrite/test_podedits.py records every key it touches), so the exact
-`fingerprint` of that projection, with the options, is the memo key. The value is what the
+`fingerprint` of that projection, with the options, is the memo key, in the table of the
+policy set whose mappings are applied (`EDITS`, a slot of its `memos`; without one, nothing
+is remembered), so a reload drops the edits of the set it replaces. The value is what the
 rewrite made of the projection: the JSON patch from it to its rewrite, notes, templates,
 denials and the legacy resources removed. Applying the patch copies only the dicts and lists
 on its paths (copy on write), so a Pod with a large spec costs what a small one does.
@@ -25,7 +27,6 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.rewrite.lrutable import LruTable
 from webhook.rewrite.patch import (
     Operation,
     Steps,
@@ -40,6 +41,8 @@ from webhook.rewrite.shapes import mark, marks, rewrite_spec
 from webhook.rewrite.workloads import group_kind, rewrite_object
 from webhook.types import Deadline, LegacyResourceMapping, MappingAction, Object, RewriteResult
 from webhook.types.adapters import NEVER
+from webhook.types.lrutable import LruTable
+from webhook.types.memos import Memos, Slot
 from webhook.types.records import record
 
 SPEC_KEYS = frozenset(
@@ -91,7 +94,8 @@ class PodRewrite:
         return self.result.object
 
 
-_memo: LruTable[Hashable, tuple[Sequence[LegacyResourceMapping], SpecEdits]] = LruTable(MEMO_SIZE)
+Edits = LruTable[Hashable, tuple[Sequence[LegacyResourceMapping], SpecEdits]]
+EDITS: Slot[Edits] = Slot("pod spec edits", lambda: Edits(MEMO_SIZE))
 
 
 def rewrite_pod(
@@ -102,16 +106,18 @@ def rewrite_pod(
     action_override: MappingAction | None = None,
     namespace: str | None = None,
     deadline: Deadline = NEVER,
+    memos: Memos | None = None,
 ) -> PodRewrite:
-    """`rewrite_object(pod, ...)` with its patch, the pod spec's edits taken from the memo;
-    `deadline` is passed at each container and each patch operation."""
+    """`rewrite_object(pod, ...)` with its patch, the pod spec's edits taken from the memo
+    in `memos` (the policy set's whose `mappings` these are); `deadline` is passed at each
+    container and each patch operation."""
     spec = pod.get("spec")
     metadata = pod.get("metadata")
     ns = namespace or _namespace_of(metadata)
     opts = Options(mappings, native_resources, action_override, ns, deadline)
     if type(pod) is not dict or type(spec) is not dict or group_kind(pod) != ("", "Pod"):
         return _generally(pod, opts)
-    edits = spec_edits(spec, opts)
+    edits = spec_edits(spec, opts, memos)
     if edits is None:
         return _generally(pod, opts)
     return PodRewrite(
@@ -123,9 +129,9 @@ def rewrite_pod(
     )
 
 
-def spec_edits(spec: dict[str, Any], opts: Options) -> SpecEdits | None:
-    """The edits of one pod spec, None when what the rewrite reads of it has no exact
-    `fingerprint`."""
+def spec_edits(spec: dict[str, Any], opts: Options, memos: Memos | None) -> SpecEdits | None:
+    """The edits of one pod spec (remembered in `memos`), None when what the rewrite reads of
+    it has no exact `fingerprint`."""
     projection = _projection(spec)
     try:
         key: Hashable = (
@@ -137,13 +143,16 @@ def spec_edits(spec: dict[str, Any], opts: Options) -> SpecEdits | None:
         )
     except ValueError:
         return None
-    if type(opts.mappings) is not tuple or _container_count(spec) > MEMO_MAX_CONTAINERS:
+    if memos is None or type(opts.mappings) is not tuple:
         return _edits(projection, opts)  # mutable mappings: not rememberable by identity
-    found = _memo.get(key)
+    if _container_count(spec) > MEMO_MAX_CONTAINERS:
+        return _edits(projection, opts)
+    table = memos.of(EDITS)
+    found = table.get(key)
     if found is not None and found[0] is opts.mappings:
         return found[1]
     edits = _edits(projection, opts)
-    _memo.put(key, (opts.mappings, edits))
+    table.put(key, (opts.mappings, edits))
     return edits
 
 

@@ -1,7 +1,7 @@
 """A loaded, compiled policy set: tenants, device class policies, legacy mappings, settings.
 
 Frozen, so a reload swaps the whole set atomically and reviews in flight keep the one they
-started with.
+started with; what the engine remembers under a set is owned by it (`memos`) and goes with it.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
+
+from webhook.types.memos import Memos
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,9 @@ class PolicySet:
     settings: Settings = Settings()
     digest: str = ""  # content hash, shown on /readyz and in metrics
     objects: tuple[ObjectVerdict, ...] = ()  # the cluster's policy objects read into it
+    memos: Memos = field(
+        default_factory=Memos, init=False, compare=False, hash=False, repr=False
+    )  # what the engine and the rewriter remember under this set (`memos.py`)
 
     @property
     def not_enforced(self) -> tuple[ObjectVerdict, ...]:

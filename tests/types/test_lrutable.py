@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from webhook.rewrite.lrutable import LruTable
+from webhook.types.lrutable import LruTable
 
 
 def test_the_least_recently_used_entry_goes_first() -> None:

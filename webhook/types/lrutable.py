@@ -1,4 +1,4 @@
-"""A bounded, thread-safe memo table, for the rewriter's caches of pure results.
+"""A bounded, thread-safe memo table, for the pure layers' caches of pure results.
 
 Request threads of a gthread worker share a table. A lock covers each lookup or store with its
 bookkeeping (an OrderedDict's move-to-end and eviction are not atomic); the value is computed
