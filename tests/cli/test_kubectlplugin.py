@@ -38,6 +38,7 @@ SLICE = {
 }  # fmt: skip
 RESULT = {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "node-1", "device": "gpu-0"}
 ALLOCATED = {"devices": {"results": [RESULT]}}
+NODE = {"metadata": {"name": "node-1", "labels": {"kubernetes.io/hostname": "node-1"}}}
 SCHEDULER_SAYS = "0/1 nodes are available: 1 Insufficient cpu. preemption: not helpful."
 
 
@@ -86,6 +87,8 @@ class Api:
                  "spec": {"selectors": [{"cel": {"expression": GPU}}]}}]},
             f"{V1}/resourceslices": {"items": [SLICE]},
             f"{V1}/namespaces/team-a/resourceclaims/big": big,
+            f"{V1}/resourceclaims": {"items": [big]},
+            "/api/v1/nodes": {"items": [NODE]},
             f"{V1}/namespaces/team-a/resourceclaimtemplates/one-gpu":
                 template(request(exact()), name="one-gpu"),
             f"{V1}/namespaces/team-a/resourceclaimtemplates/h100": template(request(exact(
@@ -140,6 +143,36 @@ def test_why_puts_the_decisive_cause_first_and_cites_its_object(name: str) -> No
     first = why(name)[0]
     assert (first["cause"], first["source"], first["message"]) == (cause, source, message)
     assert first["blocking"] is blocking
+
+
+def other_pod(name: str, count: int, **spec: Any) -> dict[str, Any]:
+    """A Pod of a namespace no Tenant covers, its claim made from a template of `count` GPUs."""
+    found = pod(name, namespace="other", claims={"gpu": name}, uid=f"uid-{name}")
+    found["spec"].update(spec)
+    made = template(request(exact(count=count)), name=name, namespace="other")
+    return {f"/api/v1/namespaces/other/pods/{name}": found,
+            f"{V1}/namespaces/other/resourceclaimtemplates/{name}": made}  # fmt: skip
+
+
+HELD_CASES = {
+    "node": (other_pod("pinned", 1, nodeSelector={"kubernetes.io/hostname": "node-2"}),
+             "Pod other/pinned", "request 'gpu': every node with a matching device is excluded "
+             "(node-1): nodeSelector kubernetes.io/hostname=node-2; "
+             "ResourceClaimTemplate other/pinned"),
+    "allocated": (other_pod("crowded", 2), "ResourceClaim team-a/big",
+                  "request 'gpu' needs 2, 2 match, 1 allocated: node-1/gpu-0 to "
+                  "ResourceClaim team-a/big"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("cause", HELD_CASES, ids=list(HELD_CASES))
+def test_why_says_what_holds_devices_that_match(cause: str) -> None:
+    objects, source, message = HELD_CASES[cause]
+    name = next(iter(objects)).rsplit("/", 1)[1]
+    result = run("why", name, "-n", "other", "-o", "json", api=Api(objects))
+    assert result.exit_code == 0, result.output
+    first = json.loads(result.stdout)[0]
+    assert first == {"cause": cause, "source": source, "message": message, "blocking": True}
 
 
 def test_why_quotes_the_scheduler_and_says_what_is_allocated() -> None:

@@ -71,6 +71,13 @@ class ClusterFacts:
     def template(self, namespace: str, name: str) -> Object | None:
         return self.get(f"{RESOURCE_V1}/namespaces/{namespace}/resourceclaimtemplates/{name}")
 
+    def claims(self) -> list[Object]:
+        """Every ResourceClaim in the cluster: the allocated ones hold devices."""
+        return list(list_pages(self.api, f"{RESOURCE_V1}/resourceclaims"))
+
+    def nodes(self) -> list[Object]:
+        return list(list_pages(self.api, "/api/v1/nodes"))
+
     def device_classes(self) -> dict[str, Object]:
         found = list_pages(self.api, f"{RESOURCE_V1}/deviceclasses")
         return {str(c["metadata"]["name"]): c for c in found}

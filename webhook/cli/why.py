@@ -19,11 +19,13 @@ from typing import Any
 from webhook.cli.clusterfacts import ClusterFacts
 from webhook.cli.usagerows import UsageRow, holders_text, usage_rows
 from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
-from webhook.engine.feasibility import unsatisfied
-from webhook.engine.inventory import Inventory
+from webhook.engine.feasibility import needed_devices, unsatisfied
+from webhook.engine.inventory import Inventory, class_selectors
+from webhook.engine.nodefit import admits, constrained, constraints_text
 from webhook.engine.normalize import ObjectError, claim_spec, pod_claims, template_claim_spec
+from webhook.engine.occupancy import Blockage, DeviceKey, Holding, Occupancy, blockage, device_key
 from webhook.engine.tenancy import namespace_labels, resolve_tenant
-from webhook.types import ClaimSpec, Object, PodClaim, Tenant
+from webhook.types import ClaimSpec, DeviceRequest, Object, PodClaim, Tenant
 
 QUOTED_EVENTS = ("FailedScheduling", "FailedResourceClaimCreation")
 """The scheduler's, and the resourceclaim controller's when a claim could not be made."""
@@ -33,7 +35,7 @@ QUOTED_EVENTS = ("FailedScheduling", "FailedResourceClaimCreation")
 class Finding:
     """One line of the answer: `blocking` when it keeps the Pod from being scheduled."""
 
-    cause: str  # quota | claim | feasibility | scheduler | scheduled | schedulable | tenant
+    cause: str  # quota | claim | feasibility | node | allocated | counters | scheduler | ...
     source: str  # the object it comes from, `Kind namespace/name`
     message: str
     blocking: bool = False
@@ -43,7 +45,8 @@ class Finding:
                 "blocking": self.blocking}  # fmt: skip
 
 
-_RANK = {"quota": 0, "claim": 1, "feasibility": 1, "scheduler": 2}
+_RANK = {"quota": 0, "claim": 1, "feasibility": 1, "node": 1, "allocated": 1, "counters": 1,
+         "scheduler": 2}  # fmt: skip
 
 
 def explain(facts: ClusterFacts, pod: Object) -> list[Finding]:
@@ -128,6 +131,45 @@ class PodClaims:
             yield Finding("feasibility", source, reason, blocking=True)
         if not reasons:
             yield Finding("feasibility", source, f"{what}: devices match")
+            yield from self.occupied(spec, source)
+
+    def occupied(self, spec: ClaimSpec, source: str) -> Iterator[Finding]:
+        """What keeps devices that match from this claim now: the Pod's node constraints,
+        allocations to other claims, counters of partitionable devices used up."""
+        for request in spec.requests:
+            found = [self._blockage(leaf) for leaf in request.leaves()]
+            if found and all(found):
+                block = found[0]
+                assert block is not None
+                cited = block.source or f"Pod {'/'.join(_identity(self.pod))}"
+                text = block.message
+                if block.cause == "node":
+                    text = f"{text}: {constraints_text(self.pod)}; {source}"
+                yield Finding(block.cause, cited, text, blocking=True)
+
+    def _blockage(self, leaf: DeviceRequest) -> Blockage | None:
+        device_class = self.device_classes.get(leaf.device_class)
+        expressions = [*class_selectors(device_class), *leaf.selectors]
+        selection = self.inventory.select(expressions, leaf.tolerations)
+        matching = [d for devices in selection.by_node.values() for d in devices]
+        return blockage(leaf.name, needed_devices(leaf), matching, self.occupancy, self.allowed)
+
+    def allowed(self, node: str | None) -> bool:
+        return node is None or self.admitted is None or node in self.admitted
+
+    @functools.cached_property
+    def admitted(self) -> frozenset[str] | None:
+        """The Nodes the Pod may run on; None when it does not narrow them."""
+        if not constrained(self.pod):
+            return None
+        nodes = self.facts.nodes()
+        return frozenset(str(n["metadata"]["name"]) for n in nodes if admits(self.pod, n))
+
+    @functools.cached_property
+    def occupancy(self) -> Occupancy:
+        devices = {device_key(d): d for g in self.inventory.groups for d in g.devices}
+        held = {k: h for c in self.facts.claims() for k, h in _holdings(c)}
+        return Occupancy(held, devices, self.inventory.counters)
 
     def count(self, read: Any, obj: Object, label: str) -> ClaimSpec | None:
         try:
@@ -145,6 +187,19 @@ class PodClaims:
     @functools.cached_property
     def device_classes(self) -> dict[str, Object]:
         return self.facts.device_classes()
+
+
+def _holdings(claim: Object) -> Iterator[tuple[DeviceKey, Holding]]:
+    namespace, name = _identity(claim)
+    status = claim.get("status") or {}
+    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+    pods = tuple(
+        f"{namespace}/{c.get('name')}" for c in status.get("reservedFor") or []
+        if _consumer_kind(c) == "Pod"
+    )  # fmt: skip
+    for result in results:
+        key = (str(result.get("driver")), f"{result.get('pool')}/{result.get('device')}")
+        yield key, Holding(f"ResourceClaim {namespace}/{name}", pods)
 
 
 def _devices(allocation: Mapping[str, Any]) -> str:
