@@ -154,7 +154,7 @@ def other_pod(name: str, count: int, **spec: Any) -> dict[str, Any]:
             f"{V1}/namespaces/other/resourceclaimtemplates/{name}": made}  # fmt: skip
 
 
-HELD_CASES = {
+HELD_CASES: dict[str, tuple[dict[str, Any], str, str]] = {
     "node": (other_pod("pinned", 1, nodeSelector={"kubernetes.io/hostname": "node-2"}),
              "Pod other/pinned", "request 'gpu': every node with a matching device is excluded "
              "(node-1): nodeSelector kubernetes.io/hostname=node-2; "
