@@ -17,7 +17,7 @@ from webhook.cli.kubectlplugin import main
 from webhook.kube.api import ApiError
 
 V1 = "/apis/resource.k8s.io/v1"
-TENANT = {
+TENANT: dict[str, Any] = {
     "apiVersion": "dragate.io/v1alpha1", "kind": "Tenant",
     "metadata": {"name": "team-a", "uid": "t1", "generation": 1,
                  "creationTimestamp": "2026-01-01T00:00:00Z"},

@@ -296,5 +296,7 @@ def test_usage_of_a_live_tenant_equals_its_status(site: Site) -> None:
     holders = [h["holder"] for h in rows[0]["holders"]]
     assert holders == [f"claim:{LIVE_NS}/live-one"], rows
     assert rows[0]["pending"] in (0, 1), rows  # confirmed once the reconciler has seen it
-    by_namespace = plugin(site, "usage", "-n", LIVE_NS)
-    assert by_namespace == rows
+    by_namespace = plugin(site, "usage", "-n", LIVE_NS)  # the namespace's tenant
+    settled = ("tenant", "deviceClassName", "limit", "used", "free", "holders")  # not pending:
+    assert [{k: r[k] for k in settled} for r in by_namespace] == [  # the reconciler confirms
+        {k: r[k] for k in settled} for r in rows]  # fmt: skip
