@@ -254,16 +254,17 @@ def test_a_pod_that_fits_is_scheduled_on_the_schedulers_node_and_its_claim_reser
 
 
 def test_a_claim_no_device_matches_says_so_with_its_quota(site: Site) -> None:
-    found = why(site, "--claim", "z999")
+    create(site.cluster, gpu_claim("nowhere", 1, MISSING))
+    found = why(site, "--claim", "nowhere")
     assert found[0]["cause"] == "feasibility" and found[0]["blocking"], found
     assert f'selector "{MISSING}"' in found[0]["message"]
     assert [f["cause"] for f in found][-1] == "quota", found
 
 
-def enforced_everywhere(cluster: Cluster, in_a_row: int = 6) -> bool:
-    """A dry run over the live Tenant's limit is denied by `in_a_row` answers in a row: each
+def enforced_everywhere(cluster: Cluster, namespace: str = LIVE_NS, in_a_row: int = 6) -> bool:
+    """A dry run over a live Tenant's limit (2) is denied by `in_a_row` answers in a row: each
     gunicorn worker watches Tenant objects on its own."""
-    probe = json.dumps(gpu_claim("probe", 5, namespace=LIVE_NS))
+    probe = json.dumps(gpu_claim("probe", 5, namespace=namespace))
     for _ in range(in_a_row):
         answer = cluster.kubectl("create", "-f", "-", "--dry-run=server", input=probe,
                                  check=False)  # fmt: skip
@@ -288,6 +289,8 @@ def test_usage_of_a_live_tenant_equals_its_status(site: Site) -> None:
     used = [{"deviceClassName": CLASS, "used": 1, "limit": 2}]
     wait_for(lambda: tenant_usage_status(cluster) == used, timeout=60, interval=1,
              what="usage 1/2 in the live Tenant's status")  # fmt: skip
+    wait_for(lambda: plugin(site, "usage", "live")[0]["pending"] == 0, timeout=90, interval=1,
+             what="the reconciler confirming claim live-one")  # fmt: skip
     rows = plugin(site, "usage", "live")
     status = tenant_usage_status(cluster)
     assert [(r["deviceClassName"], r["limit"], r["used"]) for r in rows] == [
@@ -295,8 +298,93 @@ def test_usage_of_a_live_tenant_equals_its_status(site: Site) -> None:
     assert rows[0]["free"] == 1 and rows[0]["tenant"] == "live", rows
     holders = [h["holder"] for h in rows[0]["holders"]]
     assert holders == [f"claim:{LIVE_NS}/live-one"], rows
-    assert rows[0]["pending"] in (0, 1), rows  # confirmed once the reconciler has seen it
+    assert rows[0]["pending"] == 0, rows  # confirmed: a confirmation is never taken back
     by_namespace = plugin(site, "usage", "-n", LIVE_NS)  # the namespace's tenant
-    settled = ("tenant", "deviceClassName", "limit", "used", "free", "holders")  # not pending:
-    assert [{k: r[k] for k in settled} for r in by_namespace] == [  # the reconciler confirms
-        {k: r[k] for k in settled} for r in rows]  # fmt: skip
+    assert by_namespace == rows
+
+
+FULL_NS = "why-full"
+FULL_TENANT = {**LIVE_TENANT, "metadata": {"name": "full"}, "spec": {**LIVE_TENANT["spec"],
+               "namespaces": [FULL_NS]}}  # fmt: skip
+
+
+def gpu_template(name: str, count: int) -> dict[str, Any]:
+    claim = gpu_claim(name, count, namespace=FULL_NS)
+    return {**claim, "kind": "ResourceClaimTemplate", "spec": {"spec": claim["spec"]}}
+
+
+def template_pod(name: str, template: str) -> dict[str, Any]:
+    found = claim_pod(name, "")
+    found["metadata"]["namespace"] = FULL_NS
+    found["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
+    return found
+
+
+@pytest.fixture(scope="module")
+def full(site: Site) -> Cluster:
+    """Live Tenant `full` (2 GPUs in why-full), both held by Pod why-full/full-holder, whose
+    claim the reconciler has confirmed (nothing pending)."""
+    cluster = site.cluster
+    create(cluster, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": FULL_NS}})
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(FULL_TENANT))
+    wait_for(lambda: enforced_everywhere(cluster, FULL_NS), timeout=60, interval=1,
+             what="Tenant full enforced by every worker")  # fmt: skip
+    create(cluster, gpu_template("two", 2), template_pod("full-holder", "two"))
+    wait_for(lambda: plugin(site, "usage", "full")[0]["pending"] == 0 and
+             plugin(site, "usage", "full")[0]["used"] == 2, timeout=90, interval=1,
+             what="full-holder's 2 GPUs confirmed")  # fmt: skip
+    return cluster
+
+
+def events_of(cluster: Cluster, kind: str, name: str, reason: str) -> list[str]:
+    selector = f"involvedObject.kind={kind},involvedObject.name={name},reason={reason}"
+    events = cluster.get_json("events", "-n", FULL_NS, "--field-selector", selector)
+    return [str(e["message"]) for e in events.get("items") or []]
+
+
+def test_a_pod_whose_claim_the_live_quota_refuses_names_the_limit_and_its_holders(
+    site: Site, full: Cluster
+) -> None:
+    """Admitted before its template existed, the Pod is charged nothing; the claim made from
+    the template later is denied over the live Tenant's quota, and the Pod stays Pending."""
+    create(full, template_pod("full-waiting", "later"))
+    create(full, gpu_template("later", 1))
+    refused = lambda: events_of(full, "Pod", "full-waiting", "FailedResourceClaimCreation")  # noqa: E731
+    wait_for(lambda: any("limit 2" in m for m in refused()), timeout=60, interval=0.5,
+             what="the claim of full-waiting denied over quota")  # fmt: skip
+    found = plugin(site, "why", "full-waiting", "-n", FULL_NS)  # the cluster's Tenant objects
+    first = found[0]
+    assert (first["cause"], first["source"], first["blocking"]) == ("quota", "Tenant full", True)
+    assert first["message"] == (f"{CLASS}: 2/2 used (0 pending), this Pod needs 1, holds 0; "
+                                f"held by {FULL_NS}/full-holder=2"), found  # fmt: skip
+    quoted = [f["message"].partition(": ")[2] for f in found if f["cause"] == "scheduler"]
+    said = refused()
+    assert any(q in said for q in quoted), (quoted, said)
+    assert any("[Tenant/full]" in q and "limit 2" in q for q in quoted), quoted
+    pod = full.get_json("pod", "full-waiting", "-n", FULL_NS)
+    assert not pod["spec"].get("nodeName"), pod.get("status")
+
+
+def test_a_workload_whose_pods_are_denied_names_the_policy_rule_and_message(
+    site: Site, full: Cluster
+) -> None:
+    pod = template_pod("", "two")["spec"]
+    replicaset = {
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "refused", "namespace": FULL_NS},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "refused"}},
+                 "template": {"metadata": {"labels": {"app": "refused"}}, "spec": pod}},
+    }  # fmt: skip
+    create(full, replicaset)
+    denied = lambda: events_of(full, "ReplicaSet", "refused", "FailedCreate")  # noqa: E731
+    wait_for(lambda: any("denied the request" in m for m in denied()), timeout=60, interval=0.5,
+             what="the ReplicaSet's Pod denied")  # fmt: skip
+    found = plugin(site, "why", "replicaset/refused", "-n", FULL_NS)
+    first = found[0]
+    assert (first["cause"], first["source"], first["blocking"]) == (
+        "denied", f"ReplicaSet {FULL_NS}/refused", True), found  # fmt: skip
+    prefix = "Pods denied by Tenant/full, rule quota: "
+    assert first["message"].startswith(prefix), found
+    message = first["message"].removeprefix(prefix)
+    assert "limit 2" in message and f"{FULL_NS}/full-holder" in message, found
+    assert any(f"[Tenant/full] {message}" in m for m in denied()), (message, denied())
