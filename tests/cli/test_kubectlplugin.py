@@ -17,7 +17,7 @@ from webhook.cli.kubectlplugin import main
 from webhook.kube.api import ApiError
 
 V1 = "/apis/resource.k8s.io/v1"
-TENANT = {
+TENANT: dict[str, Any] = {
     "apiVersion": "dragate.io/v1alpha1", "kind": "Tenant",
     "metadata": {"name": "team-a", "uid": "t1", "generation": 1,
                  "creationTimestamp": "2026-01-01T00:00:00Z"},
@@ -38,6 +38,7 @@ SLICE = {
 }  # fmt: skip
 RESULT = {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "node-1", "device": "gpu-0"}
 ALLOCATED = {"devices": {"results": [RESULT]}}
+NODE = {"metadata": {"name": "node-1", "labels": {"kubernetes.io/hostname": "node-1"}}}
 SCHEDULER_SAYS = "0/1 nodes are available: 1 Insufficient cpu. preemption: not helpful."
 
 
@@ -86,6 +87,8 @@ class Api:
                  "spec": {"selectors": [{"cel": {"expression": GPU}}]}}]},
             f"{V1}/resourceslices": {"items": [SLICE]},
             f"{V1}/namespaces/team-a/resourceclaims/big": big,
+            f"{V1}/resourceclaims": {"items": [big]},
+            "/api/v1/nodes": {"items": [NODE]},
             f"{V1}/namespaces/team-a/resourceclaimtemplates/one-gpu":
                 template(request(exact()), name="one-gpu"),
             f"{V1}/namespaces/team-a/resourceclaimtemplates/h100": template(request(exact(
@@ -140,6 +143,36 @@ def test_why_puts_the_decisive_cause_first_and_cites_its_object(name: str) -> No
     first = why(name)[0]
     assert (first["cause"], first["source"], first["message"]) == (cause, source, message)
     assert first["blocking"] is blocking
+
+
+def other_pod(name: str, count: int, **spec: Any) -> dict[str, Any]:
+    """A Pod of a namespace no Tenant covers, its claim made from a template of `count` GPUs."""
+    found = pod(name, namespace="other", claims={"gpu": name}, uid=f"uid-{name}")
+    found["spec"].update(spec)
+    made = template(request(exact(count=count)), name=name, namespace="other")
+    return {f"/api/v1/namespaces/other/pods/{name}": found,
+            f"{V1}/namespaces/other/resourceclaimtemplates/{name}": made}  # fmt: skip
+
+
+HELD_CASES: dict[str, tuple[dict[str, Any], str, str]] = {
+    "node": (other_pod("pinned", 1, nodeSelector={"kubernetes.io/hostname": "node-2"}),
+             "Pod other/pinned", "request 'gpu': every node with a matching device is excluded "
+             "(node-1): nodeSelector kubernetes.io/hostname=node-2; "
+             "ResourceClaimTemplate other/pinned"),
+    "allocated": (other_pod("crowded", 2), "ResourceClaim team-a/big",
+                  "request 'gpu' needs 2, 2 match, 1 allocated: node-1/gpu-0 to "
+                  "ResourceClaim team-a/big"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("cause", HELD_CASES, ids=list(HELD_CASES))
+def test_why_says_what_holds_devices_that_match(cause: str) -> None:
+    objects, source, message = HELD_CASES[cause]
+    name = next(iter(objects)).rsplit("/", 1)[1]
+    result = run("why", name, "-n", "other", "-o", "json", api=Api(objects))
+    assert result.exit_code == 0, result.output
+    first = json.loads(result.stdout)[0]
+    assert first == {"cause": cause, "source": source, "message": message, "blocking": True}
 
 
 def test_why_quotes_the_scheduler_and_says_what_is_allocated() -> None:
@@ -301,7 +334,7 @@ def test_why_a_claim_ends_with_its_tenants_quota(name: str, quota: str) -> None:
     ("args", "error"),
     [(("resourceclaim/ghost",), "ResourceClaim team-a/ghost not found"),
      (("pod/ghost",), "Pod team-a/ghost not found"),
-     (("deployment/web",), "'deployment': why explains a pod or a resourceclaim"),
+     (("deployment/web",), "'deployment': why explains a pod, a resourceclaim or a workload"),
      (("trainer", "--claim", "big"), "name one Pod"),
      ((), "name one Pod")],
     ids=["unknown-claim", "unknown-pod", "other-kind", "both", "neither"],
@@ -310,3 +343,101 @@ def test_why_names_one_pod_or_one_claim(args: tuple[str, ...], error: str) -> No
     result = run("why", *args, "-n", "team-a", api=claim_api())
     assert result.exit_code in (1, 2)
     assert error in result.output
+
+
+DENIAL = ('Error creating: admission webhook "validate.dragate.io" denied the request: '
+          "[Tenant/team-a] tenant 'team-a' quota for gpu.nvidia.com exceeded: used 4 + "
+          "requested 1 > limit 4")  # fmt: skip
+EVENTS["refused"] = [
+    {"metadata": {"name": "refused.1"}, "reason": "SuccessfulCreate", "message": "Created pod"},
+    {"metadata": {"name": "refused.2"}, "reason": "FailedCreate", "message": DENIAL,
+     "lastTimestamp": "2026-01-01T00:05:00Z"},
+]  # fmt: skip
+EVENTS["odd"] = [{"metadata": {"name": "odd.1"}, "reason": "FailedCreate",
+                  "message": "Error creating: pods is forbidden: exceeded quota"}]  # fmt: skip
+DENIED = ("Pods denied by Tenant/team-a, rule quota: tenant 'team-a' quota for gpu.nvidia.com "
+          "exceeded: used 4 + requested 1 > limit 4")  # fmt: skip
+
+
+def workload(kind: str, name: str) -> dict[str, Any]:
+    group = "batch/v1" if kind == "Job" else "apps/v1"
+    path = f"/apis/{group}/namespaces/team-a/{kind.lower()}s/{name}"
+    return {
+        path: {
+            "apiVersion": group,
+            "kind": kind,
+            "metadata": {"name": name, "namespace": "team-a", "uid": f"uid-{name}"},
+        }
+    }
+
+
+WORKLOAD_CASES = {
+    "denied": (("replicaset/refused",), workload("ReplicaSet", "refused"),
+               [("denied", "ReplicaSet team-a/refused", DENIED, True)]),
+    "denied-job": (("job/refused",), workload("Job", "refused"),
+                   [("denied", "Job team-a/refused", DENIED, True)]),
+    "not-quoting-a-webhook": (("rs/odd",), workload("ReplicaSet", "odd"), [
+        ("denied", "ReplicaSet team-a/odd",
+         "FailedCreate: Error creating: pods is forbidden: exceeded quota", True)]),
+    "nothing-refused": (("statefulset/calm",), workload("StatefulSet", "calm"), [
+        ("admitted", "StatefulSet team-a/calm", "no Pod creation refused (no FailedCreate "
+         "event): ask why of each of its Pods", False)]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", WORKLOAD_CASES, ids=list(WORKLOAD_CASES))
+def test_why_a_workload_quotes_the_denials_of_its_pods(case: str) -> None:
+    args, objects, expected = WORKLOAD_CASES[case]
+    found = why_in(Api(objects), *args)
+    assert [(f["cause"], f["source"], f["message"], f["blocking"]) for f in found] == expected
+
+
+def report(result: str, name: str, uid: str) -> dict[str, Any]:
+    """The namespace's dragate PolicyReport with one result about Pod `name`."""
+    entry = {
+        "policy": "DeviceClassPolicy/gpu",
+        "rule": "rules",
+        "result": result,
+        "message": "MIG is preferred",
+        "resources": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid}],
+    }
+    path = "/apis/wgpolicyk8s.io/v1alpha2/namespaces/team-a/policyreports/dragate"
+    return {path: {"results": [entry]}}  # fmt: skip
+
+
+OWNED = {**pod("owned", uid="uid-o"), "spec": {"nodeName": "node-1", "containers": []}}
+OWNED["metadata"]["ownerReferences"] = [
+    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "refused", "controller": True}
+]
+ADMISSION_CASES = {
+    "warned": (report("warn", "bound", "uid-9"), "bound", [
+        ("warned", "PolicyReport team-a/dragate",
+         "warn by DeviceClassPolicy/gpu, rule rules: MIG is preferred", False)]),
+    "passed": (report("pass", "bound", "uid-9"), "bound", []),
+    "another-pod-of-that-name": (report("warn", "bound", "uid-old"), "bound", []),
+    "siblings-denied": ({"/api/v1/namespaces/team-a/pods/owned": OWNED}, "owned", [
+        ("denied", "ReplicaSet team-a/refused", DENIED, False)]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ADMISSION_CASES, ids=list(ADMISSION_CASES))
+def test_why_a_pod_adds_what_admission_said_about_it_and_its_siblings(case: str) -> None:
+    objects, name, expected = ADMISSION_CASES[case]
+    found = why_in(Api(objects), name)
+    assert found[0]["cause"] == "scheduled"
+    assert [(f["cause"], f["source"], f["message"], f["blocking"]) for f in found[1:]] == expected
+
+
+def test_why_names_the_gang_reservations_among_the_holders() -> None:
+    records = "claim:team-a/big gpu.nvidia.com=1\ngang:team-a/Job/train gpu.nvidia.com=2\n" + (
+        "pod:uid-1/gpu @team-a/trainer=0,gpu.nvidia.com=1 1700000000.0\n"
+    )
+    usage = {"metadata": {"name": "team-a"}, "spec": {"tenant": "team-a", "records": records}}
+    api = Api({"/apis/dragate.io/v1alpha1/tenantusages/team-a": usage})
+    quota = next(f for f in why_in(api, "newcomer") if f["cause"] == "quota")
+    assert quota["message"] == (
+        "gpu.nvidia.com: 4/4 used (1 pending), this Pod needs 1, holds 0; held by "
+        "gang:team-a/Job/train=2,claim:team-a/big=1,team-a/trainer=1; gang team-a/Job/train "
+        "reserves 2 for Pods not created yet"
+    )
+    assert quota["blocking"]

@@ -14,6 +14,7 @@ from typing import Any
 
 from webhook.engine.inventory import Inventory
 from webhook.kube.api import ApiError, KubeApi, list_pages
+from webhook.kube.policyreports import REPORT_NAME
 from webhook.kube.policywatch import GROUP_PATH
 from webhook.ledger import accounting, tenantusage
 from webhook.ledger.accounting import Records
@@ -21,6 +22,10 @@ from webhook.policy.policyobjects import load_with_objects
 from webhook.types import Object, PolicySet
 
 RESOURCE_V1 = "/apis/resource.k8s.io/v1"
+REPORTS = "/apis/wgpolicyk8s.io/v1alpha2"
+WORKLOAD_PATHS = {"ReplicaSet": "/apis/apps/v1", "StatefulSet": "/apis/apps/v1",
+                  "DaemonSet": "/apis/apps/v1", "Job": "/apis/batch/v1"}  # fmt: skip
+"""Where each controller that creates Pods is read."""
 
 
 class ClusterFacts:
@@ -71,6 +76,25 @@ class ClusterFacts:
     def template(self, namespace: str, name: str) -> Object | None:
         return self.get(f"{RESOURCE_V1}/namespaces/{namespace}/resourceclaimtemplates/{name}")
 
+    def claims(self) -> list[Object]:
+        """Every ResourceClaim in the cluster: the allocated ones hold devices."""
+        return list(list_pages(self.api, f"{RESOURCE_V1}/resourceclaims"))
+
+    def nodes(self) -> list[Object]:
+        return list(list_pages(self.api, "/api/v1/nodes"))
+
+    def workload(self, kind: str, namespace: str, name: str) -> Object | None:
+        return self.get(f"{WORKLOAD_PATHS[kind]}/namespaces/{namespace}/{kind.lower()}s/{name}")
+
+    def policy_report(self, namespace: str) -> Object | None:
+        """The namespace's `dragate` PolicyReport; None when none is written (or no CRD)."""
+        try:
+            return self.get(f"{REPORTS}/namespaces/{namespace}/policyreports/{REPORT_NAME}")
+        except ApiError as error:
+            if error.status == 403:
+                return None  # reports are extra: a user who may not read them still gets why
+            raise
+
     def device_classes(self) -> dict[str, Object]:
         found = list_pages(self.api, f"{RESOURCE_V1}/deviceclasses")
         return {str(c["metadata"]["name"]): c for c in found}
@@ -78,9 +102,9 @@ class ClusterFacts:
     def inventory(self) -> Inventory:
         return Inventory.from_slices(list(list_pages(self.api, f"{RESOURCE_V1}/resourceslices")))
 
-    def events(self, namespace: str, pod: str) -> list[Mapping[str, Any]]:
-        """The Pod's events, oldest first."""
-        query = {"fieldSelector": f"involvedObject.name={pod},involvedObject.kind=Pod"}
+    def events(self, namespace: str, name: str, kind: str = "Pod") -> list[Mapping[str, Any]]:
+        """The object's events, oldest first."""
+        query = {"fieldSelector": f"involvedObject.name={name},involvedObject.kind={kind}"}
         found = self.api.request("GET", f"/api/v1/namespaces/{namespace}/events", query=query)
         return sorted(found.get("items") or [], key=_event_time)
 

@@ -19,8 +19,10 @@ import click
 import yaml
 
 from webhook.cli.clusterfacts import ClusterFacts
+from webhook.cli.findings import Finding
+from webhook.cli.refusals import explain_workload
 from webhook.cli.usagerows import UsageRow, holders_text, usage_rows
-from webhook.cli.why import Finding, explain, explain_claim, pod_tenant
+from webhook.cli.why import explain, explain_claim, pod_tenant
 from webhook.kube.api import ApiError, KubeApi, Unreachable
 from webhook.policy.schema import PolicyError
 
@@ -154,31 +156,42 @@ def why(target: Target, name: str | None, claim: str | None,
     click.echo("".join(_finding_text(f) for f in findings), nl=False)
 
 
-CLAIM_KINDS = ("resourceclaim", "resourceclaims", "resourceclaim.resource.k8s.io")
-POD_KINDS = ("pod", "pods", "po")
+KINDS = {
+    **dict.fromkeys(("resourceclaim", "resourceclaims", "resourceclaim.resource.k8s.io"),
+                    "ResourceClaim"),
+    **dict.fromkeys(("pod", "pods", "po", ""), "Pod"),
+    **dict.fromkeys(("replicaset", "replicasets", "rs"), "ReplicaSet"),
+    **dict.fromkeys(("job", "jobs"), "Job"),
+    **dict.fromkeys(("statefulset", "statefulsets", "sts"), "StatefulSet"),
+    **dict.fromkeys(("daemonset", "daemonsets", "ds"), "DaemonSet"),
+}  # fmt: skip
+"""The kinds `why` explains, by every name kubectl reads for them."""
 
 
 def _why_target(name: str | None, claim: str | None) -> tuple[str, str]:
-    """("Pod" | "ResourceClaim", name) from `POD`, `pod/NAME`, `resourceclaim/NAME` or
-    `--claim NAME`, the forms kubectl reads."""
+    """(kind, name) from `POD`, `pod/NAME`, `resourceclaim/NAME`, `--claim NAME`, or a
+    workload that creates Pods (`replicaset/NAME`, `job/NAME`...), the forms kubectl reads."""
     if (name is None) == (claim is None):
-        raise click.UsageError("name one Pod (POD or pod/NAME) or one claim (resourceclaim/NAME)")
+        raise click.UsageError("name one Pod (POD or pod/NAME), one claim (resourceclaim/NAME) "
+                               "or one workload (replicaset/NAME, job/NAME)")  # fmt: skip
     if claim is not None:
         return "ResourceClaim", claim
     kind, _, rest = str(name).rpartition("/")
-    if kind.lower() in CLAIM_KINDS:
-        return "ResourceClaim", rest
-    if kind and kind.lower() not in POD_KINDS:
-        raise click.UsageError(f"{kind!r}: why explains a pod or a resourceclaim")
-    return "Pod", rest
+    if kind.lower() not in KINDS:
+        known = "replicaset, job, statefulset, daemonset"
+        raise click.UsageError(f"{kind!r}: why explains a pod, a resourceclaim or a workload "
+                               f"that creates Pods ({known})")  # fmt: skip
+    return KINDS[kind.lower()], rest
 
 
 def _why_findings(facts: ClusterFacts, kind: str, namespace: str, name: str) -> list[Finding]:
-    read = facts.claim if kind == "ResourceClaim" else facts.pod
-    found = read(namespace, name)
+    read = {"ResourceClaim": facts.claim, "Pod": facts.pod}.get(kind)
+    found = read(namespace, name) if read else facts.workload(kind, namespace, name)
     if found is None:
         raise click.ClickException(f"{kind} {namespace}/{name} not found")
-    return explain_claim(facts, found) if kind == "ResourceClaim" else explain(facts, found)
+    if kind == "ResourceClaim":
+        return explain_claim(facts, found)
+    return explain(facts, found) if kind == "Pod" else explain_workload(facts, kind, found)
 
 
 def _finding_text(finding: Finding) -> str:

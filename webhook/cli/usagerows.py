@@ -1,9 +1,9 @@
 """A tenant's quota as `kubectl dragate usage` shows it: per class, the limit, the devices
 used (pending ones included), those pending, what is free, and the largest holders.
 
-`used` and `limit` are `policystatus.usage_status`'s, the rows a Tenant's `status.usage`
-carries, so the command and `kubectl get tenants` never disagree; pending and holders are
-read from the same ledger records.
+`limit`, `used` and `pending` are `policystatus.quota_rows`', the rows a Tenant's
+`status.usage` carries and /metrics exports, so the command, `kubectl get tenants` and the
+graphs never disagree; holders are read from the same ledger records.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from webhook.engine.counting import holder_shown
-from webhook.kube.policystatus import usage_status
+from webhook.kube.policystatus import quota_rows
 from webhook.ledger import accounting
 from webhook.ledger.accounting import Records
 from webhook.types import Holder, Tenant
@@ -52,25 +52,13 @@ class UsageRow:
 def usage_rows(tenant: Tenant, records: Records) -> list[UsageRow]:
     """A row per class the tenant has a quota for or holds devices of."""
     usage = accounting.usage_of(records)
-    pending = pending_devices(records)
     rows = []
-    for row in usage_status(tenant, usage)["usage"]:
-        device_class = str(row["deviceClassName"])
-        found = usage.get(device_class)
+    for row in quota_rows(tenant, usage):
+        found = usage.get(row.device_class)
         holders = sorted(found.holders, key=lambda h: -h.devices) if found is not None else []
-        rows.append(UsageRow(tenant.name, device_class, row.get("limit"), int(row["used"]),
-                             pending.get(device_class, 0), tuple(holders)))  # fmt: skip
+        rows.append(UsageRow(tenant.name, row.device_class, row.limit, row.used, row.pending,
+                             tuple(holders)))  # fmt: skip
     return rows
-
-
-def pending_devices(records: Records) -> dict[str, int]:
-    """Per class, the devices of holders admitted but not yet confirmed (with an expiry)."""
-    found: dict[str, int] = {}
-    for key, record in records.items():
-        if record.expires_at is not None and not accounting.is_lease(key):
-            for device_class, count in record.devices.items():
-                found[device_class] = found.get(device_class, 0) + count
-    return found
 
 
 def holders_text(holders: tuple[Holder, ...], top: int = TOP_HOLDERS) -> str:

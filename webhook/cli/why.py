@@ -17,53 +17,41 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.cli.clusterfacts import ClusterFacts
+from webhook.cli.findings import Finding, identity
+from webhook.cli.refusals import owner_refusals, warned
 from webhook.cli.usagerows import UsageRow, holders_text, usage_rows
 from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
-from webhook.engine.feasibility import unsatisfied
-from webhook.engine.inventory import Inventory
+from webhook.engine.feasibility import needed_devices, unsatisfied
+from webhook.engine.gangs import GANG_PREFIX
+from webhook.engine.inventory import Inventory, class_selectors
+from webhook.engine.nodefit import admits, constrained, constraints_text
 from webhook.engine.normalize import ObjectError, claim_spec, pod_claims, template_claim_spec
+from webhook.engine.occupancy import Blockage, DeviceKey, Holding, Occupancy, blockage, device_key
 from webhook.engine.tenancy import namespace_labels, resolve_tenant
-from webhook.types import ClaimSpec, Object, PodClaim, Tenant
+from webhook.types import ClaimSpec, DeviceRequest, Object, PodClaim, Tenant
 
 QUOTED_EVENTS = ("FailedScheduling", "FailedResourceClaimCreation")
 """The scheduler's, and the resourceclaim controller's when a claim could not be made."""
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One line of the answer: `blocking` when it keeps the Pod from being scheduled."""
-
-    cause: str  # quota | claim | feasibility | scheduler | scheduled | schedulable | tenant
-    source: str  # the object it comes from, `Kind namespace/name`
-    message: str
-    blocking: bool = False
-
-    def as_json(self) -> dict[str, object]:
-        return {"cause": self.cause, "source": self.source, "message": self.message,
-                "blocking": self.blocking}  # fmt: skip
-
-
-_RANK = {"quota": 0, "claim": 1, "feasibility": 1, "scheduler": 2}
+_RANK = {"quota": 0, "claim": 1, "feasibility": 1, "node": 1, "allocated": 1, "counters": 1,
+         "scheduler": 2}  # fmt: skip
 
 
 def explain(facts: ClusterFacts, pod: Object) -> list[Finding]:
     """The findings for `pod`, blocking ones first (quota, claims, the scheduler's)."""
-    namespace, name = _identity(pod)
+    namespace, name = identity(pod)
     node = (pod.get("spec") or {}).get("nodeName")
+    said = [*warned(facts, pod), *owner_refusals(facts, pod)]
     if node:
-        return [Finding("scheduled", f"Pod {namespace}/{name}", f"scheduled on {node}")]
+        return [Finding("scheduled", f"Pod {namespace}/{name}", f"scheduled on {node}"), *said]
     claims = PodClaims(facts, pod)
     found = [*claims.findings(), *quota_findings(facts, pod, claims), *scheduler(facts, pod)]
     ordered = sorted(found, key=lambda f: (not f.blocking, _RANK.get(f.cause, 3)))
     if not any(f.blocking for f in found):
         waiting = Finding("schedulable", f"Pod {namespace}/{name}", "waiting for the scheduler")
         ordered.insert(0, waiting)
-    return ordered
-
-
-def _identity(obj: Object) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+    return [*ordered, *said]
 
 
 @dataclass
@@ -80,7 +68,7 @@ class PodClaims:
             yield from self._claim(claim)
 
     def _claim(self, ref: PodClaim) -> Iterator[Finding]:
-        namespace, _ = _identity(self.pod)
+        namespace, _ = identity(self.pod)
         claim_name = ref.claim_name or self._generated(ref.name)
         if claim_name is not None:
             yield from self._existing(namespace, claim_name, ref)
@@ -128,6 +116,45 @@ class PodClaims:
             yield Finding("feasibility", source, reason, blocking=True)
         if not reasons:
             yield Finding("feasibility", source, f"{what}: devices match")
+            yield from self.occupied(spec, source)
+
+    def occupied(self, spec: ClaimSpec, source: str) -> Iterator[Finding]:
+        """What keeps devices that match from this claim now: the Pod's node constraints,
+        allocations to other claims, counters of partitionable devices used up."""
+        for request in spec.requests:
+            found = [self._blockage(leaf) for leaf in request.leaves()]
+            if found and all(found):
+                block = found[0]
+                assert block is not None
+                cited = block.source or f"Pod {'/'.join(identity(self.pod))}"
+                text = block.message
+                if block.cause == "node":
+                    text = f"{text}: {constraints_text(self.pod)}; {source}"
+                yield Finding(block.cause, cited, text, blocking=True)
+
+    def _blockage(self, leaf: DeviceRequest) -> Blockage | None:
+        device_class = self.device_classes.get(leaf.device_class)
+        expressions = [*class_selectors(device_class), *leaf.selectors]
+        selection = self.inventory.select(expressions, leaf.tolerations)
+        matching = [d for devices in selection.by_node.values() for d in devices]
+        return blockage(leaf.name, needed_devices(leaf), matching, self.occupancy, self.allowed)
+
+    def allowed(self, node: str | None) -> bool:
+        return node is None or self.admitted is None or node in self.admitted
+
+    @functools.cached_property
+    def admitted(self) -> frozenset[str] | None:
+        """The Nodes the Pod may run on; None when it does not narrow them."""
+        if not constrained(self.pod):
+            return None
+        nodes = self.facts.nodes()
+        return frozenset(str(n["metadata"]["name"]) for n in nodes if admits(self.pod, n))
+
+    @functools.cached_property
+    def occupancy(self) -> Occupancy:
+        devices = {device_key(d): d for g in self.inventory.groups for d in g.devices}
+        held = {k: h for c in self.facts.claims() for k, h in _holdings(c)}
+        return Occupancy(held, devices, self.inventory.counters)
 
     def count(self, read: Any, obj: Object, label: str) -> ClaimSpec | None:
         try:
@@ -147,6 +174,19 @@ class PodClaims:
         return self.facts.device_classes()
 
 
+def _holdings(claim: Object) -> Iterator[tuple[DeviceKey, Holding]]:
+    namespace, name = identity(claim)
+    status = claim.get("status") or {}
+    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+    pods = tuple(
+        f"{namespace}/{c.get('name')}" for c in status.get("reservedFor") or []
+        if _consumer_kind(c) == "Pod"
+    )  # fmt: skip
+    for result in results:
+        key = (str(result.get("driver")), f"{result.get('pool')}/{result.get('device')}")
+        yield key, Holding(f"ResourceClaim {namespace}/{name}", pods)
+
+
 def _devices(allocation: Mapping[str, Any]) -> str:
     results = (allocation.get("devices") or {}).get("results") or []
     named = [f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}" for r in results]
@@ -157,7 +197,7 @@ def explain_claim(facts: ClusterFacts, claim: Object) -> list[Finding]:
     """The findings for a ResourceClaim, the claim's own state first: its devices and the Pods
     it is reserved for, or why no node could satisfy it; then the tenant's quota for the
     classes it asks for (never blocking once the claim holds its devices)."""
-    namespace, name = _identity(claim)
+    namespace, name = identity(claim)
     source = f"ResourceClaim {namespace}/{name}"
     own = PodClaims(facts, claim)  # the claim stands in for a Pod: its namespace, its holder
     own.keys.add(holder_key(claim))
@@ -194,7 +234,7 @@ def quota_findings(
     facts: ClusterFacts, pod: Object, claims: PodClaims, who: str = "Pod"
 ) -> Iterator[Finding]:
     """Per class the Pod needs: the tenant's limit, used and pending, and who holds them."""
-    namespace, _ = _identity(pod)
+    namespace, _ = identity(pod)
     tenant = pod_tenant(facts, namespace)
     if tenant is None:
         yield Finding("tenant", f"Namespace {namespace}", "no Tenant covers it: no quota applies")
@@ -218,14 +258,22 @@ def _quota_line(tenant: Tenant, row: UsageRow, need: int, held: int, who: str) -
     state = f"needs {need}, holds {held}" if held < need else f"holds {held}"
     message = (
         f"{row.device_class}: {row.used}/{row.limit} used ({row.pending} pending), this {who} "
-        f"{state}; held by {holders_text(row.holders)}"
+        f"{state}; held by {holders_text(row.holders)}{_gangs_text(row)}"
     )
     return Finding("quota", f"Tenant {tenant.name}", message, blocking=over)
 
 
+def _gangs_text(row: UsageRow) -> str:
+    """The gang reservations among the holders: devices a workload's creation took for Pods
+    it has not created yet, which no Pod or claim shows."""
+    gangs = [h for h in row.holders if h.key.startswith(GANG_PREFIX)]
+    named = (f"{h.key.removeprefix(GANG_PREFIX)} reserves {h.devices}" for h in gangs)
+    return f"; gang {', '.join(named)} for Pods not created yet" if gangs else ""
+
+
 def scheduler(facts: ClusterFacts, pod: Object) -> Iterator[Finding]:
     """The last event of each quoted reason, and a PodScheduled condition that is False."""
-    namespace, name = _identity(pod)
+    namespace, name = identity(pod)
     last = {e.get("reason"): e for e in facts.events(namespace, name)}
     for reason in QUOTED_EVENTS:
         event = last.get(reason)

@@ -121,12 +121,12 @@ def results_of(obj: Object, verdict: Verdict) -> Iterator[AuditResult]:
     for result, reason in said:
         numbers = _numbers(reason)
         yield _result(obj, reason.policy, result, reason.message, decision.tenant,
-                      rule=reason.rule or _rule_of(reason.policy), properties=numbers)  # fmt: skip
+                      rule=reason.rule or rule_of(reason.policy), properties=numbers)  # fmt: skip
     of_violations = set(warnings_of(decision.violations))
     others = [w for w in decision.warnings if w not in of_violations]
     for warning in others:
         policy = _policy_of(warning)
-        rule = PASS_RULE if policy == PASS_POLICY else _rule_of(policy)
+        rule = PASS_RULE if policy == PASS_POLICY else rule_of(policy)
         yield _result(obj, policy, "warn", _undecorated(warning), decision.tenant, rule=rule)
     if not said and not others:
         yield _result(obj, PASS_POLICY, "pass", "admitted by every policy", decision.tenant,
@@ -183,7 +183,7 @@ def _undecorated(text: str) -> str:
     return text[: -len(suffix)] if suffix else text
 
 
-def _rule_of(policy: str) -> str:
+def rule_of(policy: str) -> str:
     """The rule of a finding that names none: a Tenant's quota, a DeviceClassPolicy's rules,
     or dragate's own check (`feasibility`, `device-class`...) named by itself."""
     kind, _, name = policy.partition("/")
