@@ -19,10 +19,10 @@ import click
 import yaml
 
 from webhook.cli.clusterfacts import ClusterFacts
-from webhook.cli.findings import Finding
 from webhook.cli.refusals import explain_workload
 from webhook.cli.usagerows import UsageRow, holders_text, usage_rows
 from webhook.cli.why import explain, explain_claim, pod_tenant
+from webhook.cli.whyfindings import Finding
 from webhook.kube.api import ApiError, KubeApi, Unreachable
 from webhook.policy.schema import PolicyError
 

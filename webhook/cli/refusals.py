@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from webhook.cli.clusterfacts import ClusterFacts
-from webhook.cli.findings import Finding, identity
+from webhook.cli.whyfindings import Finding, identity
 from webhook.pipeline.audit import rule_of
 from webhook.types import Object
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.cli.clusterfacts import ClusterFacts
-from webhook.cli.findings import Finding, identity
 from webhook.cli.refusals import owner_refusals, warned
 from webhook.cli.usagerows import UsageRow, holders_text, usage_rows
+from webhook.cli.whyfindings import Finding, identity
 from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
 from webhook.engine.feasibility import needed_devices, unsatisfied
 from webhook.engine.gangs import GANG_PREFIX
