@@ -211,17 +211,77 @@ def test_a_gang_over_quota_is_admitted_and_told_under_warn_or_audit(
     assert create(ctx, job_pod("train", 1)).allowed and used(ledger) == 16  # drawn, not added
 
 
-def test_pods_in_the_job_s_podgroup_draw_from_the_job_once(ledger: Ledger) -> None:
-    """With Kubernetes 1.37's WorkloadWithJob the Job controller puts its Pods in a PodGroup
-    (`spec.schedulingGroup.podGroupName`) and keeps owning them: the Job stays the gang."""
-    ctx = context(ledger)
-    assert create(ctx, job("train")).allowed
+def podgroup(name: str, min_count: int, *claims: dict[str, Any], owner: str) -> dict[str, Any]:
+    """A PodGroup as the Job controller makes it (Kubernetes 1.37): owned by its Job."""
+    ref = {"apiVersion": "batch/v1", "kind": "Job", "name": owner, "uid": f"{owner}-uid",
+           "controller": True}  # fmt: skip
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "team-a", "uid": f"{name}-uid",
+                     "ownerReferences": [ref]},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}},
+                 "resourceClaims": list(claims)},
+    }  # fmt: skip
+
+
+SHARED = {"name": "shared", "resourceClaimTemplateName": "two"}
+
+
+def group_job(name: str, group: str) -> dict[str, Any]:
+    """A Job whose Pods name a PodGroup: each with its own 1 GPU, and the group's claim."""
+    made = job(name)
+    pod_spec = pod(claims={"gpu": "one", "shared": "two"})["spec"]
+    made["spec"]["template"]["spec"] = {**pod_spec, "schedulingGroup": {"podGroupName": group}}
+    return made
+
+
+def group_pod(job_name: str, index: int, group: str) -> dict[str, Any]:
+    the_pod = job_pod(job_name, index)
+    the_pod["spec"] = {**group_job(job_name, group)["spec"]["template"]["spec"]}
+    return the_pod
+
+
+def group_context(ledger: Ledger, *objects: dict[str, Any]) -> Context:
+    state = SnapshotState([TWO, ONE, *objects])
+    return Context(policies=lambda: POLICIES, state=state, ledger=ledger)
+
+
+def test_a_podgroup_carries_the_gang_and_its_shared_claim_counts_once(ledger: Ledger) -> None:
+    """4 Pods x 1 GPU and one 2-GPU claim shared by the group: 6, charged at the PodGroup's
+    creation; its Pods and the group's claim draw from it; a second such group is refused."""
+    first, second = group_job("train", "pg"), group_job("train-b", "pg-b")
+    ctx = group_context(ledger, first, second)
+    assert create(ctx, first).allowed and used(ledger) == 0  # its PodGroup carries the gang
+    assert create(ctx, podgroup("pg", 4, SHARED, owner="train")).allowed
+    assert holders(ledger) == {"gang:team-a/PodGroup/pg": 6}
+    refused = create(ctx, podgroup("pg-b", 4, SHARED, owner="train-b"))
+    assert not refused.allowed
+    assert "gang team-a/pg-b needs 6 gpu.nvidia.com; tenant ml has 2 free" in str(refused)
+    ctx.state.add(podgroup("pg", 4, SHARED, owner="train"))  # type: ignore[attr-defined]
+    for i in range(4):
+        assert create(ctx, group_pod("train", i, "pg")).allowed
+        assert used(ledger) == 6
+    shared = claim(request(exact(count=2)), name="pg-shared")
+    shared["metadata"]["ownerReferences"] = [{"kind": "PodGroup", "name": "pg", "uid": "pg-uid"}]
+    assert create(ctx, shared).allowed and used(ledger) == 6
+    assert "gang:team-a/PodGroup/pg" not in holders(ledger)
+
+
+def test_a_podgroup_its_job_controller_makes_takes_the_job_s_gang_over(ledger: Ledger) -> None:
+    """With Kubernetes 1.37's WorkloadWithJob the Job controller makes a PodGroup for a Job
+    already charged: the PodGroup carries the gang from then on, never both."""
+    train = job("train")
+    ctx = group_context(ledger, train)
+    assert create(ctx, train).allowed and holders(ledger) == {"gang:team-a/Job/train": 8}
+    assert create(ctx, podgroup("pg", 4, owner="train")).allowed
+    assert holders(ledger) == {"gang:team-a/PodGroup/pg": 8}
     for i in range(4):
         the_pod = job_pod("train", i)
-        the_pod["spec"]["schedulingGroup"] = {"podGroupName": "train-5d8c-train-pgt-0-7c4c"}
+        the_pod["spec"]["schedulingGroup"] = {"podGroupName": "pg"}
         assert create(ctx, the_pod).allowed
         assert used(ledger) == 8
-    assert "gang:team-a/Job/train" not in holders(ledger)
+    assert "gang:team-a/PodGroup/pg" not in holders(ledger)
 
 
 def test_gangs_off_charge_pods_one_by_one(ledger: Ledger) -> None:

@@ -41,6 +41,8 @@ GANG_GROUPS = {
     "PodGroup": "scheduling.k8s.io",
 }
 """The kinds that may be gangs, by the API group they belong to."""
+GANG_ONLY_KINDS = frozenset({("scheduling.k8s.io", "PodGroup")})
+"""Kinds judged only as gangs: a PodGroup holds no pod template to predict from."""
 DEFAULT_GANG_KINDS = GANG_KINDS
 JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 LWS_LABEL = "leaderworkerset.sigs.k8s.io/name"
@@ -219,10 +221,14 @@ def gang_decision(
     name: str,
     target: Mapping[str, int],
     usage: Mapping[str, ClassUsage],
+    *,
+    released: tuple[str, ...] = (),
 ) -> Decision:
-    """The gang's verdict on `usage` (its own holder's share counted as free): refused under
-    Deny when it does not fit whole, told under Warn or Audit; `holds` its holder's target."""
-    own = {c: u.held_by((key,)) for c, u in usage.items()}
+    """The gang's verdict on `usage` (its own holder's share counted as free, and that of the
+    holders it takes over, `released`: a Job's, when the PodGroup its controller made carries
+    the gang): refused under Deny when it does not fit whole, told under Warn or Audit;
+    `holds` its holder's target (first) and nothing for each released holder."""
+    own = {c: u.held_by((key, *released)) for c, u in usage.items()}
     reasons = list(gang_reasons(tenant, name, target, usage, own))
     action = tenant.enforcement
     violations = tuple(Violation(action, r) for r in reasons if is_violation(action, r))
@@ -232,6 +238,6 @@ def gang_decision(
         warnings=tuple(warnings_of(violations)),
         audit=audit_of(violations),
         tenant=tenant.name,
-        holds={key: dict(target)},
+        holds={key: dict(target), **{r: {} for r in released if r != key}},
         violations=violations,
     )
