@@ -284,6 +284,47 @@ def test_a_podgroup_its_job_controller_makes_takes_the_job_s_gang_over(ledger: L
     assert "gang:team-a/PodGroup/pg" not in holders(ledger)
 
 
+def one_gpu_claim(the_pod: dict[str, Any]) -> dict[str, Any]:
+    made = generated_claim(the_pod)
+    made["spec"] = claim(request(exact(count=1)))["spec"]
+    return made
+
+
+def test_the_truth_of_a_podgroup_keeps_what_its_pods_and_claim_have_not(ledger: Ledger) -> None:
+    """The reconciler's truth: the group's 6 less its first Pod's claim (1) and the group's
+    shared claim (2); its Job holds nothing; deleting the PodGroup frees the rest."""
+    train = group_job("train", "pg")
+    group = podgroup("pg", 4, SHARED, owner="train")
+    ctx = group_context(ledger, train, group)
+    assert create(ctx, train).allowed and create(ctx, group).allowed
+    first = group_pod("train", 0, "pg")
+    assert create(ctx, first).allowed
+    shared = claim(request(exact(count=2)), name="pg-shared")
+    shared["metadata"]["ownerReferences"] = [{"kind": "PodGroup", "name": "pg", "uid": "pg-uid"}]
+    assert create(ctx, shared).allowed
+    made = one_gpu_claim(first)
+    reconcile(ledger, train, group, first, made, shared)
+    assert holders(ledger) == {
+        "gang:team-a/PodGroup/pg": 3,
+        "pod:train-0-uid/gpu": 1,
+        "claim:team-a/pg-shared": 2,
+    }
+    reconcile(ledger, train, first, made, shared)
+    assert holders(ledger) == {"pod:train-0-uid/gpu": 1, "claim:team-a/pg-shared": 2}
+
+
+def test_a_job_whose_podgroup_carries_its_gang_holds_nothing_in_the_truth(
+    ledger: Ledger,
+) -> None:
+    train = job("train")
+    ctx = group_context(ledger, train)
+    assert create(ctx, train).allowed
+    group = podgroup("pg", 4, owner="train")
+    assert create(ctx, group).allowed
+    reconcile(ledger, train, group)
+    assert holders(ledger) == {"gang:team-a/PodGroup/pg": 8}
+
+
 def test_gangs_off_charge_pods_one_by_one(ledger: Ledger) -> None:
     off = parse_policies(
         TENANT
