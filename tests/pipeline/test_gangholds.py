@@ -271,10 +271,10 @@ def test_a_podgroup_carries_the_gang_and_its_shared_claim_counts_once(ledger: Le
 def test_a_podgroup_its_job_controller_makes_takes_the_job_s_gang_over(ledger: Ledger) -> None:
     """With Kubernetes 1.37's WorkloadWithJob the Job controller makes a PodGroup for a Job
     already charged: the PodGroup carries the gang from then on, never both."""
-    train = job("train")
-    ctx = group_context(ledger, train)
+    train, group = job("train"), podgroup("pg", 4, owner="train")
+    ctx = group_context(ledger, train, group)
     assert create(ctx, train).allowed and holders(ledger) == {"gang:team-a/Job/train": 8}
-    assert create(ctx, podgroup("pg", 4, owner="train")).allowed
+    assert create(ctx, group).allowed
     assert holders(ledger) == {"gang:team-a/PodGroup/pg": 8}
     for i in range(4):
         the_pod = job_pod("train", i)
@@ -323,6 +323,30 @@ def test_a_job_whose_podgroup_carries_its_gang_holds_nothing_in_the_truth(
     assert create(ctx, group).allowed
     reconcile(ledger, train, group)
     assert holders(ledger) == {"gang:team-a/PodGroup/pg": 8}
+
+
+@pytest.mark.parametrize("made", [True, False], ids=["basic-podgroup", "podgroup-not-found"])
+def test_pods_in_a_podgroup_without_a_gang_policy_draw_from_their_job(
+    ledger: Ledger, made: bool
+) -> None:
+    """The Job controller's PodGroups (WorkloadWithJob) have `schedulingPolicy: {basic: {}}`:
+    the Job stays the gang, in admission and in the reconciler's truth."""
+    train = job("train")
+    basic = podgroup("pg", 4, owner="train")
+    basic["spec"]["schedulingPolicy"] = {"basic": {}}
+    ctx = group_context(ledger, train, *([basic] if made else []))
+    assert create(ctx, train).allowed
+    assert create(ctx, basic).allowed and holders(ledger) == {"gang:team-a/Job/train": 8}
+    pods = []
+    for i in range(4):
+        the_pod = job_pod("train", i)
+        the_pod["spec"]["schedulingGroup"] = {"podGroupName": "pg"}
+        pods.append(the_pod)
+        assert create(ctx, the_pod).allowed
+        assert used(ledger) == 8
+    assert "gang:team-a/Job/train" not in holders(ledger)
+    reconcile(ledger, train, *([basic] if made else []), pods[0], generated_claim(pods[0]))
+    assert holders(ledger)["gang:team-a/Job/train"] == 6
 
 
 def test_gangs_off_charge_pods_one_by_one(ledger: Ledger) -> None:

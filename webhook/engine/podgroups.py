@@ -47,6 +47,13 @@ def named_group(pod: Mapping[str, Any]) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
+def outside_group(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The Pod as if it named no PodGroup: what a Pod of a PodGroup without a gang policy
+    (the Job controller makes `basic` ones) is, for quota: its owner's gang, if any."""
+    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "schedulingGroup"}
+    return {**pod, "spec": spec}
+
+
 def template_names_group(workload: Mapping[str, Any]) -> bool:
     """Whether a workload's Pods all name a PodGroup (its pod templates say so): the
     PodGroup then carries the gang, never the workload too."""

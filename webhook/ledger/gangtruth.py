@@ -26,7 +26,14 @@ from webhook.engine.gangs import (
     pod_charges,
     pod_gang,
 )
-from webhook.engine.podgroups import is_podgroup, owner_of, podgroup_demand, workload_name
+from webhook.engine.podgroups import (
+    is_podgroup,
+    named_group,
+    outside_group,
+    owner_of,
+    podgroup_demand,
+    workload_name,
+)
 from webhook.engine.tenancy import namespace_labels, resolve_tenant
 from webhook.ledger.accounting import Holds
 from webhook.rewrite import rewrite_object
@@ -54,7 +61,7 @@ def add_gang_holds(
         return
     if found is None:
         return
-    pods = [obj for obj in found if obj.get("kind") == "Pod"]
+    pods = _in_gang_groups(found, kinds)
     carried = _carried_by_podgroups(found, kinds)
     for workload in found:
         if workload.get("kind") == "Pod" or not is_gang(workload, kinds):
@@ -73,6 +80,25 @@ def add_gang_holds(
         members = [*_members(key, pods, kinds), *_group_claims(workload, state)]
         owner = _owner(workload, found) if is_podgroup(workload) else None
         holds[key] = _left(workload, owner, policies, state, members, holds)
+
+
+def _in_gang_groups(found: Sequence[Object], kinds: frozenset[str]) -> list[Object]:
+    """The Pods, each that names a PodGroup without a gang policy (or one not found) as if it
+    named none, as its admission judged it: it belongs to its owner's gang."""
+    gangs = {
+        (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        for obj in found
+        if is_podgroup(obj) and is_gang(obj, kinds)
+        for meta in [obj.get("metadata") or {}]
+    }
+    return [
+        pod
+        if (group := named_group(pod)) is None
+        or (str((pod.get("metadata") or {}).get("namespace", "")), group) in gangs
+        else outside_group(pod)
+        for pod in found
+        if pod.get("kind") == "Pod"
+    ]
 
 
 def _carried_by_podgroups(found: Sequence[Object], kinds: frozenset[str]) -> set[str]:

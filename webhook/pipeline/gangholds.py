@@ -25,7 +25,9 @@ from webhook.engine.gangs import (
 from webhook.engine.podgroups import (
     group_claims,
     is_podgroup,
+    min_count,
     named_group,
+    outside_group,
     owner_of,
     podgroup_demand,
     shared_names,
@@ -183,16 +185,19 @@ def with_draw(
 
 
 def without_group_claims(request: AdmissionRequest, context: Context) -> AdmissionRequest:
-    """A Pod that names a PodGroup, without the claims it shares with the group: those are
-    the group's (reserved for it, one claim for every Pod), charged once with the group and
-    never once per Pod. Any other request as it is."""
+    """A Pod that names a PodGroup, judged without the claims it shares with the group: those
+    are the group's (reserved for it, one claim for every Pod), charged once with the group
+    and never once per Pod. A Pod whose PodGroup is no gang (or not there) is judged as if it
+    named none: it belongs to its owner's gang, if any. Any other request as it is."""
     pod = request.object
     group = named_group(pod) if request.kind == "Pod" and pod else None
     if pod is None or group is None:
         return request
     podgroup = context.state.workload(request.namespace, "PodGroup", group)
+    if podgroup is None or not min_count(podgroup):
+        return request.with_object(outside_group(pod))
     spec = pod.get("spec") or {}
-    shared = shared_names(spec, podgroup) if podgroup is not None else frozenset()
+    shared = shared_names(spec, podgroup)
     if not shared:
         return request
     return request.with_object({**pod, "spec": without_claims(spec, shared)})
