@@ -5,7 +5,8 @@ Pods that draw from it. Those are listed at each reconcile pass rather than watc
 cluster-wide watch of every Pod would cost the serving caches far more than a paged list of
 the gangs' Pods every pass does, and only the reconciler reads them. JobSet and
 LeaderWorkerSet are custom resources: where their CRD is not installed the API answers 404
-and the kind is simply absent. Any other failure makes the whole list unavailable, so the
+and the kind is simply absent; so are PodGroups where the cluster does not serve
+`scheduling.k8s.io/v1beta1`. Any other failure makes the whole list unavailable, so the
 reconciler skips the pass instead of dropping every gang's holder.
 """
 

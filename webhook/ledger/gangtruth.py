@@ -7,6 +7,10 @@ suspended or finished holds nothing; one whose workload is gone is missing from 
 so the ledger drops its holder as any other. When the workloads cannot be read, the gangs'
 holders are left out of the truth and lapse like any pending holder: their Pods are then
 charged one by one, which never lets a tenant pass its quota.
+
+A PodGroup's members are the Pods that name it and the claims it owns (its shared claims);
+a workload whose PodGroup carries its gang holds nothing, and a Pod that names a PodGroup
+without a gang policy belongs to its owner's gang, as its admission judged it.
 """
 
 from __future__ import annotations
