@@ -338,17 +338,21 @@ def test_cluster_role_is_least_privilege(default: Rendered) -> None:
     """Exactly the API calls webhook/ is seen to make (KubeApi.request and the informers):
     GET one namespace; list+watch the five cached kinds; POST managed templates; GET, list,
     watch (the wanted ones), POST and PUT TenantUsages; list Pods (the audit and gangs' Pods),
-    Jobs, JobSets and LeaderWorkerSets (the truth of gangs' holders); list the
+    list and GET Jobs, JobSets, LeaderWorkerSets and PodGroups (the truth of gangs' holders;
+    a PodGroup's owner and shared claims at admission), GET Workloads; list the
     policy reports, applying and deleting only those named REPORT_NAME. No Secrets, ConfigMaps,
     webhook edits, and no policy objects while the policies come from files. Its one Lease only, in
     its own namespace (a Role)."""
     expected = [
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["list"]},
-        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["list"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list"]},
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get", "list"]},
         {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets"],
-         "verbs": ["list"]},
+         "verbs": ["get", "list"]},
+        {"apiGroups": ["scheduling.k8s.io"], "resources": ["podgroups"],
+         "verbs": ["get", "list"]},
+        {"apiGroups": ["scheduling.k8s.io"], "resources": ["workloads"], "verbs": ["get"]},
         {"apiGroups": ["resource.k8s.io"],
          "resources": ["resourceclaims", "resourceclaimtemplates", "deviceclasses",
                        "resourceslices"],
@@ -495,7 +499,9 @@ EXPECTED_RULES = {
         {"operations": ["CREATE", "UPDATE"], "apiGroups": ["jobset.x-k8s.io"],
          "apiVersions": ["v1alpha2"], "resources": ["jobsets"], "scope": "Namespaced"},
         {"operations": ["CREATE", "UPDATE"], "apiGroups": ["leaderworkerset.x-k8s.io"],
-         "apiVersions": ["v1"], "resources": ["leaderworkersets"], "scope": "Namespaced"}],
+         "apiVersions": ["v1"], "resources": ["leaderworkersets"], "scope": "Namespaced"},
+        {"operations": ["CREATE"], "apiGroups": ["scheduling.k8s.io"],
+         "apiVersions": ["v1beta1"], "resources": ["podgroups"], "scope": "Namespaced"}],
     "namespaces.validate.dragate.io": [
         {"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
          "resources": ["namespaces"], "scope": "Cluster"}],
@@ -660,6 +666,23 @@ def test_match_conditions_send_gangs_that_can_hold_devices(default: Rendered, ki
     assert not sent(pod(PLAIN)["spec"])
     assert sent(pod(LEGACY)["spec"], operation="UPDATE")  # unsuspended or scaled
     assert not sent(pod(LEGACY)["spec"], operation="UPDATE", user="system:kube-controller-manager")
+
+
+@pytest.mark.parametrize(
+    ("policy", "sent"),
+    [({"gang": {"minCount": 4}}, True), ({"basic": {}}, False)],
+    ids=["gang-policy", "basic-policy"],
+)
+def test_match_conditions_send_podgroups_with_a_gang_policy(
+    default: Rendered, policy: Doc, sent: bool
+) -> None:
+    hook = webhooks(default)["gangs.validate.dragate.io"]
+    obj = {"kind": "PodGroup", "spec": {"schedulingPolicy": policy}}
+    request = {"kind": {"kind": "PodGroup"}, "operation": "CREATE",
+               "userInfo": {"username": "alice", "groups": []}}  # fmt: skip
+    matched = [evaluate(e, object=obj, oldObject=obj, request=request)
+               for e in conditions(hook).values()]  # fmt: skip
+    assert all(matched) is sent
 
 
 def test_match_conditions_skip_control_plane_updates_only(default: Rendered) -> None:

@@ -314,6 +314,8 @@ GANG_RULES = [
      "apiVersions": ["v1alpha2"], "resources": ["jobsets"], "scope": "Namespaced"},
     {"operations": ["CREATE", "UPDATE"], "apiGroups": ["leaderworkerset.x-k8s.io"],
      "apiVersions": ["v1"], "resources": ["leaderworkersets"], "scope": "Namespaced"},
+    {"operations": ["CREATE"], "apiGroups": ["scheduling.k8s.io"],
+     "apiVersions": ["v1beta1"], "resources": ["podgroups"], "scope": "Namespaced"},
 ]  # fmt: skip
 GPU_POD = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}
 CLAIM_POD = {"containers": [{"name": "c"}], "resourceClaims": [{"name": "g"}]}
@@ -353,6 +355,26 @@ def test_webhook_config_sends_gang_workloads_that_hold_devices(
     assert hook["clientConfig"]["url"] == "https://h:8443/validate"
     obj = gang_workload(kind, pod_spec)
     request = {"kind": {"kind": kind}, "operation": "CREATE"}
+    matched = [
+        evaluate(c["expression"], object=obj, request=request) for c in hook["matchConditions"]
+    ]
+    assert all(matched) is sent
+
+
+@pytest.mark.parametrize(
+    ("policy", "sent"),
+    [({"gang": {"minCount": 4}}, True), ({"basic": {}}, False)],
+    ids=["gang-policy", "basic-policy"],
+)
+def test_webhook_config_sends_podgroups_with_a_gang_policy(
+    tmp_path: Path, policy: dict[str, object], sent: bool
+) -> None:
+    certificates.create(tmp_path, ["localhost"])
+    args = ["webhook-config", "--url", "https://h:8443", "--cert-dir", str(tmp_path)]
+    validating, _ = YAML(typ="safe").load_all(CliRunner().invoke(main, args).output)
+    hook = validating["webhooks"][2]
+    obj = {"kind": "PodGroup", "spec": {"schedulingPolicy": policy}}
+    request = {"kind": {"kind": "PodGroup"}, "operation": "CREATE"}
     matched = [
         evaluate(c["expression"], object=obj, request=request) for c in hook["matchConditions"]
     ]

@@ -157,12 +157,14 @@ def runtime_config(minor: int, mutating_policies: bool) -> list[str]:
 
 def feature_gates(minor: int, mutating_policies: bool) -> list[str]:
     """GenericWorkload goes to every component, so the scheduler and the controllers see the
-    Workload API the server serves; MutatingAdmissionPolicy concerns the API server alone."""
+    Workload API the server serves, and DRAWorkloadResourceClaims (beta and off in 1.37) so a
+    PodGroup's shared claims are kept, made and allocated; MutatingAdmissionPolicy concerns
+    the API server alone."""
     gates = []
     if mutating_policies and minor < MUTATING_POLICY_GATE_BEFORE:
         gates.append("MutatingAdmissionPolicy=true")
     if minor >= WORKLOAD_FROM:
-        gates.append("GenericWorkload=true")
+        gates += ["GenericWorkload=true", "DRAWorkloadResourceClaims=true"]
     return [f"--feature-gates={','.join(gates)}"] if gates else []
 
 

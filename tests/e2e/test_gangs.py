@@ -1,11 +1,22 @@
 """Gangs on the real control plane: the Job controller creates the Pods, the resourceclaim
-controller their claims, and dragate charges each Job whole at its creation.
+controller their claims, kube-scheduler binds PodGroups whole, and dragate charges each gang
+whole at its creation.
 
 Two Jobs of 4 Pods x 2 GPUs for a tenant of 8 GPUs: the first is admitted whole and its four
 Pods draw from its reservation; the second is refused at its creation with the numbers, never
 split 2 + 2; a lone 1-GPU Pod is refused while the gang holds the quota. Deleting the first
 Job frees its devices and the second then fits; a suspended Job is charged only when it is
 unsuspended.
+
+A PodGroup (scheduling.k8s.io/v1beta1, Kubernetes 1.37) with gang minCount 4 and a claim its
+Pods share is charged 4 x 1 + 2 at its creation, the shared claim once; a second one that
+does not fit is refused. The alpha WorkloadWithJob gate is off, so the test makes the
+Workload and the PodGroup as the Job controller would, and the Job's pod template names the
+PodGroup; kube-scheduler binds the Pods on fake Nodes with NVIDIA-shaped ResourceSlices.
+
+No JobSet controller runs here (its Go module is not built with the control plane): the
+JobSet test applies a stand-in JobSet CRD and creates the child Jobs as the JobSet controller
+would (its label, its owner reference); the Job controller makes their Pods.
 """
 
 from __future__ import annotations
@@ -16,26 +27,46 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nvidia_shapes import NODES, cluster_slices, device_classes
 
 from webhook.ledger.tenantusage import records_of
 
 from .cluster import Cluster, running_cluster
 from .dragate_server import serving
 from .processes import wait_for
+from .scheduling import BOUND, fake_node, pod_outcome
 
 pytestmark = pytest.mark.e2e
 
-NS = "gangs"
+NS, GROUPS, SETS = "gangs", "groups", "sets"
 CLASS = "gpu.nvidia.com"
-POLICIES = f"""
+POLICIES = "---".join(
+    f"""
 apiVersion: dragate.io/v1alpha1
 kind: Tenant
-metadata: {{name: ml}}
+metadata: {{name: {tenant}}}
 spec:
-  namespaces: [{NS}]
+  namespaces: [{namespace}]
   quota:
-  - {{deviceClassName: {CLASS}, maxDevices: 8}}
+  - {{deviceClassName: {CLASS}, maxDevices: {limit}}}
 """
+    for tenant, namespace, limit in (("ml", NS, 8), ("grp", GROUPS, 6), ("sets", SETS, 4))
+)
+JOBSET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "jobsets.jobset.x-k8s.io"},
+    "spec": {
+        "group": "jobset.x-k8s.io",
+        "scope": "Namespaced",
+        "names": {"plural": "jobsets", "singular": "jobset", "kind": "JobSet",
+                  "listKind": "JobSetList"},
+        "versions": [{"name": "v1alpha2", "served": True, "storage": True, "schema": {
+            "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        }}],
+    },
+}  # fmt: skip
+"""A stand-in for the JobSet CRD: the objects' shape is sigs.k8s.io/jobset's v1alpha2."""
 
 
 def kubectl_json(cluster: Cluster, verb: str, obj: Any, *args: str, check: bool = True) -> Any:
@@ -60,14 +91,18 @@ def lone_pod() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def gangs(e2e_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A control plane (the Job and resourceclaim controllers run in kube-controller-manager),
-    the GPU DeviceClass, and `dragate serve` registered for Pods, claims and Jobs."""
-    with running_cluster(e2e_bin_dir) as cluster:
-        device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-                        "metadata": {"name": CLASS}, "spec": {}}  # fmt: skip
-        kubectl_json(cluster, "create", device_class)
-        kubectl_json(cluster, "create", {"apiVersion": "v1", "kind": "Namespace",
-                                         "metadata": {"name": NS}})  # fmt: skip
+    """A control plane (the Job and resourceclaim controllers run in kube-controller-manager,
+    and kube-scheduler), NVIDIA's DeviceClasses, and `dragate serve` registered for Pods,
+    claims, Jobs, JobSets and PodGroups. Nodes come later: the Jobs' Pods stay Pending."""
+    with running_cluster(e2e_bin_dir, scheduler=True) as cluster:
+        for device_class in device_classes():
+            kubectl_json(cluster, "create", device_class)
+        for namespace in (NS, GROUPS, SETS):
+            kubectl_json(cluster, "create", {"apiVersion": "v1", "kind": "Namespace",
+                                             "metadata": {"name": namespace}})  # fmt: skip
+        kubectl_json(cluster, "create", JOBSET_CRD)
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                        "crd/jobsets.jobset.x-k8s.io")  # fmt: skip
         policies = tmp_path_factory.mktemp("gang-policies")
         (policies / "policies.yaml").write_text(POLICIES)
         too_big = {**job("probe"), "spec": {**job("probe")["spec"], "parallelism": 5}}
@@ -75,9 +110,9 @@ def gangs(e2e_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             yield cluster
 
 
-def held(cluster: Cluster) -> dict[str, int]:
+def held(cluster: Cluster, tenant: str = "ml") -> dict[str, int]:
     """The tenant's holders in dragate's ledger: key -> GPUs (grants and wants left out)."""
-    found = cluster.kubectl("get", "tenantusage", "ml", "-o", "json", "--ignore-not-found")
+    found = cluster.kubectl("get", "tenantusage", tenant, "-o", "json", "--ignore-not-found")
     if not found.stdout.strip():
         return {}
     records = records_of(json.loads(found.stdout))
@@ -88,8 +123,8 @@ def held(cluster: Cluster) -> dict[str, int]:
     }
 
 
-def claims(cluster: Cluster) -> list[dict[str, Any]]:
-    return list(cluster.get_json("resourceclaims", "-n", NS)["items"])
+def claims(cluster: Cluster, namespace: str = NS) -> list[dict[str, Any]]:
+    return list(cluster.get_json("resourceclaims", "-n", namespace)["items"])
 
 
 def test_the_first_gang_runs_whole_and_the_second_is_refused_at_creation(
@@ -127,3 +162,157 @@ def test_a_suspended_gang_is_charged_when_unsuspended(gangs: Cluster) -> None:
                               check=False)  # fmt: skip
     assert refused.returncode != 0
     assert "gang gangs/later needs 8 gpu.nvidia.com" in refused.stderr, refused.stderr
+
+
+def claim_template(name: str, count: int) -> dict[str, Any]:
+    request = {"name": "gpu", "exactly": {"deviceClassName": CLASS, "count": count}}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": GROUPS},
+            "spec": {"spec": {"devices": {"requests": [request]}}}}  # fmt: skip
+
+
+SHARED = {"name": "shared", "resourceClaimTemplateName": "shared-gpu"}
+
+
+def workload() -> dict[str, Any]:
+    """The Workload the Job controller makes for Job `train` (WorkloadWithJob)."""
+    template = {"name": "workers", "schedulingPolicy": {"gang": {"minCount": 4}}}
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload",
+            "metadata": {"name": "train-wl", "namespace": GROUPS},
+            "spec": {"controllerRef": {"apiGroup": "batch", "kind": "Job", "name": "train"},
+                     "podGroupTemplates": [template]}}  # fmt: skip
+
+
+def group_job() -> dict[str, Any]:
+    """4 Pods, each with its own 1-GPU claim and the PodGroup's shared 2-GPU claim."""
+    main = {"name": "train", "image": "x",
+            "resources": {"claims": [{"name": "gpu"}, {"name": "shared"}]}}  # fmt: skip
+    pod_spec = {
+        "restartPolicy": "Never",
+        "schedulingGroup": {"podGroupName": "train-pg"},
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}, SHARED],
+        "containers": [main],
+    }
+    spec = {"parallelism": 4, "completions": 4, "suspend": True,
+            "template": {"spec": pod_spec}}  # fmt: skip
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "train", "namespace": GROUPS}, "spec": spec}  # fmt: skip
+
+
+def podgroup(name: str, owner: dict[str, Any] | None) -> dict[str, Any]:
+    """A PodGroup as the Job controller makes it: owned by its Job, from its Workload."""
+    meta: dict[str, Any] = {"name": name, "namespace": GROUPS}
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": owner["metadata"]["name"],
+                "uid": owner["metadata"]["uid"],
+                "controller": True,
+            }
+        ]
+    spec = {
+        "workloadRef": {"workloadName": "train-wl", "templateName": "workers"},
+        "schedulingPolicy": {"gang": {"minCount": 4}},
+        "resourceClaims": [SHARED],
+    }
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": meta, "spec": spec}  # fmt: skip
+
+
+def publish_nodes(cluster: Cluster) -> None:
+    """Ready Nodes and their ResourceSlices (the DeviceClasses are there from the start)."""
+    for name in NODES:
+        fake_node(cluster, name)
+    slices = [{**s, "metadata": {"name": s["metadata"]["name"]}} for s in cluster_slices()]
+    kubectl_json(cluster, "create", {"apiVersion": "v1", "kind": "List", "items": slices})
+
+
+def group_pods(cluster: Cluster) -> list[dict[str, Any]]:
+    return list(cluster.get_json("pods", "-n", GROUPS)["items"])
+
+
+def test_a_podgroup_is_charged_once_with_its_shared_claim_and_bound_whole(
+    gangs: Cluster,
+) -> None:
+    cluster = gangs
+    for name, count in (("one-gpu", 1), ("shared-gpu", 2)):
+        kubectl_json(cluster, "create", claim_template(name, count))
+    kubectl_json(cluster, "create", workload())
+    kubectl_json(cluster, "create", group_job())
+    job_ = cluster.get_json("job", "train", "-n", GROUPS)
+    assert held(cluster, "grp") == {}  # the Job's PodGroup carries its gang
+    assert kubectl_json(cluster, "create", podgroup("train-pg", job_)).returncode == 0
+    reserved = held(cluster, "grp")  # the group's claim, made at once, may draw from it already
+    assert sum(reserved.values()) == 6 and "gang:groups/PodGroup/train-pg" in reserved, reserved
+    refused = kubectl_json(cluster, "create", podgroup("other-pg", None), check=False)
+    assert refused.returncode != 0
+    assert "gang groups/other-pg needs 6 gpu.nvidia.com; tenant grp has 0 free" in (
+        refused.stderr
+    ), refused.stderr
+    publish_nodes(cluster)
+    resume = json.dumps({"spec": {"suspend": False}})
+    cluster.kubectl("patch", "job", "train", "-n", GROUPS, "--type=merge", "-p", resume)
+    wait_for(lambda: len(group_pods(cluster)) == 4, timeout=60, interval=0.5,
+             what="the Job's 4 Pods")  # fmt: skip
+    for pod in group_pods(cluster):
+        outcome, _ = pod_outcome(cluster, GROUPS, pod["metadata"]["name"], timeout=90)
+        assert outcome == BOUND
+    found = claims(cluster, GROUPS)
+    owned = [c for c in found if any(o["kind"] == "PodGroup" for o in
+                                     c["metadata"].get("ownerReferences") or [])]  # fmt: skip
+    assert (len(found), len(owned)) == (5, 1), [c["metadata"]["name"] for c in found]
+    wait_for(lambda: sum(held(cluster, "grp").values()) == 6 and
+             "gang:groups/PodGroup/train-pg" not in held(cluster, "grp"),
+             timeout=30, interval=0.5, what="the Pods and the shared claim drawing it")  # fmt: skip
+
+
+def jobset(name: str) -> dict[str, Any]:
+    """2 Jobs x 2 Pods x 1 GPU: 4 GPUs at once."""
+    labels = {"jobset.sigs.k8s.io/jobset-name": name}
+    pod_template = {
+        "metadata": {"labels": labels},
+        "spec": {"restartPolicy": "Never", "containers": [container(1)]},
+    }
+    job_spec = {"parallelism": 2, "completions": 2, "template": pod_template}
+    spec = {"replicatedJobs": [{"name": "w", "replicas": 2, "template": {"spec": job_spec}}]}
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "namespace": SETS}, "spec": spec}  # fmt: skip
+
+
+def child_job(owner: dict[str, Any], index: int) -> dict[str, Any]:
+    """A Job as the JobSet controller makes it: its label, its owner reference."""
+    name = owner["metadata"]["name"]
+    ref = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "name": name,
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+    }
+    meta = {
+        "name": f"{name}-w-{index}",
+        "namespace": SETS,
+        "labels": {"jobset.sigs.k8s.io/jobset-name": name},
+        "ownerReferences": [ref],
+    }
+    spec = owner["spec"]["replicatedJobs"][0]["template"]["spec"]
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}  # fmt: skip
+
+
+def test_a_jobset_is_charged_whole_once_and_its_pods_draw_from_it(gangs: Cluster) -> None:
+    cluster = gangs
+    assert kubectl_json(cluster, "create", jobset("js")).returncode == 0
+    assert held(cluster, "sets") == {"gang:sets/JobSet/js": 4}
+    refused = kubectl_json(cluster, "create", jobset("js-2"), check=False)
+    assert refused.returncode != 0
+    assert "gang sets/js-2 needs 4 gpu.nvidia.com; tenant sets has 0 free" in refused.stderr
+    owner = cluster.get_json("jobset", "js", "-n", SETS)
+    for index in range(2):
+        assert kubectl_json(cluster, "create", child_job(owner, index)).returncode == 0
+    wait_for(lambda: len(claims(cluster, SETS)) == 4, timeout=60, interval=0.5,
+             what="the JobSet's 4 Pods and their claims")  # fmt: skip
+    wait_for(lambda: sum(held(cluster, "sets").values()) == 4 and
+             "gang:sets/JobSet/js" not in held(cluster, "sets"),
+             timeout=30, interval=0.5, what="the Pods drawing the JobSet's gang")  # fmt: skip

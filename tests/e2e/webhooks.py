@@ -114,6 +114,20 @@ def _rules(operations: Sequence[str]) -> list[WebhookObject]:
             "operations": list(operations),
             "scope": "Namespaced",
         },
+        {
+            "apiGroups": ["jobset.x-k8s.io"],
+            "apiVersions": ["v1alpha2"],
+            "resources": ["jobsets"],
+            "operations": list(operations),
+            "scope": "Namespaced",
+        },
+        {
+            "apiGroups": ["scheduling.k8s.io"],
+            "apiVersions": ["v1beta1"],
+            "resources": ["podgroups"],
+            "operations": ["CREATE"],
+            "scope": "Namespaced",
+        },
     ]
 
 

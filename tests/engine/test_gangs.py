@@ -175,9 +175,10 @@ def pod(
                 **pod(owners=[{"kind": "Job", "name": "train", "uid": "u1"}]),
                 "spec": {"schedulingGroup": {"podGroupName": "train-5d8c-train-pgt-0-7c4c"}},
             },
-            "gang:team-a/Job/train",
+            "gang:team-a/PodGroup/train-5d8c-train-pgt-0-7c4c",
         ),
-        ({**pod(), "spec": {"schedulingGroup": {"podGroupName": "pg"}}}, None),
+        ({**pod(), "spec": {"schedulingGroup": {"podGroupName": "pg"}}}, "gang:team-a/PodGroup/pg"),
+        (pod(owners=[{"kind": "PodGroup", "name": "pg", "uid": "u"}]), "gang:team-a/PodGroup/pg"),
     ],
     ids=[
         "job-owner",
@@ -185,17 +186,31 @@ def pod(
         "lws-label",
         "replicaset",
         "bare",
-        "job-owner-in-its-podgroup",
-        "podgroup-alone-is-no-gang",
+        "job-pod-in-a-podgroup-draws-from-the-podgroup",
+        "podgroup-alone",
+        "claim-owned-by-a-podgroup",
     ],
 )
 def test_pod_gang(the_pod: dict[str, Any], key: str | None) -> None:
     assert pod_gang(the_pod, "team-a", DEFAULT_GANG_KINDS) == key
 
 
-def test_pod_gang_of_a_kind_not_listed_is_none() -> None:
-    the_pod = pod({"leaderworkerset.sigs.k8s.io/name": "serve"})
-    assert pod_gang(the_pod, "team-a", frozenset({"Job"})) is None
+@pytest.mark.parametrize(
+    ("the_pod", "key"),
+    [
+        (pod({"leaderworkerset.sigs.k8s.io/name": "serve"}), None),
+        (
+            {
+                **pod(owners=[{"kind": "Job", "name": "train", "uid": "u1"}]),
+                "spec": {"schedulingGroup": {"podGroupName": "pg"}},
+            },
+            "gang:team-a/Job/train",
+        ),
+    ],
+    ids=["lws-not-listed", "podgroups-not-listed-its-job-carries"],
+)
+def test_pod_gang_of_a_kind_not_listed(the_pod: dict[str, Any], key: str | None) -> None:
+    assert pod_gang(the_pod, "team-a", frozenset({"Job"})) == key
 
 
 def test_gang_key() -> None:

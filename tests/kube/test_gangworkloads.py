@@ -7,7 +7,7 @@ from typing import Any, cast
 import pytest
 
 from webhook.kube.api import ApiError, KubeApi, Unreachable
-from webhook.kube.gangworkloads import list_workloads
+from webhook.kube.gangworkloads import get_workload, list_workloads
 from webhook.types import FactsUnavailable
 
 JOB = {"metadata": {"name": "train", "namespace": "a", "uid": "j1"}}
@@ -63,3 +63,53 @@ def test_a_failure_makes_the_list_unavailable_but_an_absent_crd(
         return
     with pytest.raises(FactsUnavailable, match=raised):
         listed(Api(failures))
+
+
+PODGROUPS = "/apis/scheduling.k8s.io/v1beta1/podgroups"
+GROUP = {"metadata": {"name": "pg", "namespace": "b", "uid": "g1"}}
+LONE = {"metadata": {"name": "lone", "namespace": "b", "uid": "p2"}}
+
+
+def test_podgroups_and_every_pod_of_their_namespaces_are_listed() -> None:
+    """A Pod names its PodGroup in its spec, which no selector reaches: the Pods of each
+    namespace with a PodGroup are all listed, each once."""
+    api = Api()
+    api.lists[PODGROUPS] = [GROUP]
+    api.lists["/api/v1/namespaces/b/pods"] = [LONE, POD]
+    assert listed(api) == [
+        ("Job", "train"), ("Job", "b"), ("PodGroup", "pg"), ("Pod", "train-x"), ("Pod", "lone")
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("failures", "found"),
+    [
+        ({}, "pg"),
+        ({"/apis/scheduling.k8s.io/v1beta1/namespaces/b/podgroups/pg": ApiError(404, "")}, None),
+    ],
+    ids=["found", "absent-or-not-served"],
+)
+def test_one_podgroup_is_read(failures: dict[str, Exception], found: str | None) -> None:
+    api = Api(failures)
+    api.lists["/apis/scheduling.k8s.io/v1beta1/namespaces/b/podgroups/pg"] = [GROUP]
+    api.request = _get(api)  # type: ignore[method-assign]
+    got = get_workload(cast(KubeApi, api), "b", "PodGroup", "pg")
+    assert (got["metadata"]["name"] if got else None) == found
+    assert got is None or got["kind"] == "PodGroup"
+
+
+def test_a_podgroup_that_cannot_be_read_is_unavailable() -> None:
+    path = "/apis/scheduling.k8s.io/v1beta1/namespaces/b/podgroups/pg"
+    api = Api({path: ApiError(403, "forbidden")})
+    with pytest.raises(FactsUnavailable, match="forbidden"):
+        get_workload(cast(KubeApi, api), "b", "PodGroup", "pg")
+
+
+def _get(api: Api) -> Any:
+    """GET of one object: the first item listed under its path."""
+    listing = api.request
+
+    def request(method: str, path: str, **kw: Any) -> dict[str, Any]:
+        return dict(listing(method, path, **kw)["items"][0])
+
+    return request

@@ -211,17 +211,142 @@ def test_a_gang_over_quota_is_admitted_and_told_under_warn_or_audit(
     assert create(ctx, job_pod("train", 1)).allowed and used(ledger) == 16  # drawn, not added
 
 
-def test_pods_in_the_job_s_podgroup_draw_from_the_job_once(ledger: Ledger) -> None:
-    """With Kubernetes 1.37's WorkloadWithJob the Job controller puts its Pods in a PodGroup
-    (`spec.schedulingGroup.podGroupName`) and keeps owning them: the Job stays the gang."""
-    ctx = context(ledger)
-    assert create(ctx, job("train")).allowed
+def podgroup(name: str, min_count: int, *claims: dict[str, Any], owner: str) -> dict[str, Any]:
+    """A PodGroup as the Job controller makes it (Kubernetes 1.37): owned by its Job."""
+    ref = {"apiVersion": "batch/v1", "kind": "Job", "name": owner, "uid": f"{owner}-uid",
+           "controller": True}  # fmt: skip
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "team-a", "uid": f"{name}-uid",
+                     "ownerReferences": [ref]},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}},
+                 "resourceClaims": list(claims)},
+    }  # fmt: skip
+
+
+SHARED = {"name": "shared", "resourceClaimTemplateName": "two"}
+
+
+def group_job(name: str, group: str) -> dict[str, Any]:
+    """A Job whose Pods name a PodGroup: each with its own 1 GPU, and the group's claim."""
+    made = job(name)
+    pod_spec = pod(claims={"gpu": "one", "shared": "two"})["spec"]
+    made["spec"]["template"]["spec"] = {**pod_spec, "schedulingGroup": {"podGroupName": group}}
+    return made
+
+
+def group_pod(job_name: str, index: int, group: str) -> dict[str, Any]:
+    the_pod = job_pod(job_name, index)
+    the_pod["spec"] = {**group_job(job_name, group)["spec"]["template"]["spec"]}
+    return the_pod
+
+
+def group_context(ledger: Ledger, *objects: dict[str, Any]) -> Context:
+    state = SnapshotState([TWO, ONE, *objects])
+    return Context(policies=lambda: POLICIES, state=state, ledger=ledger)
+
+
+def test_a_podgroup_carries_the_gang_and_its_shared_claim_counts_once(ledger: Ledger) -> None:
+    """4 Pods x 1 GPU and one 2-GPU claim shared by the group: 6, charged at the PodGroup's
+    creation; its Pods and the group's claim draw from it; a second such group is refused."""
+    first, second = group_job("train", "pg"), group_job("train-b", "pg-b")
+    ctx = group_context(ledger, first, second)
+    assert create(ctx, first).allowed and used(ledger) == 0  # its PodGroup carries the gang
+    assert create(ctx, podgroup("pg", 4, SHARED, owner="train")).allowed
+    assert holders(ledger) == {"gang:team-a/PodGroup/pg": 6}
+    refused = create(ctx, podgroup("pg-b", 4, SHARED, owner="train-b"))
+    assert not refused.allowed
+    assert "gang team-a/pg-b needs 6 gpu.nvidia.com; tenant ml has 2 free" in str(refused)
+    ctx.state.add(podgroup("pg", 4, SHARED, owner="train"))  # type: ignore[attr-defined]
+    for i in range(4):
+        assert create(ctx, group_pod("train", i, "pg")).allowed
+        assert used(ledger) == 6
+    shared = claim(request(exact(count=2)), name="pg-shared")
+    shared["metadata"]["ownerReferences"] = [{"kind": "PodGroup", "name": "pg", "uid": "pg-uid"}]
+    assert create(ctx, shared).allowed and used(ledger) == 6
+    assert "gang:team-a/PodGroup/pg" not in holders(ledger)
+
+
+def test_a_podgroup_its_job_controller_makes_takes_the_job_s_gang_over(ledger: Ledger) -> None:
+    """With Kubernetes 1.37's WorkloadWithJob the Job controller makes a PodGroup for a Job
+    already charged: the PodGroup carries the gang from then on, never both."""
+    train, group = job("train"), podgroup("pg", 4, owner="train")
+    ctx = group_context(ledger, train, group)
+    assert create(ctx, train).allowed and holders(ledger) == {"gang:team-a/Job/train": 8}
+    assert create(ctx, group).allowed
+    assert holders(ledger) == {"gang:team-a/PodGroup/pg": 8}
     for i in range(4):
         the_pod = job_pod("train", i)
-        the_pod["spec"]["schedulingGroup"] = {"podGroupName": "train-5d8c-train-pgt-0-7c4c"}
+        the_pod["spec"]["schedulingGroup"] = {"podGroupName": "pg"}
+        assert create(ctx, the_pod).allowed
+        assert used(ledger) == 8
+    assert "gang:team-a/PodGroup/pg" not in holders(ledger)
+
+
+def one_gpu_claim(the_pod: dict[str, Any]) -> dict[str, Any]:
+    made = generated_claim(the_pod)
+    made["spec"] = claim(request(exact(count=1)))["spec"]
+    return made
+
+
+def test_the_truth_of_a_podgroup_keeps_what_its_pods_and_claim_have_not(ledger: Ledger) -> None:
+    """The reconciler's truth: the group's 6 less its first Pod's claim (1) and the group's
+    shared claim (2); its Job holds nothing; deleting the PodGroup frees the rest."""
+    train = group_job("train", "pg")
+    group = podgroup("pg", 4, SHARED, owner="train")
+    ctx = group_context(ledger, train, group)
+    assert create(ctx, train).allowed and create(ctx, group).allowed
+    first = group_pod("train", 0, "pg")
+    assert create(ctx, first).allowed
+    shared = claim(request(exact(count=2)), name="pg-shared")
+    shared["metadata"]["ownerReferences"] = [{"kind": "PodGroup", "name": "pg", "uid": "pg-uid"}]
+    assert create(ctx, shared).allowed
+    made = one_gpu_claim(first)
+    reconcile(ledger, train, group, first, made, shared)
+    assert holders(ledger) == {
+        "gang:team-a/PodGroup/pg": 3,
+        "pod:train-0-uid/gpu": 1,
+        "claim:team-a/pg-shared": 2,
+    }
+    reconcile(ledger, train, first, made, shared)
+    assert holders(ledger) == {"pod:train-0-uid/gpu": 1, "claim:team-a/pg-shared": 2}
+
+
+def test_a_job_whose_podgroup_carries_its_gang_holds_nothing_in_the_truth(
+    ledger: Ledger,
+) -> None:
+    train = job("train")
+    ctx = group_context(ledger, train)
+    assert create(ctx, train).allowed
+    group = podgroup("pg", 4, owner="train")
+    assert create(ctx, group).allowed
+    reconcile(ledger, train, group)
+    assert holders(ledger) == {"gang:team-a/PodGroup/pg": 8}
+
+
+@pytest.mark.parametrize("made", [True, False], ids=["basic-podgroup", "podgroup-not-found"])
+def test_pods_in_a_podgroup_without_a_gang_policy_draw_from_their_job(
+    ledger: Ledger, made: bool
+) -> None:
+    """The Job controller's PodGroups (WorkloadWithJob) have `schedulingPolicy: {basic: {}}`:
+    the Job stays the gang, in admission and in the reconciler's truth."""
+    train = job("train")
+    basic = podgroup("pg", 4, owner="train")
+    basic["spec"]["schedulingPolicy"] = {"basic": {}}
+    ctx = group_context(ledger, train, *([basic] if made else []))
+    assert create(ctx, train).allowed
+    assert create(ctx, basic).allowed and holders(ledger) == {"gang:team-a/Job/train": 8}
+    pods = []
+    for i in range(4):
+        the_pod = job_pod("train", i)
+        the_pod["spec"]["schedulingGroup"] = {"podGroupName": "pg"}
+        pods.append(the_pod)
         assert create(ctx, the_pod).allowed
         assert used(ledger) == 8
     assert "gang:team-a/Job/train" not in holders(ledger)
+    reconcile(ledger, train, *([basic] if made else []), pods[0], generated_claim(pods[0]))
+    assert holders(ledger)["gang:team-a/Job/train"] == 6
 
 
 def test_gangs_off_charge_pods_one_by_one(ledger: Ledger) -> None:

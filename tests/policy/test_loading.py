@@ -535,7 +535,7 @@ def case(name: str, text: str, *expected: str) -> Any:
         case(
             "gang-kind-unknown",
             HEAD + "kind: Settings\nmetadata: {name: s}\nspec:\n  gangKinds: [Deployment]",
-            "t.yaml:5: spec.gangKinds[0]: expected one of Job, JobSet, LeaderWorkerSet, "
+            "t.yaml:5: spec.gangKinds[0]: expected one of Job, JobSet, LeaderWorkerSet, PodGroup, "
             'got "Deployment"',
         ),
         case(

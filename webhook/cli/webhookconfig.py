@@ -14,9 +14,10 @@ Choices, each for a reason (docs/cli.md, "`dragate certs` and `dragate webhook-c
   it would not be enforced, but a webhook that is down never locks policy edits (an object
   stored meanwhile is left out, and its status says why).
 - the gang kinds (batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets, leaderworkerset.x-k8s.io/v1
-  LeaderWorkerSets) at CREATE and UPDATE, in an entry of their own whose matchConditions
-  send only workloads whose pod templates can hold a device (claims, or a GPU resource
-  prefix); it fails as the Pods' entry does (docs/decisions.md, "Gangs").
+  LeaderWorkerSets) at CREATE and UPDATE, and scheduling.k8s.io/v1beta1 PodGroups at CREATE,
+  in an entry of their own whose matchConditions send only workloads whose pod templates can
+  hold a device (claims, or a GPU resource prefix) and PodGroups with a gang policy; it fails
+  as the Pods' entry does (docs/decisions.md, "Gangs").
 - `kube-system` (and the webhook's own namespace) excluded through the immutable
   `kubernetes.io/metadata.name` label; `sideEffects: NoneOnDryRun` since dry runs never
   reserve quota.
@@ -119,6 +120,8 @@ GANG_RULES = [
     ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
     ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets"),
 ]
+PODGROUP_RULE = ("scheduling.k8s.io", "v1beta1", "podgroups")
+"""PodGroups (Kubernetes 1.37, GenericWorkload) at CREATE: charged whole then."""
 GPU_PREFIXES = ("nvidia.com/",)
 LWS_TEMPLATE = "object.spec.leaderWorkerTemplate"
 POD_SPECS = (
@@ -141,9 +144,10 @@ def gpu_workload_expression(prefixes: tuple[str, ...] = GPU_PREFIXES) -> str:
         f" || (has(c.resources.requests) && c.resources.requests.exists({wants}))))"
     )
     return (
-        f"({POD_SPECS}).exists(s, (has(s.resourceClaims) && size(s.resourceClaims) > 0) || "
+        "request.kind.kind == 'PodGroup' ? has(object.spec.schedulingPolicy.gang) : "
+        f"(({POD_SPECS}).exists(s, (has(s.resourceClaims) && size(s.resourceClaims) > 0) || "
         f"s.containers.exists(c, {container}) || "
-        f"(has(s.initContainers) && s.initContainers.exists(c, {container})))"
+        f"(has(s.initContainers) && s.initContainers.exists(c, {container}))))"
     )
 
 
@@ -160,7 +164,9 @@ def gang_webhook(
         {"operations": WRITE, "apiGroups": [group], "apiVersions": [version],
          "resources": [resource], "scope": "Namespaced"}
         for group, version, resource in GANG_RULES
-    ]  # fmt: skip
+    ] + [{"operations": ["CREATE"], "apiGroups": [PODGROUP_RULE[0]],
+          "apiVersions": [PODGROUP_RULE[1]], "resources": [PODGROUP_RULE[2]],
+          "scope": "Namespaced"}]  # fmt: skip
     entry["matchConditions"] = [{"name": "gpu-workload", "expression": gpu_workload_expression()}]
     return entry
 

@@ -18,6 +18,7 @@ from typing import Any
 from webhook.engine.counting import add_charges, devices_by_class, holder_shown
 from webhook.engine.extended import pod_special_claim
 from webhook.engine.normalize import ObjectError, template_claim_spec
+from webhook.engine.podgroups import is_podgroup, min_count, named_group, template_names_group
 from webhook.engine.prediction import ChargesOf, demand, job_pods
 from webhook.engine.quota import HOLDERS_SHOWN, NO_USAGE
 from webhook.engine.violations import audit_of, is_violation, warnings_of
@@ -37,8 +38,11 @@ GANG_GROUPS = {
     "Job": "batch",
     "JobSet": "jobset.x-k8s.io",
     "LeaderWorkerSet": "leaderworkerset.x-k8s.io",
+    "PodGroup": "scheduling.k8s.io",
 }
 """The kinds that may be gangs, by the API group they belong to."""
+GANG_ONLY_KINDS = frozenset({("scheduling.k8s.io", "PodGroup")})
+"""Kinds judged only as gangs: a PodGroup holds no pod template to predict from."""
 DEFAULT_GANG_KINDS = GANG_KINDS
 JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 LWS_LABEL = "leaderworkerset.sigs.k8s.io/name"
@@ -47,11 +51,17 @@ FINISHED = frozenset({"Complete", "Completed", "Failed"})
 
 
 def is_gang(obj: Mapping[str, Any], kinds: frozenset[str]) -> bool:
-    """Whether the workload is a gang: a listed kind of its own group; a Job only when it runs
-    more than one Pod at once and is not one of a JobSet's (its JobSet is the gang)."""
+    """Whether the workload is a gang: a listed kind of its own group; a PodGroup only with a
+    gang policy; a workload whose Pods name a PodGroup never, when PodGroups are listed (the
+    PodGroup carries it); a Job only when it runs more than one Pod at once and is not one of
+    a JobSet's (its JobSet is the gang)."""
     kind = str(obj.get("kind", ""))
     group = str(obj.get("apiVersion", "")).rpartition("/")[0]
     if kind not in kinds or GANG_GROUPS.get(kind) != group:
+        return False
+    if is_podgroup(obj):
+        return min_count(obj) > 0
+    if "PodGroup" in kinds and template_names_group(obj):
         return False
     if kind != "Job":
         return True
@@ -77,9 +87,13 @@ def key_of(namespace: str, kind: str, name: str) -> str:
 
 
 def pod_gang(pod: Mapping[str, Any], namespace: str, kinds: frozenset[str]) -> str | None:
-    """The holder of the gang a Pod belongs to: its JobSet's or LeaderWorkerSet's (by the label
-    their controllers set), else the Job that owns it; None for any other Pod."""
+    """The holder of the gang a Pod belongs to: the PodGroup it names (or, for a claim, the
+    PodGroup that owns it) when PodGroups are listed, its JobSet's or LeaderWorkerSet's (by
+    the label their controllers set), else the Job that owns it; None for any other Pod."""
     meta = pod.get("metadata") or {}
+    group = named_group(pod) or _owner_named(meta, "PodGroup")
+    if group is not None and "PodGroup" in kinds:
+        return key_of(namespace, "PodGroup", group)
     labels = meta.get("labels") or {}
     for kind, label in (("JobSet", JOBSET_LABEL), ("LeaderWorkerSet", LWS_LABEL)):
         if labels.get(label):
@@ -87,6 +101,13 @@ def pod_gang(pod: Mapping[str, Any], namespace: str, kinds: frozenset[str]) -> s
     for owner in meta.get("ownerReferences") or []:
         if isinstance(owner, Mapping) and owner.get("kind") == "Job" and owner.get("name"):
             return key_of(namespace, "Job", str(owner["name"])) if "Job" in kinds else None
+    return None
+
+
+def _owner_named(meta: Mapping[str, Any], kind: str) -> str | None:
+    for owner in meta.get("ownerReferences") or []:
+        if isinstance(owner, Mapping) and owner.get("kind") == kind and owner.get("name"):
+            return str(owner["name"])
     return None
 
 
@@ -200,10 +221,14 @@ def gang_decision(
     name: str,
     target: Mapping[str, int],
     usage: Mapping[str, ClassUsage],
+    *,
+    released: tuple[str, ...] = (),
 ) -> Decision:
-    """The gang's verdict on `usage` (its own holder's share counted as free): refused under
-    Deny when it does not fit whole, told under Warn or Audit; `holds` its holder's target."""
-    own = {c: u.held_by((key,)) for c, u in usage.items()}
+    """The gang's verdict on `usage` (its own holder's share counted as free, and that of the
+    holders it takes over, `released`: a Job's, when the PodGroup its controller made carries
+    the gang): refused under Deny when it does not fit whole, told under Warn or Audit;
+    `holds` its holder's target (first) and nothing for each released holder."""
+    own = {c: u.held_by((key, *released)) for c, u in usage.items()}
     reasons = list(gang_reasons(tenant, name, target, usage, own))
     action = tenant.enforcement
     violations = tuple(Violation(action, r) for r in reasons if is_violation(action, r))
@@ -213,6 +238,6 @@ def gang_decision(
         warnings=tuple(warnings_of(violations)),
         audit=audit_of(violations),
         tenant=tenant.name,
-        holds={key: dict(target)},
+        holds={key: dict(target), **{r: {} for r in released if r != key}},
         violations=violations,
     )

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from webhook.kube.api import ApiError, KubeApi, Unreachable
-from webhook.kube.gangworkloads import list_workloads
+from webhook.kube.gangworkloads import get_workload, list_workloads
 from webhook.kube.informer import Informer, Listener, Resource
 from webhook.types import FactsUnavailable, Object
 
@@ -188,6 +188,10 @@ class KubeState:
         """The gang workloads and their Pods, listed now (`kube.gangworkloads`: not watched, and
         read only by the reconciler); raises FactsUnavailable when they cannot be listed."""
         return list_workloads(self.api)
+
+    def workload(self, namespace: str, kind: str, name: str) -> Object | None:
+        """Read now: only a PodGroup's creation and its Pods ask (`kube.gangworkloads`)."""
+        return get_workload(self.api, namespace, kind, name)
 
     # ------------------------------------------------------ managed templates
 

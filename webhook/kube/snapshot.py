@@ -19,7 +19,7 @@ from webhook.types import API_VERSION, Object
 STATE_KINDS = frozenset(
     {"Namespace", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice"}
 )
-WORKLOAD_KINDS = frozenset({"Pod", "Job", "JobSet", "LeaderWorkerSet"})
+WORKLOAD_KINDS = frozenset({"Pod", "Job", "JobSet", "LeaderWorkerSet", "PodGroup", "Workload"})
 """Kept for the truth of gangs' holders (`ledger.usage.gang_holds`)."""
 
 
@@ -74,6 +74,10 @@ class SnapshotState:
 
     def workloads(self) -> Sequence[Object]:
         return [obj for kind in sorted(WORKLOAD_KINDS) for obj in self._of_kind(kind)]
+
+    def workload(self, namespace: str, kind: str, name: str) -> Object | None:
+        with self._lock:
+            return self._get(kind, namespace, name)
 
 
 def load_state(path: str) -> SnapshotState:

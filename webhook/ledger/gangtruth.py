@@ -7,22 +7,36 @@ suspended or finished holds nothing; one whose workload is gone is missing from 
 so the ledger drops its holder as any other. When the workloads cannot be read, the gangs'
 holders are left out of the truth and lapse like any pending holder: their Pods are then
 charged one by one, which never lets a tenant pass its quota.
+
+A PodGroup's members are the Pods that name it and the claims it owns (its shared claims);
+a workload whose PodGroup carries its gang holds nothing, and a Pod that names a PodGroup
+without a gang policy belongs to its owner's gang, as its admission judged it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from webhook.engine.counting import POD_PREFIX
+from webhook.engine.counting import POD_PREFIX, holder_key
 from webhook.engine.gangs import (
     gang_demand,
     gang_key,
     is_finished,
     is_gang,
     is_suspended,
+    key_of,
     pod_charges,
     pod_gang,
+)
+from webhook.engine.podgroups import (
+    is_podgroup,
+    named_group,
+    outside_group,
+    owner_of,
+    podgroup_demand,
+    workload_name,
 )
 from webhook.engine.tenancy import namespace_labels, resolve_tenant
 from webhook.ledger.accounting import Holds
@@ -51,7 +65,8 @@ def add_gang_holds(
         return
     if found is None:
         return
-    pods = [obj for obj in found if obj.get("kind") == "Pod"]
+    pods = _in_gang_groups(found, kinds)
+    carried = _carried_by_podgroups(found, kinds)
     for workload in found:
         if workload.get("kind") == "Pod" or not is_gang(workload, kinds):
             continue
@@ -63,7 +78,68 @@ def add_gang_holds(
             continue
         holds = tenants.setdefault(tenant.name, {})
         key = gang_key(workload)
-        holds[key] = _left(workload, policies, state, _members(key, pods, kinds), holds)
+        if key in carried:
+            holds[key] = {}
+            continue
+        members = [*_members(key, pods, kinds), *_group_claims(workload, state)]
+        owner = _owner(workload, found) if is_podgroup(workload) else None
+        holds[key] = _left(workload, owner, policies, state, members, holds)
+
+
+def _in_gang_groups(found: Sequence[Object], kinds: frozenset[str]) -> list[Object]:
+    """The Pods, each that names a PodGroup without a gang policy (or one not found) as if it
+    named none, as its admission judged it: it belongs to its owner's gang."""
+    gangs = {
+        (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        for obj in found
+        if is_podgroup(obj) and is_gang(obj, kinds)
+        for meta in [obj.get("metadata") or {}]
+    }
+    return [
+        pod
+        if (group := named_group(pod)) is None
+        or (str((pod.get("metadata") or {}).get("namespace", "")), group) in gangs
+        else outside_group(pod)
+        for pod in found
+        if pod.get("kind") == "Pod"
+    ]
+
+
+def _carried_by_podgroups(found: Sequence[Object], kinds: frozenset[str]) -> set[str]:
+    """The gangs of workloads whose PodGroup carries their gang (they hold nothing)."""
+    return {
+        key_of(str((obj.get("metadata") or {}).get("namespace", "")), *owner_of(obj, None))
+        for obj in found
+        if is_podgroup(obj) and is_gang(obj, kinds) and owner_of(obj, None)[0]
+    }
+
+
+def _owner(podgroup: Object, found: Sequence[Object]) -> Object | None:
+    """The workload whose pod template is the PodGroup's per-Pod shape, among `found`."""
+    namespace = str((podgroup.get("metadata") or {}).get("namespace", ""))
+    by_name = {
+        (str(o.get("kind")), str((o.get("metadata") or {}).get("name"))): o
+        for o in found
+        if (o.get("metadata") or {}).get("namespace") == namespace
+    }
+    kind, name = owner_of(podgroup, by_name.get(("Workload", workload_name(podgroup) or "")))
+    return by_name.get((kind, name))
+
+
+def _group_claims(workload: Object, state: ClusterState) -> list[str]:
+    """The holder keys of the claims the PodGroup owns (its shared claims, once made)."""
+    if not is_podgroup(workload):
+        return []
+    meta = workload.get("metadata") or {}
+    return [
+        holder_key(claim)
+        for claim in state.claims()
+        if (claim.get("metadata") or {}).get("namespace") == meta.get("namespace")
+        and any(
+            o.get("kind") == "PodGroup" and o.get("name") == meta.get("name")
+            for o in (claim.get("metadata") or {}).get("ownerReferences") or []
+        )
+    ]
 
 
 def _members(key: str, pods: Iterable[Object], kinds: frozenset[str]) -> list[str]:
@@ -76,8 +152,9 @@ def _members(key: str, pods: Iterable[Object], kinds: frozenset[str]) -> list[st
     return prefixes
 
 
-def _left(
+def _left(  # noqa: PLR0917
     workload: Object,
+    owner: Object | None,
     policies: PolicySet,
     state: ClusterState,
     members: Sequence[str],
@@ -85,27 +162,36 @@ def _left(
 ) -> dict[str, int]:
     if is_suspended(workload) or is_finished(workload):
         return {}
-    needed = _demand(workload, policies, state)
+    needed = _demand(workload, owner, policies, state)
     claimed: dict[str, int] = {}
     for key, devices in holds.items():
-        if key.startswith(tuple(members)) and members:
+        if members and (key.startswith(tuple(members)) or key in members):
             for device_class, count in devices.items():
                 claimed[device_class] = claimed.get(device_class, 0) + count
     left = {c: n - claimed.get(c, 0) for c, n in needed.items()}
     return {c: n for c, n in left.items() if n > 0}
 
 
-def _demand(workload: Object, policies: PolicySet, state: ClusterState) -> dict[str, int]:
-    """The gang's demand as its creation was charged: legacy resources as rewritten."""
+def _demand(
+    workload: Object, owner: Object | None, policies: PolicySet, state: ClusterState
+) -> dict[str, int]:
+    """The gang's demand as its creation was charged: legacy resources as rewritten; a
+    PodGroup's from its owner's pod template."""
     namespace = str((workload.get("metadata") or {}).get("namespace", ""))
     classes = state.device_classes()
-    rewritten = rewrite_object(
-        workload, policies.mappings, namespace=namespace,
+    shaped = owner if is_podgroup(workload) else workload
+    rewritten = None if shaped is None else rewrite_object(
+        shaped, policies.mappings, namespace=namespace,
         native_resources=native_resources(classes.values()),
     )  # fmt: skip
-    made = {str(t["metadata"]["name"]): t for t in rewritten.templates}
+    made = {str(t["metadata"]["name"]): t for t in rewritten.templates} if rewritten else {}
 
     def template(name: str) -> Object | None:
         return made.get(name) or state.template(namespace, name)
 
-    return gang_demand(rewritten.object, lambda spec: pod_charges(spec, template, classes))
+    def charges_of(spec: Mapping[str, Any]) -> Mapping[str, int]:
+        return pod_charges(spec, template, classes)
+
+    if is_podgroup(workload):
+        return podgroup_demand(workload, rewritten.object if rewritten else None, charges_of)
+    return gang_demand(rewritten.object if rewritten else workload, charges_of)

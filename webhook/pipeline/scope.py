@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from webhook.engine.evaluate import CLAIM_KINDS
+from webhook.engine.gangs import GANG_ONLY_KINDS
 from webhook.engine.prediction import PREDICTED_KINDS
 from webhook.types import POLICY_GROUP, POLICY_KINDS, AdmissionRequest, Operation, Settings
 
@@ -122,6 +123,6 @@ def _not_judged(request: AdmissionRequest) -> str:
         return ""
     if is_policy_object(request):
         return ""
-    if (request.group, request.kind) in PREDICTED_KINDS:
+    if (request.group, request.kind) in PREDICTED_KINDS | GANG_ONLY_KINDS:
         return ""
     return f"{request.operation.value} of a {request.kind}: nothing dragate judges changes"

@@ -11,12 +11,18 @@ from dataclasses import replace
 
 from webhook.engine import evaluate
 from webhook.engine.counting import add_charges, devices_by_class
+from webhook.engine.gangs import GANG_ONLY_KINDS
 from webhook.engine.normalize import ObjectError, template_claim_spec
 from webhook.engine.prediction import PREDICTED_KINDS, demand, fit_warnings
 from webhook.engine.quota import limits_of
 from webhook.pipeline.context import Context
 from webhook.pipeline.facts import gather, out_of_time
-from webhook.pipeline.gangholds import gang_verdict, is_gang_request, with_draw
+from webhook.pipeline.gangholds import (
+    gang_verdict,
+    is_gang_request,
+    with_draw,
+    without_group_claims,
+)
 from webhook.pipeline.mutation import legacy_pod_denial
 from webhook.pipeline.scope import is_policy_object
 from webhook.rewrite import rewrite_object
@@ -74,6 +80,7 @@ def unavailable(settings: Settings, err: FactsUnavailable) -> Decision:
 def _validate_with_facts(
     request: AdmissionRequest, policies: PolicySet, context: Context, deadline: Deadline
 ) -> Verdict:
+    request = without_group_claims(request, context)
     facts = gather(request, policies, context)
     legacy = legacy_pod_denial(request, policies, facts, context, deadline)
     if legacy is not None:
@@ -81,9 +88,9 @@ def _validate_with_facts(
     if facts.tenant is not None and _needs_usage(request, facts.tenant):
         deadline.check("reading the tenant's usage")
         facts = facts.with_usage(context.ledger.usage(facts.tenant.name, deadline))
+    if is_gang_request(request, policies.settings.gang_kinds):
+        return gang_verdict(request, policies, context, facts, deadline)
     if (request.group, request.kind) in PREDICTED_KINDS:
-        if is_gang_request(request, policies.settings.gang_kinds):
-            return gang_verdict(request, policies, context, facts, deadline)
         warnings = _predictions(request, policies, context, facts, deadline)
         tenant = facts.tenant.name if facts.tenant else ""
         return Verdict(Decision(warnings=warnings, tenant=tenant))
@@ -115,6 +122,7 @@ def _needs_usage(request: AdmissionRequest, tenant: Tenant) -> bool:
     return (
         request.dry_run
         or (request.group, request.kind) in PREDICTED_KINDS
+        or (request.group, request.kind) in GANG_ONLY_KINDS
         or (
             tenant.enforcement != Action.DENY
             and any(q.max_devices is not None for q in tenant.quota)

@@ -197,6 +197,11 @@ class ClusterState(Protocol):
         of gangs' holders; None when the state does not keep them."""
         ...
 
+    def workload(self, namespace: str, kind: str, name: str) -> Object | None:
+        """One gang workload or PodGroup (or Workload) by kind and name, read when a PodGroup
+        or one of its Pods is admitted; None when absent, not served or not kept."""
+        ...
+
 
 @record
 class Reservation:

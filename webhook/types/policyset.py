@@ -181,7 +181,7 @@ class LegacyResourceMapping:
     source: Source = Source()
 
 
-GANG_KINDS = frozenset({"Job", "JobSet", "LeaderWorkerSet"})
+GANG_KINDS = frozenset({"Job", "JobSet", "LeaderWorkerSet", "PodGroup"})
 """The workload kinds that may be gangs (`Settings.gangKinds`, all of them by default)."""
 
 

@@ -269,12 +269,13 @@ objectSelector:
 claims or asks for a resource with one of the GPU prefixes; each kind's templates are read
 only for that kind, so no expression meets a field its kind lacks. */}}
 {{- define "dragate.celGpuWorkload" -}}
-(request.kind.kind == 'Job' ? [object.spec.template.spec] :
+request.kind.kind == 'PodGroup' ? has(object.spec.schedulingPolicy.gang) :
+((request.kind.kind == 'Job' ? [object.spec.template.spec] :
 request.kind.kind == 'JobSet' ? object.spec.replicatedJobs.map(j, j.template.spec.template.spec) :
 [object.spec.leaderWorkerTemplate.workerTemplate.spec] + (has(object.spec.leaderWorkerTemplate.leaderTemplate) ? [object.spec.leaderWorkerTemplate.leaderTemplate.spec] : [])).exists(s,
 (has(s.resourceClaims) && size(s.resourceClaims) > 0) ||
 s.containers.exists(c, {{ include "dragate.celGpuContainer" . }}) ||
-(has(s.initContainers) && s.initContainers.exists(c, {{ include "dragate.celGpuContainer" . }})))
+(has(s.initContainers) && s.initContainers.exists(c, {{ include "dragate.celGpuContainer" . }}))))
 {{- end }}
 
 {{- define "dragate.celLegacyGpuPod" -}}
