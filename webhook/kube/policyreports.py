@@ -130,6 +130,8 @@ class PolicyReportWriter(BackgroundLoop):
         self.tick = tick
         self.pause = 1.0 / writes_per_second
         self._written: dict[str, str] = {}
+        self._next_pass = 0.0  # monotonic time the next pass is due
+        self._last_change: object = None  # what `changed` said at the last pass
         self._installed = True
         self.last_success: float | None = None
         """Unix time the last audit pass that had its facts ended; None: never."""
@@ -228,14 +230,19 @@ class PolicyReportWriter(BackgroundLoop):
         return [i for i in items if i["metadata"]["name"] == REPORT_NAME]
 
     def _loop(self) -> None:
-        next_pass, last_change = 0.0, self.changed()
         while not self._stop.is_set():
-            change = self.changed()
-            if time.monotonic() >= next_pass or change != last_change:
-                last_change = change
-                try:
-                    self.run_once()
-                except Exception:  # an audit loop that dies would leave reports stale forever
-                    log.exception("audit pass failed")
-                next_pass = time.monotonic() + self.interval
+            try:
+                self.step()
+            except Exception:  # an audit loop that dies would leave reports stale forever
+                log.exception("audit pass failed")
             self._sleep(self.tick)
+
+    def step(self) -> None:
+        """What each tick does: a pass every `interval`, and soon after the policy set
+        changes."""
+        change = self.changed()
+        if time.monotonic() < self._next_pass and change == self._last_change:
+            return
+        self._last_change = change
+        self._next_pass = time.monotonic() + self.interval
+        self.run_once()
