@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from webhook.admission.config import Role, ServeConfig
-from webhook.cli import main, roles, serve
+from webhook.cli import main, patches_gevent, roles, serve
 
 
 @pytest.fixture
@@ -161,3 +161,18 @@ def test_the_controller_child_serves_the_same_cluster_and_policies(
     assert (child.host, child.probe_port, child.reload_interval, child.log_level) == (
         parent.host, parent.probe_port, parent.reload_interval, parent.log_level,
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "patched"),
+    [
+        pytest.param(["serve"], True, id="serve-all"),
+        pytest.param(["serve", "--role", "webhook"], True, id="webhook"),
+        pytest.param(["serve", "--kubeconfig", "k", "--role", "controller"], False,
+                     id="controller"),
+        pytest.param(["serve", "--role=controller"], False, id="controller-equals"),
+        pytest.param(["check", "--role", "webhook"], False, id="not-serve"),
+    ],
+)  # fmt: skip
+def test_only_a_process_that_serves_reviews_runs_on_gevent(args: list[str], patched: bool) -> None:
+    assert patches_gevent(args) is patched

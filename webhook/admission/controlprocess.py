@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 import time
 from typing import Any
@@ -29,6 +30,7 @@ def run_controller(config: ServeConfig, stop: threading.Event | None = None) -> 
     """Run until SIGTERM/SIGINT (or `stop`); 0 when it ends cleanly."""
     if config.cluster is None:
         raise ValueError("the controller role needs a cluster")
+    _check_unpatched()
     jsonlog.configure(config.log_level)
     stop = stop or _stop_on_signals()
     feed = policy_feed(config.cluster)
@@ -69,6 +71,14 @@ def readiness(
         "checks": results,
         "controller": mode.controller().report(time.time()),
     }
+
+
+def _check_unpatched() -> None:
+    """The loops walk whole clusters on the assumption that threads are threads: refuse to
+    run under gevent's monkey patching (`webhook.cli.patches_gevent` leaves it out)."""
+    monkey = sys.modules.get("gevent.monkey")
+    if monkey is not None and monkey.is_module_patched("threading"):
+        raise RuntimeError("the controller role must not run under gevent's monkey patching")
 
 
 def _stop_on_signals() -> threading.Event:
