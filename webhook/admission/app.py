@@ -23,11 +23,11 @@ from webhook import pipeline
 from webhook.admission import jsonlog, metrics, offloop, routes
 from webhook.admission.config import AdmissionOptions, ServeConfig
 from webhook.admission.handler import Admitter, Reviewer
+from webhook.admission.offloop import yield_now
 from webhook.admission.reload import PolicyHolder, PolicyWatcher, policy_report
 from webhook.assembly import ControllerSource, ReadinessCheck, policy_feed, serving_context
 from webhook.pipeline import Context, Identity
 from webhook.types import PolicySet
-from webhook.types.pacing import yield_now
 
 
 def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
