@@ -1,6 +1,7 @@
 """The composer: every offline Context counts what the snapshot already holds, the webhook's
-offline Context reads its snapshot and ledger files, and cluster mode is composed as told,
-its cluster-wide loops under the Lease (running it is covered in tests/e2e)."""
+offline Context reads its snapshot and ledger files, a webhook replica in a cluster has no
+cluster-wide loop, and the controller is composed as told, its loops under the Lease
+(running both is covered in tests/e2e)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ import pytest
 import yaml
 from builders import claim, exact, namespace, request
 
-from webhook.assembly import ClusterTarget, cluster_mode, offline_context, serving_context
+from webhook.assembly import (
+    ClusterTarget,
+    cluster_mode,
+    controller_mode,
+    offline_context,
+    serving_context,
+)
 from webhook.kube.policykeeper import RewritePolicyKeeper
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.kube import KubeLedger
@@ -67,10 +74,8 @@ def test_serving_context_offline_reads_the_state_and_ledger_files(tmp_path: Path
     seeded = SqliteLedger(str(ledger_file))
     seeded.seed(existing_holds(POLICIES, SnapshotState(HELD)))
     seeded.close()
-    context, readiness, controller = serving_context(
-        lambda: POLICIES, None, state_file, ledger_file
-    )
-    assert readiness == [] and controller is None  # offline: nothing reconciles
+    context, readiness = serving_context(lambda: POLICIES, None, state_file, ledger_file)
+    assert readiness == []  # offline: nothing to wait for
     assert context.state.claims()[0]["metadata"]["name"] == "held"
     ledger = context.ledger
     assert isinstance(ledger, SqliteLedger)
@@ -91,45 +96,49 @@ current-context: x
 
 
 @pytest.mark.parametrize("grants", [True, False], ids=["quota-grants", "no-quota-grants"])
-def test_cluster_mode_takes_quota_grants_as_told(tmp_path: Path, grants: bool) -> None:
+def test_a_webhook_replica_takes_quota_grants_as_told_and_runs_no_loop(
+    tmp_path: Path, grants: bool
+) -> None:
     """Composed, not started: nothing connects to the (unreachable) server."""
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)
-    target = ClusterTarget(str(kubeconfig), quota_grants=grants)
+    target = ClusterTarget(str(kubeconfig), quota_grants=grants, keep_rewrite_policy=True)
     mode = cluster_mode(target, lambda: POLICIES)
     assert isinstance(mode.context.ledger, KubeLedger)
     assert (mode.context.ledger.grants is not None) is grants
-    assert mode.policy_keeper is None  # opt-in
+    assert not hasattr(mode, "leader") and not hasattr(mode, "reconciler")
 
 
-def test_cluster_mode_keeps_the_rewrite_policy_when_told(tmp_path: Path) -> None:
+def test_the_controller_keeps_the_rewrite_policy_when_told(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)
     own = Identity("gpu-system", "dragate")
     target = ClusterTarget(str(kubeconfig), keep_rewrite_policy=True, own=own)
-    mode = cluster_mode(target, lambda: POLICIES)
-    assert isinstance(mode.policy_keeper, RewritePolicyKeeper)
-    assert mode.policy_keeper.store is mode.state and mode.policy_keeper.api is mode.state.api
-    assert mode.policy_keeper.own_namespace == "gpu-system"
-    assert mode.policy_keeper.exempt_users == {"system:serviceaccount:gpu-system:dragate"}
+    keeper = controller_mode(target, lambda: POLICIES).pieces.policy_keeper
+    assert isinstance(keeper, RewritePolicyKeeper)
+    assert keeper.own_namespace == "gpu-system"
+    assert keeper.exempt_users == {"system:serviceaccount:gpu-system:dragate"}
+    plain = controller_mode(ClusterTarget(str(kubeconfig)), lambda: POLICIES)
+    assert plain.pieces.policy_keeper is None  # opt-in
+    assert isinstance(plain.context.ledger, KubeLedger) and plain.context.ledger.grants is None
 
 
-@pytest.mark.parametrize("loop", ["reconciler", "keeper", "policy_keeper"])
-def test_cluster_mode_runs_the_cluster_wide_loops_under_the_lease(
-    tmp_path: Path, loop: str
-) -> None:
-    """Composed in every replica, each loop asks the Lease before a pass and is woken when
-    the replica gains it (`Leadership.on_change`): idle while not leading, at once when it is."""
+@pytest.mark.parametrize(
+    "loop", ["reconciler", "template-keeper", "policy-reports", "rewrite-policy-keeper"]
+)
+def test_the_controller_runs_its_loops_under_the_lease(tmp_path: Path, loop: str) -> None:
+    """Each leader-only loop passes only while the controller holds the Lease, and is woken
+    when it gains it (`Leadership.on_change`)."""
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)
-    mode = cluster_mode(ClusterTarget(str(kubeconfig), keep_rewrite_policy=True), lambda: POLICIES)
-    background = getattr(mode, loop)
-    assert mode.leader is not None and background.lease_held == mode.leader.leading
-    assert not background._running()
-    mode.leader._started()  # the election's callback: this replica now holds the Lease
-    assert background._running() and background._wake.is_set()
+    target = ClusterTarget(str(kubeconfig), keep_rewrite_policy=True)
+    mode = controller_mode(target, lambda: POLICIES)
+    row = next(r for r in mode.runner.loops if r.name == loop)
+    assert row.leading and not mode.runner.due(row)
+    mode.leader._started()  # the election's callback: this process now holds the Lease
+    assert mode.runner.due(row) and row.wake.is_set()
     mode.leader._stopped()
-    assert not background._running()
+    assert not mode.runner.due(row)
 
 
 TENANT_OBJECT = {
@@ -166,17 +175,17 @@ def test_a_policy_object_under_admission_meets_the_policy_loader(spec: object, d
     assert denied in " ".join(messages)
 
 
-def test_cluster_mode_reports_its_controller(tmp_path: Path) -> None:
-    """What /readyz and /metrics show: the Lease held or not, why not, the last good pass."""
+def test_the_controller_reports_its_state(tmp_path: Path) -> None:
+    """What the controller's /readyz and /metrics show: the Lease held or not, why not, the
+    last good pass."""
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)
-    mode = cluster_mode(ClusterTarget(str(kubeconfig)), lambda: POLICIES)
-    assert mode.leader is not None
+    mode = controller_mode(ClusterTarget(str(kubeconfig)), lambda: POLICIES)
     mode.leader.failed("create: 403 Forbidden")
     state = mode.controller()
     assert (state.leading, state.last_reconcile, state.lease_failure) == (
         False, None, "create: 403 Forbidden",
     )  # fmt: skip
     mode.leader._started()
-    mode.reconciler.last_success = 1234.0
+    mode.pieces.reconciler.last_success = 1234.0
     assert (mode.controller().leading, mode.controller().last_reconcile) == (True, 1234.0)

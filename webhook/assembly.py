@@ -4,15 +4,16 @@
 must judge exactly alike, so each gets its Context here and nowhere else: cluster facts (a
 snapshot, or watch caches), a ledger, the device inventory, and where managed templates go.
 
-In a cluster each replica is one serving process. Every replica has its own watch caches
-(admission reads them), its own quota grants (`GrantBook`) and its own TenantUsage ledger;
-replicas meet only at the API server's compare-and-swap. The work one replica is enough for
-runs only in the holder of the coordination.k8s.io Lease (`Leadership`): the ledger's
-reconciler, the template keeper's re-creation of deleted managed templates, the rewrite
-policy keeper, the policy objects' status and the PolicyReports. Their threads run in every
-replica and wait while it does not lead; a replica that takes the Lease over is woken and
-starts them at once. Admission itself (`state.ensure_templates` included) runs in every
-replica.
+In a cluster dragate runs in two roles (docs/architecture.md). A webhook replica
+(`cluster_mode`) has its own watch caches (admission reads them), its own quota grants
+(`GrantBook`) and its own TenantUsage ledger; replicas meet only at the API server's
+compare-and-swap, and admission itself (`state.ensure_templates` included) runs in every
+one. The work one process is enough for is the controller's (`controller_mode`), on its own
+caches and ordinary threads, in the holder of the coordination.k8s.io Lease (`Leadership`):
+the ledger's reconciler, the template keeper's re-creation of deleted managed templates,
+the rewrite policy keeper, the policy objects' status and the PolicyReports
+(`webhook.controllers.table`). Every controller runs the table and its leader-only loops
+wait while it does not lead; one that takes the Lease over is woken and starts them at once.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 
+from webhook.controllers.runner import LoopRunner
+from webhook.controllers.table import ControllerPieces, controller_loops
 from webhook.kube.api import KubeApi, list_pages
 from webhook.kube.caches import KubeState
 from webhook.kube.inventorysource import InventorySource
@@ -179,29 +182,68 @@ ControllerSource = Callable[[], ControllerState]
 
 @dataclass(frozen=True)
 class ClusterMode:
-    """The running pieces of cluster mode: the Context and what runs beside it (the loops
-    under `leader` run their passes only while this replica holds the Lease)."""
+    """What a webhook replica runs in a cluster: its watch caches and the Context on them
+    (the ledger with this replica's grants, template creation on the request path). No
+    cluster-wide loop runs here: those are the controller's (`controller_mode`)."""
 
     context: Context
     state: KubeState
-    reconciler: Reconciler
-    keeper: TemplateKeeper
-    policy_keeper: RewritePolicyKeeper | None = None
-    policy_status: PolicyStatusWriter | None = None
-    leader: Leadership | None = None
-    reports: PolicyReportWriter | None = None
+
+    def ready(self) -> tuple[bool, str]:
+        """A /readyz check: every watch cache has listed and is not stale."""
+        return bool(self.state.health()["ready"]), "caches"
+
+    def start(self) -> None:
+        self.state.start()
+
+
+def cluster_mode(
+    target: ClusterTarget, policies: PolicySource, feed: PolicyFeed | None = None
+) -> ClusterMode:
+    """Caches and ledger on one API connection; nothing runs until `start()`."""
+    api = feed.objects.api if feed and feed.objects else cluster_api(target)
+    state = KubeState(api)
+    grants = GrantBook(process_owner()) if target.quota_grants else None
+    ledger = KubeLedger(api, grants=grants)
+    return ClusterMode(_context(policies, state, ledger, feed), state)
+
+
+def _context(
+    policies: PolicySource, state: KubeState, ledger: Ledger, feed: PolicyFeed | None
+) -> Context:
+    return Context(
+        policies=policies,
+        state=state,
+        ledger=ledger,
+        templates=state.ensure_templates,
+        inventory=InventorySource(state.slices).current,
+        policy_check=policy_check(feed.objects if feed else None),
+    )
+
+
+@dataclass(frozen=True)
+class ControllerMode:
+    """The running pieces of the controller role: its own caches, the Lease, and the table of
+    loops (`webhook.controllers.table`) run on ordinary threads; a leader-only loop passes
+    only while this process holds the Lease."""
+
+    context: Context
+    state: KubeState
+    pieces: ControllerPieces
+    leader: Leadership
+    runner: LoopRunner
     began: float = field(default_factory=time.time)
 
     def controller(self) -> ControllerState:
         """This process's part in confirming holders: the Lease, the last good pass."""
-        leader, reports, status = self.leader, self.reports, self.policy_status
+        reports, status = self.pieces.reports, self.pieces.policy_status
         return ControllerState(
-            leading=leader is not None and leader.leading(),
-            last_reconcile=self.reconciler.last_success,
+            leading=self.leader.leading(),
+            last_reconcile=self.pieces.reconciler.last_success,
             waiting_since=self.began,
-            lease_failure=leader.failure if leader is not None else "",
-            last_audit=reports.last_success if reports is not None else None,
-            audit_seconds=reports.last_duration if reports is not None else None,
+            lease_failure=self.leader.failure,
+            last_audit=reports.last_success,
+            audit_seconds=reports.last_duration,
             quota=status.quota_rows() if status is not None else (),
         )
 
@@ -211,20 +253,17 @@ class ClusterMode:
 
     def start(self) -> None:
         self.state.start()
-        self.reconciler.start()
-        self.keeper.start()
-        for loop in (self.policy_keeper, self.policy_status, self.leader, self.reports):
-            if loop is not None:
-                loop.start()
+        self.leader.start()
+        self.runner.start()
 
 
-def cluster_mode(
+def controller_mode(
     target: ClusterTarget, policies: PolicySource, feed: PolicyFeed | None = None,
     served: Callable[[], PolicySet | None] | None = None, observe: Observe = lambda _r: None,
-) -> ClusterMode:  # fmt: skip
-    """Caches and ledger on one API connection; nothing runs until `start()`. The Lease
-    holder audits into PolicyReports and, with a `feed` of policy objects and the `served`
-    set, keeps their status."""
+) -> ControllerMode:  # fmt: skip
+    """The controller's caches, ledger (no grants: it admits nothing), Lease and loops on one
+    API connection; nothing runs until `start()`. With a `feed` of policy objects and the
+    `served` set, the policy objects' status is kept too."""
     api = feed.objects.api if feed and feed.objects else cluster_api(target)
 
     def claim_event(kind: str, claim: Object) -> None:
@@ -237,25 +276,11 @@ def cluster_mode(
     state = KubeState(api, claim_listener=claim_event, template_listener=template_event)
     leader = Leadership(api, target.own.namespace)
     keeper = TemplateKeeper(state, policies, leading=leader.leading)
-    grants = GrantBook(process_owner()) if target.quota_grants else None
-    ledger = KubeLedger(api, grants=grants)
+    ledger = KubeLedger(api)
     reconciler = Reconciler(
         ledger, claims_truth(policies, state), names=claims_names(state), leading=leader.leading
     )
-    context = Context(
-        policies=policies,
-        state=state,
-        ledger=ledger,
-        templates=state.ensure_templates,
-        inventory=InventorySource(state.slices).current,
-        policy_check=policy_check(feed.objects if feed else None),
-    )
-    policy_keeper = (
-        _policy_keeper(target, state, policies, leader) if target.keep_rewrite_policy else None
-    )
-    for loop in (reconciler, keeper, policy_keeper):
-        if loop is not None:
-            leader.on_change(loop.wake)
+    context = _context(policies, state, ledger, feed)
     reports = PolicyReportWriter(
         api, audit_pass(context, state), leading=leader.leading,
         changed=lambda: _digest(served or (lambda: None)), observe=observe,
@@ -265,7 +290,21 @@ def cluster_mode(
         status = PolicyStatusWriter(
             api, feed.objects, served, usage=ledger.usage, leading=leader.leading
         )
-    return ClusterMode(context, state, reconciler, keeper, policy_keeper, status, leader, reports)
+    policy_keeper = (
+        _policy_keeper(target, state, policies, leader) if target.keep_rewrite_policy else None
+    )
+    pieces = ControllerPieces(reconciler, keeper, reports, policy_keeper, status)
+    runner = LoopRunner(controller_loops(pieces), lease=leader.leading)
+    leader.on_change(runner.wake_all)
+    leader.on_change(lambda: _new_term(leader, reports))
+    return ControllerMode(context, state, pieces, leader, runner)
+
+
+def _new_term(leader: Leadership, reports: PolicyReportWriter) -> None:
+    """The Lease was lost: the writer forgets what it wrote (the next term starts from what
+    the cluster holds) and its audit metrics clear (another controller reports now)."""
+    if not leader.leading():
+        reports.run_once()
 
 
 def audit_pass(context: Context, state: KubeState) -> Callable[[], list[AuditResult]]:
@@ -312,19 +351,17 @@ def serving_context(
     ledger_file: Path | None,
     *,
     feed: PolicyFeed | None = None,
-    served: Callable[[], PolicySet | None] | None = None,
-    observe: Observe = lambda _r: None,
-) -> tuple[Context, list[ReadinessCheck], ControllerSource | None]:
-    """The webhook's Context, started, its readiness checks and (in a cluster) its controller
-    state: cluster mode when a target is given, otherwise offline.
+) -> tuple[Context, list[ReadinessCheck]]:
+    """The webhook's Context, started, and its readiness checks: cluster mode when a target
+    is given, otherwise offline.
 
     Offline, the ledger file was seeded at start (`dragate serve`); nothing reconciles it.
     """
     if cluster is not None:
-        mode = cluster_mode(cluster, policies, feed, served, observe)
+        mode = cluster_mode(cluster, policies, feed)
         mode.start()
         objects = [feed.objects.ready] if feed and feed.objects else []
-        return mode.context, [mode.ready, *objects], mode.controller
+        return mode.context, [mode.ready, *objects]
     state = load_state(str(state_file)) if state_file else SnapshotState.empty()
     ledger = SqliteLedger(str(ledger_file)) if ledger_file else MemoryLedger()
-    return offline_context(policies, state, ledger), [], None
+    return offline_context(policies, state, ledger), []

@@ -57,11 +57,13 @@ def serve_command(kubeconfig: Path, policies: Path) -> list[str]:
 
     `--graceful-timeout 5`: the apiserver keeps idle connections open, which a stopping worker
     keeps serving until the graceful timeout (25 s by default); 5 s keeps stop/restart quick.
+    `--probe-port 0`: each replica's controller child (`--role all`) probes on a port of its
+    own, so replicas on one host do not clash.
     """
     return [
         DRAGATE, "serve", "--kubeconfig", str(kubeconfig), "--policies", str(policies),
         "--host", "{host}", "--port", "{port}", "--cert-dir", "{cert_dir}",
-        "--graceful-timeout", "5", "--log-level", "info",
+        "--graceful-timeout", "5", "--log-level", "info", "--probe-port", "0",
     ]  # fmt: skip
 
 

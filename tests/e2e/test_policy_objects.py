@@ -97,7 +97,7 @@ def served(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     command = [
         DRAGATE, "serve", "--kubeconfig", str(cluster.kubeconfig), "--host", "{host}",
         "--port", "{port}", "--cert-dir", "{cert_dir}",
-        "--graceful-timeout", "5",
+        "--graceful-timeout", "5", "--probe-port", "0",
     ]  # fmt: skip
     server = DragateServer.launch(command, workdir, name="dragate-objects")
     ca = workdir / "ca.crt"

@@ -120,10 +120,11 @@ class Replica:
             conn.close()
 
     def kill(self) -> list[int]:
-        """SIGKILL the master and its worker at once (the whole process group); the PIDs."""
+        """SIGKILL the master, its worker and its controller child at once (the whole
+        process group); the PIDs."""
         master = self.server.process.pid
         pids = [master, *worker_pids(master)]
-        assert len(pids) == 2, f"expected a master and one worker, found {pids}"
+        assert len(pids) == 3, f"expected a master, its worker and controller, found {pids}"
         os.killpg(master, signal.SIGKILL)
         wait_for(lambda: all(gone(pid) for pid in pids), timeout=10, what="both PIDs gone")
         return pids

@@ -23,11 +23,11 @@ from webhook import pipeline
 from webhook.admission import jsonlog, metrics, offloop, routes
 from webhook.admission.config import AdmissionOptions, ServeConfig
 from webhook.admission.handler import Admitter, Reviewer
-from webhook.admission.reload import PolicyHolder, PolicyWatcher
+from webhook.admission.offloop import yield_now
+from webhook.admission.reload import PolicyHolder, PolicyWatcher, policy_report
 from webhook.assembly import ControllerSource, ReadinessCheck, policy_feed, serving_context
 from webhook.pipeline import Context, Identity
 from webhook.types import PolicySet
-from webhook.types.pacing import yield_now
 
 
 def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
@@ -43,14 +43,12 @@ def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
         paths, feed.load, fallback=fallback, changes=feed.changes, runner=offloop.off_loop
     )
     watcher = PolicyWatcher(holder, config.reload_interval)
-    context, readiness, controller = serving_context(
-        holder.get, config.cluster, config.state_file, config.ledger_file,
-        feed=feed, served=lambda: holder.loaded, observe=metrics.observe_audit,
-    )  # fmt: skip
+    context, readiness = serving_context(
+        holder.get, config.cluster, config.state_file, config.ledger_file, feed=feed
+    )
     app = create_app(
         context, holder, config.admission, pipeline.review,
         cert=config.tls.cert, readiness=readiness, on_first_ready=settle_collector,
-        controller=controller,
     )  # fmt: skip
     watcher.ensure_running()
     app.extensions["dragate.watcher"] = watcher
@@ -143,30 +141,12 @@ def _readyz(
         first_ready()
     body = {
         "status": "ok" if all(results.values()) else "unready",
-        "policies": _policy_report(holder),
+        "policies": policy_report(holder),
         "checks": results,
     }
     if controller is not None:
         body["controller"] = controller().report(time.time())
     return jsonify(body), 200 if all(results.values()) else 503
-
-
-def _policy_report(holder: PolicyHolder) -> dict[str, object]:
-    """What is served: digest, freshness, and the policy objects left out with their reasons."""
-    status, policies = holder.status, holder.loaded
-    state = "unloaded" if policies is None else "stale" if status.stale else "current"
-    report: dict[str, object] = {
-        "state": state,
-        "digest": status.digest,
-        "loadedAt": status.loaded_at,
-        "errors": list(status.errors),
-    }
-    if policies is not None:
-        report["objects"] = len(policies.objects)
-        report["notEnforced"] = [f"{n.kind}/{n.name}: {n.message}" for n in policies.not_enforced]
-        if not (policies.tenants or policies.class_policies):
-            report["note"] = "nothing to enforce: no Tenant or DeviceClassPolicy is loaded"
-    return report
 
 
 def _metrics(cert: Path | None, controller: ControllerSource | None) -> Response:

@@ -18,6 +18,17 @@ DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the apiserver's own write-body limit
 DEFAULT_TIMEOUT_SECONDS = 10.0  # the apiserver's default `timeoutSeconds`
 
 
+DEFAULT_PROBE_PORT = 8081
+
+
+class Role(StrEnum):
+    """What a `dragate serve` process does (docs/architecture.md, "Process model")."""
+
+    WEBHOOK = "webhook"  # answers reviews over HTTPS; no cluster-wide loop, no Lease
+    CONTROLLER = "controller"  # the Lease and the cluster-wide loops; probes over plain HTTP
+    ALL = "all"  # both: offline the webhook alone, in a cluster a controller child beside it
+
+
 class TimeoutOutcome(StrEnum):
     """What /validate answers when a review outlives the apiserver's deadline."""
 
@@ -69,6 +80,8 @@ class ServeConfig:
     log_level: str = "info"
     admission: AdmissionOptions = field(default_factory=AdmissionOptions)
     kube_version: str = NEWEST  # the minor rules are typed for (`--kube-version` or /version)
+    role: Role = Role.ALL
+    probe_port: int = DEFAULT_PROBE_PORT  # the controller's plain-HTTP probes, on `host`
 
 
 def own_namespace_default() -> str:

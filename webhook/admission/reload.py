@@ -255,3 +255,21 @@ class PolicyWatcher:
                 self._holder.poll()
             except Exception:  # a watcher that dies silently would freeze policies forever
                 log.exception("policy watcher iteration failed")
+
+
+def policy_report(holder: PolicyHolder) -> dict[str, object]:
+    """What is served: digest, freshness, and the policy objects left out with their reasons."""
+    status, policies = holder.status, holder.loaded
+    state = "unloaded" if policies is None else "stale" if status.stale else "current"
+    report: dict[str, object] = {
+        "state": state,
+        "digest": status.digest,
+        "loadedAt": status.loaded_at,
+        "errors": list(status.errors),
+    }
+    if policies is not None:
+        report["objects"] = len(policies.objects)
+        report["notEnforced"] = [f"{n.kind}/{n.name}: {n.message}" for n in policies.not_enforced]
+        if not (policies.tenants or policies.class_policies):
+            report["note"] = "nothing to enforce: no Tenant or DeviceClassPolicy is loaded"
+    return report

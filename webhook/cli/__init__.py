@@ -44,6 +44,19 @@ def main() -> None:
     """dragate: admission webhook and policy engine for Kubernetes DRA."""
 
 
+def patches_gevent(args: list[str]) -> bool:
+    """Whether these arguments start a process that serves reviews on gevent's loop."""
+    if args[:1] != ["serve"]:
+        return False
+    role = "all"
+    for index, arg in enumerate(args):
+        if arg == "--role" and index + 1 < len(args):
+            role = args[index + 1]
+        elif arg.startswith("--role="):
+            role = arg.split("=", 1)[1]
+    return role != "controller"
+
+
 def entry() -> None:
     """The `dragate` console script and `python -m webhook`: `main`, with gevent's monkey
     patching first when the command is `serve`.
@@ -52,9 +65,10 @@ def entry() -> None:
     standard library before anything else imports it, or modules that bound `ssl` or
     `socket` names on import (urllib3, under the kubernetes client) keep blocking calls that
     stall every connection of the worker. Patching here, before the serve command's modules
-    load, is the earliest point; every other command runs unpatched.
+    load, is the earliest point; every other command runs unpatched, and so does
+    `serve --role controller` (a plain process on ordinary threads).
     """
-    if "serve" in sys.argv[1:2]:
+    if patches_gevent(sys.argv[1:]):
         from gevent import monkey  # noqa: PLC0415  (serve only)
 
         monkey.patch_all()

@@ -20,7 +20,9 @@ import click
 from webhook import certificates
 from webhook.admission.config import (
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_PROBE_PORT,
     AdmissionOptions,
+    Role,
     ServeConfig,
     TimeoutOutcome,
     TlsFiles,
@@ -30,6 +32,7 @@ from webhook.assembly import ClusterTarget, cluster_api
 from webhook.cli import exits
 from webhook.cli.certs import BadInput, state_dir
 from webhook.cli.inputs import KUBE_VERSION_HELP
+from webhook.cli.roles import listened_ports, serving_line, start_controller_child
 from webhook.files.yamlio import YamlError
 from webhook.kube.snapshot import SnapshotState, load_state
 from webhook.ledger.sqlite import LedgerFileError, LedgerUnavailable, SqliteLedger
@@ -58,12 +61,12 @@ def check_inputs(config: ServeConfig) -> None:
     """Load policies and state once in the master; raise click errors with exit code 2."""
     if config.cluster is not None and config.state_file is not None:
         raise BadInput("--state is for offline serving; with a cluster, facts come from the API")
-    try:
-        check_address_free(config.host, config.port)
-    except OSError as err:
-        raise BadInput(
-            f"cannot listen on {config.host}:{config.port}: {err.strerror or err}"
-        ) from None
+    for port in listened_ports(config):
+        try:
+            check_address_free(config.host, port)
+        except OSError as err:
+            problem = err.strerror or err
+            raise BadInput(f"cannot listen on {config.host}:{port}: {problem}") from None
     try:
         policies = load_policies([config.policy_dir]) if config.policy_dir else PolicySet()
         state = load_state(str(config.state_file)) if config.state_file else SnapshotState()
@@ -151,9 +154,16 @@ def _check_kube_version(
 
 
 def run(config: ServeConfig) -> None:
-    """Serve until SIGTERM/SIGINT; gunicorn exits the process (0 on a clean shutdown)."""
+    """Serve until SIGTERM/SIGINT; gunicorn exits the process (0 on a clean shutdown). The
+    controller role is a plain process instead; `all` in a cluster starts one as a child."""
+    if config.role is Role.CONTROLLER:
+        from webhook.admission.controlprocess import run_controller  # noqa: PLC0415
+
+        sys.exit(run_controller(config))
     from webhook.admission.server import DragateServer  # noqa: PLC0415  (serve only)
 
+    if config.role is Role.ALL and config.cluster is not None:
+        start_controller_child(config)
     server = DragateServer(config)
     server.policies = master_policies(config)
     server.run()
@@ -276,6 +286,24 @@ def run(config: ServeConfig) -> None:
     help="Cluster mode: enforce the cluster's dragate.io policy objects (Tenant, "
     "DeviceClassPolicy, ...), beside the --policies files when given.",
 )
+@click.option(
+    "--role",
+    type=click.Choice([r.value for r in Role]),
+    default=Role.ALL.value,
+    show_default=True,
+    help="webhook: answer reviews over HTTPS, no cluster-wide loop and no Lease. controller: "
+    "cluster mode only; hold the Lease and run the reconciler, keepers, policy status, audit "
+    "and PolicyReports, with probes over plain HTTP on --probe-port. all: both (offline, the "
+    "webhook alone; in a cluster, a controller child process beside the webhook).",
+)
+@click.option(
+    "--probe-port",
+    default=DEFAULT_PROBE_PORT,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="The controller's /healthz, /readyz and /metrics over plain HTTP, on --host "
+    "(0: any free port).",
+)
 def command(kube_version: str | None, **flags: object) -> None:
     """Serve /validate and /mutate over HTTPS (gunicorn, one gevent worker)."""
     config = build_config(**flags)  # type: ignore[arg-type]
@@ -285,11 +313,7 @@ def command(kube_version: str | None, **flags: object) -> None:
     use_kube_version(minor)
     config = dataclasses.replace(config, kube_version=minor)
     check_inputs(config)
-    click.echo(
-        f"dragate: serving https://{config.host}:{config.port} "
-        f"(policies {_policy_origin(config)}, certificate {config.tls.cert})",
-        err=True,
-    )
+    click.echo(f"dragate: {serving_line(config, _policy_origin(config))}", err=True)
     run(config)
     sys.exit(exits.OK)
 
@@ -329,8 +353,15 @@ def build_config(
     quota_grants: bool,
     keep_rewrite_policy: bool = False,
     policy_objects: bool = True,
+    role: str = Role.ALL.value,
+    probe_port: int = DEFAULT_PROBE_PORT,
 ) -> ServeConfig:
     """Flags to a ServeConfig; makes the dev certificate when needed."""
+    if role == Role.CONTROLLER and not (kubeconfig or in_cluster):
+        raise BadInput(
+            "--role controller needs a cluster: --kubeconfig or --in-cluster "
+            "(offline, `dragate serve` alone runs everything)"
+        )
     if client_names and client_ca is None:
         raise BadInput("--client-name needs --client-ca: names are read from verified certificates")
     own = Identity(own_namespace, own_service_account)
@@ -340,13 +371,7 @@ def build_config(
     cluster = target if kubeconfig or in_cluster else None
     if keep_rewrite_policy and cluster is None:
         raise BadInput("--keep-rewrite-policy needs a cluster: --kubeconfig or --in-cluster")
-    try:
-        cert_files = prepare_certs(cert_dir, dns_names)
-    except certificates.CertError as err:
-        raise BadInput(str(err)) from None
-    tls = TlsFiles(
-        cert_files.file(certificates.TLS_CERT), cert_files.file(certificates.TLS_KEY), client_ca
-    )
+    tls = serving_tls(Role(role), cert_dir, dns_names, client_ca)
     options = AdmissionOptions(
         max_body_bytes=max_body_bytes,
         on_timeout=TimeoutOutcome(on_timeout),
@@ -362,5 +387,21 @@ def build_config(
         state_file=state_file, cluster=cluster,
         ledger_file=ledger_file or state_dir() / "ledger.sqlite3", max_connections=max_connections,
         graceful_timeout=graceful_timeout, log_level=log_level, admission=options,
-        reload_interval=reload_interval,
+        reload_interval=reload_interval, role=Role(role), probe_port=probe_port,
     )  # fmt: skip
+
+
+def serving_tls(
+    role: Role, cert_dir: Path | None, dns_names: Sequence[str], client_ca: Path | None
+) -> TlsFiles:
+    """The certificate the webhook serves; the controller serves no TLS and makes none."""
+    if role is Role.CONTROLLER:
+        where = certificates.CertDir(cert_dir or state_dir() / "certs")
+        return TlsFiles(where.file(certificates.TLS_CERT), where.file(certificates.TLS_KEY))
+    try:
+        cert_files = prepare_certs(cert_dir, dns_names)
+    except certificates.CertError as err:
+        raise BadInput(str(err)) from None
+    return TlsFiles(
+        cert_files.file(certificates.TLS_CERT), cert_files.file(certificates.TLS_KEY), client_ca
+    )

@@ -55,6 +55,11 @@ class BackgroundLoop:
         """Look again now: work is due, or leadership changed (a `Leadership` listener)."""
         self._wake.set()
 
+    @property
+    def wake_event(self) -> threading.Event:
+        """What `wake` sets: a runner that drives this loop's passes itself waits on it."""
+        return self._wake
+
     def stop(self, timeout: float = 1.0) -> None:
         self._stop.set()
         self._wake.set()

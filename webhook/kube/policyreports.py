@@ -6,7 +6,7 @@ and alerts without dragate building them. Reports are current state, not history
 rewritten when its results change and deleted when its namespace has none left, so results
 of deleted objects disappear. Only the leader audits and writes; a pass runs every
 `interval` seconds and soon after the served policy set changes, never on the admission
-path; writes are paced (`writes_per_second`), a namespace's first report before the
+path; writes are spaced (`writes_per_second`), a namespace's first report before the
 rewrites of the others, and a report keeps at most `max_results` results (failures and
 warnings first), its summary counting them all. Each result names its `policy` and `rule`,
 as Policy Reporter groups them.
@@ -24,7 +24,6 @@ from typing import Any
 from webhook.kube.api import APPLY, ApiError, KubeApi, Unreachable, list_pages
 from webhook.kube.background import BackgroundLoop
 from webhook.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, AuditResult, FactsUnavailable
-from webhook.types.pacing import paced
 
 GROUP = "/apis/wgpolicyk8s.io/v1alpha2"
 REPORT_NAME = "dragate"
@@ -49,11 +48,9 @@ def reports_of(
 ) -> dict[str, dict[str, Any]]:
     """One report per namespace ("" is the cluster's), results ordered failures first."""
     by_namespace: dict[str, list[AuditResult]] = {}
-    for result in paced(results):
+    for result in results:
         by_namespace.setdefault(result.namespace, []).append(result)
-    return {
-        ns: _report(ns, found, seconds, max_results) for ns, found in paced(by_namespace.items())
-    }
+    return {ns: _report(ns, found, seconds, max_results) for ns, found in by_namespace.items()}
 
 
 def _report(
@@ -130,6 +127,8 @@ class PolicyReportWriter(BackgroundLoop):
         self.tick = tick
         self.pause = 1.0 / writes_per_second
         self._written: dict[str, str] = {}
+        self._next_pass = 0.0  # monotonic time the next pass is due
+        self._last_change: object = None  # what `changed` said at the last pass
         self._installed = True
         self.last_success: float | None = None
         """Unix time the last audit pass that had its facts ended; None: never."""
@@ -167,7 +166,7 @@ class PolicyReportWriter(BackgroundLoop):
         change rewrites every report at `writes_per_second`, and a namespace the change brings
         in gets its report at the start of that pass, not after the rest."""
         ordered = sorted(reports.items(), key=lambda item: item[0] in self._written)
-        return paced(ordered)
+        return ordered
 
     def _reports_installed(self) -> bool:
         """Whether the API server serves PolicyReports; said once each time it changes."""
@@ -228,14 +227,19 @@ class PolicyReportWriter(BackgroundLoop):
         return [i for i in items if i["metadata"]["name"] == REPORT_NAME]
 
     def _loop(self) -> None:
-        next_pass, last_change = 0.0, self.changed()
         while not self._stop.is_set():
-            change = self.changed()
-            if time.monotonic() >= next_pass or change != last_change:
-                last_change = change
-                try:
-                    self.run_once()
-                except Exception:  # an audit loop that dies would leave reports stale forever
-                    log.exception("audit pass failed")
-                next_pass = time.monotonic() + self.interval
+            try:
+                self.step()
+            except Exception:  # an audit loop that dies would leave reports stale forever
+                log.exception("audit pass failed")
             self._sleep(self.tick)
+
+    def step(self) -> None:
+        """What each tick does: a pass every `interval`, and soon after the policy set
+        changes."""
+        change = self.changed()
+        if time.monotonic() < self._next_pass and change == self._last_change:
+            return
+        self._last_change = change
+        self._next_pass = time.monotonic() + self.interval
+        self.run_once()

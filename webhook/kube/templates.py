@@ -83,6 +83,7 @@ class TemplateKeeper(BackgroundLoop):
         self._known: dict[Key, Object] = {}
         self._due: dict[Key, tuple[float, Backoff]] = {}
         self._lock = threading.Lock()
+        self._next_sweep = 0.0  # monotonic time of the next sweep; 0: not planned yet
 
     # -------------------------------------------------------------- events
 
@@ -188,13 +189,19 @@ class TemplateKeeper(BackgroundLoop):
     # ----------------------------------------------------------- lifecycle
 
     def _loop(self) -> None:
-        next_sweep = time.monotonic() + self._jittered()
         while self._running():
-            if time.monotonic() >= next_sweep:
-                self._sweep_logged()
-                next_sweep = time.monotonic() + self._jittered()
-            self._restore_logged()
-            self._sleep(min(next_sweep, self._next_due()) - time.monotonic())
+            self.step()
+            self._sleep(min(self._next_sweep, self._next_due()) - time.monotonic())
+
+    def step(self) -> None:
+        """A sweep when one is due (every `interval`, jittered), then the restores due."""
+        now = time.monotonic()
+        if self._next_sweep == 0.0:
+            self._next_sweep = now + self._jittered()
+        elif now >= self._next_sweep:
+            self._sweep_logged()
+            self._next_sweep = time.monotonic() + self._jittered()
+        self._restore_logged()
 
     def _sweep_logged(self) -> None:
         try:

@@ -43,7 +43,6 @@ from webhook.ledger.grants import GrantBook
 from webhook.ledger.tenantusage import COLLECTION, Stored, object_name, stored_of, tenant_usage
 from webhook.ledger.wantwatch import WantWatch
 from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation
-from webhook.types.pacing import paced
 
 T = TypeVar("T")
 
@@ -195,7 +194,7 @@ class KubeLedger:
         """
         tenants = set(self._stored_tenants()) | set(truth)
         unstorable: list[recordtext.Unstorable] = []
-        for tenant in paced(sorted(tenants)):
+        for tenant in sorted(tenants):
             change = self._reconcile_with(truth.get(tenant, {}), names, seen_at, gone)
             try:
                 self.update(tenant, change, self.reconcile_budget)

@@ -42,7 +42,6 @@ from webhook.ledger.accounting import Holds
 from webhook.ledger.gangtruth import add_gang_holds
 from webhook.ledger.usage import holder_names, holds_by_tenant
 from webhook.types import ClusterState, DragateError, Object, PolicySet
-from webhook.types.pacing import paced
 
 log = logging.getLogger("dragate.ledger.reconciler")
 
@@ -66,14 +65,13 @@ class Reconcilable(Protocol):
 
 
 def claims_truth(policies: Callable[[], PolicySet], state: ClusterState) -> Truth:
-    """The truth from the claims in `state`, each counted for the tenant of its namespace (a
-    `paced` walk: the server answers reviews between its slices), and the holders of the
-    gangs it keeps (`gangtruth`)."""
+    """The truth from the claims in `state`, each counted for the tenant of its namespace,
+    and the holders of the gangs it keeps (`gangtruth`)."""
 
     def truth() -> Mapping[str, Holds]:
         namespaces = {str(n["metadata"]["name"]): n for n in state.namespaces()}
         current = policies()
-        holds, notes = holds_by_tenant(current, paced(state.claims()), namespaces)
+        holds, notes = holds_by_tenant(current, state.claims(), namespaces)
         for note in notes:
             log.warning("reconcile: %s", note)
         add_gang_holds(current, state, namespaces, holds)

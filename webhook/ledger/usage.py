@@ -13,7 +13,6 @@ from webhook.engine.normalize import ObjectError, claim_spec
 from webhook.engine.tenancy import namespace_labels, resolve_tenant
 from webhook.ledger.accounting import Holds
 from webhook.types import ClusterState, Object, PolicySet
-from webhook.types.pacing import paced
 
 
 def holds_by_tenant(
@@ -42,10 +41,9 @@ def holds_by_tenant(
 
 
 def existing_holds(policies: PolicySet, state: ClusterState) -> dict[str, Holds]:
-    """Per tenant, what the claims already in `state` hold: the ledger's starting truth (a
-    `paced` walk: the server answers reviews between its slices)."""
+    """Per tenant, what the claims already in `state` hold: the ledger's starting truth."""
     namespaces = {str(n["metadata"]["name"]): n for n in state.namespaces()}
-    holds, _ = holds_by_tenant(policies, paced(state.claims()), namespaces)
+    holds, _ = holds_by_tenant(policies, state.claims(), namespaces)
     return holds
 
 

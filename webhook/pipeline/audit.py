@@ -29,7 +29,6 @@ from webhook.types import (
     Reason,
     Verdict,
 )
-from webhook.types.pacing import paced
 
 Usage = Callable[[str], Mapping[str, ClassUsage]]
 """A tenant's usage per DeviceClass."""
@@ -47,13 +46,13 @@ def audit(objects: Iterable[Object], context: Context) -> Iterator[AuditResult]:
 
     Objects are judged namespace by namespace: a tenant's objects one after another share
     what the engine remembers of its rules' results, which objects in creation order across
-    thousands of tenants never would (docs/benchmarks.md, the audit section). The pass is
-    `paced`: the server answers reviews between its slices."""
+    thousands of tenants never would (docs/benchmarks.md, the audit section). It runs in the
+    controller process, never on the loop that answers reviews."""
     from webhook.pipeline import review  # noqa: PLC0415  (the package imports this module)
 
     policies = context.policies()
     audited = [o for o in objects if o.get("kind") in AUDITED_KINDS and not _own(o)]
-    for obj in paced(sorted(audited, key=_namespace_of)):
+    for obj in sorted(audited, key=_namespace_of):
         request = request_from_object(obj, dry_run=True, user_info=AUDITOR)
         if not handles(request, policies.settings, context.own, mutate=False).reviewed:
             continue

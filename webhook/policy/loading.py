@@ -28,7 +28,6 @@ from webhook.types import (
     Source,
     Tenant,
 )
-from webhook.types.pacing import paced
 
 __all__ = [
     "POLICY_SUFFIXES",
@@ -146,7 +145,7 @@ def read_all(texts: list[tuple[str, str]], problems: list[PolicyProblem]) -> lis
         except YamlError as err:
             problems.append(PolicyProblem(err.source, "", err.message))
             continue
-        for doc in paced(documents):
+        for doc in documents:
             report = Report(doc)
             item = read_document(doc, report)
             problems.extend(report.problems)
@@ -168,8 +167,7 @@ def as_written(doc: Document) -> list[Document]:
     """A document as its author wrote it: what `kubectl get tenants,... -o yaml` prints (a
     `kind: List` whose items carry `status` and server metadata) becomes its items, each
     without what the server added, each with its own line. Other documents pass as they are,
-    so a typo in a hand-written `metadata` is still a problem. Reviews are answered while a
-    reload compiles (`paced`)."""
+    so a typo in a hand-written `metadata` is still a problem."""
     data = doc.data
     if not isinstance(data, dict):
         return [doc]
