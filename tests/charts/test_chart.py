@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import shutil
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,152 +23,28 @@ import celpy
 import pytest
 import yaml
 from admission.server_support import start
-from cryptography import x509
-from e2e.toolchain_bins import (
-    SUPPORTED_MINORS,
-    ToolchainMissing,
-    require_binaries,
-    toolchain_bin_dir,
+from charts.chart_support import (
+    CHART,
+    CONTROLLER,
+    FULLNAME,
+    NAMESPACE,
+    NON_DEFAULT,
+    RELEASE,
+    REPO,
+    URL_MODE,
+    Doc,
+    Helm,
+    Rendered,
+    container,
+    flags,
+    webhooks,
 )
+from cryptography import x509
+from e2e.toolchain_bins import SUPPORTED_MINORS
 
 from webhook.admission import metrics
 from webhook.cli import serve
-from webhook.kube.policyreports import REPORT_NAME
 from webhook.rewrite import REWRITTEN_LABEL
-from webhook.rewrite.admissionpolicy import NAME
-
-REPO = Path(__file__).resolve().parents[2]
-CHART = REPO / "charts" / "dragate"
-NAMESPACE = "dragate-system"
-RELEASE = "dragate"
-FULLNAME = "dragate"  # the release name contains the chart name
-
-Doc = dict[str, Any]
-
-
-# --- helm ----------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def helm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Helm]:
-    if os.environ.get("DRAGATE_SKIP_E2E") == "1":
-        pytest.skip("DRAGATE_SKIP_E2E=1: chart tests need the toolchain's helm")
-    try:
-        bin_dir = require_binaries(toolchain_bin_dir(), ("helm",))
-    except ToolchainMissing as error:
-        pytest.fail(str(error), pytrace=False)
-    yield Helm(bin_dir / "helm", tmp_path_factory.mktemp("helm"))
-
-
-class Helm:
-    def __init__(self, binary: Path, home: Path) -> None:
-        self.binary = binary
-        self.home = home
-
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        env = {
-            **os.environ,
-            "HELM_CACHE_HOME": str(self.home / "cache"),
-            "HELM_CONFIG_HOME": str(self.home / "config"),
-            "HELM_DATA_HOME": str(self.home / "data"),
-        }
-        result = subprocess.run(
-            [str(self.binary), *args], capture_output=True, text=True, env=env, timeout=120,
-            check=False,
-        )  # fmt: skip
-        if check and result.returncode != 0:
-            raise AssertionError(f"helm {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
-        return result
-
-    def values_args(self, values: dict[str, Any] | None) -> list[str]:
-        if not values:
-            return []
-        path = self.home / f"values-{abs(hash(json.dumps(values, sort_keys=True)))}.json"
-        path.write_text(json.dumps(values))
-        return ["-f", str(path)]
-
-    def template(self, values: dict[str, Any] | None = None, *extra: str) -> Rendered:
-        result = self.run(
-            "template", RELEASE, str(CHART), "--namespace", NAMESPACE,
-            *self.values_args(values), *extra,
-        )  # fmt: skip
-        return Rendered([d for d in yaml.safe_load_all(result.stdout) if d])
-
-    def template_error(self, values: dict[str, Any]) -> str:
-        result = self.run(
-            "template", RELEASE, str(CHART), "--namespace", NAMESPACE,
-            *self.values_args(values), check=False,
-        )  # fmt: skip
-        assert result.returncode != 0, f"expected helm template to fail for {values}"
-        return result.stderr
-
-
-class Rendered:
-    def __init__(self, docs: list[Doc]) -> None:
-        self.docs = docs
-
-    def kinds(self) -> list[str]:
-        return sorted(d["kind"] for d in self.docs)
-
-    def all(self, kind: str) -> list[Doc]:
-        return [d for d in self.docs if d["kind"] == kind]
-
-    def one(self, kind: str, name: str | None = None) -> Doc:
-        found = [d for d in self.all(kind) if name is None or d["metadata"]["name"] == name]
-        assert len(found) == 1, f"expected one {kind} {name or ''}, got {len(found)}"
-        return found[0]
-
-    def has(self, kind: str) -> bool:
-        return bool(self.all(kind))
-
-
-@pytest.fixture(scope="session")
-def default(helm: Helm) -> Rendered:
-    return helm.template()
-
-
-URL_MODE = {
-    "deployment": {"enabled": False},
-    "webhook": {
-        "url": "https://192.0.2.10:9443",
-        "caBundle": base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode(),
-    },
-}
-NON_DEFAULT = {
-    "certs": {"mode": "certManager"},
-    "networkPolicy": {"enabled": True, "controlPlaneCIDRs": ["10.0.0.0/16", "172.16.0.0/12"]},
-    "serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
-    "prometheusRule": {"enabled": True},
-    "deployment": {"replicas": 5, "preStopSleepSeconds": 5},
-    "serve": {"maxConnections": 3000, "gracefulTimeoutSeconds": 20},
-    "webhook": {"validating": {"failurePolicy": "Ignore", "timeoutSeconds": 5}},
-}
-
-
-def container(deployment: Doc, name: str = "dragate") -> Doc:
-    found: Doc = next(c for c in deployment["spec"]["template"]["spec"]["containers"]
-                      if c["name"] == name)  # fmt: skip
-    return found
-
-
-def flags(args: list[str]) -> dict[str, str]:
-    """`--name=value` arguments as a dict (bare flags map to "")."""
-    out = {}
-    for arg in args:
-        if arg.startswith("--"):
-            name, _, value = arg[2:].partition("=")
-            out[name] = value
-    return out
-
-
-def webhooks(rendered: Rendered) -> dict[str, Doc]:
-    found = {}
-    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
-        for config in rendered.all(kind):
-            for hook in config["webhooks"]:
-                found[hook["name"]] = hook
-    return found
-
 
 # --- lint ----------------------------------------------------------------------------------------
 
@@ -218,9 +91,10 @@ CLUSTER_SCOPED = ("ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfigu
 
 def test_default_render_has_every_object(default: Rendered) -> None:
     assert default.kinds() == sorted([
-        "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment",
-        "MutatingWebhookConfiguration", "NetworkPolicy", "PodDisruptionBudget", "Role",
-        "RoleBinding", "Secret", "Service", "ServiceAccount", "ValidatingWebhookConfiguration",
+        *["ClusterRole", "ClusterRoleBinding", "Deployment", "NetworkPolicy", "Service",
+          "ServiceAccount"] * 2,
+        "ConfigMap", "MutatingWebhookConfiguration", "PodDisruptionBudget", "Role",
+        "RoleBinding", "Secret", "ValidatingWebhookConfiguration",
     ])  # fmt: skip
     for doc in default.docs:
         if doc["kind"] not in CLUSTER_SCOPED:
@@ -229,10 +103,10 @@ def test_default_render_has_every_object(default: Rendered) -> None:
 
 
 def test_deployment_is_highly_available(default: Rendered) -> None:
-    deployment = default.one("Deployment")
+    deployment = default.webhook()
     spec = deployment["spec"]
     pod = spec["template"]["spec"]
-    assert spec["replicas"] == 3
+    assert spec["replicas"] == 2
     assert spec["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
     assert pod["priorityClassName"] == "system-cluster-critical"
     anti = pod["affinity"]["podAntiAffinity"]
@@ -249,8 +123,8 @@ def test_deployment_is_highly_available(default: Rendered) -> None:
 
 
 def test_shutdown_outlasts_prestop_and_graceful_timeout(default: Rendered) -> None:
-    pod = default.one("Deployment")["spec"]["template"]["spec"]
-    dragate = container(default.one("Deployment"))
+    pod = default.webhook()["spec"]["template"]["spec"]
+    dragate = container(default.webhook())
     pre_stop = dragate["lifecycle"]["preStop"]["sleep"]["seconds"]
     graceful = int(flags(dragate["args"])["graceful-timeout"])
     assert pre_stop > 0
@@ -258,12 +132,14 @@ def test_shutdown_outlasts_prestop_and_graceful_timeout(default: Rendered) -> No
 
 
 def test_container_runs_dragate_serve_in_cluster(default: Rendered) -> None:
-    dragate = container(default.one("Deployment"))
+    dragate = container(default.webhook())
     assert dragate["image"] == "ghcr.io/dragate/dragate:" + chart_app_version()
     assert dragate["command"] == ["dragate"]
     assert dragate["args"][0] == "serve"
     args = flags(dragate["args"])
+    assert args["role"] == "webhook"
     assert args["in-cluster"] == ""
+    assert args["own-namespace"] == "$(POD_NAMESPACE)"
     assert args["port"] == "8443"
     assert args["host"] == "0.0.0.0"
     assert args["cert-dir"] == "/etc/dragate/tls"
@@ -280,18 +156,18 @@ def test_container_runs_dragate_serve_in_cluster(default: Rendered) -> None:
 
 
 def test_probes_use_https_health_endpoints(default: Rendered) -> None:
-    dragate = container(default.one("Deployment"))
+    dragate = container(default.webhook())
     live, ready = dragate["livenessProbe"]["httpGet"], dragate["readinessProbe"]["httpGet"]
     assert live == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
     assert ready == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
 
 
 def test_pod_is_hardened(default: Rendered) -> None:
-    pod = default.one("Deployment")["spec"]["template"]["spec"]
+    pod = default.webhook()["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] == 65532
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-    sc = container(default.one("Deployment"))["securityContext"]
+    sc = container(default.webhook())["securityContext"]
     assert sc["runAsNonRoot"] is True
     assert sc["runAsUser"] == 65532
     assert sc["readOnlyRootFilesystem"] is True
@@ -301,11 +177,11 @@ def test_pod_is_hardened(default: Rendered) -> None:
 
 
 def test_volumes_are_directory_mounts_and_memory_scratch(default: Rendered) -> None:
-    pod = default.one("Deployment")["spec"]["template"]["spec"]
+    pod = default.webhook()["spec"]["template"]["spec"]
     for c in pod["containers"] + pod.get("initContainers", []):
         for mount in c["volumeMounts"]:
             assert "subPath" not in mount and "subPathExpr" not in mount, mount
-    mounts = {m["mountPath"]: m for m in container(default.one("Deployment"))["volumeMounts"]}
+    mounts = {m["mountPath"]: m for m in container(default.webhook())["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
     for path in ("/tmp", "/dev/shm"):
         assert volumes[mounts[path]["name"]]["emptyDir"]["medium"] == "Memory"
@@ -318,157 +194,19 @@ def test_volumes_are_directory_mounts_and_memory_scratch(default: Rendered) -> N
 
 
 def test_service_maps_443_to_the_https_port(default: Rendered) -> None:
-    service = default.one("Service")
+    service = default.one("Service", FULLNAME)
     assert service["spec"]["ports"] == [
         {"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"}
     ]
-    selector = default.one("Deployment")["spec"]["selector"]["matchLabels"]
-    assert service["spec"]["selector"] == selector
-
-
-def rules_of(role: Doc) -> list[tuple[tuple[str, ...], ...]]:
-    return sorted(
-        tuple(tuple(sorted(rule.get(key, []))) for key in
-              ("apiGroups", "resources", "resourceNames", "verbs"))
-        for rule in role["rules"]
-    )  # fmt: skip
-
-
-def test_cluster_role_is_least_privilege(default: Rendered) -> None:
-    """Exactly the API calls webhook/ is seen to make (KubeApi.request and the informers):
-    GET one namespace; list+watch the five cached kinds; POST managed templates; GET, list,
-    watch (the wanted ones), POST and PUT TenantUsages; list Pods (the audit and gangs' Pods),
-    list and GET Jobs, JobSets, LeaderWorkerSets and PodGroups (the truth of gangs' holders;
-    a PodGroup's owner and shared claims at admission), GET Workloads; list the
-    policy reports, applying and deleting only those named REPORT_NAME. No Secrets, ConfigMaps,
-    webhook edits, and no policy objects while the policies come from files. Its one Lease only, in
-    its own namespace (a Role)."""
-    expected = [
-        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list"]},
-        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get", "list"]},
-        {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets"],
-         "verbs": ["get", "list"]},
-        {"apiGroups": ["scheduling.k8s.io"], "resources": ["podgroups"],
-         "verbs": ["get", "list"]},
-        {"apiGroups": ["scheduling.k8s.io"], "resources": ["workloads"], "verbs": ["get"]},
-        {"apiGroups": ["resource.k8s.io"],
-         "resources": ["resourceclaims", "resourceclaimtemplates", "deviceclasses",
-                       "resourceslices"],
-         "verbs": ["list", "watch"]},
-        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates"],
-         "verbs": ["create"]},
-        {"apiGroups": ["dragate.io"], "resources": ["tenantusages"],
-         "verbs": ["get", "list", "watch", "create", "update"]},
-        {"apiGroups": ["wgpolicyk8s.io"], "resources": ["policyreports", "clusterpolicyreports"],
-         "verbs": ["list"]},
-        {"apiGroups": ["wgpolicyk8s.io"], "resources": ["policyreports", "clusterpolicyreports"],
-         "resourceNames": [REPORT_NAME], "verbs": ["create", "patch", "delete"]},
-    ]  # fmt: skip
-    role = default.one("ClusterRole")
-    assert rules_of(role) == rules_of({"rules": expected})
-    for rule in role["rules"]:
-        assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
-    binding = default.one("ClusterRoleBinding")
-    assert binding["roleRef"]["name"] == role["metadata"]["name"]
-    assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": FULLNAME, "namespace": NAMESPACE}
-    ]
-    leases = default.one("Role")
-    assert leases["metadata"]["namespace"] == NAMESPACE
-    assert leases["rules"] == [
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-         "resourceNames": ["dragate-leader"], "verbs": ["get", "update"]},
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
-    ]  # fmt: skip
-    leases_binding = default.one("RoleBinding")
-    assert leases_binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                                         "name": leases["metadata"]["name"]}  # fmt: skip
-    assert leases_binding["subjects"] == binding["subjects"]
-
-
-POLICY_OBJECT_RULES = [
-    {"apiGroups": ["dragate.io"],
-     "resources": ["tenants", "deviceclasspolicies", "legacyresourcemappings", "settings"],
-     "verbs": ["list", "watch"]},
-    {"apiGroups": ["dragate.io"],
-     "resources": ["tenants/status", "deviceclasspolicies/status",
-                   "legacyresourcemappings/status", "settings/status"],
-     "verbs": ["patch"]},
-]  # fmt: skip
-
-
-@pytest.mark.parametrize("source", ["cluster", "both"])
-def test_policy_objects_as_a_source_grant_watch_and_status_only(
-    helm: Helm, default: Rendered, source: str
-) -> None:
-    """list+watch on the four kinds and patches of their status subresource, never their
-    spec; `serve` reads the objects (and the files too with `both`), and the policy kinds get
-    a validating webhook that fails open."""
-    rendered = helm.template({"policies": {"source": source}})
-    added = [r for r in rendered.one("ClusterRole")["rules"]
-             if r not in default.one("ClusterRole")["rules"]]  # fmt: skip
-    assert added == POLICY_OBJECT_RULES
-    for rule in added:
-        assert "create" not in rule["verbs"] and "delete" not in rule["verbs"]
-    args = container(rendered.one("Deployment"))["args"]
-    assert "--no-policy-objects" in container(default.one("Deployment"))["args"]
-    assert "--no-policy-objects" not in args
-    assert any(a.startswith("--policies=") for a in args) is (source == "both")
-    assert rendered.one("ConfigMap") == default.one("ConfigMap")
-    hooks = {h["name"]: h for h in rendered.one("ValidatingWebhookConfiguration")["webhooks"]}
-    policy_hook = hooks["policies.validate.dragate.io"]
-    assert policy_hook["failurePolicy"] == "Ignore"
-    assert policy_hook["rules"][0]["apiGroups"] == ["dragate.io"]
-    default_hooks = default.one("ValidatingWebhookConfiguration")["webhooks"]
-    assert "policies.validate.dragate.io" not in {h["name"] for h in default_hooks}
-    files = helm.template({"policies": {"source": "files"}})
-    assert files.one("ClusterRole") == default.one("ClusterRole")
-
-
-def test_every_granted_verb_is_justified_in_the_readme(helm: Helm) -> None:
-    readme = (CHART / "README.md").read_text()
-    section = readme[readme.index("## RBAC") :]
-    section = section[: section.index("\n## ", 1)]
-    rendered = helm.template({"policies": {"source": "both"}})
-    for rule in rendered.one("ClusterRole")["rules"] + rendered.one("Role")["rules"]:
-        for resource in rule["resources"]:
-            for verb in rule["verbs"]:
-                assert f"| `{resource}` | `{verb}` |" in section, (resource, verb)
-
-
-def test_keeping_the_rewrite_policy_adds_the_flag_and_one_named_rule(
-    helm: Helm, default: Rendered
-) -> None:
-    """Off by default; on, serve keeps the policy, and RBAC grants exactly the calls the
-    keeper makes (webhook/kube/policykeeper.py: GET, server-side apply, DELETE), by name."""
-    assert "keep-rewrite-policy" not in flags(container(default.one("Deployment"))["args"])
-    kept = helm.template({"rewritePolicy": {"keep": True}})
-    assert "keep-rewrite-policy" in flags(container(kept.one("Deployment"))["args"])
-    added = [
-        r for r in kept.one("ClusterRole")["rules"] if r not in default.one("ClusterRole")["rules"]
-    ]
-    assert added == [
-        {
-            "apiGroups": ["admissionregistration.k8s.io"],
-            "resources": ["mutatingadmissionpolicies", "mutatingadmissionpolicybindings"],
-            "resourceNames": [NAME],
-            "verbs": ["get", "create", "patch", "delete"],
-        }
-    ]
-    readme = (CHART / "README.md").read_text()
-    section = readme[readme.index("## RBAC") :]
-    for resource in added[0]["resources"]:
-        for verb in added[0]["verbs"]:
-            assert f"| `{resource}` | `{verb}` |" in section, (resource, verb)
+    selector = default.webhook()["spec"]["selector"]["matchLabels"]
+    assert service["spec"]["selector"] == {**selector, "app.kubernetes.io/component": "webhook"}
 
 
 @pytest.mark.parametrize(("grants", "flag"), [(True, False), (False, True)],
                          ids=["quota-grants-default", "quota-grants-off"])  # fmt: skip
 def test_quota_grants_value_reaches_serve(helm: Helm, grants: bool, flag: bool) -> None:
     rendered = helm.template({"serve": {"quotaGrants": grants}})
-    args = flags(container(rendered.one("Deployment"))["args"])
+    args = flags(container(rendered.webhook())["args"])
     assert ("no-quota-grants" in args) is flag
     assert "quota-grants" not in args  # on is serve's own default
 
@@ -476,7 +214,7 @@ def test_quota_grants_value_reaches_serve(helm: Helm, grants: bool, flag: bool) 
 def test_max_body_bytes_is_the_documented_three_mib(default: Rendered) -> None:
     from webhook.admission.config import DEFAULT_MAX_BODY_BYTES
 
-    args = flags(container(default.one("Deployment"))["args"])
+    args = flags(container(default.webhook())["args"])
     assert int(args["max-body-bytes"]) == DEFAULT_MAX_BODY_BYTES == 3 * 1024 * 1024
 
 
@@ -750,7 +488,7 @@ def test_inline_policies_replace_the_files(helm: Helm) -> None:
 def test_existing_configmap_for_gitops(helm: Helm) -> None:
     rendered = helm.template({"policies": {"existingConfigMap": "policies-from-git"}})
     assert not rendered.has("ConfigMap")
-    volumes = rendered.one("Deployment")["spec"]["template"]["spec"]["volumes"]
+    volumes = rendered.webhook()["spec"]["template"]["spec"]["volumes"]
     assert {"name": "policies", "configMap": {"name": "policies-from-git"}} in volumes
 
 
@@ -759,13 +497,13 @@ def test_git_sync_sidecar(helm: Helm) -> None:
         "enabled": True, "repo": "https://git.example.com/platform/gpu-policies.git",
         "ref": "v3", "subPath": "clusters/prod"}}})  # fmt: skip
     assert not rendered.has("ConfigMap")
-    pod = rendered.one("Deployment")["spec"]["template"]["spec"]
+    pod = rendered.webhook()["spec"]["template"]["spec"]
     assert [c["name"] for c in pod["initContainers"]] == ["git-sync-init"]
     assert "--one-time" in pod["initContainers"][0]["args"]
-    sidecar = container(rendered.one("Deployment"), "git-sync")
+    sidecar = container(rendered.webhook(), "git-sync")
     assert "--ref=v3" in sidecar["args"] and "--one-time" not in sidecar["args"]
     assert sidecar["securityContext"]["readOnlyRootFilesystem"] is True
-    args = flags(container(rendered.one("Deployment"))["args"])
+    args = flags(container(rendered.webhook())["args"])
     assert args["policies"] == "/etc/dragate/git/current/clusters/prod"
 
 
@@ -774,10 +512,11 @@ def test_git_sync_sidecar(helm: Helm) -> None:
 
 def test_non_default_values(helm: Helm) -> None:
     rendered = helm.template(NON_DEFAULT)
-    deployment = rendered.one("Deployment")
+    deployment = rendered.webhook()
     pod = deployment["spec"]["template"]["spec"]
     args = flags(container(deployment)["args"])
     assert deployment["spec"]["replicas"] == 5
+    assert rendered.controller()["spec"]["replicas"] == 2
     assert (args["max-connections"], args["graceful-timeout"]) == ("3000", "20")
     assert pod["terminationGracePeriodSeconds"] > 5 + 20
     hooks = webhooks(rendered)
@@ -804,7 +543,7 @@ def test_cert_manager_mode(helm: Helm) -> None:
         }
         for hook in config["webhooks"]:
             assert "caBundle" not in hook["clientConfig"]  # cainjector owns it
-    pod = rendered.one("Deployment")["spec"]["template"]["spec"]
+    pod = rendered.webhook()["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["tls"]["secret"]["secretName"] == f"{FULLNAME}-tls"
 
@@ -834,7 +573,7 @@ def test_network_policy_admits_the_control_plane_once_it_is_named(
     """Open by default: an apiserver on the host network (kubeadm, k3s) matches no pod or
     namespace selector, and the validating webhook fails closed, so a default that admitted
     only kube-system would block every GPU Pod there. Naming the control plane narrows it."""
-    policy = helm.template({"networkPolicy": values}).one("NetworkPolicy")
+    policy = helm.template({"networkPolicy": values}).one("NetworkPolicy", FULLNAME)
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     [rule] = policy["spec"]["ingress"]
     assert rule["ports"] == [{"port": "https", "protocol": "TCP"}]
@@ -843,18 +582,18 @@ def test_network_policy_admits_the_control_plane_once_it_is_named(
 
 def test_client_ca_turns_on_mtls(helm: Helm) -> None:
     rendered = helm.template({"serve": {"clientCA": {"configMap": "apiserver-client-ca"}}})
-    pod = rendered.one("Deployment")["spec"]["template"]["spec"]
-    dragate = container(rendered.one("Deployment"))
+    pod = rendered.webhook()["spec"]["template"]["spec"]
+    dragate = container(rendered.webhook())
     assert flags(dragate["args"])["client-ca"] == "/etc/dragate/client-ca/ca.crt"
     assert {"name": "client-ca", "mountPath": "/etc/dragate/client-ca", "readOnly": True} in (
         dragate["volumeMounts"])  # fmt: skip
     assert {"name": "client-ca", "configMap": {"name": "apiserver-client-ca"}} in pod["volumes"]
-    assert "client-ca" not in flags(container(helm.template().one("Deployment"))["args"])
+    assert "client-ca" not in flags(container(helm.template().webhook())["args"])
 
 
 def test_service_monitor_scrapes_https_metrics(helm: Helm) -> None:
     rendered = helm.template(NON_DEFAULT)
-    monitor = rendered.one("ServiceMonitor")
+    monitor = rendered.one("ServiceMonitor", FULLNAME)
     assert monitor["metadata"]["labels"]["release"] == "prom"
     [endpoint] = monitor["spec"]["endpoints"]
     where = (endpoint["port"], endpoint["path"], endpoint["scheme"])
@@ -867,10 +606,13 @@ def test_service_monitor_scrapes_https_metrics(helm: Helm) -> None:
 
 
 def test_offline_serving_with_one_replica_renders(helm: Helm) -> None:
-    rendered = helm.template({"serve": {"inCluster": False}, "deployment": {"replicas": 1}})
-    deployment = rendered.one("Deployment")
+    """Offline, the one pod runs both roles in one process (serve's default role)."""
+    rendered = helm.template({"serve": {"inCluster": False}, "webhook": {"replicas": 1}})
+    deployment = rendered.webhook()
     assert deployment["spec"]["replicas"] == 1
-    assert "in-cluster" not in flags(container(deployment)["args"])
+    assert rendered.names("Deployment") == [FULLNAME]
+    args = flags(container(deployment)["args"])
+    assert "in-cluster" not in args and "role" not in args
 
 
 def test_url_mode(helm: Helm) -> None:
@@ -885,21 +627,27 @@ def test_url_mode(helm: Helm) -> None:
         }  # fmt: skip
 
 
+WEBHOOK_USER = f"system:serviceaccount:{NAMESPACE}:{FULLNAME}"
+CONTROLLER_USER = f"system:serviceaccount:{NAMESPACE}:{CONTROLLER}"
+
+
 @pytest.mark.parametrize(("values", "own"), [
-    ({}, f"system:serviceaccount:{NAMESPACE}:{FULLNAME}"),
-    (URL_MODE, f"system:serviceaccount:{NAMESPACE}:{FULLNAME}"),
+    ({}, WEBHOOK_USER),
+    (URL_MODE, WEBHOOK_USER),
     ({**URL_MODE, "webhook": {**URL_MODE["webhook"], "ownUsername": "dragate-dev"}}, "dragate-dev"),
 ], ids=["service-account", "url-mode-default", "url-mode-own-user"])  # fmt: skip
 def test_dragate_s_own_requests_skip_every_webhook(helm: Helm, values: dict[str, Any],
                                                    own: str) -> None:  # fmt: skip
-    """The templates dragate creates while rewriting a Pod never come back to it: in url mode
-    its kubeconfig user is named by `webhook.ownUsername`, else the chart's service account."""
+    """The templates dragate creates never come back to it: those the webhook creates while
+    rewriting a Pod (in url mode its kubeconfig user, `webhook.ownUsername`, else the
+    webhook's service account) and those the controller's template keeper re-creates."""
     hooks = webhooks(helm.template(values))
     named = {n for n, hook in hooks.items() if "not-dragate-itself" in conditions(hook)}
     assert {"pods.validate.dragate.io", "claims.validate.dragate.io"} <= named
+    users = [(own, False), (CONTROLLER_USER, False), ("alice", True), (f"{own}-other", True)]
     for name in named:
         expression = conditions(hooks[name])["not-dragate-itself"]
-        for user, sent in ((own, False), ("alice", True), (f"{own}-other", True)):
+        for user, sent in users:
             assert evaluate(expression, request={"userInfo": {"username": user}}) is sent, name
 
 
@@ -909,13 +657,17 @@ def test_dragate_s_own_requests_skip_every_webhook(helm: Helm, values: dict[str,
 @pytest.mark.parametrize(("values", "message"), [
     ({"replica": 3}, "additional properties 'replica' not allowed"),
     ({"deployment": {"replicaCount": 3}}, "additional properties 'replicaCount' not allowed"),
+    ({"deployment": {"replicas": 3}}, "additional properties 'replicas' not allowed"),
+    ({"controller": {"replicas": 3}}, "'/controller/replicas': maximum: got 3, want 2"),
+    ({"controller": {"replicas": 0}}, "'/controller/replicas': minimum: got 0, want 1"),
     ({"webhook": {"validating": {"failurePolicy": "fail"}}}, "failurePolicy"),
     ({"webhook": {"mutating": {"timeoutSeconds": 31}}}, "timeoutSeconds"),
     ({"certs": {"mode": "cert-manager"}}, "mode"),
     ({"webhook": {"gpuResourcePrefixes": ["nvidia.com/' || true || '"]}}, "gpuResourcePrefixes"),
     ({"webhook": {"ownUsername": "x' || true || '"}}, "ownUsername"),
     ({"policies": {"source": "git"}}, "source"),
-], ids=["top-level-typo", "nested-typo", "failure-policy-case", "timeout-range", "cert-mode",
+], ids=["top-level-typo", "nested-typo", "moved-webhook-replicas", "controller-above-two",
+        "controller-none", "failure-policy-case", "timeout-range", "cert-mode",
         "cel-injection", "own-user-cel-injection", "policy-source"])  # fmt: skip
 def test_schema_rejects_bad_values(helm: Helm, values: dict[str, Any], message: str) -> None:
     assert message in helm.template_error(values)
@@ -929,15 +681,15 @@ def test_schema_rejects_bad_values(helm: Helm, values: dict[str, Any], message: 
     ({"certs": {"mode": "secret"}}, "webhook.caBundle"),
     ({"networkPolicy": {"extraFrom": [PROMETHEUS]}}, "networkPolicy.extraFrom adds peers"),
     ({"serve": {"inCluster": False}},
-     "serve.inCluster=false with deployment.replicas=3: each replica would keep its own quota"),
-    ({"serve": {"inCluster": False}, "deployment": {"replicas": 2}}, "deployment.replicas=2"),
-    ({"serve": {"inCluster": False}, "deployment": {"replicas": 1},
+     "serve.inCluster=false with webhook.replicas=2: each replica would keep its own quota"),
+    ({"serve": {"inCluster": False}, "webhook": {"replicas": 3}}, "webhook.replicas=3"),
+    ({"serve": {"inCluster": False}, "webhook": {"replicas": 1},
       "rewritePolicy": {"keep": True}}, "rewritePolicy.keep=true needs serve.inCluster=true"),
-    ({"serve": {"inCluster": False}, "deployment": {"replicas": 1},
+    ({"serve": {"inCluster": False}, "webhook": {"replicas": 1},
       "policies": {"source": "cluster"}}, "policies.source=cluster needs serve.inCluster=true"),
 ], ids=["url-with-deployment", "url-without-ca", "nothing-serves", "grace-too-short",
         "secret-without-ca", "extra-peers-without-control-plane", "offline-replicas",
-        "offline-two-replicas", "keep-offline",
+        "offline-three-replicas", "keep-offline",
         "objects-offline"])  # fmt: skip
 def test_inconsistent_modes_fail_with_a_message(helm: Helm, values: dict[str, Any],
                                                 message: str) -> None:  # fmt: skip
@@ -992,13 +744,20 @@ def chart_app_version() -> str:
     return match.group(1)
 
 
-def test_every_serve_flag_the_chart_passes_exists(default: Rendered) -> None:
-    """The chart and `dragate serve` are built by different hands: keep them in step."""
-    from webhook.cli.serve import command
+def serve_flags_passed(rendered: Rendered, name: str) -> set[str]:
+    return {a.partition("=")[0] for a in container(rendered.one("Deployment", name))["args"][1:]}
 
-    known = {opt for param in command.params for opt in [*param.opts, *param.secondary_opts]}
-    passed = {arg.partition("=")[0] for arg in container(default.one("Deployment"))["args"][1:]}
-    assert passed <= known, f"flags unknown to `dragate serve`: {sorted(passed - known)}"
+
+def known_serve_flags() -> set[str]:
+    return {o for param in serve.command.params for o in [*param.opts, *param.secondary_opts]}
+
+
+@pytest.mark.parametrize("name", [FULLNAME, CONTROLLER], ids=["webhook", "controller"])
+def test_every_serve_flag_the_chart_passes_exists(default: Rendered, name: str) -> None:
+    """The chart and `dragate serve` are built by different hands: keep them in step."""
+    passed = serve_flags_passed(default, name)
+    unknown = passed - known_serve_flags()
+    assert not unknown, f"flags unknown to `dragate serve`: {sorted(unknown)}"
 
 
 # --- NOTES.txt -----------------------------------------------------------------------------------
@@ -1080,13 +839,13 @@ def test_notes_in_cluster_mode(helm: Helm, notes_chart: Path) -> None:
 
 def test_client_names_become_client_name_flags(helm: Helm) -> None:
     values = {"clientCA": {"configMap": "cluster-ca", "names": ["apiserver", "kube-apiserver"]}}
-    args = container(helm.template({"serve": values}).one("Deployment"))["args"]
+    args = container(helm.template({"serve": values}).webhook())["args"]
     assert [a for a in args if a.startswith("--client-name=")] == [
         "--client-name=apiserver",
         "--client-name=kube-apiserver",
     ]
     assert not any(a.startswith("--client-name") for a in container(
-        helm.template().one("Deployment"))["args"])  # fmt: skip
+        helm.template().webhook())["args"])  # fmt: skip
 
 
 # --- monitoring -----------------------------------------------------------------------------
@@ -1207,7 +966,7 @@ def test_the_readme_says_the_flags_each_policy_source_passes(
 ) -> None:
     """The chart README's "Policies and GitOps" names, per `policies.source`, exactly the
     policy flags the Deployment passes to `serve`."""
-    args = container(helm.template({"policies": {"source": source}}).one("Deployment"))["args"]
+    args = container(helm.template({"policies": {"source": source}}).webhook())["args"]
     policy_flags = {a.split("=")[0] for a in args if a.startswith(("--policies", "--no-policy"))}
     assert policy_flags == passed
     readme = " ".join((CHART / "README.md").read_text().split())

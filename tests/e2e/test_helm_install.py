@@ -5,11 +5,15 @@
   behave as designed. The webhook URL points at a closed port, so "was dragate called?" is
   visible as a fast `failed calling webhook` error (validating fails closed) or as a clean
   admission (not called, or mutating failing open).
-- default mode: the Deployment, Service, PDB, Secret and webhook configurations are accepted;
-  the Pods the ReplicaSet creates pass Pod Security "restricted" (no kubelet runs them); the
+- default mode: both roles' Deployments and Services, the PDB, Secret and webhook
+  configurations are accepted; the Pods both ReplicaSets create pass Pod Security
+  "restricted" (no kubelet runs them, so `dragate serve --role` is never started); the
   Helm-made certificate survives upgrades, renews from the kept CA, and a CA rotation keeps
   the old CA in the bundle.
-- rewritePolicy.keep: the rewrite-policy keeper does its work on the chart's RBAC alone.
+- rewritePolicy.keep: the rewrite-policy keeper does its work on the controller's RBAC alone.
+
+What each role's ServiceAccount may do, asked of the apiserver's authorizer, is
+test_helm_rbac.py.
 
 Each test uninstalls its release: a webhook with failurePolicy Fail and no server behind it
 would otherwise refuse GPU objects for every later test of the session cluster. The url-mode
@@ -120,41 +124,6 @@ def called(error: str, webhook: str) -> bool:
     return f'failed calling webhook "{webhook}"' in error
 
 
-SERVICE_ACCOUNT_ACCESS = [
-    # (verb, resource, granted): every call dragate makes, and what a compromised pod must not do
-    ("get", "namespaces", True),
-    ("watch", "namespaces", True),
-    ("list", "resourceclaims.resource.k8s.io", True),
-    ("watch", "resourceslices.resource.k8s.io", True),
-    ("create", "resourceclaimtemplates.resource.k8s.io", True),
-    ("update", "tenantusages.dragate.io", True),
-    ("create", "tenantusages.dragate.io", True),
-    ("list", "pods", True),  # the background audit, gangs' Pods
-    ("list", "jobs.batch", True),  # the truth of gangs' holders
-    ("watch", "jobs.batch", False),
-    ("update", "jobs.batch", False),
-    ("get", "pods", False),
-    ("watch", "pods", False),
-    ("get", "secrets", False),
-    ("get", "configmaps", False),
-    ("get", "resourceclaims.resource.k8s.io", False),
-    ("patch", "tenantusages.dragate.io", False),
-    ("delete", "tenantusages.dragate.io", False),
-    ("patch", "validatingwebhookconfigurations.admissionregistration.k8s.io", False),
-    ("update", "mutatingwebhookconfigurations.admissionregistration.k8s.io", False),
-    ("patch", f"mutatingadmissionpolicies.admissionregistration.k8s.io/{POLICY}", False),
-    ("create", "policyreports.wgpolicyk8s.io/dragate", True),  # server-side apply, by name
-    ("delete", "clusterpolicyreports.wgpolicyk8s.io/dragate", True),
-    ("patch", "policyreports.wgpolicyk8s.io/dragate", True),
-    ("patch", "policyreports.wgpolicyk8s.io/other", False),
-    ("list", "policyreports.wgpolicyk8s.io", True),
-    ("update", "policyreports.wgpolicyk8s.io", False),
-    ("update", "leases.coordination.k8s.io/dragate-leader", True),  # own namespace (-n below)
-    ("update", "leases.coordination.k8s.io/another", False),
-    ("list", "tenants.dragate.io", False),  # policies.source=files: the objects are not read
-]
-
-
 @pytest.mark.kube_matrix
 def test_url_mode_install(kube_cluster: Cluster, install: Install) -> None:
     cluster = kube_cluster
@@ -197,17 +166,15 @@ def test_url_mode_install(kube_cluster: Cluster, install: Install) -> None:
             name != "rewritten-pods.validate.dragate.io"
         )
 
-    # Policies ConfigMap, service account and RBAC.
+    # Policies ConfigMap, each role's service account and RBAC (what each may do: the tables
+    # of test_helm_rbac.py).
     data = get(cluster, "configmap", "-n", own_ns, f"{release}-policies")["data"]
     assert set(data) == {p.name for p in (CHART / "files" / "policies").glob("*.yaml")}
-    get(cluster, "serviceaccount", "-n", own_ns, release)
-    get(cluster, "clusterrole", release)
-    get(cluster, "clusterrolebinding", release)
-    account = f"system:serviceaccount:{own_ns}:{release}"
-    for verb, resource, allowed in SERVICE_ACCOUNT_ACCESS:  # the apiserver's authorizer decides
-        can = cluster.kubectl("auth", "can-i", verb, resource, "-n", own_ns, f"--as={account}",
-                              check=False)  # fmt: skip
-        assert (can.stdout.strip() == "yes") is allowed, (verb, resource, can.stdout, can.stderr)
+    for name in (release, f"{release}-controller"):
+        get(cluster, "serviceaccount", "-n", own_ns, name)
+        get(cluster, "clusterrole", name)
+        get(cluster, "clusterrolebinding", name)
+    get(cluster, "role", "-n", own_ns, f"{release}-controller")
     for kind in ("deployment", "service", "secret"):
         absent = cluster.kubectl("get", kind, "-n", own_ns, "-l",
                                  f"app.kubernetes.io/instance={release}", "-o", "name")  # fmt: skip
@@ -236,7 +203,7 @@ def test_url_mode_install(kube_cluster: Cluster, install: Install) -> None:
 def test_kept_rewrite_policy_runs_on_the_chart_s_rbac(
     cluster: Cluster, install: Install, tmp_path: Path
 ) -> None:
-    """rewritePolicy.keep=true: the keeper, holding a token of the chart's service account,
+    """rewritePolicy.keep=true: the keeper, holding a token of the controller's service account,
     applies the policy, binding and templates; the API server then rewrites a legacy Pod
     itself (it meets the rewritten Pods' validating entry); the keeper deletes them when
     nothing is left to rewrite; the service account may write no other policy."""
@@ -246,7 +213,8 @@ def test_kept_rewrite_policy_runs_on_the_chart_s_rbac(
     install(release, release, "--create-namespace", "--set", "deployment.enabled=false",
             "--set", f"webhook.url={closed}", "--set", f"webhook.caBundle={bundle}",
             "--set", "rewritePolicy.keep=true")  # fmt: skip
-    account = f"system:serviceaccount:{release}:{release}"
+    controller = f"{release}-controller"
+    account = f"system:serviceaccount:{release}:{controller}"
     for verb, what, allowed in [("patch", f"mutatingadmissionpolicies/{POLICY}", True),
                                 ("delete", f"mutatingadmissionpolicybindings/{POLICY}", True),
                                 ("patch", "mutatingadmissionpolicies/other", False),
@@ -262,7 +230,7 @@ def test_kept_rewrite_policy_runs_on_the_chart_s_rbac(
         f"spec: {{namespaces: [{tenant_ns}]}}\n"
     )
     policies = load_policies([str(tmp_path)])
-    token = cluster.kubectl("create", "token", release, "-n", release).stdout.strip()
+    token = cluster.kubectl("create", "token", controller, "-n", release).stdout.strip()
     state = KubeState(KubeApi.from_configuration(_token_configuration(cluster, token))).start()
     try:
         assert state.wait_synced(20), state.health()
@@ -329,19 +297,26 @@ def test_default_mode_install_and_certificate_lifecycle(
     assert f"rollout status deployment/{release}" in notes  # NOTES.txt: how to verify
     assert "--dry-run=server" in notes and "dragate_certificate_expiry_timestamp_seconds" in notes
 
-    deployment = get(cluster, "deployment", "-n", ns, release)
-    assert deployment["spec"]["replicas"] == 3
-    get(cluster, "service", "-n", ns, release)
+    assert f"rollout status deployment/{release}-controller" in notes
+    replicas = {"webhook": 2, "controller": 1}
+    for name, role in ((release, "webhook"), (f"{release}-controller", "controller")):
+        assert get(cluster, "deployment", "-n", ns, name)["spec"]["replicas"] == replicas[role]
+        get(cluster, "service", "-n", ns, name)
     get(cluster, "poddisruptionbudget", "-n", ns, release)
     hooks = get(cluster, "validatingwebhookconfiguration", release)["webhooks"]
     assert {h["clientConfig"]["service"]["name"] for h in hooks} == {release}
 
     def pods_created() -> bool:
-        listed = get(cluster, "pods", "-n", ns, "-l", f"app.kubernetes.io/instance={release}")
-        return len(listed["items"]) == 3
+        """Each role's ReplicaSet made its Pods (no kubelet runs them: nothing here needs
+        `dragate serve --role` to work)."""
+        return all(
+            len(get(cluster, "pods", "-n", ns, "-l", f"app.kubernetes.io/instance={release},"
+                    f"app.kubernetes.io/component={role}")["items"]) == count
+            for role, count in replicas.items()
+        )  # fmt: skip
 
     try:
-        wait_for(pods_created, timeout=60, what="3 webhook Pods created by the ReplicaSet")
+        wait_for(pods_created, timeout=60, what="2 webhook and 1 controller Pods created")
     except TimeoutError:
         events = cluster.kubectl("get", "events", "-n", ns, "-o", "wide").stdout
         raise AssertionError(f"Pods were not created (Pod Security?):\n{events}") from None

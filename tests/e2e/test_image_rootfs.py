@@ -43,7 +43,7 @@ KUBE_MOUNT = "/etc/dragate/kube"
 def render_pod(cluster: Cluster, port: int) -> PodSpec:
     """The chart's Deployment, serving on the host's loopback, cluster mode via a kubeconfig."""
     sets = [
-        "serve.inCluster=false", "deployment.replicas=1", "serve.host=127.0.0.1",
+        "serve.inCluster=false", "webhook.replicas=1", "serve.host=127.0.0.1",
         f"serve.port={port}", "serve.gracefulTimeoutSeconds=5",
         f"deployment.extraArgs[0]=--kubeconfig={KUBE_MOUNT}/kubeconfig",
         "deployment.extraVolumes[0].name=kubeconfig",

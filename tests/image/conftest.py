@@ -55,7 +55,7 @@ def render_deployment(*sets: str) -> PodSpec:
 
 @pytest.fixture(scope="session")
 def chart_pod() -> PodSpec:
-    return render_deployment("serve.inCluster=false", "deployment.replicas=1")
+    return render_deployment("serve.inCluster=false", "webhook.replicas=1")
 
 
 @pytest.fixture(scope="session")

@@ -45,9 +45,52 @@ app.kubernetes.io/part-of: dragate
 {{- end }}
 {{- end }}
 
-{{/* The user the apiserver sees for dragate's own API calls (managed templates). */}}
+{{/* The user the apiserver sees for the webhook's own API calls (managed templates). */}}
 {{- define "dragate.serviceAccountUser" -}}
 system:serviceaccount:{{ .Release.Namespace }}:{{ include "dragate.serviceAccountName" . }}
+{{- end }}
+
+{{/* The controller role: its own name, pods, ServiceAccount ------------------------------ */}}
+
+{{- define "dragate.controllerFullname" -}}
+{{- printf "%s-controller" (include "dragate.fullname" . | trunc 52 | trimSuffix "-") }}
+{{- end }}
+
+{{/* Not the webhook's selector labels: the webhook Deployment selects name + instance, so
+     the controller pods carry another name and neither Deployment ever counts the other's. */}}
+{{- define "dragate.controllerSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-controller" (include "dragate.name" . | trunc 52 | trimSuffix "-") }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "dragate.controllerLabels" -}}
+helm.sh/chart: {{ include "dragate.chart" . }}
+{{ include "dragate.controllerSelectorLabels" . }}
+app.kubernetes.io/component: controller
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: dragate
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "dragate.controllerServiceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "dragate.controllerFullname" .) .Values.serviceAccount.controllerName }}
+{{- else }}
+{{- required "serviceAccount.controllerName is required when serviceAccount.create=false" .Values.serviceAccount.controllerName }}
+{{- end }}
+{{- end }}
+
+{{- define "dragate.controllerServiceAccountUser" -}}
+system:serviceaccount:{{ .Release.Namespace }}:{{ include "dragate.controllerServiceAccountName" . }}
+{{- end }}
+
+{{/* "true" when the controller runs in its own Deployment; offline (serve.inCluster=false)
+     the one webhook pod runs both roles in one process. */}}
+{{- define "dragate.controllerDeployed" -}}
+{{- if and .Values.deployment.enabled .Values.serve.inCluster }}true{{ end }}
 {{- end }}
 
 {{- define "dragate.image" -}}
@@ -141,8 +184,8 @@ With git-sync the `current` symlink plays the same role.
 {{/* Combinations that install cleanly and then break: refused before anything is applied. */}}
 {{- define "dragate.validateCluster" -}}
 {{- $offline := and .Values.deployment.enabled (not .Values.serve.inCluster) }}
-{{- if and $offline (gt (int .Values.deployment.replicas) 1) }}
-{{- fail (printf "serve.inCluster=false with deployment.replicas=%v: each replica would keep its own quota ledger and admit a tenant's whole quota alone; set deployment.replicas=1 or serve.inCluster=true" (int .Values.deployment.replicas)) }}
+{{- if and $offline (gt (int .Values.webhook.replicas) 1) }}
+{{- fail (printf "serve.inCluster=false with webhook.replicas=%v: each replica would keep its own quota ledger and admit a tenant's whole quota alone; set webhook.replicas=1 or serve.inCluster=true" (int .Values.webhook.replicas)) }}
 {{- end }}
 {{- if and .Values.rewritePolicy.keep $offline }}
 {{- fail "rewritePolicy.keep=true needs serve.inCluster=true: the rewrite policy is kept through the Kubernetes API, and `dragate serve --keep-rewrite-policy` refuses to start without a cluster" }}
@@ -291,7 +334,13 @@ object.spec.containers.exists(c, {{ include "dragate.celGpuContainer" . }}) ||
     !(request.userInfo.username in {{ include "dragate.celList" .Values.webhook.skipUpdatesFromUsers }} ||
     (has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in {{ include "dragate.celList" .Values.webhook.skipUpdatesFromGroups }})))
 - name: not-dragate-itself
-  expression: request.userInfo.username != '{{ .Values.webhook.ownUsername | default (include "dragate.serviceAccountUser" .) }}'
+  expression: "!(request.userInfo.username in {{ include "dragate.celList" (include "dragate.ownUsers" . | fromJsonArray) }})"
+{{- end }}
+
+{{/* dragate's own users: the webhook's (or webhook.ownUsername) and the controller's, whose
+     template keeper re-creates managed templates. */}}
+{{- define "dragate.ownUsers" -}}
+{{- toJson (list (.Values.webhook.ownUsername | default (include "dragate.serviceAccountUser" .)) (include "dragate.controllerServiceAccountUser" .) | uniq) }}
 {{- end }}
 
 {{/* Restricted Pod Security Standard, plus a read-only root filesystem. */}}
