@@ -59,7 +59,7 @@ CONTROLLER_RULES = [
     rule("scheduling.k8s.io", ["podgroups"], ["list"]),
     rule("resource.k8s.io", DRA, ["list", "watch"]),
     rule("resource.k8s.io", ["resourceclaimtemplates"], ["create"]),
-    rule("dragate.io", ["tenantusages"], ["get", "list", "watch", "create", "update"]),
+    rule("dragate.io", ["tenantusages"], ["get", "list", "create", "update"]),
     rule("wgpolicyk8s.io", ["policyreports", "clusterpolicyreports"], ["list"]),
     rule("wgpolicyk8s.io", ["policyreports", "clusterpolicyreports"],
          ["create", "patch", "delete"], [REPORT_NAME]),

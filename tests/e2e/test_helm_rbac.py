@@ -145,6 +145,7 @@ ACCESS = [
     row(CONTROLLER, "get", "secrets", False),
     row(CONTROLLER, "get", "configmaps", False),
     row(CONTROLLER, "patch", "tenantusages.dragate.io", False),
+    row(CONTROLLER, "watch", "tenantusages.dragate.io", False),
     row(CONTROLLER, "delete", "tenantusages.dragate.io", False),
     row(CONTROLLER, "update", "tenants.dragate.io", False),
     row(CONTROLLER, "patch", "policyreports.wgpolicyk8s.io/other", False),
@@ -204,7 +205,7 @@ GANG_READS = grants(
 )  # fmt: skip
 EXACTLY = {
     WEBHOOK: SHARED | GANG_READS,
-    CONTROLLER: SHARED
+    CONTROLLER: SHARED - grants(["tenantusages.dragate.io"], "watch")
     | grants(["namespaces", "pods", "jobs.batch", "jobsets.jobset.x-k8s.io",
               "leaderworkersets.leaderworkerset.x-k8s.io", "podgroups.scheduling.k8s.io"], "list")
     | grants(["namespaces"], "get")
