@@ -106,6 +106,38 @@ HELM_OUTCOMES: dict[str, Outcome] = {
         "{{ $modelSpec.chatTemplate }} stands in a key", False, {"unparseable template": 1}
     ),
     "vllm-project+production-stack/helm/values.yaml": Outcome("", False, {"values file": 1}),
+    "NVIDIA+nim-deploy/rendered/nim-llm-multinode-lws.yaml": Outcome("", True, {}),
 }
 """Pinned by tests/cli/test_migrate_helm_corpus.py; the share migrated and the reasons counted
 are in docs/cli.md's `dragate migrate` section."""
+
+
+class ChartOutcome(NamedTuple):
+    """What `dragate migrate --write` does with a whole values-driven chart: the files it
+    changes or creates (relative to the chart), and the lines, as written, of the template
+    actions reading the count that now read the new values entry."""
+
+    changed: frozenset[str]
+    reads: dict[str, tuple[int, ...]]
+
+
+CLAIMS = "templates/dragate-gpu-claims.yaml"
+HELM_CHARTS: dict[str, ChartOutcome] = {
+    "NVIDIA+nim-deploy/helm/nim-llm": ChartOutcome(
+        frozenset(
+            {
+                "values.yaml",
+                "templates/deployment.yaml",
+                "templates/multi_node_deployment.yaml",
+                CLAIMS,
+            }
+        ),
+        {},
+    ),
+    "substratusai+helm/charts/text-generation-inference": ChartOutcome(
+        frozenset({"values.yaml", "templates/deployment.yaml", CLAIMS}),
+        {"templates/deployment.yaml": (47, 49)},
+    ),
+}
+"""Whole charts (templates, values, helpers) in tests/migrate_corpus/helm-charts, migrated
+together; pinned by tests/cli/test_migrate_helm_corpus.py, which renders them with helm."""

@@ -39,6 +39,7 @@ from webhook.files.leftovers import (
 from webhook.files.manifests import STDIN, read_text
 from webhook.files.roundtrip import Skip, Stream, new_file_text, parse_stream
 from webhook.files.skim import skipper
+from webhook.files.valuesdriven import ChartWork, plan_charts
 from webhook.files.yamlio import YamlError, parse_documents
 from webhook.rewrite import resource_markers, rewrite_object
 from webhook.rewrite.mappings import native_resources
@@ -103,6 +104,7 @@ class Run:
     texts: dict[str, str] = field(default_factory=dict)  # standard input, read once
     reads: list[tuple[str, Left]] = field(default_factory=list)  # templates reading a count
     migrated: set[str] = field(default_factory=set)  # legacy names some request of was migrated
+    charts: ChartWork = field(default_factory=ChartWork)  # values-driven charts' new texts
     say: Say = _silent
     rewrite: Rewrite = rewrite_object  # the caller's, so it can stand in for it
 
@@ -113,7 +115,8 @@ def migrate_files(run: Run, files: Sequence[str], known_native: frozenset[str] |
     if known_native is not None:
         run.native = native_names(run, files, known_native)
     run.finder = Finder(run.mappings, run.native)
-    for file in files:
+    run.charts = plan_charts(files, lambda f: _text(run, f), run.mappings, run.native)
+    for file in [*files, *run.charts.created]:
         _process(run, file)
     return _finish(run)
 
@@ -165,8 +168,12 @@ def skip_rule(mappings: Sequence[LegacyResourceMapping]) -> Skip | None:
 def _process(run: Run, file: str) -> None:
     text = ""
     try:
-        text = _text(run, file)
-        migration = migrate_text(text, _display(file), run)
+        text = "" if file in run.charts.created else _text(run, file)
+        migration = (
+            Migration(file, text, run.charts.texts[file])
+            if file in run.charts.texts
+            else migrate_text(text, _display(file), run)
+        )
     except YamlError as err:
         run.say(str(err), err=True)
         run.failed += 1
@@ -217,7 +224,18 @@ def _report_left(
         ]
     for item in sorted(listed, key=lambda i: i.line):
         run.say(item.message(_display(file)), err=True)
+    rewired = run.charts.reads.get(file, [])
+    for read in rewired:
+        line, now = (
+            (read.new_line, "now reads") if before == after else (read.line, "--write points it at")
+        )
+        run.say(
+            f"{_display(file)}:{line}: {read.name}: reads the count; {now} {read.expression}",
+            err=True,
+        )
     for hit in reads(run.finder, before):
+        if any(r.line == hit.line for r in rewired):
+            continue
         run.reads.append((_display(file), Left(hit.line, hit.name, "")))
         run.say(f"{_display(file)}:{hit.line}: {hit.name}: reads the count (no request)", err=True)
 
