@@ -90,7 +90,8 @@ def test_docs_state_the_measurement() -> None:
     docs = " ".join((Path(__file__).parents[2] / "docs" / "cli.md").read_text().split())
     total, migrated = len(HELM_OUTCOMES), sum(o.migrated for o in HELM_OUTCOMES.values())
     share = round(100 * migrated / total)
-    assert f"{migrated} file of {total} ({share}%) migrates whole" in docs
+    files, verb = ("file", "migrates") if migrated == 1 else ("files", "migrate")
+    assert f"{migrated} {files} of {total} ({share}%) {verb} whole" in docs
     left = [o for o in HELM_OUTCOMES.values() if o.left]
     reasons: Counter[str] = Counter()
     files: Counter[str] = Counter()
