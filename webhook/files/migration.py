@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from webhook.files.branches import exclusive_lines
 from webhook.files.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
 from webhook.files.helmblocks import settle
+from webhook.files.helmnames import RELEASE, is_helm, per_release
 from webhook.files.leftovers import (
     MIGRATES,
     STDIN_MIGRATES,
@@ -242,10 +243,11 @@ def migrate_text(text: str, file: str, run: Run) -> Migration:
     present = existing_templates(stream)
     migration = Migration(file, text, text)
     migration.warnings = [w for doc in stream.docs for w in doc.warnings]
+    release = _release(masked, file, run)
     for index, doc in enumerate(list(stream.docs)):
         migration.docs.append(DocNotes(doc.line))
         if isinstance(doc.data, dict):
-            _migrate_doc(stream, index, run, migration, present)
+            _migrate_doc(stream, index, run, migration, present, release=release)
     migration.after = stream.text()
     if masked is not None:
         after = settle(masked.text, migration.after, masked) if stream.changed else migration.after
@@ -280,10 +282,28 @@ def _stream(text: str, file: str, run: Run, masked: Masked | None) -> Stream:
     return stream
 
 
+def _release(masked: Masked | None, file: str, run: Run) -> str | None:
+    """The token standing for the release name in a Helm template whose added templates
+    stay in it (None: the rewriter's names are kept)."""
+    if masked is None or run.templates_out or not is_helm(masked, file):
+        return None
+    return masked.token(RELEASE)
+
+
 def _migrate_doc(
-    stream: Stream, index: int, run: Run, migration: Migration, present: set[Key]
+    stream: Stream,
+    index: int,
+    run: Run,
+    migration: Migration,
+    present: set[Key],
+    *,
+    release: str | None = None,
 ) -> None:
+    """Migrate document `index`; in a template (`release`: see `_release`) the templates it
+    needs follow it, in its block and named per release (`webhook.files.helmnames`)."""
     result = run.rewrite(stream.docs[index].data, run.mappings, native_resources=run.native)
+    if release is not None:
+        result = per_release(result, release, {name for _, name in present})
     migration.notes.extend(result.notes)
     migration.denied.extend(result.denied)
     migration.docs[-1].notes = [*result.notes, *result.denied]
@@ -296,7 +316,7 @@ def _migrate_doc(
         run.collected.extend(dict(t) for t in fresh if _key(t) not in run.seen)
         run.seen.update(_key(t) for t in fresh)
     else:
-        stream.append([dict(t) for t in fresh])
+        stream.append([dict(t) for t in fresh], None if release is None else index)
 
 
 def existing_templates(stream: Stream) -> set[Key]:
