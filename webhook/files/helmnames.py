@@ -23,6 +23,13 @@ RELEASE = "{{ $.Release.Name }}"
 _HELM_OBJECTS = re.compile(r"\.(?:Release|Values|Chart|Capabilities|Files)\b")
 
 
+def release_token(masked: Masked | None, file: str) -> str | None:
+    """The token standing for the release name in a Helm template (None: not one)."""
+    if masked is None or not is_helm(masked, file):
+        return None
+    return masked.token(RELEASE)
+
+
 def is_helm(masked: Masked, file: str) -> bool:
     """A Go template that Helm renders: one using Helm's objects, or in a chart's templates/."""
     originals = [*masked.originals.values(), *(a.original for a in masked.actions)]

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from webhook.files.branches import exclusive_lines
 from webhook.files.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
 from webhook.files.helmblocks import settle
-from webhook.files.helmnames import RELEASE, is_helm, per_release
+from webhook.files.helmnames import per_release, release_token
 from webhook.files.leftovers import (
     MIGRATES,
     STDIN_MIGRATES,
@@ -33,6 +33,7 @@ from webhook.files.leftovers import (
     Finder,
     Left,
     explain,
+    is_own,
     migrated_names,
     migrating,
     reads,
@@ -211,7 +212,7 @@ def _report_left(
     assert run.finder is not None
     left = explain(run.finder, _display(file), before, after, docs, why=why)
     run.left += len(left)
-    listed = [*left, *migrating(run.finder, before, left)] if before != after else left
+    listed = [*left, *migrating(run.finder, before, left, docs)] if before != after else left
     if file == STDIN:
         listed = [
             Left(i.line, i.name, STDIN_MIGRATES) if i.reason == MIGRATES else i for i in listed
@@ -243,10 +244,10 @@ def migrate_text(text: str, file: str, run: Run) -> Migration:
     present = existing_templates(stream)
     migration = Migration(file, text, text)
     migration.warnings = [w for doc in stream.docs for w in doc.warnings]
-    release = _release(masked, file, run)
+    release = release_token(masked, file) if not run.templates_out else None
     for index, doc in enumerate(list(stream.docs)):
-        migration.docs.append(DocNotes(doc.line))
-        if isinstance(doc.data, dict):
+        migration.docs.append(DocNotes(doc.line, own=is_own(doc.data)))
+        if isinstance(doc.data, dict) and not is_own(doc.data):
             _migrate_doc(stream, index, run, migration, present, release=release)
     migration.after = stream.text()
     if masked is not None:
@@ -282,14 +283,6 @@ def _stream(text: str, file: str, run: Run, masked: Masked | None) -> Stream:
     return stream
 
 
-def _release(masked: Masked | None, file: str, run: Run) -> str | None:
-    """The token standing for the release name in a Helm template whose added templates
-    stay in it (None: the rewriter's names are kept)."""
-    if masked is None or run.templates_out or not is_helm(masked, file):
-        return None
-    return masked.token(RELEASE)
-
-
 def _migrate_doc(
     stream: Stream,
     index: int,
@@ -299,8 +292,8 @@ def _migrate_doc(
     *,
     release: str | None = None,
 ) -> None:
-    """Migrate document `index`; in a template (`release`: see `_release`) the templates it
-    needs follow it, in its block and named per release (`webhook.files.helmnames`)."""
+    """Migrate document `index`; in a Helm template (`release`: the token standing for the
+    release name) the templates it needs follow it, in its block, named per release."""
     result = run.rewrite(stream.docs[index].data, run.mappings, native_resources=run.native)
     if release is not None:
         result = per_release(result, release, {name for _, name in present})
