@@ -5,6 +5,7 @@ golden files."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -219,3 +220,55 @@ def test_reads_of_a_migrated_count_are_named(tmp_path: Path) -> None:
             f"{tmp_path / 'configmap.yaml'}:{line}: nvidia.com/gpu: reads the count of a "
             "migrated request: change it to read the claim's count"
         ) in err
+
+
+OWN_MAPPING = """apiVersion: dragate.io/v1alpha1
+kind: LegacyResourceMapping
+metadata: {name: nvidia}
+spec:
+  resources:
+  - resourceName: nvidia.com/gpu
+    deviceClassName: gpu.nvidia.com
+  - resourceNamePrefix: nvidia.com/mig-
+    deviceClassName: mig.nvidia.com
+"""
+SUITE = """apiVersion: dragate.io/v1alpha1
+kind: PolicyTestSuite
+metadata: {name: legacy}
+spec:
+  cases:
+  - name: a legacy Pod is rewritten
+    object:
+      apiVersion: v1
+      kind: Pod
+      metadata: {name: p, namespace: a}
+      spec:
+        containers:
+        - name: c
+          image: i
+          resources: {limits: {nvidia.com/gpu: 1}}
+    expect: {allowed: true}
+"""
+OWN = [
+    ("a-mapping", OWN_MAPPING, 0, []),
+    ("a-test-suite", SUITE, 0, []),
+    (
+        "a-workload-beside-them",
+        OWN_MAPPING + "---\n" + SUITE + "---\n" + DEPLOYMENT.replace("COUNT", "{{ .Values.gpus }}"),
+        1,
+        [40],
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "code", "lines"), [c[1:] for c in OWN], ids=[c[0] for c in OWN])
+def test_dragates_own_documents_hold_no_leftovers(
+    tmp_path: Path, text: str, code: int, lines: list[int]
+) -> None:
+    """A policy names legacy resources and a test case sends them: neither is a request."""
+    path = tmp_path / "policies.yaml"
+    path.write_text(text)
+    found, _, err = run("--check", str(path))
+    assert found == code, err
+    assert [int(n) for n in re.findall(rf"^{re.escape(str(path))}:(\d+): ", err, re.M)] == lines
+    assert "PolicyTestSuite" not in err

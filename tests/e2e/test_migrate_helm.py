@@ -61,7 +61,7 @@ def test_migrated_chart_renders_and_the_server_accepts_it(
     for deployment in (d for d in objects if d["kind"] == "Deployment"):
         pod = deployment["spec"]["template"]["spec"]
         assert "nvidia.com/gpu" not in str(pod["containers"][0]["resources"])
-        assert pod["resourceClaims"][0]["resourceClaimTemplateName"].startswith("dragate-gpu-")
+        assert pod["resourceClaims"][0]["resourceClaimTemplateName"].startswith("rel-dragate-gpu-")
     cluster.apply((HERE / "data" / "inventory.yaml").read_text())
     cluster.kubectl("create", "namespace", "charted", check=False)
     applied = cluster.kubectl(

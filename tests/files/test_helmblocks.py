@@ -51,7 +51,14 @@ PLACED = [
         "inside-a-body-wrapped-in-if",
         "{{- if .Values.on }}\n" + HEAD + "        limits:\n          nvidia.com/gpu: 1\n"
         "{{- end }}\n",
-        ["  resourceClaims:", "{{- end }}", "---", "kind: ResourceClaimTemplate"],
+        ["  resourceClaims:", "---", "kind: ResourceClaimTemplate", "{{- end }}"],
+    ),
+    (
+        "a-new-document-inside-the-guard-past-a-with-block",
+        "{{- if .Values.on }}\n" + HEAD + "        limits:\n          nvidia.com/gpu: 1\n"
+        "  {{- with .Values.tolerations }}\n  tolerations:\n    {{- toYaml . | nindent 4 }}\n"
+        "  {{- end }}\n{{- end }}\n---\napiVersion: v1\nkind: Service\n",
+        ["  {{- end }}", "---", "kind: ResourceClaimTemplate", "{{- end }}", "kind: Service"],
     ),
 ]
 

@@ -47,6 +47,15 @@ class Masked:
     text: str
     originals: dict[str, str] = field(default_factory=dict)
     actions: list[Action] = field(default_factory=list)
+    prefix: str = "dragatetpl"
+
+    def token(self, original: str) -> str:
+        """The token standing for `original` in a scalar: the file's own, or a new one."""
+        found = next((t for t, o in self.originals.items() if o == original), None)
+        if found is None:
+            found = f"{self.prefix}{len(self.originals) + len(self.actions)}y"
+            self.originals[found] = original
+        return found
 
     def unmask(self, text: str) -> str:
         for action in self.actions:
@@ -62,8 +71,8 @@ def has_placeholders(text: str) -> bool:
 
 def mask(text: str) -> Masked:
     """`text` with each action line as a comment and each other placeholder as a token."""
-    masked = Masked(text)
     prefix = _unused_prefix(text)
+    masked = Masked(text, prefix=prefix)
     outside = {number for number, _ in _outside_block_scalars(text)}
 
     def action(match: re.Match[str]) -> str:

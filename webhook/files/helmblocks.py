@@ -145,14 +145,16 @@ def _placed(
     """`new` with the lines inserted at `hunk` (old index, new span) slid into `home`."""
     at, j1, j2 = hunk
     added = new[j1:j2]
-    if added and added[0].startswith("---"):
-        here = lines[at - 1].after if at else ()
-        if here != home[: len(here)]:
-            raise TemplateFile(f"a new document after line {at} would fall in a template block")
-        return new
+    document = bool(added) and added[0].startswith("---")
+    if document:
+        home = _document_block(old, lines, at)
     # the rewritten-annotation only records the change: in any block it is harmless
     anywhere = all(_ANNOTATION.match(a) or not a.strip() for a in added)
     slide = _slide(old, lines, at, _indent_of(added), None if anywhere else home)
+    if slide is None and document:
+        raise TemplateFile(
+            f"a new document after line {at} would fall outside its workload's block"
+        )
     if slide is None:
         raise TemplateFile(f"a new entry after line {at} would fall in another template block")
     if slide and new[j2 : j2 + slide] != old[at : at + slide]:
@@ -161,6 +163,19 @@ def _placed(
     if before is not None and before.original.rstrip().endswith("-}}"):
         raise TemplateFile(f"a new entry would follow line {at + slide}, which trims it (-}}}})")
     return new[:j1] + new[j2 : j2 + slide] + added + new[j2 + slide :]
+
+
+def _document_block(old: list[str], lines: Sequence[Line], at: int) -> Context:
+    """The block of the document before line `at` (of its first entry): a new document that
+    serves it renders exactly when it does."""
+    start = at
+    while start > 0 and not old[start - 1].startswith("---"):
+        start -= 1
+    for index in range(start, at):
+        text = old[index].strip()
+        if lines[index].action is None and text and not text.startswith("#"):
+            return lines[index].context
+    return lines[at - 1].after if at else ()
 
 
 def _slide(

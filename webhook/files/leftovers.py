@@ -39,6 +39,20 @@ class DocNotes:
 
     line: int
     notes: list[str] = field(default_factory=list)
+    own: bool = False
+    """A dragate document (`dragate.io/...`: a policy, a test suite): the legacy names in it
+    are what a mapping maps or what a test case sends, never requests to migrate."""
+
+
+def is_own(data: object) -> bool:
+    """Whether a document is one of dragate's own (see `DocNotes.own`)."""
+    version = data.get("apiVersion") if isinstance(data, dict) else None
+    return isinstance(version, str) and version.startswith("dragate.io/")
+
+
+def _in_own(line: int, docs: Sequence[DocNotes]) -> bool:
+    holder = [d for d in docs if d.line <= line]
+    return bool(holder) and holder[-1].own
 
 
 @dataclass(frozen=True)
@@ -95,6 +109,8 @@ def explain(
         if hit.form == READ:
             continue  # no request: see `reads`
         line = old_line(hit.line)
+        if _in_own(line, docs):
+            continue
         owner = _owner(lines, hit.line)
         found.append(Left(line, hit.name, why or _reason(hit, line, values, docs, owner)))
     return found
@@ -109,13 +125,16 @@ def _owner(lines: list[str], line: int) -> str:
     return ""
 
 
-def migrating(finder: Finder, before: str, left: Sequence[Left]) -> list[Left]:
-    """The legacy requests of `before` that the migration rewrites (none of `left`)."""
+def migrating(
+    finder: Finder, before: str, left: Sequence[Left], docs: Sequence[DocNotes] = ()
+) -> list[Left]:
+    """The legacy requests of `before` that the migration rewrites (none of `left`, none in
+    dragate's own documents)."""
     kept = {(item.line, item.name) for item in left}
     return [
         Left(hit.line, hit.name, MIGRATES)
         for hit in finder.find(before)
-        if hit.form != READ and (hit.line, hit.name) not in kept
+        if hit.form != READ and (hit.line, hit.name) not in kept and not _in_own(hit.line, docs)
     ]
 
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from webhook.files.branches import exclusive_lines
 from webhook.files.gotemplates import Masked, TemplateFile, has_placeholders, mask, tokens_in_keys
 from webhook.files.helmblocks import settle
+from webhook.files.helmnames import per_release, release_token
 from webhook.files.leftovers import (
     MIGRATES,
     STDIN_MIGRATES,
@@ -32,6 +33,7 @@ from webhook.files.leftovers import (
     Finder,
     Left,
     explain,
+    is_own,
     migrated_names,
     migrating,
     reads,
@@ -217,7 +219,7 @@ def _report_left(
     assert run.finder is not None
     left = explain(run.finder, _display(file), before, after, docs, why=why)
     run.left += len(left)
-    listed = [*left, *migrating(run.finder, before, left)] if before != after else left
+    listed = [*left, *migrating(run.finder, before, left, docs)] if before != after else left
     if file == STDIN:
         listed = [
             Left(i.line, i.name, STDIN_MIGRATES) if i.reason == MIGRATES else i for i in listed
@@ -260,10 +262,11 @@ def migrate_text(text: str, file: str, run: Run) -> Migration:
     present = existing_templates(stream)
     migration = Migration(file, text, text)
     migration.warnings = [w for doc in stream.docs for w in doc.warnings]
+    release = release_token(masked, file) if not run.templates_out else None
     for index, doc in enumerate(list(stream.docs)):
-        migration.docs.append(DocNotes(doc.line))
-        if isinstance(doc.data, dict):
-            _migrate_doc(stream, index, run, migration, present)
+        migration.docs.append(DocNotes(doc.line, own=is_own(doc.data)))
+        if isinstance(doc.data, dict) and not is_own(doc.data):
+            _migrate_doc(stream, index, run, migration, present, release=release)
     migration.after = stream.text()
     if masked is not None:
         after = settle(masked.text, migration.after, masked) if stream.changed else migration.after
@@ -299,9 +302,19 @@ def _stream(text: str, file: str, run: Run, masked: Masked | None) -> Stream:
 
 
 def _migrate_doc(
-    stream: Stream, index: int, run: Run, migration: Migration, present: set[Key]
+    stream: Stream,
+    index: int,
+    run: Run,
+    migration: Migration,
+    present: set[Key],
+    *,
+    release: str | None = None,
 ) -> None:
+    """Migrate document `index`; in a Helm template (`release`: the token standing for the
+    release name) the templates it needs follow it, in its block, named per release."""
     result = run.rewrite(stream.docs[index].data, run.mappings, native_resources=run.native)
+    if release is not None:
+        result = per_release(result, release, {name for _, name in present})
     migration.notes.extend(result.notes)
     migration.denied.extend(result.denied)
     migration.docs[-1].notes = [*result.notes, *result.denied]
@@ -314,7 +327,7 @@ def _migrate_doc(
         run.collected.extend(dict(t) for t in fresh if _key(t) not in run.seen)
         run.seen.update(_key(t) for t in fresh)
     else:
-        stream.append([dict(t) for t in fresh])
+        stream.append([dict(t) for t in fresh], None if release is None else index)
 
 
 def existing_templates(stream: Stream) -> set[Key]:

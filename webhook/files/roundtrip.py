@@ -141,21 +141,33 @@ class Stream:
             raise YamlError(where, "internal: libyaml and ruamel read this document differently")
         return node
 
-    def append(self, objects: list[JSON]) -> None:
-        """New documents at the end of the file (JSON: the object becomes a `List`)."""
+    def append(self, objects: list[JSON], after: int | None = None) -> None:
+        """New documents at the end of the file (JSON: the object becomes a `List`); with
+        `after`, right after that document's last entry, ahead of the comment lines ending it
+        (where a template's block ends stand as comments, see `webhook.files.gotemplates`)."""
         if not objects:
             return
         self.changed = True
         if self.is_json:
             self._append_json(self.docs[0], objects)
             return
-        for obj in objects:
-            text = (
-                render_document(obj, self.new_style)
-                if self.new_style is not None
-                else render_new(obj, self.file_indent)
-            )
-            self.extra.append("---\n" + text)
+        texts = ["---\n" + self._new_text(obj) for obj in objects]
+        if after is None:
+            self.extra.extend(texts)
+            return
+        doc = self.docs[after]
+        lines = doc.body.splitlines(keepends=True)
+        end = len(lines)
+        while end and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+            end -= 1
+        head = "".join(lines[:end])
+        head += "" if not head or head.endswith("\n") else "\n"
+        doc.body = head + "".join(texts) + "".join(lines[end:])
+
+    def _new_text(self, obj: JSON) -> str:
+        if self.new_style is not None:
+            return render_document(obj, self.new_style)
+        return render_new(obj, self.file_indent)
 
     def _update_json(self, doc: Doc, new: JSON) -> None:
         patched = None if self.json_whole else patch_json(doc.body, doc.data, new)
