@@ -46,6 +46,9 @@ def policy_blocks() -> list[tuple[str, Block]]:
 
 
 def kinds(block: Block) -> set[str]:
+    """The dragate kinds a YAML block holds; a Helm template (YAML only once rendered) none."""
+    if "{{" in block.text:
+        return set()
     docs = list(yaml.safe_load_all(block.text))
     return {
         str(doc.get("kind"))
