@@ -1,6 +1,6 @@
 """`dragate webhook-config`: Validating and Mutating webhook configurations for dev clusters.
 
-Choices, each for a reason (docs/cli.md, "`dragate certs` and `dragate webhook-config`"):
+Choices, each for a reason (docs/cli.md, "`dragate webhook-config`"):
 - rules name `pods` without subresources: `pods/status`, `pods/resize` and
   `pods/ephemeralcontainers` carry nothing dragate judges, and a status write from the
   scheduler or kubelet must never wait on (or fail with) this webhook. The server allows
