@@ -334,7 +334,7 @@ def test_why_a_claim_ends_with_its_tenants_quota(name: str, quota: str) -> None:
     ("args", "error"),
     [(("resourceclaim/ghost",), "ResourceClaim team-a/ghost not found"),
      (("pod/ghost",), "Pod team-a/ghost not found"),
-     (("deployment/web",), "'deployment': why explains a pod, a resourceclaim or a workload"),
+     (("cronjob/web",), "'cronjob': why explains a pod, a resourceclaim or a workload"),
      (("trainer", "--claim", "big"), "name one Pod"),
      ((), "name one Pod")],
     ids=["unknown-claim", "unknown-pod", "other-kind", "both", "neither"],
@@ -371,6 +371,23 @@ def workload(kind: str, name: str) -> dict[str, Any]:
     }
 
 
+def deployment(name: str, revisions: dict[str, int]) -> dict[str, Any]:
+    """Deployment `name` and ReplicaSets at `revisions` (0: another Deployment's)."""
+    found = workload("Deployment", name)
+    sets = []
+    for rs, revision in revisions.items():
+        uid = f"uid-{name}" if revision else "uid-someone-else"
+        owner = {"kind": "Deployment", "name": name, "uid": uid, "controller": True}
+        meta = {
+            "name": rs,
+            "namespace": "team-a",
+            "ownerReferences": [owner],
+            "annotations": {"deployment.kubernetes.io/revision": str(revision or 9)},
+        }
+        sets.append({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": meta})
+    return {**found, "/apis/apps/v1/namespaces/team-a/replicasets": {"items": sets}}
+
+
 WORKLOAD_CASES = {
     "denied": (("replicaset/refused",), workload("ReplicaSet", "refused"),
                [("denied", "ReplicaSet team-a/refused", DENIED, True)]),
@@ -382,6 +399,13 @@ WORKLOAD_CASES = {
     "nothing-refused": (("statefulset/calm",), workload("StatefulSet", "calm"), [
         ("admitted", "StatefulSet team-a/calm", "no Pod creation refused (no FailedCreate "
          "event): ask why of each of its Pods", False)]),
+    "deployment-through-its-current-replicaset": (
+        ("deploy/web",), deployment("web", {"web-old": 1, "refused": 2, "web-other": 0}),
+        [("denied", "ReplicaSet team-a/refused", DENIED, True)]),
+    "deployment-without-a-replicaset": (
+        ("deployment/new",), deployment("new", {}),
+        [("admitted", "Deployment team-a/new",
+          "no ReplicaSet yet: the deployment controller has not acted on it", False)]),
 }  # fmt: skip
 
 

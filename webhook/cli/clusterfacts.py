@@ -23,8 +23,10 @@ from webhook.types import Object, PolicySet
 
 RESOURCE_V1 = "/apis/resource.k8s.io/v1"
 REPORTS = "/apis/wgpolicyk8s.io/v1alpha2"
-WORKLOAD_PATHS = {"ReplicaSet": "/apis/apps/v1", "StatefulSet": "/apis/apps/v1",
-                  "DaemonSet": "/apis/apps/v1", "Job": "/apis/batch/v1"}  # fmt: skip
+WORKLOAD_PATHS = {
+    **dict.fromkeys(("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"), "/apis/apps/v1"),
+    "Job": "/apis/batch/v1",
+}
 """Where each controller that creates Pods is read."""
 
 
@@ -85,6 +87,10 @@ class ClusterFacts:
 
     def workload(self, kind: str, namespace: str, name: str) -> Object | None:
         return self.get(f"{WORKLOAD_PATHS[kind]}/namespaces/{namespace}/{kind.lower()}s/{name}")
+
+    def replica_sets(self, namespace: str) -> list[Object]:
+        """The namespace's ReplicaSets (a Deployment's are found by their owner reference)."""
+        return list(list_pages(self.api, f"/apis/apps/v1/namespaces/{namespace}/replicasets"))
 
     def policy_report(self, namespace: str) -> Object | None:
         """The namespace's `dragate` PolicyReport; None when none is written (or no CRD)."""

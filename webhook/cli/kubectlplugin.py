@@ -160,6 +160,7 @@ KINDS = {
     **dict.fromkeys(("resourceclaim", "resourceclaims", "resourceclaim.resource.k8s.io"),
                     "ResourceClaim"),
     **dict.fromkeys(("pod", "pods", "po", ""), "Pod"),
+    **dict.fromkeys(("deployment", "deployments", "deploy"), "Deployment"),
     **dict.fromkeys(("replicaset", "replicasets", "rs"), "ReplicaSet"),
     **dict.fromkeys(("job", "jobs"), "Job"),
     **dict.fromkeys(("statefulset", "statefulsets", "sts"), "StatefulSet"),
@@ -178,7 +179,7 @@ def _why_target(name: str | None, claim: str | None) -> tuple[str, str]:
         return "ResourceClaim", claim
     kind, _, rest = str(name).rpartition("/")
     if kind.lower() not in KINDS:
-        known = "replicaset, job, statefulset, daemonset"
+        known = "deployment, replicaset, job, statefulset, daemonset"
         raise click.UsageError(f"{kind!r}: why explains a pod, a resourceclaim or a workload "
                                f"that creates Pods ({known})")  # fmt: skip
     return KINDS[kind.lower()], rest

@@ -83,11 +83,39 @@ def _reported(result: Mapping[str, Any]) -> str:
             f"{result.get('message')}")  # fmt: skip
 
 
+REVISION = "deployment.kubernetes.io/revision"
+"""The annotation the deployment controller numbers a Deployment's ReplicaSets by."""
+
+
 def explain_workload(facts: ClusterFacts, kind: str, workload: Object) -> list[Finding]:
-    """Why a workload lacks Pods: the denials its controller met, else that none was met."""
+    """Why a workload lacks Pods: the denials its controller met, else that none was met. A
+    Deployment creates no Pod itself: its current ReplicaSet (highest revision) does."""
     namespace, name = identity(workload)
+    if kind == "Deployment":
+        current = current_replica_set(facts.replica_sets(namespace), workload)
+        if current is None:
+            said = "no ReplicaSet yet: the deployment controller has not acted on it"
+            return [Finding("admitted", f"Deployment {namespace}/{name}", said)]
+        return explain_workload(facts, "ReplicaSet", current)
     found = list(refused(facts, kind, namespace, name))
     if not found:
         said = "no Pod creation refused (no FailedCreate event): ask why of each of its Pods"
         found.append(Finding("admitted", f"{kind} {namespace}/{name}", said))
     return found
+
+
+def current_replica_set(replica_sets: list[Object], deployment: Object) -> Object | None:
+    """The ReplicaSet of `deployment` with the highest revision: the one creating its Pods."""
+    uid = (deployment.get("metadata") or {}).get("uid")
+    owned = [rs for rs in replica_sets if _controlled_by(rs, uid)]
+    return max(owned, key=_revision, default=None)
+
+
+def _controlled_by(obj: Object, uid: object) -> bool:
+    owners = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return any(o.get("controller") and o.get("uid") == uid for o in owners)
+
+
+def _revision(replica_set: Object) -> int:
+    text = str(((replica_set.get("metadata") or {}).get("annotations") or {}).get(REVISION, "0"))
+    return int(text) if text.isdigit() else 0
