@@ -64,7 +64,7 @@ if str(TESTS) not in sys.path:
 
 from apiserver_load import AuditLoad, parse_audit_load, populate  # noqa: E402
 from apiserver_objects import KINDS, VARIANTS, make, namespace, namespaces, path  # noqa: E402
-from apiserver_roles import RoleWatch, align, read_chart_limits  # noqa: E402
+from apiserver_roles import AUDIT_INTERVAL_S, RoleWatch, align, read_chart_limits  # noqa: E402
 from apiserver_setup import connect, prepare, register  # noqa: E402
 from processcpu import CpuMeter, per_create_ms, with_children  # noqa: E402
 from timing import pod_pss_mib, summarize  # noqa: E402
@@ -239,15 +239,18 @@ def run(
     with running_cluster(bin_dir, controller_manager=False, mutating_policies=True) as cluster:
         populated = populate(lambda: connect(cluster), load)
         servers = prepare(cluster, cluster.workdir, load)
+        watch = RoleWatch(servers["dragate"].process.pid, servers["controller"])
         try:
+            watch.start()  # from the roles' start on: registration and the first passes too
             register(cluster, servers)
             counts = (sequential_count, concurrent_count, rounds)
-            measured, roles = _measured_with_roles(cluster, servers, *counts)
+            measured, roles = _measured_with_roles(cluster, servers, watch, counts)
             reviews = review_times(servers["dragate"].process.log_path)
             memory = {
                 name: pod_memory(servers[name].process.pid) for name in ("noop", "noop-patch")
             }
         finally:
+            watch.stop()
             for served in servers.values():
                 served.stop()
     rows = [m.row(name, kind) for (name, kind), m in measured.items()]
@@ -268,25 +271,22 @@ def run(
 def _measured_with_roles(
     cluster: Any,
     servers: dict[str, Any],
-    sequential_count: int,
-    concurrent_count: int,
-    rounds: int,
+    watch: RoleWatch,
+    counts: tuple[int, int, int],
 ) -> tuple[dict[tuple[str, str], Measured], dict[str, Any]]:
     """The rounds, begun in the controller's steady state (its first pass's PolicyReports
     written) just before its next audit pass is due, so the pass runs while reviews are
-    measured; each role's memory and the passes that overlapped the rounds."""
-    watch = RoleWatch(servers["dragate"].process.pid, servers["controller"])
-    watch.start()
-    try:
-        watch.wait_passes(2, timeout=STEADY_SECONDS)
-        aligned = align(watch.seen())
-        cpu_before, started = watch.cpu_ns(), time.time()
-        cpu_meter = meter(cluster, servers)
-        measured = measure(cluster, sequential_count, concurrent_count, rounds, cpu_meter)
-        ended, cpu = time.time(), watch.cpu_ns() - cpu_before
-        overlapped = watch.wait_overlap(started, ended, timeout=STEADY_SECONDS)
-    finally:
-        watch.stop()
+    measured; each role's memory and the passes that overlapped the rounds. `counts`:
+    sequential creates, concurrent creates, rounds."""
+    watch.wait_passes(2, timeout=STEADY_SECONDS)
+    aligned = align(watch.seen())
+    cpu_before, started = watch.cpu_ns(), time.time()
+    cpu_meter = meter(cluster, servers)
+    measured = measure(cluster, *counts, cpu_meter)
+    ended, cpu = time.time(), watch.cpu_ns() - cpu_before
+    in_flight = AUDIT_INTERVAL_S + 2 * max(watch.seen().values())  # a pass begun in the rounds
+    overlapped = watch.wait_overlap(started, ended, timeout=in_flight)
+    watch.stop()  # the last sample: memory at the end of the rounds
     roles = {
         "roles": watch.memory(read_chart_limits()),
         "audit": {

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from processcpu import run_ns, with_children
-from timing import pss_mib
+from timing import pss_mib, rss_mib
 
 REPO = Path(__file__).resolve().parents[2]
 VALUES = REPO / "charts" / "dragate" / "values.yaml"
@@ -195,6 +195,9 @@ class RoleWatch:
             self.sample()
 
     def stop(self) -> None:
+        """Stop sampling, with a last sample (once: a second call changes nothing)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -221,12 +224,19 @@ class RoleWatch:
         return during(self.seen(), start, end)
 
     def memory(self, limits: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """Per role: PSS at its peak and at the end (MiB), and the chart's limit."""
+        """Per role: PSS at its sampled peak and at the end (MiB), the resident high-water
+        mark of its processes over their whole lives (VmHWM: their start-up lists included,
+        which ran before sampling began), and the chart's limit."""
+        pids = {
+            "webhook": with_children(self.webhook_master),
+            "controller": [self.controller.process.pid],
+        }
         with self._lock:
             return {
                 role: {
                     "pss_peak_mib": self.peak[role],
                     "pss_end_mib": self.last.get(role, 0.0),
+                    "rss_hwm_mib": round(sum(_hwm(p) for p in pids[role]), 1),
                     "limit_mib": limits[role]["limit_mib"],
                     "limit_from": limits[role]["from"],
                 }
@@ -235,6 +245,13 @@ class RoleWatch:
 
     def cpu_ns(self) -> int:
         return run_ns(self.controller.process.pid)
+
+
+def _hwm(pid: int) -> float:
+    try:
+        return rss_mib(pid)["peak_rss_mib"]
+    except OSError:
+        return 0.0
 
 
 def _pss(pid: int) -> float:

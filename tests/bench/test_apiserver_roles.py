@@ -206,12 +206,14 @@ API = {
         "webhook": {
             "pss_peak_mib": 300.0,
             "pss_end_mib": 280.0,
+            "rss_hwm_mib": 350.0,
             "limit_mib": 768.0,
             "limit_from": "deployment.resources.limits.memory",
         },
         "controller": {
             "pss_peak_mib": 800.0,
             "pss_end_mib": 700.0,
+            "rss_hwm_mib": 900.0,
             "limit_mib": 768.0,
             "limit_from": "deployment.resources.limits.memory (no controller limit)",
         },
@@ -256,7 +258,31 @@ def test_no_pass_during_the_rounds_is_a_miss_and_its_seconds_not_measured() -> N
 
 def test_the_roles_table_shows_each_roles_memory_and_the_passes() -> None:
     text = "\n".join(roles_report.role_tables(API, report._table))
-    assert "| webhook | 300.0 | 280.0 | 768.0 | deployment.resources.limits.memory |" in text
-    assert "| controller | 800.0 | 700.0 | 768.0 |" in text
+    webhook = "| webhook | 300.0 | 280.0 | 350.0 | 768.0 | deployment.resources.limits.memory |"
+    assert webhook in text
+    assert "| controller | 800.0 | 700.0 | 900.0 | 768.0 |" in text
     assert "| 2.0 | 14.0 | 12.0 |" in text
     assert "200 tenants / 2000 claims (created in 4.2 s" in text
+
+
+@pytest.mark.parametrize(
+    ("api", "expected"),
+    [
+        (
+            API,
+            [
+                ("+1.50 / +2.50 ms", "**missed**"),
+                ("300 of 768 / 800 of 768 MiB", "met / **missed**"),
+                ("12.0 s", "met"),
+            ],
+        ),
+        ({k: v for k, v in API.items() if k != "roles"}, []),
+    ],
+    ids=["roles-measured", "a-run-from-before-the-roles"],
+)
+def test_the_documents_table_shows_the_roles_once_measured(
+    api: dict[str, Any], expected: list[tuple[str, str]]
+) -> None:
+    results = {"apiserver": api}
+    rows = roles_report.summary_rows(results, report.targets(results))
+    assert [(r.measured, r.verdict) for r in rows] == expected
