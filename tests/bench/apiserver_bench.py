@@ -1,10 +1,13 @@
 """What a user feels: create latency and creates/s through a real kube-apiserver, with and
 without dragate, next to a ValidatingAdmissionPolicy doing the same checks in CEL.
 
-One control plane (etcd + kube-apiserver of the e2e toolchain, tests/e2e/toolchain/build.sh),
-one `dragate serve --kubeconfig` (cluster mode, as the chart runs it: watch caches and the
-TenantUsage ledger, under the chart's service account, whose own requests the chart's
-webhooks skip), and the same objects for every variant:
+One control plane (etcd + kube-apiserver of the e2e toolchain, tests/e2e/toolchain/build.sh)
+holding an audit load of Tenants and ResourceClaims (apiserver_load.py), dragate in cluster
+mode in its two roles as the chart runs them (apiserver_roles.py: `dragate serve --role
+webhook` answering reviews with its watch caches and the TenantUsage ledger, `--role
+controller` beside it auditing the cluster during the rounds, both under the chart's service
+account, whose own requests the chart's webhooks skip), and the same objects for every
+variant:
 
   none           no admission webhook or policy (the baseline)
   vap            a ValidatingAdmissionPolicy: class allow-list and per-claim count cap in CEL
@@ -42,6 +45,7 @@ tenant of its own so no variant inherits another's ledger. Figures are client-si
 with the load generator on the same machine: compare each variant with `none` of the same run.
 
     python tests/bench/apiserver_bench.py [--sequential N] [--concurrent N]
+                                          [--audit-load TENANTS,CLAIMS]
     python tests/bench/run.py --only apiserver
 """
 

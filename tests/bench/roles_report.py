@@ -91,7 +91,7 @@ def role_tables(api: dict[str, Any], table: Any) -> list[str]:
     passes = audit.get("passes_during", [])
     parts = [
         "\n### dragate's roles: memory (MiB) and the controller's audit during the rounds\n",
-        "PSS sampled every second from the end of the roles' start to the end of the rounds; "
+        "PSS sampled every second from when both roles are ready to the end of the rounds; "
         "rss_hwm_mib: the resident high-water mark of the role's processes over their lives "
         "(their start-up lists included).\n",
         f"The cluster holds {_load(api)} (created in {load.get('populate_s', 'n/a')} s before "
@@ -138,11 +138,13 @@ def summary_rows(results: dict[str, Any], targets: list[dict[str, Any]]) -> list
             f"{memory} MiB",
             "≤ the chart's limit",
             verdict(targets, *(f"apiserver bench: {role} role's" for role in roles)),
+            brief=False,
         ),
         Row(
             f"the controller's audit pass during the measured creates, {_load(api)}",
             "none ran" if longest is None else f"{longest:.1f} s",
             f"≤ {AUDIT_INTERVAL_S} s",
             verdict(targets, "apiserver bench: controller audit pass"),
+            brief=False,
         ),
     ]
