@@ -1,10 +1,13 @@
 """What a user feels: create latency and creates/s through a real kube-apiserver, with and
 without dragate, next to a ValidatingAdmissionPolicy doing the same checks in CEL.
 
-One control plane (etcd + kube-apiserver of the e2e toolchain, tests/e2e/toolchain/build.sh),
-one `dragate serve --kubeconfig` (cluster mode, as the chart runs it: watch caches and the
-TenantUsage ledger, under the chart's service account, whose own requests the chart's
-webhooks skip), and the same objects for every variant:
+One control plane (etcd + kube-apiserver of the e2e toolchain, tests/e2e/toolchain/build.sh)
+holding an audit load of Tenants and ResourceClaims (apiserver_load.py), dragate in cluster
+mode in its two roles as the chart runs them (apiserver_roles.py: `dragate serve --role
+webhook` answering reviews with its watch caches and the TenantUsage ledger, `--role
+controller` beside it auditing the cluster during the rounds, both under the chart's service
+account, whose own requests the chart's webhooks skip), and the same objects for every
+variant:
 
   none           no admission webhook or policy (the baseline)
   vap            a ValidatingAdmissionPolicy: class allow-list and per-claim count cap in CEL
@@ -42,6 +45,7 @@ tenant of its own so no variant inherits another's ledger. Figures are client-si
 with the load generator on the same machine: compare each variant with `none` of the same run.
 
     python tests/bench/apiserver_bench.py [--sequential N] [--concurrent N]
+                                          [--audit-load TENANTS,CLAIMS]
     python tests/bench/run.py --only apiserver
 """
 
@@ -62,7 +66,9 @@ TESTS = Path(__file__).resolve().parents[1]
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))  # the e2e package (pyproject: pythonpath = ["tests"])
 
+from apiserver_load import AuditLoad, parse_audit_load, populate  # noqa: E402
 from apiserver_objects import KINDS, VARIANTS, make, namespace, namespaces, path  # noqa: E402
+from apiserver_roles import AUDIT_INTERVAL_S, RoleWatch, align, read_chart_limits  # noqa: E402
 from apiserver_setup import connect, prepare, register  # noqa: E402
 from processcpu import CpuMeter, per_create_ms, with_children  # noqa: E402
 from timing import pod_pss_mib, summarize  # noqa: E402
@@ -74,6 +80,11 @@ ROUNDS = 12
 WARMUP = 2
 """Creates at the start of each block not measured (see `sequential`)."""
 SETTLE_SECONDS = 0.3
+NO_LOAD = AuditLoad(0, 0)
+FULL_LOAD = "10000,100000"
+STEADY_SECONDS = 3600.0
+"""How long the controller may take to its second audit pass: the first writes a
+PolicyReport per namespace at the controller's 20 writes a second."""
 
 
 # ------------------------------------------------------------------------- measuring
@@ -219,20 +230,31 @@ def measure(
 
 
 def run(
-    bin_dir: Path, sequential_count: int, concurrent_count: int, rounds: int = ROUNDS
+    bin_dir: Path,
+    sequential_count: int,
+    concurrent_count: int,
+    rounds: int = ROUNDS,
+    load: AuditLoad = NO_LOAD,
 ) -> dict[str, Any]:
-    """The whole comparison on a fresh control plane: every variant and kind measured."""
+    """The whole comparison on a fresh control plane holding the audit load: every variant
+    and kind measured while dragate's controller audits the cluster beside its webhook."""
     from e2e.cluster import running_cluster
 
     with running_cluster(bin_dir, controller_manager=False, mutating_policies=True) as cluster:
-        servers = prepare(cluster, cluster.workdir)
+        populated = populate(lambda: connect(cluster), load)
+        servers = prepare(cluster, cluster.workdir, load)
+        watch = RoleWatch(servers["dragate"].process.pid, servers["controller"])
         try:
+            watch.start()  # from the roles' start on: registration and the first passes too
             register(cluster, servers)
-            cpu = meter(cluster, servers)
-            measured = measure(cluster, sequential_count, concurrent_count, rounds, cpu)
+            counts = (sequential_count, concurrent_count, rounds)
+            measured, roles = _measured_with_roles(cluster, servers, watch, counts)
             reviews = review_times(servers["dragate"].process.log_path)
-            memory = {name: pod_memory(served.process.pid) for name, served in servers.items()}
+            memory = {
+                name: pod_memory(servers[name].process.pid) for name in ("noop", "noop-patch")
+            }
         finally:
+            watch.stop()
             for served in servers.values():
                 served.stop()
     rows = [m.row(name, kind) for (name, kind), m in measured.items()]
@@ -241,11 +263,44 @@ def run(
         "added": added(rows),
         "reviews": reviews,
         "memory": memory,
+        "audit_load": populated,
+        **roles,
         "connections": CONNECTIONS,
         "rounds": rounds,
         "sequential_count": sequential_count,
         "concurrent_count": concurrent_count,
     }
+
+
+def _measured_with_roles(
+    cluster: Any,
+    servers: dict[str, Any],
+    watch: RoleWatch,
+    counts: tuple[int, int, int],
+) -> tuple[dict[tuple[str, str], Measured], dict[str, Any]]:
+    """The rounds, begun in the controller's steady state (its first pass's PolicyReports
+    written) just before its next audit pass is due, so the pass runs while reviews are
+    measured; each role's memory and the passes that overlapped the rounds. `counts`:
+    sequential creates, concurrent creates, rounds."""
+    watch.wait_passes(2, timeout=STEADY_SECONDS)
+    aligned = align(watch.seen())
+    cpu_before, started = watch.cpu_ns(), time.time()
+    cpu_meter = meter(cluster, servers)
+    measured = measure(cluster, *counts, cpu_meter)
+    ended, cpu = time.time(), watch.cpu_ns() - cpu_before
+    in_flight = AUDIT_INTERVAL_S + 2 * max(watch.seen().values())  # a pass begun in the rounds
+    overlapped = watch.wait_overlap(started, ended, timeout=in_flight)
+    watch.stop()  # the last sample: memory at the end of the rounds
+    roles = {
+        "roles": watch.memory(read_chart_limits()),
+        "audit": {
+            "passes_during": overlapped,
+            "window_s": round(ended - started, 1),
+            "aligned_wait_s": round(aligned, 1),
+            "controller_cpu_s": round(cpu / 1e9, 2),
+        },
+    }
+    return measured, roles
 
 
 def pod_memory(master: int) -> dict[str, float]:
@@ -281,8 +336,9 @@ def review_times(log: Path) -> list[dict[str, Any]]:
 
 def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per kind and variant: p50/p99 added over `none` at one connection, creates/s ratio;
-    for dragate's variants also the p50 added over the no-op webhook behind the same
-    configurations (`over_noop_p50_ms`: dragate's own share; the rest is the round trip)."""
+    for dragate's variants also the p50 and p99 over the no-op webhook behind the same
+    configurations (`over_noop_p50_ms`: dragate's own share; the rest is the round trip)
+    and, for `mutate`, over the no-op that answers with dragate's patch (`over_patch_*`)."""
     by = {(r["variant"], r["kind"]): r for r in rows}
     out = []
     for row in rows:
@@ -301,11 +357,13 @@ def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         }
         entry.update(_cpu_added(row.get("cpu_ms_per_create"), none.get("cpu_ms_per_create")))
         noop = by.get((NOOP_OF.get(row["variant"], ""), row["kind"]))
-        if noop is not None:
-            entry["over_noop_p50_ms"] = _ms_between(seq, noop["sequential"], "p50_us")
-        patched = by.get((PATCHED_OF.get(row["variant"], ""), row["kind"]))
-        if patched is not None:
-            entry["over_patch_p50_ms"] = _ms_between(seq, patched["sequential"], "p50_us")
+        for name, base in (
+            ("noop", noop),
+            ("patch", by.get((PATCHED_OF.get(row["variant"], ""), row["kind"]))),
+        ):
+            if base is not None:
+                for p in ("p50", "p99"):
+                    entry[f"over_{name}_{p}_ms"] = _ms_between(seq, base["sequential"], f"{p}_us")
         out.append(entry)
     return out
 
@@ -324,14 +382,14 @@ def _ms_between(mine: dict[str, Any], base: dict[str, Any], key: str) -> float:
     return round((float(mine[key]) - float(base[key])) / 1000, 2)
 
 
-def curve(sequential_count: int, concurrent_count: int) -> dict[str, Any]:
+def curve(sequential_count: int, concurrent_count: int, load: AuditLoad) -> dict[str, Any]:
     """For run.py: the whole comparison on a fresh control plane (the toolchain must be built)."""
     from kube_ledger_bench import toolchain
 
     bin_dir = toolchain()
     if bin_dir is None:
         raise RuntimeError("the e2e toolchain is not built: tests/e2e/toolchain/build.sh")
-    return run(bin_dir, sequential_count, concurrent_count)
+    return run(bin_dir, sequential_count, concurrent_count, load=load)
 
 
 def main() -> None:
@@ -340,11 +398,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sequential", type=int, default=480)
     parser.add_argument("--concurrent", type=int, default=960)
+    parser.add_argument(
+        "--audit-load", type=parse_audit_load, default=parse_audit_load(FULL_LOAD),
+        metavar="TENANTS,CLAIMS", help="in the cluster before measuring (none: no load)",
+    )  # fmt: skip
     args = parser.parse_args()
     bin_dir = toolchain()
     if bin_dir is None:
         raise SystemExit("the e2e toolchain is not built: tests/e2e/toolchain/build.sh")
-    print(json.dumps(run(bin_dir, args.sequential, args.concurrent), indent=2))
+    print(
+        json.dumps(run(bin_dir, args.sequential, args.concurrent, load=args.audit_load), indent=2)
+    )
 
 
 if __name__ == "__main__":

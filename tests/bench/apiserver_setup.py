@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from apiserver_load import AuditLoad, write_tenants
 from apiserver_objects import (
     REPO,
     admission_policy,
@@ -27,6 +28,7 @@ from apiserver_objects import (
     rewriting_policy,
 )
 from apiserver_objects import policies as bench_policies
+from apiserver_roles import READY_SECONDS, launch_controller
 
 WEBHOOKS = {  # variant: (server, mutating webhook registered)
     "noop-validate": ("noop", False),
@@ -39,7 +41,9 @@ WEBHOOKS = {  # variant: (server, mutating webhook registered)
 LABEL = "dragate-bench/variant"
 RELEASE = "dragate-bench"
 PROBED_WEBHOOK = "claims.validate.dragate.io"  # the chart's webhook a claim probe reaches
-CRD = REPO / "webhook" / "defaults" / "crds" / "tenantusages.yaml"
+CHART_CRDS = REPO / "charts" / "dragate" / "crds"
+"""The CRDs a chart install brings: TenantUsage, the policy kinds, PolicyReports."""
+ESTABLISHED = ("crd/tenantusages.dragate.io", "crd/policyreports.wgpolicyk8s.io")
 
 
 # ------------------------------------------------------------------------- the client
@@ -190,14 +194,15 @@ def register(cluster: Any, servers: dict[str, Any]) -> None:
         _register_webhooks(cluster, name, servers)
 
 
-def prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
-    """CRD, DeviceClasses, namespaces, a running dragate and no-op (not registered yet)."""
+def prepare(cluster: Any, workdir: Path, load: AuditLoad) -> dict[str, Any]:
+    """The chart's CRDs, DeviceClasses, namespaces, and running servers (not registered yet):
+    dragate's webhook and controller roles (reading the bench's policies and the audit
+    load's Tenants), the no-op and the no-op that patches."""
     from e2e.dragate_server import DATA, DragateServer
 
-    cluster.kubectl("apply", "-f", str(CRD))
-    cluster.kubectl(
-        "wait", "--for=condition=Established", "crd/tenantusages.dragate.io", "--timeout=60s"
-    )
+    cluster.kubectl("apply", "-f", str(CHART_CRDS))
+    for crd in ESTABLISHED:
+        cluster.kubectl("wait", "--for=condition=Established", crd, "--timeout=60s")
     cluster.kubectl("apply", "-f", str(DATA / "inventory.yaml"))
     items = [
         {
@@ -211,12 +216,14 @@ def prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
         "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
     )
     kubeconfig = service_account_kubeconfig(cluster, workdir / "dragate.kubeconfig")
-    command = dragate_command(kubeconfig, bench_policies(_policy_dir(workdir)))
+    policies = bench_policies(_policy_dir(workdir))
+    write_tenants(policies, load)
     patch = workdir / "dragate-patch.json"
     patch.write_text(json.dumps(dragate_patch(_policy_dir(workdir))))
     launched: dict[str, Any] = {}
     try:
-        launched["dragate"] = DragateServer.launch(command, workdir, name="dragate-bench")
+        launched["dragate"] = _launch_webhook(dragate_command(kubeconfig, policies), workdir)
+        launched["controller"] = launch_controller(kubeconfig, policies, workdir)
         launched["noop"] = DragateServer.launch(NOOP_COMMAND, workdir, name="noop-bench")
         patching = [*NOOP_COMMAND, "--patch", str(patch)]
         launched["noop-patch"] = DragateServer.launch(patching, workdir, name="noop-patch-bench")
@@ -225,6 +232,19 @@ def prepare(cluster: Any, workdir: Path) -> dict[str, Any]:
             server.stop()
         raise
     return launched
+
+
+def _launch_webhook(command: list[str], workdir: Path) -> Any:
+    """dragate's webhook role, given the time a large cluster's lists take to become ready."""
+    from e2e.dragate_server import DragateServer
+    from e2e.webhooks import start_webhook_server
+
+    server = start_webhook_server(
+        command, workdir, name="dragate-bench", ready_path="/readyz", timeout=READY_SECONDS
+    )
+    running = DragateServer(server, workdir, logs=[server.process])
+    running.wait_all_workers_ready()
+    return running
 
 
 def _policy_dir(workdir: Path) -> Path:
@@ -265,12 +285,13 @@ def service_account_kubeconfig(cluster: Any, path: Path) -> Path:
 
 
 def dragate_command(kubeconfig: Path, policies: Path) -> list[str]:
-    """`dragate serve` in cluster mode with its defaults (one gevent worker, the chart's
-    quota grants), started as the console script starts it (`python -m webhook`: gevent's
-    monkey patching first); placeholders are filled by the e2e `start_webhook_server`."""
+    """`dragate serve --role webhook` in cluster mode with the chart's defaults (one gevent
+    worker, quota grants, policies from files alone), started as the console script starts
+    it (`python -m webhook`: gevent's monkey patching first); placeholders are filled by the
+    e2e `start_webhook_server`. The controller role runs beside it (`apiserver_roles`)."""
     return [
-        sys.executable, "-m", "webhook", "serve",
-        "--kubeconfig", str(kubeconfig), "--policies", str(policies),
+        sys.executable, "-m", "webhook", "serve", "--role", "webhook",
+        "--kubeconfig", str(kubeconfig), "--policies", str(policies), "--no-policy-objects",
         "--host", "{host}", "--port", "{port}", "--cert-dir", "{cert_dir}",
         "--graceful-timeout", "5", "--log-level", "info",
     ]  # fmt: skip

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from roles_report import role_tables, role_targets
+
 Target = tuple[str, str, float | None, str, float, str]
 """(name, shown as, measured, comparison `<=`/`>=`, target, unit)."""
 
@@ -83,6 +85,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     rows += _audit_targets(results.get("audit", []))
     rows += _kube_ledger_targets(results.get("kube-ledger", {}).get("races", []))
     rows += _apiserver_targets(results.get("apiserver", {}).get("added", []))
+    rows += role_targets(results.get("apiserver", {}))
     return [_judge(row) for row in rows]
 
 
@@ -505,14 +508,16 @@ def _apiserver_tables(api: dict[str, Any]) -> list[str]:
                 "creates_per_s_ratio",
                 "apiserver_cpu_added_ms",
                 "cpu_added_ms",
+                *P99_COLUMNS[: 2 if any(P99_COLUMNS[0] in r for r in api["added"]) else 0],
             ],
         ),
         *_cpu_table(api["rows"]),
+        *role_tables(api, _table),
     ]
     if api.get("memory"):
         parts.append(
             "\nMemory of each server after the run, PSS of master and worker and their sum "
-            f"(MiB; dragate in cluster mode with its watch caches): {json.dumps(api['memory'])}\n"
+            f"(MiB; {_dragate_memory(api)}): {json.dumps(api['memory'])}\n"
         )
     if reviews:
         parts += [
@@ -522,6 +527,14 @@ def _apiserver_tables(api: dict[str, Any]) -> list[str]:
     return parts
 
 
+def _dragate_memory(api: dict[str, Any]) -> str:
+    if api.get("roles"):
+        return "dragate's roles: the table above"
+    return "dragate in cluster mode with its watch caches"
+
+
+P99_COLUMNS = ("over_noop_p99_ms", "over_patch_p99_ms")
+"""Shown once a run measured them."""
 CPU_GROUPS = ("kube-apiserver", "etcd", "dragate", "no-op", "load generator", "total")
 
 

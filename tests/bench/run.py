@@ -1,7 +1,7 @@
 """dragate's benchmark harness: one command, a JSON and a Markdown report and a PNG plot.
 
     python tests/bench/run.py [--quick] [--out DIR] [--only SECTION ...] [--merge]
-                              [--client auto|wrk|python]
+                              [--client auto|wrk|python] [--audit-load TENANTS,CLAIMS]
 
 Sections: http (dragate serve vs a no-op app under the same gunicorn and TLS, keep-alive
 connections 1..16), engine, inventory, migrate, ledger, growth, holders (one tenant's
@@ -11,9 +11,11 @@ audit (one background audit pass, 10 tenants / 100 claims to 10,000 / 100,000, s
 peak memory), and two that need a real
 etcd + kube-apiserver: kube-ledger (the cluster ledger) and apiserver (create latency and
 creates/s with no admission, a ValidatingAdmissionPolicy, dragate validating, dragate
-validating + mutating); in a full run only when the e2e toolchain is built, never in
-`--quick` unless named with --only. `--quick` uses tiny counts (seconds; what CI's smoke
-test runs); the full run takes several minutes. Writes
+validating + mutating, dragate as the chart runs it: a webhook process and a controller
+process beside it, auditing `--audit-load` Tenants and ResourceClaims, default
+10,000 / 100,000, while the creates are measured); in a full run only when the e2e
+toolchain is built, never in `--quick` unless named with --only. `--quick` uses tiny
+counts (seconds; what CI's smoke test runs); the full run takes several minutes. Writes
 report.json, report.md and latency.png (with matplotlib: `pip install -e '.[bench]'`) to
 --out (default tests/bench/results). Needs wrk for the HTTP figures (Debian: `apt-get
 install wrk`), else falls back to a Python client. `--merge` keeps the sections of the
@@ -34,7 +36,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,7 @@ import machine
 import migrate_bench
 import report
 import summary
+from apiserver_load import parse_audit_load
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REPO = Path(__file__).resolve().parents[2]
@@ -87,6 +90,7 @@ class Sizes:
     growth_iterations: int
     kube_ledger_per_process: int = 300
     apiserver_counts: tuple[int, int] = (480, 960)  # sequential, concurrent creates
+    apiserver_audit_load: str = apiserver_bench.FULL_LOAD  # tenants, claims held while measuring
     http_rounds: int = 5
     migrate_repeats: int = migrate_bench.REPEATS
     holder_levels: tuple[int, ...] = (0, 500, 2000, 6000)
@@ -123,6 +127,7 @@ QUICK = Sizes(
     kube_ledger_per_process=40,
     migrate_repeats=1,
     apiserver_counts=(20, 40),
+    apiserver_audit_load="20,200",
     http_rounds=2,
     holder_levels=(0, 100),
     holder_iterations=20,
@@ -152,8 +157,22 @@ def sections(sizes: Sizes, tmp: Path, client: str) -> dict[str, Callable[[], Any
         "gangs": lambda: gangs_bench.curve(sizes.gang_pods, sizes.gang_repetitions),
         "audit": lambda: audit_bench.curve(sizes.audit_sizes),
         "kube-ledger": lambda: kube_ledger_bench.curve(sizes.kube_ledger_per_process),
-        "apiserver": lambda: apiserver_bench.curve(*sizes.apiserver_counts),
+        "apiserver": lambda: apiserver_bench.curve(
+            *sizes.apiserver_counts, parse_audit_load(sizes.apiserver_audit_load)
+        ),
     }
+
+
+def chosen_sizes(quick: bool, audit_load: str | None, error: Callable[[str], Any]) -> Sizes:
+    """The mode's sizes, with the apiserver section's audit load when one is given."""
+    sizes = QUICK if quick else FULL
+    if audit_load is None:
+        return sizes
+    try:
+        parse_audit_load(audit_load)
+    except ValueError as err:
+        error(str(err))
+    return replace(sizes, apiserver_audit_load=audit_load)
 
 
 def _load() -> list[float]:
@@ -204,10 +223,16 @@ def main() -> None:
         metavar="FILE",
         help="JSON: instructions per review (instructions.py --summarize --json) for the report",
     )
+    parser.add_argument(
+        "--audit-load",
+        metavar="TENANTS,CLAIMS",
+        help="apiserver: Tenants and ResourceClaims in the cluster while measuring (default "
+        f"{FULL.apiserver_audit_load}, --quick {QUICK.apiserver_audit_load}; none: no load)",
+    )
     args = parser.parse_args()
     if args.only == [] and not args.merge:
         parser.error("--only without a section runs nothing: it needs --merge")
-    sizes = QUICK if args.quick else FULL
+    sizes = chosen_sizes(args.quick, args.audit_load, parser.error)
     if args.only is None:
         built = not args.quick and kube_ledger_bench.toolchain() is not None
         args.only = list(SECTIONS) + (list(OPTIONAL) if built else [])

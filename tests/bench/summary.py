@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import roles_report
+
 START = "<!-- results: written by tests/bench/run.py from tests/bench/results/report.json -->"
 END = "<!-- end of results -->"
 VERDICT = {True: "met", False: "**missed**", None: "n/a"}
@@ -358,6 +360,7 @@ SECTIONS = (
     _instructions,
     _ledgers,
     _apiserver,
+    roles_report.summary_rows,
 )
 
 

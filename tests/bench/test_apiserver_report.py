@@ -86,7 +86,7 @@ def test_targets_judge_what_dragate_adds_over_the_noop_on_the_same_stack() -> No
     judged = {
         t["name"]: (t["measured"], t["met"])
         for t in report.targets(results)
-        if t["name"].startswith("apiserver")
+        if t["name"].startswith("apiserver create p50")
     }
     assert judged == {
         "apiserver create p50 added by dragate over the no-op webhook, claim (validating; "
