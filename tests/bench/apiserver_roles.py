@@ -28,12 +28,11 @@ from timing import pss_mib, rss_mib
 
 REPO = Path(__file__).resolve().parents[2]
 VALUES = REPO / "charts" / "dragate" / "values.yaml"
-WEBHOOK_LIMIT_KEYS = ("deployment", "resources", "limits", "memory")
-CONTROLLER_LIMIT_KEYS = (
-    ("controller", "resources", "limits", "memory"),
-    ("deployment", "controller", "resources", "limits", "memory"),
-)
-"""Where a chart split into two Deployments may set the controller's own limit."""
+LIMIT_KEYS = {
+    "webhook": ("webhook", "resources", "limits", "memory"),
+    "controller": ("controller", "resources", "limits", "memory"),
+}
+"""Where the chart sets each role's memory limit."""
 SAMPLE_SECONDS = 1.0
 READY_SECONDS = 900.0
 """How long a controller may take to list a large cluster and load its policies."""
@@ -61,21 +60,13 @@ def _dig(values: Any, keys: tuple[str, ...]) -> Any:
 
 
 def chart_limits(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each role's memory limit in the chart's values and where it comes from: the
-    controller's own where the chart sets one, else the webhook's (said in `from`)."""
-    webhook = _dig(values, WEBHOOK_LIMIT_KEYS)
-    if webhook is None:
-        raise RuntimeError(f"the chart sets no {'.'.join(WEBHOOK_LIMIT_KEYS)}")
-    limits = {"webhook": {"limit_mib": _mib(str(webhook)), "from": ".".join(WEBHOOK_LIMIT_KEYS)}}
-    for keys in CONTROLLER_LIMIT_KEYS:
-        own = _dig(values, keys)
-        if own is not None:
-            limits["controller"] = {"limit_mib": _mib(str(own)), "from": ".".join(keys)}
-            return limits
-    limits["controller"] = {
-        **limits["webhook"],
-        "from": f"{limits['webhook']['from']} (the chart sets no controller limit)",
-    }
+    """Each role's memory limit in the chart's values and where it comes from."""
+    limits = {}
+    for role, keys in LIMIT_KEYS.items():
+        found = _dig(values, keys)
+        if found is None:
+            raise RuntimeError(f"the chart sets no {'.'.join(keys)}")
+        limits[role] = {"limit_mib": _mib(str(found)), "from": ".".join(keys)}
     return limits
 
 

@@ -117,27 +117,17 @@ def test_the_tenants_file_holds_one_tenant_per_namespace(tmp_path: Path) -> None
     ("values", "expected"),
     [
         (
-            {"deployment": {"resources": {"limits": {"memory": "768Mi"}}}},
             {
-                "webhook": (768.0, "deployment.resources.limits.memory"),
-                "controller": (
-                    768.0,
-                    "deployment.resources.limits.memory (the chart sets no controller limit)",
-                ),
-            },
-        ),
-        (
-            {
-                "deployment": {"resources": {"limits": {"memory": "1Gi"}}},
+                "webhook": {"resources": {"limits": {"memory": "1Gi"}}},
                 "controller": {"resources": {"limits": {"memory": "512Mi"}}},
             },
             {
-                "webhook": (1024.0, "deployment.resources.limits.memory"),
+                "webhook": (1024.0, "webhook.resources.limits.memory"),
                 "controller": (512.0, "controller.resources.limits.memory"),
             },
         ),
     ],
-    ids=["one-deployment", "controller-of-its-own"],
+    ids=["each-role-its-own"],
 )
 def test_each_roles_limit_comes_from_the_charts_values(
     values: dict[str, Any], expected: dict[str, tuple[float, str]]
@@ -146,8 +136,14 @@ def test_each_roles_limit_comes_from_the_charts_values(
     assert {r: (v["limit_mib"], v["from"]) for r, v in limits.items()} == expected
 
 
-def test_the_charts_values_name_a_webhook_limit() -> None:
-    assert apiserver_roles.read_chart_limits()["webhook"]["limit_mib"] > 0
+def test_the_charts_values_name_each_roles_limit() -> None:
+    limits = apiserver_roles.read_chart_limits()
+    assert limits["webhook"]["limit_mib"] > 0 and limits["controller"]["limit_mib"] > 0
+
+
+def test_a_chart_without_a_roles_limit_is_an_error() -> None:
+    with pytest.raises(RuntimeError, match=r"controller\.resources\.limits\.memory"):
+        apiserver_roles.chart_limits({"webhook": {"resources": {"limits": {"memory": "1Gi"}}}})
 
 
 METRICS = """# HELP dragate_audit_duration_seconds Seconds this process's last pass took.
@@ -208,14 +204,14 @@ API = {
             "pss_end_mib": 280.0,
             "rss_hwm_mib": 350.0,
             "limit_mib": 768.0,
-            "limit_from": "deployment.resources.limits.memory",
+            "limit_from": "webhook.resources.limits.memory",
         },
         "controller": {
             "pss_peak_mib": 800.0,
             "pss_end_mib": 700.0,
             "rss_hwm_mib": 900.0,
             "limit_mib": 768.0,
-            "limit_from": "deployment.resources.limits.memory (no controller limit)",
+            "limit_from": "controller.resources.limits.memory",
         },
     },
     "audit": {
@@ -258,7 +254,7 @@ def test_no_pass_during_the_rounds_is_a_miss_and_its_seconds_not_measured() -> N
 
 def test_the_roles_table_shows_each_roles_memory_and_the_passes() -> None:
     text = "\n".join(roles_report.role_tables(API, report._table))
-    webhook = "| webhook | 300.0 | 280.0 | 350.0 | 768.0 | deployment.resources.limits.memory |"
+    webhook = "| webhook | 300.0 | 280.0 | 350.0 | 768.0 | webhook.resources.limits.memory |"
     assert webhook in text
     assert "| controller | 800.0 | 700.0 | 900.0 | 768.0 |" in text
     assert "| 2.0 | 14.0 | 12.0 |" in text
