@@ -238,7 +238,7 @@ EXPECTED_RULES = {
          "apiVersions": ["v1alpha2"], "resources": ["jobsets"], "scope": "Namespaced"},
         {"operations": ["CREATE", "UPDATE"], "apiGroups": ["leaderworkerset.x-k8s.io"],
          "apiVersions": ["v1"], "resources": ["leaderworkersets"], "scope": "Namespaced"},
-        {"operations": ["CREATE"], "apiGroups": ["scheduling.k8s.io"],
+        {"operations": ["CREATE", "UPDATE"], "apiGroups": ["scheduling.k8s.io"],
          "apiVersions": ["v1beta1"], "resources": ["podgroups"], "scope": "Namespaced"}],
     "namespaces.validate.dragate.io": [
         {"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
@@ -386,8 +386,8 @@ def workload(kind: str, pod_spec: Doc) -> Doc:
 @pytest.mark.parametrize("kind", ["Job", "JobSet", "LeaderWorkerSet"])
 def test_match_conditions_send_gangs_that_can_hold_devices(default: Rendered, kind: str) -> None:
     hook = webhooks(default)["gangs.validate.dragate.io"]
-    assert set(conditions(hook)) == {"gpu-workload", "not-control-plane-update",
-                                     "not-dragate-itself"}  # fmt: skip
+    assert set(conditions(hook)) == {"gpu-workload", "podgroup-scaled",
+                                     "not-control-plane-update", "not-dragate-itself"}  # fmt: skip
 
     def sent(pod_spec: Doc, **options: Any) -> bool:
         obj = workload(kind, pod_spec)
@@ -419,6 +419,37 @@ def test_match_conditions_send_podgroups_with_a_gang_policy(
     request = {"kind": {"kind": "PodGroup"}, "operation": "CREATE",
                "userInfo": {"username": "alice", "groups": []}}  # fmt: skip
     matched = [evaluate(e, object=obj, oldObject=obj, request=request)
+               for e in conditions(hook).values()]  # fmt: skip
+    assert all(matched) is sent
+
+
+def gang_group(min_count: int | None) -> Doc:
+    policy = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    return {"kind": "PodGroup", "spec": {"schedulingPolicy": policy}}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "user", "sent"),
+    [
+        (4, 6, "alice", True),
+        (6, 2, "alice", True),
+        (4, 4, "alice", False),
+        (None, None, "alice", False),
+        (4, 6, "system:serviceaccount:kube-system:job-controller", True),
+        (4, 6, "system:kube-controller-manager", False),
+    ],
+    ids=["grown", "shrunk", "min-count-unchanged", "basic-policy", "job-controller-scales",
+         "control-plane-bookkeeping"],
+)  # fmt: skip
+def test_match_conditions_send_a_podgroup_s_update_only_when_it_scales(
+    default: Rendered, old: int | None, new: int | None, user: str, sent: bool
+) -> None:
+    """minCount is mutable (workload scaling); a PodGroup's other UPDATEs (labels, owner
+    references) move no quota and are never sent."""
+    hook = webhooks(default)["gangs.validate.dragate.io"]
+    request = {"kind": {"kind": "PodGroup"}, "operation": "UPDATE",
+               "userInfo": {"username": user, "groups": []}}  # fmt: skip
+    matched = [evaluate(e, object=gang_group(new), oldObject=gang_group(old), request=request)
                for e in conditions(hook).values()]  # fmt: skip
     assert all(matched) is sent
 

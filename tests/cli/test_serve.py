@@ -314,7 +314,7 @@ GANG_RULES = [
      "apiVersions": ["v1alpha2"], "resources": ["jobsets"], "scope": "Namespaced"},
     {"operations": ["CREATE", "UPDATE"], "apiGroups": ["leaderworkerset.x-k8s.io"],
      "apiVersions": ["v1"], "resources": ["leaderworkersets"], "scope": "Namespaced"},
-    {"operations": ["CREATE"], "apiGroups": ["scheduling.k8s.io"],
+    {"operations": ["CREATE", "UPDATE"], "apiGroups": ["scheduling.k8s.io"],
      "apiVersions": ["v1beta1"], "resources": ["podgroups"], "scope": "Namespaced"},
 ]  # fmt: skip
 GPU_POD = {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}
@@ -378,6 +378,32 @@ def test_webhook_config_sends_podgroups_with_a_gang_policy(
     matched = [
         evaluate(c["expression"], object=obj, request=request) for c in hook["matchConditions"]
     ]
+    assert all(matched) is sent
+
+
+def gang_group(min_count: int | None) -> dict[str, object]:
+    policy = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    return {"kind": "PodGroup", "spec": {"schedulingPolicy": policy}}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "sent"),
+    [(4, 6, True), (6, 2, True), (4, 4, False), (None, None, False)],
+    ids=["grown", "shrunk", "min-count-unchanged", "basic-policy"],
+)
+def test_webhook_config_sends_a_podgroup_s_update_only_when_it_scales(
+    tmp_path: Path, old: int | None, new: int | None, sent: bool
+) -> None:
+    certificates.create(tmp_path, ["localhost"])
+    args = ["webhook-config", "--url", "https://h:8443", "--cert-dir", str(tmp_path)]
+    validating, _ = YAML(typ="safe").load_all(CliRunner().invoke(main, args).output)
+    hook = validating["webhooks"][2]
+    request = {"kind": {"kind": "PodGroup"}, "operation": "UPDATE"}
+    matched = [
+        evaluate(c["expression"], object=gang_group(new), oldObject=gang_group(old),
+                 request=request)
+        for c in hook["matchConditions"]
+    ]  # fmt: skip
     assert all(matched) is sent
 
 

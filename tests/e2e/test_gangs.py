@@ -14,9 +14,15 @@ does not fit is refused. The alpha WorkloadWithJob gate is off, so the test make
 Workload and the PodGroup as the Job controller would, and the Job's pod template names the
 PodGroup; kube-scheduler binds the Pods on fake Nodes with NVIDIA-shaped ResourceSlices.
 
-No JobSet controller runs here (its Go module is not built with the control plane): the
-JobSet test applies a stand-in JobSet CRD and creates the child Jobs as the JobSet controller
-would (its label, its owner reference); the Job controller makes their Pods.
+A PodGroup's minCount is mutable (workload scaling): scaled past its tenant's quota it is
+refused by the API server's call to dragate, scaled within it its holder moves by the
+difference.
+
+No JobSet or LeaderWorkerSet controller runs here (their Go modules are not built with the
+control plane): the JobSet test applies a stand-in JobSet CRD and creates the child Jobs as
+the JobSet controller would (its label, its owner reference), and the Job controller makes
+their Pods; the LeaderWorkerSet test applies a stand-in CRD of its v1 shape and creates each
+group's leader and worker Pods with the labels the LWS controller sets.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from .scheduling import BOUND, fake_node, pod_outcome
 
 pytestmark = pytest.mark.e2e
 
-NS, GROUPS, SETS = "gangs", "groups", "sets"
+NS, GROUPS, SETS, SCALE, LWS = "gangs", "groups", "sets", "scale", "lws"
 CLASS = "gpu.nvidia.com"
 POLICIES = "---".join(
     f"""
@@ -50,7 +56,13 @@ spec:
   quota:
   - {{deviceClassName: {CLASS}, maxDevices: {limit}}}
 """
-    for tenant, namespace, limit in (("ml", NS, 8), ("grp", GROUPS, 6), ("sets", SETS, 4))
+    for tenant, namespace, limit in (
+        ("ml", NS, 8),
+        ("grp", GROUPS, 6),
+        ("sets", SETS, 4),
+        ("scale", SCALE, 8),
+        ("lws", LWS, 6),
+    )
 )
 JOBSET_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -67,6 +79,48 @@ JOBSET_CRD = {
     },
 }  # fmt: skip
 """A stand-in for the JobSet CRD: the objects' shape is sigs.k8s.io/jobset's v1alpha2."""
+OPEN = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+LWS_SPEC = {
+    "type": "object",
+    "properties": {
+        "replicas": {"type": "integer", "format": "int32", "default": 1},
+        "leaderWorkerTemplate": {
+            "type": "object",
+            "required": ["workerTemplate"],
+            "properties": {
+                "size": {"type": "integer", "format": "int32", "default": 1},
+                "leaderTemplate": OPEN,
+                "workerTemplate": OPEN,
+                "restartPolicy": {"type": "string"},
+            },
+        },
+        "rolloutStrategy": OPEN,
+        "startupPolicy": {"type": "string"},
+    },
+    "required": ["leaderWorkerTemplate"],
+}
+LWS_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "leaderworkersets.leaderworkerset.x-k8s.io"},
+    "spec": {
+        "group": "leaderworkerset.x-k8s.io",
+        "scope": "Namespaced",
+        "names": {"plural": "leaderworkersets", "singular": "leaderworkerset",
+                  "kind": "LeaderWorkerSet", "listKind": "LeaderWorkerSetList",
+                  "shortNames": ["lws"]},
+        "versions": [{"name": "v1", "served": True, "storage": True,
+                      "subresources": {"status": {}, "scale": {
+                          "specReplicasPath": ".spec.replicas",
+                          "statusReplicasPath": ".status.replicas",
+                          "labelSelectorPath": ".status.hpaPodSelector"}},
+                      "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                          "spec": LWS_SPEC, "status": OPEN}}}}],
+    },
+}  # fmt: skip
+"""A stand-in for the LeaderWorkerSet CRD: sigs.k8s.io/lws's v1 shape (`spec.replicas`,
+`spec.leaderWorkerTemplate.size`, its leader and worker pod templates, the scale
+subresource), the pod templates left open."""
 
 
 def kubectl_json(cluster: Cluster, verb: str, obj: Any, *args: str, check: bool = True) -> Any:
@@ -93,16 +147,18 @@ def lone_pod() -> dict[str, Any]:
 def gangs(e2e_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A control plane (the Job and resourceclaim controllers run in kube-controller-manager,
     and kube-scheduler), NVIDIA's DeviceClasses, and `dragate serve` registered for Pods,
-    claims, Jobs, JobSets and PodGroups. Nodes come later: the Jobs' Pods stay Pending."""
+    claims, Jobs, JobSets, LeaderWorkerSets and PodGroups. Nodes come later: the Jobs' Pods
+    stay Pending."""
     with running_cluster(e2e_bin_dir, scheduler=True) as cluster:
         for device_class in device_classes():
             kubectl_json(cluster, "create", device_class)
-        for namespace in (NS, GROUPS, SETS):
+        for namespace in (NS, GROUPS, SETS, SCALE, LWS):
             kubectl_json(cluster, "create", {"apiVersion": "v1", "kind": "Namespace",
                                              "metadata": {"name": namespace}})  # fmt: skip
-        kubectl_json(cluster, "create", JOBSET_CRD)
-        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                        "crd/jobsets.jobset.x-k8s.io")  # fmt: skip
+        for crd in (JOBSET_CRD, LWS_CRD):
+            kubectl_json(cluster, "create", crd)
+            cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                            f"crd/{crd['metadata']['name']}")  # fmt: skip
         policies = tmp_path_factory.mktemp("gang-policies")
         (policies / "policies.yaml").write_text(POLICIES)
         too_big = {**job("probe"), "spec": {**job("probe")["spec"], "parallelism": 5}}
@@ -257,8 +313,8 @@ def test_a_podgroup_is_charged_once_with_its_shared_claim_and_bound_whole(
     wait_for(lambda: len(group_pods(cluster)) == 4, timeout=60, interval=0.5,
              what="the Job's 4 Pods")  # fmt: skip
     for pod in group_pods(cluster):
-        outcome, _ = pod_outcome(cluster, GROUPS, pod["metadata"]["name"], timeout=90)
-        assert outcome == BOUND
+        outcome, read = pod_outcome(cluster, GROUPS, pod["metadata"]["name"], timeout=90)
+        assert outcome == BOUND, read.get("status")
     found = claims(cluster, GROUPS)
     owned = [c for c in found if any(o["kind"] == "PodGroup" for o in
                                      c["metadata"].get("ownerReferences") or [])]  # fmt: skip
@@ -316,3 +372,112 @@ def test_a_jobset_is_charged_whole_once_and_its_pods_draw_from_it(gangs: Cluster
     wait_for(lambda: sum(held(cluster, "sets").values()) == 4 and
              "gang:sets/JobSet/js" not in held(cluster, "sets"),
              timeout=30, interval=0.5, what="the Pods drawing the JobSet's gang")  # fmt: skip
+
+
+def scaling_job() -> dict[str, Any]:
+    """A suspended Job whose 1-GPU Pods name the PodGroup `elastic-pg`."""
+    pod_spec = {
+        "restartPolicy": "Never",
+        "schedulingGroup": {"podGroupName": "elastic-pg"},
+        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+        "containers": [{"name": "train", "image": "x", "resources": {"claims": [{"name": "gpu"}]}}],
+    }
+    spec = {"parallelism": 2, "completions": 2, "suspend": True, "template": {"spec": pod_spec}}
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "elastic", "namespace": SCALE}, "spec": spec}  # fmt: skip
+
+
+def scale_podgroup(cluster: Cluster, min_count: int) -> Any:
+    patch = json.dumps({"spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}})
+    return cluster.kubectl("patch", "podgroup", "elastic-pg", "-n", SCALE, "--type=merge",
+                           "-p", patch, check=False)  # fmt: skip
+
+
+def test_a_podgroup_scaled_past_the_quota_is_refused_and_within_it_charged(
+    gangs: Cluster,
+) -> None:
+    cluster = gangs
+    template = {**claim_template("one-gpu", 1)}
+    template["metadata"] = {"name": "one-gpu", "namespace": SCALE}
+    kubectl_json(cluster, "create", template)
+    kubectl_json(cluster, "create", scaling_job())
+    owner = cluster.get_json("job", "elastic", "-n", SCALE)
+    group = podgroup("elastic-pg", owner)
+    group["metadata"]["namespace"] = SCALE
+    group["spec"] = {"schedulingPolicy": {"gang": {"minCount": 2}}}
+    assert kubectl_json(cluster, "create", group).returncode == 0
+    assert held(cluster, "scale") == {"gang:scale/PodGroup/elastic-pg": 2}
+    refused = scale_podgroup(cluster, 10)
+    assert refused.returncode != 0
+    assert "gang scale/elastic-pg needs 10 gpu.nvidia.com; tenant scale has 8 free" in (
+        refused.stderr
+    ), refused.stderr
+    assert held(cluster, "scale") == {"gang:scale/PodGroup/elastic-pg": 2}
+    assert scale_podgroup(cluster, 6).returncode == 0
+    assert held(cluster, "scale") == {"gang:scale/PodGroup/elastic-pg": 6}
+    assert scale_podgroup(cluster, 3).returncode == 0
+    assert held(cluster, "scale") == {"gang:scale/PodGroup/elastic-pg": 3}
+    found = cluster.get_json("podgroup", "elastic-pg", "-n", SCALE)
+    assert found["spec"]["schedulingPolicy"]["gang"]["minCount"] == 3
+
+
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
+
+
+def leaderworkerset(name: str) -> dict[str, Any]:
+    """2 groups of size 2: a 1-GPU leader and a 2-GPU worker each, 6 GPUs at once."""
+
+    def template(gpus: int) -> dict[str, Any]:
+        # Matched by no Node: the Pods stay Pending, so deleting them needs no kubelet.
+        selector = {"dragate.io/e2e-pool": "none"}
+        return {"spec": {"nodeSelector": selector, "containers": [container(gpus)]}}
+
+    spec = {"replicas": 2, "leaderWorkerTemplate": {
+        "size": 2, "leaderTemplate": template(1), "workerTemplate": template(2)}}  # fmt: skip
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": name, "namespace": LWS}, "spec": spec}  # fmt: skip
+
+
+def lws_pod(owner: dict[str, Any], group: int, worker: int) -> dict[str, Any]:
+    """A Pod as the LWS controller makes it, by the leader's (worker 0) or the group's
+    StatefulSet: `<lws>-<group>[-<worker>]`, its labels. No StatefulSet controller runs here,
+    so the Pod is owned by the LeaderWorkerSet itself, for deletion to cascade as it would."""
+    name = owner["metadata"]["name"]
+    role = "leaderTemplate" if worker == 0 else "workerTemplate"
+    labels = {LWS_NAME: name, "leaderworkerset.sigs.k8s.io/group-index": str(group),
+              "leaderworkerset.sigs.k8s.io/worker-index": str(worker)}  # fmt: skip
+    ref = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+           "name": name, "uid": owner["metadata"]["uid"], "blockOwnerDeletion": True}  # fmt: skip
+    meta = {"name": f"{name}-{group}" + (f"-{worker}" if worker else ""), "namespace": LWS,
+            "labels": labels, "ownerReferences": [ref],
+            "annotations": {"leaderworkerset.sigs.k8s.io/size": "2"}}  # fmt: skip
+    spec = owner["spec"]["leaderWorkerTemplate"][role]["spec"]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def test_a_leaderworkerset_is_charged_whole_once_and_its_pods_draw_from_it(
+    gangs: Cluster,
+) -> None:
+    cluster = gangs
+    assert kubectl_json(cluster, "create", leaderworkerset("serve")).returncode == 0
+    assert held(cluster, "lws") == {"gang:lws/LeaderWorkerSet/serve": 6}
+    refused = kubectl_json(cluster, "create", leaderworkerset("serve-2"), check=False)
+    assert refused.returncode != 0
+    assert "gang lws/serve-2 needs 6 gpu.nvidia.com; tenant lws has 0 free" in refused.stderr
+    owner = cluster.get_json("leaderworkerset", "serve", "-n", LWS)
+    for group in range(2):
+        for worker in range(2):
+            made = kubectl_json(cluster, "create", lws_pod(owner, group, worker))
+            assert made.returncode == 0
+    wait_for(lambda: len(claims(cluster, LWS)) == 4, timeout=60, interval=0.5,
+             what="the LeaderWorkerSet's 4 Pods' claims")  # fmt: skip
+    assert sum(held(cluster, "lws").values()) == 6
+    wait_for(lambda: "gang:lws/LeaderWorkerSet/serve" not in held(cluster, "lws"),
+             timeout=30, interval=0.5, what="the Pods drawing the LWS's gang")  # fmt: skip
+    assert sum(held(cluster, "lws").values()) == 6
+    cluster.kubectl("delete", "leaderworkerset", "serve", "-n", LWS, "--cascade=foreground",
+                    "--wait=true")  # fmt: skip
+    wait_for(lambda: not claims(cluster, LWS) and not held(cluster, "lws"), timeout=90,
+             interval=0.5, what="the LeaderWorkerSet's devices freed")  # fmt: skip
+    assert kubectl_json(cluster, "create", leaderworkerset("serve-2")).returncode == 0
+    assert held(cluster, "lws") == {"gang:lws/LeaderWorkerSet/serve-2": 6}

@@ -122,10 +122,17 @@ def _rules(operations: Sequence[str]) -> list[WebhookObject]:
             "scope": "Namespaced",
         },
         {
+            "apiGroups": ["leaderworkerset.x-k8s.io"],
+            "apiVersions": ["v1"],
+            "resources": ["leaderworkersets"],
+            "operations": list(operations),
+            "scope": "Namespaced",
+        },
+        {
             "apiGroups": ["scheduling.k8s.io"],
             "apiVersions": ["v1beta1"],
             "resources": ["podgroups"],
-            "operations": ["CREATE"],
+            "operations": list(operations),
             "scope": "Namespaced",
         },
     ]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from webhook.engine.gangs import DEFAULT_GANG_KINDS, is_gang
+from webhook.engine.gangs import DEFAULT_GANG_KINDS, gang_target, is_gang
 from webhook.engine.podgroups import owner_of, podgroup_demand, shared_names
 
 GPU = "gpu.nvidia.com"
@@ -142,3 +142,36 @@ def test_owner_of(
     meta: dict[str, Any], workload: dict[str, Any] | None, owner: tuple[str, str]
 ) -> None:
     assert owner_of(podgroup(4, **meta), workload) == owner
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "held", "target"),
+    [
+        (None, 4, 0, 12),
+        (4, 6, 12, 16),
+        (4, 6, 5, 9),
+        (4, 2, 12, 8),
+        (4, 1, 3, 0),
+        (4, 4, 5, None),
+    ],
+    ids=[
+        "created-whole",
+        "grows-by-the-difference",
+        "grows-what-its-pods-left",
+        "shrinks-by-the-difference",
+        "shrinks-never-below-nothing",
+        "min-count-unchanged-left-as-is",
+    ],
+)
+def test_gang_target_of_a_min_count_change(
+    old: int | None, new: int, held: int, target: int | None
+) -> None:
+    """minCount is mutable ("to support workload scaling"): the group's holder moves by the
+    change of demand (2 GPUs a Pod, the shared 4 once), from what its Pods left of it."""
+    owner = job(OWN, SHARED)
+    new_group = podgroup(new, [SHARED])
+    old_group = podgroup(old, [SHARED]) if old is not None else None
+    needed = podgroup_demand(new_group, owner, charges_of)
+    old_needed = podgroup_demand(old_group, owner, charges_of) if old_group else {}
+    moved = gang_target(new_group, old_group, needed, old_needed, {GPU: held} if held else {})
+    assert moved == (None if target is None else ({GPU: target} if target else {}))

@@ -423,3 +423,47 @@ def test_workloads_that_cannot_be_read_leave_gangs_to_lapse_and_claims_counted(
     truth = claims_truth(lambda: POLICIES, Unlisted([TWO, ONE, job("train"), claimed]))()
     assert truth == {"ml": {"pod:train-0-uid/gpu": {GPU: 2}}}
     assert "gangs' holders left to expire: gang workloads unavailable" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("min_count", "allowed", "held"),
+    [(3, True, 4), (5, False, 3), (1, True, 2), (2, True, 3)],
+    ids=["grows", "grows-past-the-quota", "shrinks", "unchanged"],
+)
+def test_a_podgroup_s_min_count_change_moves_its_holder(
+    ledger: Ledger, min_count: int, allowed: bool, held: int
+) -> None:
+    """minCount is mutable (workload scaling): the group's holder moves by the change of its
+    demand, reserved atomically or refused with the numbers; its shared claim stays once.
+    2 Pods x 1 GPU + the shared 2: 4 held; a first Pod draws 1; a lone Pod holds 2 more."""
+    train = group_job("train", "pg")
+    group = podgroup("pg", 2, SHARED, owner="train")
+    ctx = group_context(ledger, train, group)
+    assert create(ctx, group).allowed and holders(ledger) == {"gang:team-a/PodGroup/pg": 4}
+    assert create(ctx, group_pod("train", 0, "pg")).allowed
+    assert create(ctx, pod("lone", claims={"gpu": "two"}, uid="lone-uid")).allowed
+    verdict = update(ctx, group, podgroup("pg", min_count, SHARED, owner="train"))
+    assert verdict.allowed is allowed
+    assert holders(ledger)["gang:team-a/PodGroup/pg"] == held
+    if not allowed:
+        assert verdict.decision.reasons[0].message == (
+            "gang team-a/pg needs 6 gpu.nvidia.com; tenant ml has 5 free "
+            "(held by gang:team-a/PodGroup/pg (3), pod:team-a/lone/gpu (2), "
+            "pod:team-a/train-0/gpu (1))"
+        )
+
+
+@pytest.mark.parametrize("mode", ["Warn", "Audit"])
+def test_a_podgroup_grown_past_the_quota_is_told_under_warn_or_audit(
+    ledger: Ledger, mode: str
+) -> None:
+    train = group_job("train", "pg")
+    group = podgroup("pg", 4, SHARED, owner="train")
+    state = SnapshotState([TWO, ONE, train, group])
+    policies = parse_policies(TENANT % mode, "inline.yaml")
+    ctx = Context(policies=lambda: policies, state=state, ledger=ledger)
+    assert create(ctx, group).allowed and used(ledger) == 6
+    verdict = update(ctx, group, podgroup("pg", 8, SHARED, owner="train"))
+    assert verdict.allowed and used(ledger) == 10
+    told = [*verdict.decision.warnings, *verdict.decision.audit.values()]
+    assert any("gang team-a/pg needs 10 gpu.nvidia.com; tenant ml has 8 free" in t for t in told)

@@ -14,10 +14,11 @@ Choices, each for a reason (docs/cli.md, "`dragate webhook-config`"):
   it would not be enforced, but a webhook that is down never locks policy edits (an object
   stored meanwhile is left out, and its status says why).
 - the gang kinds (batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets, leaderworkerset.x-k8s.io/v1
-  LeaderWorkerSets) at CREATE and UPDATE, and scheduling.k8s.io/v1beta1 PodGroups at CREATE,
-  in an entry of their own whose matchConditions send only workloads whose pod templates can
-  hold a device (claims, or a GPU resource prefix) and PodGroups with a gang policy; it fails
-  as the Pods' entry does (docs/decisions.md, "Gangs").
+  LeaderWorkerSets, scheduling.k8s.io/v1beta1 PodGroups) at CREATE and UPDATE, in an entry of
+  their own whose matchConditions send only workloads whose pod templates can hold a device
+  (claims, or a GPU resource prefix) and PodGroups with a gang policy, a PodGroup's UPDATE only
+  when it changes the gang's minCount; it fails as the Pods' entry does (docs/decisions.md,
+  "Gangs").
 - `kube-system` (and the webhook's own namespace) excluded through the immutable
   `kubernetes.io/metadata.name` label; `sideEffects: NoneOnDryRun` since dry runs never
   reserve quota.
@@ -119,9 +120,18 @@ GANG_RULES = [
     ("batch", "v1", "jobs"),
     ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
     ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets"),
+    ("scheduling.k8s.io", "v1beta1", "podgroups"),
 ]
-PODGROUP_RULE = ("scheduling.k8s.io", "v1beta1", "podgroups")
-"""PodGroups (Kubernetes 1.37, GenericWorkload) at CREATE: charged whole then."""
+"""The gang kinds at CREATE and UPDATE; PodGroups (Kubernetes 1.37, GenericWorkload) are
+charged whole at CREATE and again at the UPDATE that changes the gang's minCount (mutable,
+for workload scaling)."""
+GANG = "spec.schedulingPolicy.gang"
+PODGROUP_SCALED = (
+    "request.kind.kind != 'PodGroup' || request.operation != 'UPDATE' || "
+    f"!has(oldObject.{GANG}) || !has(object.{GANG}) || "
+    f"oldObject.{GANG}.minCount != object.{GANG}.minCount"
+)
+"""CEL: every request but a PodGroup's UPDATE, and that one only when it scales the gang."""
 GPU_PREFIXES = ("nvidia.com/",)
 LWS_TEMPLATE = "object.spec.leaderWorkerTemplate"
 POD_SPECS = (
@@ -164,10 +174,11 @@ def gang_webhook(
         {"operations": WRITE, "apiGroups": [group], "apiVersions": [version],
          "resources": [resource], "scope": "Namespaced"}
         for group, version, resource in GANG_RULES
-    ] + [{"operations": ["CREATE"], "apiGroups": [PODGROUP_RULE[0]],
-          "apiVersions": [PODGROUP_RULE[1]], "resources": [PODGROUP_RULE[2]],
-          "scope": "Namespaced"}]  # fmt: skip
-    entry["matchConditions"] = [{"name": "gpu-workload", "expression": gpu_workload_expression()}]
+    ]  # fmt: skip
+    entry["matchConditions"] = [
+        {"name": "gpu-workload", "expression": gpu_workload_expression()},
+        {"name": "podgroup-scaled", "expression": PODGROUP_SCALED},
+    ]
     return entry
 
 

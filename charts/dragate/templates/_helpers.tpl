@@ -321,6 +321,13 @@ s.containers.exists(c, {{ include "dragate.celGpuContainer" . }}) ||
 (has(s.initContainers) && s.initContainers.exists(c, {{ include "dragate.celGpuContainer" . }}))))
 {{- end }}
 
+{{/* Every request but a PodGroup's UPDATE; that one only when its gang's minCount changes. */}}
+{{- define "dragate.celPodGroupScaled" -}}
+request.kind.kind != 'PodGroup' || request.operation != 'UPDATE' ||
+!has(oldObject.spec.schedulingPolicy.gang) || !has(object.spec.schedulingPolicy.gang) ||
+oldObject.spec.schedulingPolicy.gang.minCount != object.spec.schedulingPolicy.gang.minCount
+{{- end }}
+
 {{- define "dragate.celLegacyGpuPod" -}}
 object.spec.containers.exists(c, {{ include "dragate.celGpuContainer" . }}) ||
 (has(object.spec.initContainers) && object.spec.initContainers.exists(c, {{ include "dragate.celGpuContainer" . }}))
