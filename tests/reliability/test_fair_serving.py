@@ -183,14 +183,15 @@ def test_a_header_attack_is_refused_early_and_costs_little_memory(server: Serve)
                **reviews.within_the_bound()}  # fmt: skip
     print(f"\nheader attack: {json.dumps(summary)}")
     statuses = sorted({status for status, _ in outcomes})
-    # 0: the answer was sent, but the close that follows it (with the attacker's bytes still
-    # unread) reset the connection before this client read it; the log counts every refusal
-    assert set(statuses) <= {431, 0}, outcomes
-    assert sum(status == 431 for status, _ in outcomes) >= HEADER_CONNECTIONS // 2, outcomes
+    # 0: the 431 was sent, but the close that follows it (with the attacker's bytes still
+    # unread) reset the connection before this client read it; the log shows every refusal
+    assert set(statuses) == {431, 0} or statuses == [431], outcomes
     assert lines_sent < HEADER_LINES, outcomes  # refused before the client is done
     assert memory.peak < CHART_MEMORY_MIB / 2, summary
     logs = server.logs()[before_log:]
-    assert logs.count("Invalid request from ip=") == HEADER_CONNECTIONS
+    refused = [json.loads(x) for x in logs.splitlines() if "Invalid request from ip=" in x]
+    assert len(refused) == HEADER_CONNECTIONS
+    assert all(x["msg"].endswith(": max buffer headers") for x in refused), refused[:3]
     assert "Traceback" not in logs
 
 

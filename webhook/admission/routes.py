@@ -249,11 +249,10 @@ def answer(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
         return parsed
     options = admitter.options
     seconds = budget(_timeout(environ), options.default_timeout, options.timeout_margin)
-    arrived = environ.get(ARRIVED)
-    if arrived is not None:  # the API server's timeout runs from its request, body included
-        seconds = max(seconds - (time.monotonic() - arrived), 0.0)
+    arrived = environ.get(ARRIVED)  # the API server's timeout runs from its request
+    spent = time.monotonic() - arrived if arrived is not None else 0.0
     try:
-        admitted = admitter.admit(parsed, mutate=mutate, budget=seconds)
+        admitted = admitter.admit(parsed, mutate=mutate, budget=seconds, spent=spent)
         return Reply(200, encode_review(admitted.reply), admitted.account)
     except Exception:
         log.exception("internal error during review", extra={"uid": parsed.uid})
