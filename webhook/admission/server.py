@@ -30,10 +30,10 @@ its settings and server hooks; the worker is a stock class chosen by name. Why t
   (`post_worker_init`), after gevent's monkey patching, before the first connection.
 - a connection that fails its TLS handshake or drops (a scanner, plain HTTP, a client gone)
   ends its greenlet with an SSL or connection error, which gevent would print as a traceback
-  each time: those are listed in the hub's documented `NOT_ERROR`. gunicorn's own lines
-  (boot, a refused request) are written by the standard `logging` handlers of its
-  `gunicorn.error` logger, given dragate's JSON formatter: the log stays one JSON object a
-  line.
+  each time: those are listed in the hub's documented `NOT_ERROR` (`NOT_ERRORS`).
+  gunicorn's own lines (boot, a refused request) are written by the standard `logging`
+  handlers of its `gunicorn.error` logger, given dragate's JSON formatter: the log stays one
+  JSON object a line.
 - SIGTERM: the worker stops accepting, answers what arrives on open connections with
   `Connection: close` (gunicorn closes every connection after its answer once the worker
   stops) and exits once none is left or the graceful timeout passes; an idle kept-alive
@@ -64,6 +64,14 @@ HANDSHAKE_SECONDS = 10.0
 LIMIT_REQUEST_LINE = 4094
 LIMIT_REQUEST_FIELDS = 16
 LIMIT_REQUEST_FIELD_SIZE = 4094
+
+
+NOT_ERRORS = (ssl.SSLError, ConnectionError, TimeoutError, AttributeError)
+"""What ends a connection's greenlet before gunicorn's handler runs (which catches and logs
+everything itself), added to the hub's `NOT_ERROR` so that it prints no traceback: a failed,
+dropped or timed-out TLS handshake, and a handshake that completes after the worker stopped
+accepting (gevent's `StreamServer.close` drops the server's `handle`, so that connection ends
+with an AttributeError; dragate spawns no greenlet of its own for the hub to report)."""
 
 
 def bind_address(host: str, port: int) -> str:
@@ -122,7 +130,7 @@ def worker_ready(seconds: float) -> Any:
         json_lines()
         socket.setdefaulttimeout(seconds)
         hub = gevent.get_hub()
-        hub.NOT_ERROR = (*hub.NOT_ERROR, ssl.SSLError, ConnectionError, TimeoutError)
+        hub.NOT_ERROR = (*hub.NOT_ERROR, *NOT_ERRORS)
 
     return hook
 
