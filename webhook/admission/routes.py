@@ -188,10 +188,11 @@ def drain(environ: Environ) -> None:
 
 
 def hang_up(environ: Environ) -> None:
-    """End the connection once the answer is sent: after a body that stopped short or broke
-    its framing, where the next request would start is unknown. The TCP connection is shut
-    down under the TLS layer (a duplicate of its descriptor), so the server's next read on it
-    finds its end, as if the client had closed."""
+    """End the connection: once the answer is sent after a body that stopped short or broke
+    its framing (where the next request would start is unknown), or when an answer has waited
+    too long to be written (turns.py). The TCP connection is shut down under the TLS layer (a
+    duplicate of its descriptor), so the server's next read on it finds its end and a blocked
+    write fails as a broken pipe, as if the client had gone."""
     sock = environ.get("gunicorn.socket")
     try:
         with socket.socket(fileno=os.dup(sock.fileno())) as raw:  # type: ignore[union-attr]
