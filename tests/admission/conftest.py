@@ -23,7 +23,7 @@ def make_app(tmp_path: Any) -> Callable[..., Flask]:
     def build(reviewer: Reviewer = admission_support.review, **options: Any) -> Flask:
         holder = PolicyHolder([str(tmp_path)], admission_support.StaticLoader())
         context = Context(policies=holder.get, state=SnapshotState.empty(), ledger=MemoryLedger())
-        return create_app(context, holder, AdmissionOptions(**options), reviewer)
+        return create_app(context, holder, AdmissionOptions(**options), reviewer, metrics_seconds=0)
 
     return build
 

@@ -455,3 +455,17 @@ def test_metrics_count_the_policy_objects_left_out(
     context = Context(policies=holder.get, state=SnapshotState.empty(), ledger=MemoryLedger())
     text = create_app(context, holder, AdmissionOptions(), review).test_client().get("/metrics")
     assert f"dragate_policy_objects_not_enforced {shown}" in text.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(("seconds", "fresh"), [(60.0, False), (0.0, True)], ids=["held", "fresh"])
+def test_metrics_are_rendered_at_most_once_per_window(seconds: float, fresh: bool) -> None:
+    """A client asking for /metrics on every request gets the same rendering within the
+    window (a review answered meanwhile shows at the next one), not a rendering each."""
+    holder = PolicyHolder([], lambda _paths: PolicySet())
+    context = Context(policies=holder.get, state=SnapshotState.empty(), ledger=MemoryLedger())
+    app = create_app(context, holder, AdmissionOptions(), review, metrics_seconds=seconds)
+    client = app.test_client()
+    first = client.get("/metrics").get_data(as_text=True)
+    client.post("/validate", json=review_body(pod(), operation="DELETE")).close()
+    second = client.get("/metrics").get_data(as_text=True)
+    assert (second != first) is fresh

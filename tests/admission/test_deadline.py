@@ -21,6 +21,7 @@ from webhook import pipeline
 from webhook.admission.app import create_app
 from webhook.admission.config import AdmissionOptions
 from webhook.admission.reload import PolicyHolder
+from webhook.admission.routes import ARRIVED
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.sqlite import SqliteLedger
@@ -133,6 +134,20 @@ def test_a_review_out_of_time_before_the_ledger_reserves_nothing(
     assert response["allowed"] is False
     assert "could not finish the review" in response["status"]["message"]
     assert "timeout" in response["auditAnnotations"]
+    assert ledger.usage("team-a") == {}
+
+
+def test_the_deadline_counts_from_the_requests_arrival() -> None:
+    """`?timeout=10s` for a request that arrived 9.9 s ago (its body slow to come): the review
+    has what is left, not 10 s, and says it could not finish within the API server's 10 s."""
+    ledger, state = MemoryLedger(), SlowState()
+    client = _client(ledger, state, Templates())
+    arrived = {ARRIVED: time.monotonic() - 9.9}
+    answer = client.post("/validate?timeout=10s", json=_review(_claim(), "resourceclaims"),
+                         environ_overrides=arrived)  # fmt: skip
+    response = answer.get_json()["response"]
+    assert response["allowed"] is False, response
+    assert "could not finish the review within 10.0s" in response["status"]["message"]
     assert ledger.usage("team-a") == {}
 
 

@@ -1,5 +1,5 @@
 """`dragate serve` against the no-op baseline: a Flask app on the same gunicorn worker class
-(`gevent_pywsgi`, one worker), settings, TLS and certificate.
+(`gevent`, one worker), settings, TLS and certificate.
 
 For each concurrency level (keep-alive connections, closed loop) and each target the load
 generator reports requests/s and latency percentiles. Each (target, connections) cell is

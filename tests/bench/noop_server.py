@@ -1,7 +1,7 @@
 """The baseline: a no-op Flask app that parses the AdmissionReview, echoes its uid and allows.
 
 Served by dragate's own gunicorn application (`DragateServer`, so `gunicorn_settings` of the
-same ServeConfig: the `gevent_pywsgi` worker class, one worker, keep-alive, connection limit,
+same ServeConfig: the `gevent` worker class, one worker, keep-alive, connection limit,
 TLS context hook and certificate, worker tmp dir) with another `load()`, so the only
 difference from `dragate serve` is the WSGI app. Run:
 `python tests/bench/noop_server.py --port P --cert-dir D`.

@@ -68,4 +68,4 @@ def test_the_noop_is_given_exactly_dragates_gunicorn_settings(tmp_path: Path) ->
     names = ("worker_class_str", "workers", "worker_connections", "keepalive", "certfile", "bind")
     for name in names:
         assert getattr(noop.cfg, name) == getattr(dragate.cfg, name), name
-    assert noop.cfg.worker_class_str == "gevent_pywsgi" and noop.cfg.workers == 1
+    assert noop.cfg.worker_class_str == "gevent" and noop.cfg.workers == 1

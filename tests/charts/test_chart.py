@@ -144,7 +144,7 @@ def test_container_runs_dragate_serve_in_cluster(default: Rendered) -> None:
     assert args["host"] == "0.0.0.0"
     assert args["cert-dir"] == "/etc/dragate/tls"
     assert args["policies"].startswith("/etc/dragate/policies")
-    assert args["max-connections"] == "8192"
+    assert args["max-connections"] == "10240"
     assert args["own-service-account"] == "$(POD_SERVICE_ACCOUNT)"
     env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
            for e in dragate["env"]}  # fmt: skip

@@ -181,8 +181,10 @@ def test_gunicorn_settings_are_public_and_name_a_stock_worker() -> None:
     config = ServeConfig(Path("p"), TlsFiles(Path("c"), Path("k")), host="::1", port=9443)
     settings = gunicorn_settings(config)
     assert settings["bind"] == ["[::1]:9443"] and settings["workers"] == 1
-    assert settings["worker_class"] == "gevent_pywsgi" and settings["http_protocols"] == "h1"
-    assert settings["keepalive"] == 120 and settings["worker_connections"] == 8192
+    assert settings["worker_class"] == "gevent" and settings["http_protocols"] == "h1"
+    limits = ("limit_request_line", "limit_request_fields", "limit_request_field_size")
+    assert [settings[name] for name in limits] == [4094, 16, 4094]
+    assert settings["keepalive"] == 120 and settings["worker_connections"] == 10240
     assert callable(settings["ssl_context"]) and callable(settings["post_worker_init"])
     DragateServer(config)  # gunicorn refuses a key that is no documented setting
 

@@ -131,8 +131,15 @@ def container(gpus: int) -> dict[str, Any]:
     return {"name": "train", "image": "x", "resources": {"limits": {"nvidia.com/gpu": gpus}}}
 
 
+NOWHERE = {"dragate.test/scheduled": "never"}
+"""A nodeSelector no node matches: Pods of the tests that judge admission alone stay Pending,
+so once the PodGroup test publishes nodes its Pods have the devices to themselves."""
+
+
 def job(name: str, *, suspend: bool = False) -> dict[str, Any]:
-    template = {"spec": {"restartPolicy": "Never", "containers": [container(2)]}}
+    template = {
+        "spec": {"restartPolicy": "Never", "nodeSelector": NOWHERE, "containers": [container(2)]}
+    }
     spec = {"parallelism": 4, "completions": 4, "suspend": suspend, "template": template}
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "namespace": NS}, "spec": spec}  # fmt: skip
@@ -329,7 +336,7 @@ def jobset(name: str) -> dict[str, Any]:
     labels = {"jobset.sigs.k8s.io/jobset-name": name}
     pod_template = {
         "metadata": {"labels": labels},
-        "spec": {"restartPolicy": "Never", "containers": [container(1)]},
+        "spec": {"restartPolicy": "Never", "nodeSelector": NOWHERE, "containers": [container(1)]},
     }
     job_spec = {"parallelism": 2, "completions": 2, "template": pod_template}
     spec = {"replicatedJobs": [{"name": "w", "replicas": 2, "template": {"spec": job_spec}}]}

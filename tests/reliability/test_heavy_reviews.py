@@ -3,11 +3,13 @@
 Two clients send legacy Pods of as many uniquely named GPU containers as fit the 3 MiB body
 limit (each a valid object: Kubernetes would store it), to /mutate and /validate in turn,
 while a third sends ordinary claim reviews. Every review is answered; the ordinary ones
-within 1 s each (the guarantee), with their p50 and max in the test output.
+within 1 s each (the guarantee), with their p50 and max in the test output. A heavy review
+sent beside the two streams with `?timeout=2s` is answered within it.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import time
@@ -22,6 +24,7 @@ from reliability.reliability_support import (
     request,
     review,
     start,
+    tls_context,
     write_policies,
 )
 
@@ -90,3 +93,45 @@ def test_ordinary_reviews_beside_heavy_legacy_pods(server: Serve) -> None:
     assert answers and all(status == 200 and echoed for _, status, echoed in answers), answers
     if summary["max_ms"] >= LEGIT_SECONDS * 1000:
         raise LatencyBoundExceeded(f"ordinary reviews over {LEGIT_SECONDS}s: {summary}")
+
+
+TIMEOUT_SECONDS, TIMEOUT_SLACK = 2.0, 0.1
+TIMED = 4
+
+
+def _timed_heavy_review(server: Serve, data: bytes) -> tuple[float, int]:
+    """Seconds from dialling to the answer of one heavy review sent with `?timeout=2s`, as
+    the API server's clock runs, and the answer's status."""
+    began = time.monotonic()
+    conn = http.client.HTTPSConnection(
+        "127.0.0.1", server.port, context=tls_context(server.cert_dir / "ca.crt"), timeout=30
+    )
+    try:
+        conn.request("POST", f"/validate?timeout={TIMEOUT_SECONDS:g}s", body=data,
+                     headers={"Content-Type": "application/json"})  # fmt: skip
+        response = conn.getresponse()
+        response.read()
+        return time.monotonic() - began, response.status
+    finally:
+        conn.close()
+
+
+def test_a_heavy_review_meets_its_timeout_beside_two_heavy_streams(server: Serve) -> None:
+    """The deadline counts from the request's arrival, before its 3 MiB body is read and
+    parsed: the answer comes within the API server's `?timeout=2s` (0.1 s slack for the
+    client's side), whichever way the review ends."""
+    stop = threading.Event()
+    heavy = [HeavyStream(server, n, stop) for n in range(HEAVY_STREAMS)]
+    data = json.dumps(review(legacy_gpu_pod("timed", HEAVY_BYTES), "timed")).encode()
+    for stream in heavy:
+        stream.thread.start()
+    try:
+        time.sleep(1.0)  # both streams are sending
+        timed = [_timed_heavy_review(server, data) for _ in range(TIMED)]
+    finally:
+        stop.set()
+        for stream in heavy:
+            stream.thread.join(timeout=60)
+    print(f"\nheavy reviews with ?timeout=2s beside two heavy streams: {timed}")
+    assert all(status == 200 for _, status in timed), timed
+    assert max(s for s, _ in timed) <= TIMEOUT_SECONDS + TIMEOUT_SLACK, timed

@@ -119,8 +119,9 @@ def test_sigterm_answers_every_review_in_flight_then_exits_0(tmp_path: Path) -> 
 
 def test_a_kept_alive_connection_is_answered_while_draining(tmp_path: Path) -> None:
     """The API server keeps sending on its pooled connections after the endpoint goes: a
-    review arriving on one is answered, with `Connection: close` so that the client dials a
-    replica that stays; new connections are refused, and the process exits 0."""
+    review arriving on one is answered, with `Connection: close` (gunicorn's, once its worker
+    stops) so that the client dials a replica that stays; new connections are refused, and
+    the process exits 0."""
     server = start(tmp_path, "keepalive", policies=write_policies(tmp_path / "policies",
                    {"team-a": 2}), cert_dir=tmp_path / "certs")  # fmt: skip
     conn = http.client.HTTPSConnection(
@@ -136,7 +137,7 @@ def test_a_kept_alive_connection_is_answered_while_draining(tmp_path: Path) -> N
         return allowed, str(response.getheader("Connection", ""))
 
     try:
-        assert answer("before") == (True, "")
+        assert answer("before") == (True, "keep-alive")
         server.process.send_signal(signal.SIGTERM)
         time.sleep(1.5)  # the worker has seen it and stops accepting
         assert answer("draining") == (True, "close")

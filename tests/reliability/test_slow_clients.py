@@ -2,8 +2,9 @@
 
 Stock gthread blocked a pool thread per such connection with no time limit; 12 of them made
 `dragate serve` stop answering. The gevent worker holds each such connection in a greenlet,
-closed by the per-read socket timeout (120 s, longer than these tests wait; a stalled body is
-answered 408 after 5 s, test_attacks.py), so the guarantee tested is the one that matters:
+closed when its bound passes (10 s for a TLS handshake, test_fair_serving.py; 120 s for a
+request's headers; a stalled body is answered 408 after 5 s, test_attacks.py), so the
+guarantee tested is the one that matters:
 while they are held open, every legitimate review is answered, each within 1 s (from
 connecting to the answer, on a new TLS connection).
 """
@@ -176,7 +177,7 @@ def _trickling_header(raw: socket.socket) -> socket.socket:
 
 class Slowloris:
     """TLS connections each adding one byte to a header line every second (the line never
-    ends, nor reaches gevent's 64 KiB line limit in the test's time), from one thread."""
+    ends, nor reaches the 4 KiB field limit in the test's time), from one thread."""
 
     def __init__(self, port: int, count: int) -> None:
         self.conns = _stall(port, _trickling_header, count)

@@ -5,7 +5,8 @@
 from `webhook.assembly` (the one place offline and cluster pieces are chosen) and starts the
 policy watcher, then settles the garbage collector (`settle_collector`). Every request for
 `/validate` and `/mutate` is answered by `routes.ReviewRoutes`, the one path a review takes;
-Flask never sees one.
+Flask never sees one. In front of both, `turns.Turns` gives each request its arrival time, one
+yield of the event loop and a bounded write of its answer.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
 from webhook import pipeline
-from webhook.admission import jsonlog, metrics, offloop, routes
+from webhook.admission import jsonlog, metrics, offloop, routes, turns
 from webhook.admission.config import AdmissionOptions, ServeConfig
 from webhook.admission.handler import Admitter, Reviewer
 from webhook.admission.offloop import yield_now
@@ -28,6 +29,9 @@ from webhook.admission.reload import PolicyHolder, PolicyWatcher, policy_report
 from webhook.assembly import ControllerSource, ReadinessCheck, policy_feed, serving_context
 from webhook.pipeline import Context, Identity
 from webhook.types import PolicySet
+
+METRICS_SECONDS = 1.0
+"""How long one rendering of /metrics is served (`Exposition`)."""
 
 
 def make_app(config: ServeConfig, fallback: PolicySet | None = None) -> Flask:
@@ -89,11 +93,13 @@ def create_app(
     cert: Path | None = None,
     on_first_ready: Callable[[], None] = lambda: None,
     controller: ControllerSource | None = None,
+    metrics_seconds: float = METRICS_SECONDS,
 ) -> Flask:
     """The WSGI app; everything it touches comes in through the arguments. `on_first_ready`
     runs once, the first time /readyz finds every check passing. `controller` (cluster mode)
     is shown on /readyz and /metrics: whether this process leads, and since when no
-    reconciler pass of its succeeded."""
+    reconciler pass of its succeeded. /metrics is rendered at most once per `metrics_seconds`
+    (`Exposition`)."""
     app = Flask("dragate")
     own = Identity(options.own_namespace, options.own_service_account)
     admitter = Admitter(replace(context, own=own), options, reviewer, pause=yield_now)
@@ -102,10 +108,11 @@ def create_app(
     app.add_url_rule(
         "/readyz", "readyz", lambda: _readyz(holder, readiness, first_ready, controller)
     )
-    app.add_url_rule("/metrics", "metrics", lambda: _metrics(cert, controller))
+    app.add_url_rule("/metrics", "metrics", Exposition(cert, controller, metrics_seconds))
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _internal_error)
-    app.wsgi_app = routes.ReviewRoutes(app.wsgi_app, admitter)  # type: ignore[method-assign]
+    reviews = routes.ReviewRoutes(app.wsgi_app, admitter)
+    app.wsgi_app = turns.Turns(reviews)  # type: ignore[method-assign]
     return app
 
 
@@ -149,9 +156,25 @@ def _readyz(
     return jsonify(body), 200 if all(results.values()) else 503
 
 
-def _metrics(cert: Path | None, controller: ControllerSource | None) -> Response:
-    data, content_type = metrics.exposition(cert, controller)
-    return Response(data, content_type=content_type)
+class Exposition:
+    """/metrics, rendered at most once per `METRICS_SECONDS`: a scrape within that time of
+    the last one gets the same text. Prometheus scrapes every 10 s or more; a client asking
+    for /metrics on every request (pipelined, or on many connections) costs the loop the
+    answer's bytes, not a rendering each, and every other connection keeps its turns."""
+
+    def __init__(
+        self, cert: Path | None, controller: ControllerSource | None, seconds: float
+    ) -> None:
+        self._cert, self._controller, self._seconds = cert, controller, seconds
+        self._rendered: tuple[float, bytes, str] | None = None
+
+    def __call__(self) -> Response:
+        now = time.monotonic()
+        if self._rendered is None or now - self._rendered[0] >= self._seconds:
+            data, content_type = metrics.exposition(self._cert, self._controller)
+            self._rendered = (now, data, content_type)
+        _, data, content_type = self._rendered
+        return Response(data, content_type=content_type)
 
 
 def _http_error(err: HTTPException) -> Response:

@@ -73,7 +73,7 @@ class ServeConfig:
     state_file: Path | None = None
     ledger_file: Path | None = None
     cluster: ClusterTarget | None = None
-    max_connections: int = 8192  # open connections, idle ones included: see server.py
+    max_connections: int = 10240  # open connections, idle ones included: see server.py
     keepalive: int = 120  # > the API server's 90 s idle timeout: see server.py
     graceful_timeout: int = 25
     reload_interval: float = 1.0

@@ -69,20 +69,25 @@ class Admitter:
         self._clock = clock
         self._pause = pause
 
-    def admit(self, request: AdmissionRequest, *, mutate: bool, budget: float) -> Admitted:
+    def admit(
+        self, request: AdmissionRequest, *, mutate: bool, budget: float, spent: float = 0.0
+    ) -> Admitted:
         """The reply body, and its accounting (metrics, the log line) to run once it is sent;
-        exceptions from the pipeline propagate (the caller answers 500)."""
+        exceptions from the pipeline propagate (the caller answers 500). `spent`: how much
+        of `budget` went before the review began (reading and parsing its body)."""
         started = time.perf_counter()
         endpoint = "mutate" if mutate else "validate"
-        outcome = self._outcome(request, mutate=mutate, budget=budget)
+        outcome = self._outcome(request, mutate=mutate, budget=budget, spent=spent)
         elapsed = time.perf_counter() - started
         reply = render_response(
             request.uid, outcome.verdict, mutate=mutate, max_warnings=self.options.max_warnings
         )
         return Admitted(reply, functools.partial(account, request, endpoint, outcome, elapsed))
 
-    def _outcome(self, request: AdmissionRequest, *, mutate: bool, budget: float) -> Outcome:
-        deadline = Deadline.after(budget, self._clock, self._pause)
+    def _outcome(
+        self, request: AdmissionRequest, *, mutate: bool, budget: float, spent: float
+    ) -> Outcome:
+        deadline = Deadline.after(max(budget - spent, 0.0), self._clock, self._pause)
         try:
             verdict = self._reviewer(request, self.context, mutate=mutate, deadline=deadline)
         except DeadlineExceeded:

@@ -5,9 +5,8 @@ answers every request for the two review paths itself: a POST is reviewed, any o
 gets a JSON 405. A review is the webhook's only hot path, so it reads the WSGI environ
 directly: no Flask or Werkzeug request, context, URL adapter or response object per review.
 Every reply is JSON: an AdmissionReview (200) or `{code, message[, uid]}`. The connection's
-socket, for the peer certificate under `--client-ca`, is the server's WSGI extension
-`gunicorn.sock` (gevent's handler, as gunicorn configures it) or `gunicorn.socket` (gunicorn's
-own handler).
+socket, for the peer certificate under `--client-ca` and to end a connection whose framing is
+lost, is gunicorn's WSGI extension `gunicorn.socket`.
 """
 
 from __future__ import annotations
@@ -15,7 +14,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import threading
+import os
+import socket
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
@@ -48,11 +49,17 @@ TWO_NAMES = "this client certificate's subject has more than one Common Name"
 AMBIGUOUS: frozenset[str] = frozenset({"\0more than one Common Name"})
 """What `peer_names` gives for a subject of several CNs: Kubernetes reads one of them as the
 client's name, so a certificate whose other CN is allowed must not pass for it."""
+ARRIVED = "dragate.arrived"
+"""The environ key holding `time.monotonic()` when the request reached the app (turns.py):
+a review's deadline counts from there, before its body is read and parsed."""
 BODY_READ_SECONDS = 5.0
 """How long one read of a request body waits for the client's next bytes. The API server
 sends a review's body right behind its headers, so a body that stops short of its declared
 length is a client gone or a hostile one: it is answered 408 and the connection closed, rather
 than held until the connection's socket timeout."""
+DRAIN_BYTES = 64 * 1024 * 1024
+"""At most this much of a body refused unread is read and dropped before the connection
+closes (`drain`)."""
 FRAMING = "a request with both Content-Length and Transfer-Encoding is refused (RFC 9112 6.3)"
 
 
@@ -88,23 +95,6 @@ def json_error(code: int, message: str, uid: str = "") -> Reply:
     return json_reply(code, body)
 
 
-STOPPING = threading.Event()
-"""Set once the worker is told to stop (server.py's SIGTERM hook). Every answer from then on
-asks the client to close its connection, so the API server dials a replica that stays rather
-than reusing this one's connections until the graceful timeout cuts them."""
-
-
-def closing(start_response: StartResponse) -> StartResponse:
-    """`start_response`, adding `Connection: close` while the worker stops."""
-
-    def start(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
-        if STOPPING.is_set() and ("Connection", "close") not in headers:
-            headers = [*headers, ("Connection", "close")]
-        return start_response(status, headers, *rest)
-
-    return start
-
-
 class ReviewRoutes:
     """WSGI middleware: answers the two review paths, hands every other path to `app`."""
 
@@ -113,11 +103,14 @@ class ReviewRoutes:
         self._admitter = admitter
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
-        start_response = closing(start_response)
         mutate = ROUTES.get(environ.get("PATH_INFO", ""))
         if mutate is None:
             return self.app(environ, start_response)
         reply = self._reply(environ, mutate)
+        if reply.code == 413 and client_closes(environ):
+            reply = replace(reply, after=then(reply.after, functools.partial(drain, environ)))
+        if reply.close:
+            reply = replace(reply, after=then(reply.after, functools.partial(hang_up, environ)))
         start_response(reply.status, reply.headers())
         return [reply.body] if reply.after is None else Sent([reply.body], reply.after)
 
@@ -155,11 +148,64 @@ class Sent(list[bytes]):
             log.exception("accounting a sent reply failed")
 
 
+def client_closes(environ: Environ) -> bool:
+    """Whether the client asked for the connection to close after this answer."""
+    if "close" in environ.get("HTTP_CONNECTION", "").lower():
+        return True
+    return environ.get("SERVER_PROTOCOL") == "HTTP/1.0"
+
+
+def then(first: Callable[[], None] | None, second: Callable[[], None]) -> Callable[[], None]:
+    """`first` (if any), then `second`."""
+    if first is None:
+        return second
+
+    def both() -> None:
+        try:
+            first()
+        finally:
+            second()
+
+    return both
+
+
+def drain(environ: Environ) -> None:
+    """Read and drop the rest of a body refused unread, once the answer is sent, on a
+    connection the client asked to close: closing a socket with unread bytes in it sends a
+    reset, and a client still writing its body (urllib, Go's net/http) would read the reset
+    rather than the answer. Each read waits at most `BODY_READ_SECONDS`; at most
+    `DRAIN_BYTES` are read. On a kept-alive connection gunicorn's parser drains the rest
+    itself before the next request."""
+    stream, left = environ["wsgi.input"], DRAIN_BYTES
+    try:
+        while left > 0:
+            chunk = _read(stream, min(65536, left))
+            if not chunk:
+                return
+            left -= len(chunk)
+    except (TimeoutError, BadReview):
+        return
+
+
+def hang_up(environ: Environ) -> None:
+    """End the connection: once the answer is sent after a body that stopped short or broke
+    its framing (where the next request would start is unknown), or when an answer has waited
+    too long to be written (turns.py). The TCP connection is shut down under the TLS layer (a
+    duplicate of its descriptor), so the server's next read on it finds its end and a blocked
+    write fails as a broken pipe, as if the client had gone."""
+    sock = environ.get("gunicorn.socket")
+    try:
+        with socket.socket(fileno=os.dup(sock.fileno())) as raw:  # type: ignore[union-attr]
+            raw.shutdown(socket.SHUT_RDWR)
+    except (AttributeError, OSError):
+        pass
+
+
 def peer_names(environ: Environ) -> frozenset[str] | None:
     """The Common Name and DNS names of the certificate the TLS peer presented and the client
     CA verified (mTLS); None when it presented none, `AMBIGUOUS` when its subject has more
     than one Common Name."""
-    sock = environ.get("gunicorn.sock") or environ.get("gunicorn.socket")
+    sock = environ.get("gunicorn.socket")
     getpeercert = getattr(sock, "getpeercert", None)
     try:
         cert = getpeercert() if getpeercert is not None else None
@@ -204,8 +250,10 @@ def answer(admitter: Admitter, environ: Environ, *, mutate: bool) -> Reply:
         return parsed
     options = admitter.options
     seconds = budget(_timeout(environ), options.default_timeout, options.timeout_margin)
+    arrived = environ.get(ARRIVED)  # the API server's timeout runs from its request
+    spent = time.monotonic() - arrived if arrived is not None else 0.0
     try:
-        admitted = admitter.admit(parsed, mutate=mutate, budget=seconds)
+        admitted = admitter.admit(parsed, mutate=mutate, budget=seconds, spent=spent)
         return Reply(200, encode_review(admitted.reply), admitted.account)
     except Exception:
         log.exception("internal error during review", extra={"uid": parsed.uid})
@@ -266,7 +314,7 @@ def _read(stream: Any, size: int) -> bytes:
             chunk: bytes = stream.read(size)
     except TimeoutError:
         raise
-    except OSError as err:  # broken chunked framing, or the client gone mid-body
+    except Exception as err:  # broken chunked framing, or the client gone mid-body
         raise BadFraming(f"malformed request body: {err}") from None
     return chunk
 

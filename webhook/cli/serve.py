@@ -200,7 +200,7 @@ def run(config: ServeConfig) -> None:
 @click.option("--dns-name", "dns_names", multiple=True, help="Extra SAN for a generated cert.")
 @click.option(
     "--max-connections",
-    default=8192,
+    default=10240,
     show_default=True,
     type=click.IntRange(16, 1_000_000),
     help="Open connections served at once, idle ones included; more wait to be accepted.",
