@@ -5,6 +5,7 @@ cluster-wide loop, and the controller is composed as told, its loops under the L
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,31 @@ def test_a_webhook_replica_takes_quota_grants_as_told_and_runs_no_loop(
     assert isinstance(mode.context.ledger, KubeLedger)
     assert (mode.context.ledger.grants is not None) is grants
     assert not hasattr(mode, "leader") and not hasattr(mode, "reconciler")
+
+
+@pytest.mark.parametrize("grants", [True, False], ids=["quota-grants", "no-quota-grants"])
+def test_a_webhook_replica_starts_its_ledgers_loops_and_stops_them(
+    tmp_path: Path, grants: bool
+) -> None:
+    """The ledger starts nothing itself; the replica's start runs its grant loops beside the
+    caches, and its stop ends them."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    mode = cluster_mode(ClusterTarget(str(kubeconfig), quota_grants=grants), lambda: POLICIES)
+    loops = {"ledger-flusher", "ledger-wants"}
+    assert not loops & _threads()
+    mode.start()
+    try:
+        assert (loops <= _threads()) is grants
+        assert mode.ledger.loops is None or mode.ledger.loops.running()
+    finally:
+        mode.stop(timeout=1.0)
+        mode.state.stop()
+    assert not loops & _threads()
+
+
+def _threads() -> set[str]:
+    return {t.name for t in threading.enumerate() if t.is_alive()}
 
 
 def test_the_controller_keeps_the_rewrite_policy_when_told(tmp_path: Path) -> None:
