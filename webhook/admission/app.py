@@ -11,7 +11,6 @@ Flask never sees one.
 from __future__ import annotations
 
 import gc
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +24,7 @@ from webhook.admission.config import AdmissionOptions, ServeConfig
 from webhook.admission.handler import Admitter, Reviewer
 from webhook.admission.offloop import yield_now
 from webhook.admission.reload import PolicyHolder, PolicyWatcher, policy_report
-from webhook.assembly import ControllerSource, ReadinessCheck, policy_feed, serving_context
+from webhook.assembly import ReadinessCheck, policy_feed, serving_context
 from webhook.pipeline import Context, Identity
 from webhook.types import PolicySet
 
@@ -88,21 +87,18 @@ def create_app(
     readiness: Sequence[ReadinessCheck] = (),
     cert: Path | None = None,
     on_first_ready: Callable[[], None] = lambda: None,
-    controller: ControllerSource | None = None,
 ) -> Flask:
     """The WSGI app; everything it touches comes in through the arguments. `on_first_ready`
-    runs once, the first time /readyz finds every check passing. `controller` (cluster mode)
-    is shown on /readyz and /metrics: whether this process leads, and since when no
-    reconciler pass of its succeeded."""
+    runs once, the first time /readyz finds every check passing. The controller's state is
+    no part of it: the controller role shows it on its own probe port
+    (`webhook.admission.controlprocess`)."""
     app = Flask("dragate")
     own = Identity(options.own_namespace, options.own_service_account)
     admitter = Admitter(replace(context, own=own), options, reviewer, pause=yield_now)
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(status="ok"))
     first_ready = _Once(on_first_ready)
-    app.add_url_rule(
-        "/readyz", "readyz", lambda: _readyz(holder, readiness, first_ready, controller)
-    )
-    app.add_url_rule("/metrics", "metrics", lambda: _metrics(cert, controller))
+    app.add_url_rule("/readyz", "readyz", lambda: _readyz(holder, readiness, first_ready))
+    app.add_url_rule("/metrics", "metrics", lambda: _metrics(cert))
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _internal_error)
     app.wsgi_app = routes.ReviewRoutes(app.wsgi_app, admitter)  # type: ignore[method-assign]
@@ -130,11 +126,9 @@ def _readyz(
     holder: PolicyHolder,
     checks: Sequence[ReadinessCheck],
     first_ready: Callable[[], None],
-    controller: ControllerSource | None = None,
 ) -> tuple[Response, int]:
     """200 while a policy set is served, even a stale one (the body says so); 503 otherwise.
-    The first time every check passes, the collector freezes what the caches loaded. The
-    controller state never makes a replica unready: another replica may hold the Lease."""
+    The first time every check passes, the collector freezes what the caches loaded."""
     results = {name: ok for ok, name in (check() for check in checks)}
     results["policies"] = holder.loaded is not None
     if all(results.values()):
@@ -144,13 +138,11 @@ def _readyz(
         "policies": policy_report(holder),
         "checks": results,
     }
-    if controller is not None:
-        body["controller"] = controller().report(time.time())
     return jsonify(body), 200 if all(results.values()) else 503
 
 
-def _metrics(cert: Path | None, controller: ControllerSource | None) -> Response:
-    data, content_type = metrics.exposition(cert, controller)
+def _metrics(cert: Path | None) -> Response:
+    data, content_type = metrics.exposition(cert)
     return Response(data, content_type=content_type)
 
 
