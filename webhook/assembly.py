@@ -356,6 +356,17 @@ def _policy_keeper(
     )  # fmt: skip
 
 
+def seed_ledger_file(path: Path, policies: PolicySet, state: SnapshotState) -> None:
+    """Once, before the worker forks (`dragate serve` offline): the snapshot's claims become
+    the ledger file's confirmed truth, the file `serving_context` opens in the worker."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ledger = SqliteLedger(str(path))
+    try:
+        ledger.seed(existing_holds(policies, state), existing_names(state))
+    finally:
+        ledger.close()
+
+
 def serving_context(
     policies: PolicySource,
     cluster: ClusterTarget | None,
@@ -367,7 +378,7 @@ def serving_context(
     """The webhook's Context, started, and its readiness checks: cluster mode when a target
     is given, otherwise offline.
 
-    Offline, the ledger file was seeded at start (`dragate serve`); nothing reconciles it.
+    Offline, the ledger file was seeded at start (`seed_ledger_file`); nothing reconciles it.
     """
     if cluster is not None:
         mode = cluster_mode(cluster, policies, feed)
