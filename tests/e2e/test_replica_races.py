@@ -126,7 +126,7 @@ class Replica:
         pids = [master, *worker_pids(master)]
         assert len(pids) == 3, f"expected a master, its worker and controller, found {pids}"
         os.killpg(master, signal.SIGKILL)
-        wait_for(lambda: all(gone(pid) for pid in pids), timeout=10, what="both PIDs gone")
+        wait_for(lambda: all(gone(pid) for pid in pids), timeout=10, what="the three PIDs gone")
         return pids
 
 
@@ -366,7 +366,7 @@ def test_a_killed_replica_never_lets_the_quota_be_overcommitted(
         assert len(load.answers) == REQUESTS
         allowed = allowed_names(load.answers)
         assert len(allowed) <= QUOTA, f"{len(allowed)} claims allowed for {QUOTA} GPUs"
-        assert len(killed) == 2 and all(gone(pid) for pid in killed)
+        assert len(killed) == 3 and all(gone(pid) for pid in killed)
         create_claims(cluster, sorted(allowed), tenant)
         late = admit_up_to_the_quota(cluster, first, tenant, allowed)
         wait_for(lambda: stored_claims(sampler) == allowed, timeout=45,
