@@ -5,6 +5,8 @@ cluster-wide loop, and the controller is composed as told, its loops under the L
 
 from __future__ import annotations
 
+import ast
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from webhook.assembly import (
     cluster_mode,
     controller_mode,
     offline_context,
+    seed_ledger_file,
     serving_context,
 )
 from webhook.kube.policykeeper import RewritePolicyKeeper
@@ -23,7 +26,6 @@ from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.kube import KubeLedger
 from webhook.ledger.memory import MemoryLedger
 from webhook.ledger.sqlite import SqliteLedger
-from webhook.ledger.usage import existing_holds
 from webhook.pipeline.scope import Identity
 from webhook.policy.loading import parse_policies
 
@@ -71,9 +73,7 @@ def test_serving_context_offline_reads_the_state_and_ledger_files(tmp_path: Path
     state_file = tmp_path / "state.yaml"
     state_file.write_text(yaml.safe_dump_all(HELD))
     ledger_file = tmp_path / "ledger.sqlite3"
-    seeded = SqliteLedger(str(ledger_file))
-    seeded.seed(existing_holds(POLICIES, SnapshotState(HELD)))
-    seeded.close()
+    seed_ledger_file(ledger_file, POLICIES, SnapshotState(HELD))
     context, readiness = serving_context(lambda: POLICIES, None, state_file, ledger_file)
     assert readiness == []  # offline: nothing to wait for
     assert context.state.claims()[0]["metadata"]["name"] == "held"
@@ -83,6 +83,27 @@ def test_serving_context_offline_reads_the_state_and_ledger_files(tmp_path: Path
         assert ledger.usage("team-a")[GPU].used == 3
     finally:
         ledger.close()
+
+
+EDGES = ("cli", "admission")
+
+
+@pytest.mark.parametrize("edge", EDGES, ids=EDGES)
+def test_no_edge_builds_a_ledger(edge: str) -> None:
+    """The command line and the serving layer get every ledger from the composer, so the
+    offline and cluster ledgers are chosen in one place."""
+    built = [
+        f"{path.name}:{node.lineno}"
+        for path in sorted((Path(__file__).parents[1] / "webhook" / edge).rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and _called(node).endswith("Ledger")
+    ]
+    assert built == []
+
+
+def _called(call: ast.Call) -> str:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
 
 
 KUBECONFIG = """
@@ -107,6 +128,31 @@ def test_a_webhook_replica_takes_quota_grants_as_told_and_runs_no_loop(
     assert isinstance(mode.context.ledger, KubeLedger)
     assert (mode.context.ledger.grants is not None) is grants
     assert not hasattr(mode, "leader") and not hasattr(mode, "reconciler")
+
+
+@pytest.mark.parametrize("grants", [True, False], ids=["quota-grants", "no-quota-grants"])
+def test_a_webhook_replica_starts_its_ledgers_loops_and_stops_them(
+    tmp_path: Path, grants: bool
+) -> None:
+    """The ledger starts nothing itself; the replica's start runs its grant loops beside the
+    caches, and its stop ends them."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    mode = cluster_mode(ClusterTarget(str(kubeconfig), quota_grants=grants), lambda: POLICIES)
+    loops = {"ledger-flusher", "ledger-wants"}
+    assert not loops & _threads()
+    mode.start()
+    try:
+        assert (loops <= _threads()) is grants
+        assert mode.ledger.loops is None or mode.ledger.loops.running()
+    finally:
+        mode.stop(timeout=1.0)
+        mode.state.stop()
+    assert not loops & _threads()
+
+
+def _threads() -> set[str]:
+    return {t.name for t in threading.enumerate() if t.is_alive()}
 
 
 def test_the_controller_keeps_the_rewrite_policy_when_told(tmp_path: Path) -> None:

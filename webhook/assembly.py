@@ -18,6 +18,7 @@ wait while it does not lead; one that takes the Lease over is woken and starts t
 
 from __future__ import annotations
 
+import atexit
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -184,10 +185,15 @@ ControllerSource = Callable[[], ControllerState]
 class ClusterMode:
     """What a webhook replica runs in a cluster: its watch caches and the Context on them
     (the ledger with this replica's grants, template creation on the request path). No
-    cluster-wide loop runs here: those are the controller's (`controller_mode`)."""
+    cluster-wide loop runs here: those are the controller's (`controller_mode`).
+
+    The caches and the ledger start no thread of their own: `start` starts the caches and
+    the ledger's grant loops (after fork: threads do not survive it), and `stop` (also at
+    the process's exit) writes what the grants admitted and gives every grant back."""
 
     context: Context
     state: KubeState
+    ledger: KubeLedger
 
     def ready(self) -> tuple[bool, str]:
         """A /readyz check: every watch cache has listed and is not stale."""
@@ -195,6 +201,12 @@ class ClusterMode:
 
     def start(self) -> None:
         self.state.start()
+        if self.ledger.loops is not None:
+            self.ledger.loops.start()
+            atexit.register(self.stop)
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self.ledger.close(timeout)
 
 
 def cluster_mode(
@@ -205,7 +217,7 @@ def cluster_mode(
     state = KubeState(api)
     grants = GrantBook(process_owner()) if target.quota_grants else None
     ledger = KubeLedger(api, grants=grants)
-    return ClusterMode(_context(policies, state, ledger, feed), state)
+    return ClusterMode(_context(policies, state, ledger, feed), state, ledger)
 
 
 def _context(
@@ -344,6 +356,17 @@ def _policy_keeper(
     )  # fmt: skip
 
 
+def seed_ledger_file(path: Path, policies: PolicySet, state: SnapshotState) -> None:
+    """Once, before the worker forks (`dragate serve` offline): the snapshot's claims become
+    the ledger file's confirmed truth, the file `serving_context` opens in the worker."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ledger = SqliteLedger(str(path))
+    try:
+        ledger.seed(existing_holds(policies, state), existing_names(state))
+    finally:
+        ledger.close()
+
+
 def serving_context(
     policies: PolicySource,
     cluster: ClusterTarget | None,
@@ -355,7 +378,7 @@ def serving_context(
     """The webhook's Context, started, and its readiness checks: cluster mode when a target
     is given, otherwise offline.
 
-    Offline, the ledger file was seeded at start (`dragate serve`); nothing reconciles it.
+    Offline, the ledger file was seeded at start (`seed_ledger_file`); nothing reconciles it.
     """
     if cluster is not None:
         mode = cluster_mode(cluster, policies, feed)

@@ -114,6 +114,8 @@ def _worker(
         grants=GrantBook(process_owner()) if grants else None,
     )
     assert isinstance(ledger, CountingLedger)
+    if ledger.loops is not None:
+        ledger.loops.start()  # as the composer starts them
     ledger.usage(tenant)  # one TLS connection up before the clock starts
     latencies: list[list[float]] = [[] for _ in range(threads)]
     counts = [[0, 0, 0] for _ in range(threads)]  # granted, refused, unavailable

@@ -36,7 +36,7 @@ from webhook.ledger.tenantusage import COLLECTION
 
 from . import webhooks
 from .cluster import Cluster, running_cluster
-from .ledger_support import CRD
+from .ledger_support import CRD, started
 from .toolchain_bins import (
     DEFAULT_MINOR,
     SUPPORTED_MINORS,
@@ -203,15 +203,16 @@ def crd(cluster: Cluster) -> Cluster:
 
 @pytest.fixture
 def fresh(crd: Cluster) -> Iterator[Callable[..., KubeLedger]]:
-    """A KubeLedger on an empty ledger: every TenantUsage deleted first. Ledgers with grants
-    are closed after the test, so no flush of theirs lands in a later test's objects."""
+    """A KubeLedger on an empty ledger: every TenantUsage deleted first, its grant loops
+    started as the composer starts them. Ledgers with grants are closed after the test, so
+    no flush of theirs lands in a later test's objects."""
     made: list[KubeLedger] = []
 
     def make(**options: Any) -> KubeLedger:
         ledger = KubeLedger.from_kubeconfig(str(crd.kubeconfig), **options)
         ledger.api.request("DELETE", COLLECTION)
         made.append(ledger)
-        return ledger
+        return started(ledger)
 
     yield make
     for ledger in made:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook.kube.api import ApiError
+from webhook.ledger.kube import KubeLedger
 from webhook.ledger.tenantusage import object_name, records_of
 
 from .cluster import Cluster
@@ -27,6 +28,8 @@ RACER = textwrap.dedent(
     kubeconfig, tenant, quota, threads, proc, start, each, grants = sys.argv[1:9]
     book = GrantBook(process_owner()) if grants == "1" else None
     ledger = KubeLedger.from_kubeconfig(kubeconfig, budget=20.0, grants=book)
+    if ledger.loops is not None:
+        ledger.loops.start()  # as the composer starts them
     granted, answered = [], []
     def race(number):
         time.sleep(max(0.0, float(start) - time.time()))
@@ -38,9 +41,17 @@ RACER = textwrap.dedent(
     workers = [threading.Thread(target=race, args=(n,)) for n in range(int(threads))]
     for worker in workers: worker.start()
     for worker in workers: worker.join()
+    ledger.close()
     print(json.dumps({"granted": granted, "answered": len(answered)}))
     """
-)  # with grants, what was admitted is written at exit (the Flusher's atexit drain)
+)  # with grants, what was admitted is written by `close` (the Flusher's drain)
+
+
+def started(ledger: KubeLedger) -> KubeLedger:
+    """`ledger` with its grant loops running, as `webhook.assembly` starts them."""
+    if ledger.loops is not None:
+        ledger.loops.start()
+    return ledger
 
 
 def race(

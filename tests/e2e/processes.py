@@ -25,6 +25,24 @@ def free_port() -> int:
         return port
 
 
+def child_pids(parent: int) -> list[int]:
+    """The processes `parent` started (forked or spawned), from /proc."""
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    return [int(pid) for pid in children]
+
+
+def command_line(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_text().split("\0")
+
+
+def gone(pid: int) -> bool:
+    """Whether `pid` no longer runs (absent, or a zombie not yet reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
 def wait_for(
     condition: Callable[[], bool],
     *,

@@ -28,7 +28,7 @@ from webhook.ledger.kube import KubeLedger
 from webhook.types import FactsUnavailable
 
 from .cluster import Cluster
-from .ledger_support import race, stored
+from .ledger_support import race, started, stored
 from .processes import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -124,8 +124,8 @@ def test_an_idle_grant_comes_back_to_a_process_that_needs_it(crd: Cluster, fresh
     lent = stored(crd, "lend")[grants.grant_key("replica-a/1-aaa")]["devices"][GPU]
     assert lent == 4  # twice the demand of the burst, half of the 8 left free
     assert grants.STANDING_SECONDS > 5.0 + 1, "B's budget must end before A would go idle"
-    second = KubeLedger.from_kubeconfig(str(crd.kubeconfig), budget=5.0,
-                                        grants=GrantBook("replica-b/2-bbb"))  # fmt: skip
+    second = started(KubeLedger.from_kubeconfig(str(crd.kubeconfig), budget=5.0,
+                                                grants=GrantBook("replica-b/2-bbb")))  # fmt: skip
     try:
         assert second.reserve("lend", {"claim:lend/b": {GPU: 8}}, {GPU: 10}).granted
     finally:
@@ -157,8 +157,8 @@ def test_a_want_is_answered_by_an_active_process_too(crd: Cluster, fresh: Fresh)
     thread = threading.Thread(target=keep_admitting)
     thread.start()
     try:
-        second = KubeLedger.from_kubeconfig(str(crd.kubeconfig), budget=5.0,
-                                            grants=GrantBook("replica-b/2-act"))  # fmt: skip
+        book = GrantBook("replica-b/2-act")
+        second = started(KubeLedger.from_kubeconfig(str(crd.kubeconfig), budget=5.0, grants=book))
         answer = second.reserve("busy", {"claim:busy/b": {GPU: 10}}, {GPU: limit})
         second.close()
     finally:
@@ -176,11 +176,11 @@ KILLED = textwrap.dedent(
     from webhook.ledger.grants import GrantBook
     from webhook.ledger.kube import KubeLedger
     ledger = KubeLedger.from_kubeconfig(sys.argv[1], grants=GrantBook("replica-k/9-dead"))
+    ledger.loops.start()  # as the composer starts them
     # the write of the first admission takes a grant: twice its 2 devices
     ledger.reserve("killed", {"claim:killed/first": {"gpu.nvidia.com": 2}},
                    {"gpu.nvidia.com": 10})
-    ledger._flusher.start = lambda: None  # nothing more is written: killed before its flush
-    ledger._flusher.flush = lambda tenant: None
+    ledger.loops.flusher.flush = lambda tenant: None  # killed before its flush
     for n in range(2):
         answer = ledger.reserve("killed", {f"claim:killed/q{n}": {"gpu.nvidia.com": 1}},
                                 {"gpu.nvidia.com": 10})
@@ -263,7 +263,9 @@ def test_writes_whose_answer_is_lost_never_let_grants_overcommit(
     writes land with the answer lost; what they granted never passes the limit, and every
     holder they granted is stored in the end."""
     first = granted(fresh, owner="replica-a/1-lost")
-    second = KubeLedger.from_kubeconfig(str(crd.kubeconfig), grants=GrantBook("replica-b/2-lost"))
+    second = started(
+        KubeLedger.from_kubeconfig(str(crd.kubeconfig), grants=GrantBook("replica-b/2-lost"))
+    )
     limit, admitted, lock = 30, [], threading.Lock()
     for ledger in (first, second):
         ledger.api = LosingAnswers(ledger.api, every=2)  # type: ignore[assignment]

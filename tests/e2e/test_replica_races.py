@@ -41,7 +41,7 @@ from .dragate_server import (
     resource_slice,
     serve_command,
 )
-from .processes import wait_for
+from .processes import child_pids, gone, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -80,20 +80,6 @@ VARIANTS = [
 # --- the replicas ------------------------------------------------------------------------
 
 
-def worker_pids(master: int) -> list[int]:
-    """The gunicorn master's children (its worker), from /proc."""
-    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
-    return [int(pid) for pid in children]
-
-
-def gone(pid: int) -> bool:
-    """Whether `pid` no longer runs (absent, or a zombie not yet reaped)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-
-
 @dataclass
 class Replica:
     """One `dragate serve` process group and a client of its /validate."""
@@ -123,10 +109,10 @@ class Replica:
         """SIGKILL the master, its worker and its controller child at once (the whole
         process group); the PIDs."""
         master = self.server.process.pid
-        pids = [master, *worker_pids(master)]
+        pids = [master, *child_pids(master)]
         assert len(pids) == 3, f"expected a master, its worker and controller, found {pids}"
         os.killpg(master, signal.SIGKILL)
-        wait_for(lambda: all(gone(pid) for pid in pids), timeout=10, what="both PIDs gone")
+        wait_for(lambda: all(gone(pid) for pid in pids), timeout=10, what="the three PIDs gone")
         return pids
 
 
@@ -366,7 +352,7 @@ def test_a_killed_replica_never_lets_the_quota_be_overcommitted(
         assert len(load.answers) == REQUESTS
         allowed = allowed_names(load.answers)
         assert len(allowed) <= QUOTA, f"{len(allowed)} claims allowed for {QUOTA} GPUs"
-        assert len(killed) == 2 and all(gone(pid) for pid in killed)
+        assert len(killed) == 3 and all(gone(pid) for pid in killed)
         create_claims(cluster, sorted(allowed), tenant)
         late = admit_up_to_the_quota(cluster, first, tenant, allowed)
         wait_for(lambda: stored_claims(sampler) == allowed, timeout=45,

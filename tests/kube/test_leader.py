@@ -11,7 +11,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.leaderelection import leaderelection
 
 from webhook.kube.api import KubeApi
-from webhook.kube.leader import Leadership
+from webhook.kube.leader import Leadership, LeaseTimes
 
 
 def _failing() -> None:
@@ -86,3 +86,18 @@ def test_a_lease_that_cannot_be_held_is_warned_of_once(
     assert lead.failure.endswith(failure) and not lead.leading()
     lead._started()
     assert lead.failure == ""
+
+
+@pytest.mark.parametrize(
+    ("times", "seconds"),
+    [
+        pytest.param(LeaseTimes(), 19, id="client-go-defaults"),
+        pytest.param(LeaseTimes(lease_duration=4, renew_deadline=3, retry_period=1), 6, id="short"),
+    ],
+)
+def test_a_standby_takes_over_within_the_lease_and_two_retry_periods(
+    times: LeaseTimes, seconds: int
+) -> None:
+    """One retry period to see the dead leader's last renewal, the lease measured from then,
+    one retry period to see that it ran out (docs/architecture.md says 19 s)."""
+    assert times.takeover_seconds == seconds

@@ -26,7 +26,7 @@ from webhook.admission.config import AdmissionOptions, ServeConfig
 from webhook.admission.handler import Admitter, Reviewer
 from webhook.admission.offloop import yield_now
 from webhook.admission.reload import PolicyHolder, PolicyWatcher, policy_report
-from webhook.assembly import ControllerSource, ReadinessCheck, policy_feed, serving_context
+from webhook.assembly import ReadinessCheck, policy_feed, serving_context
 from webhook.pipeline import Context, Identity
 from webhook.types import PolicySet
 
@@ -92,23 +92,19 @@ def create_app(
     readiness: Sequence[ReadinessCheck] = (),
     cert: Path | None = None,
     on_first_ready: Callable[[], None] = lambda: None,
-    controller: ControllerSource | None = None,
     metrics_seconds: float = METRICS_SECONDS,
 ) -> Flask:
     """The WSGI app; everything it touches comes in through the arguments. `on_first_ready`
-    runs once, the first time /readyz finds every check passing. `controller` (cluster mode)
-    is shown on /readyz and /metrics: whether this process leads, and since when no
-    reconciler pass of its succeeded. /metrics is rendered at most once per `metrics_seconds`
-    (`Exposition`)."""
+    runs once, the first time /readyz finds every check passing. /metrics is rendered at most
+    once per `metrics_seconds` (`Exposition`). The controller's state is no part of it: the
+    controller role shows it on its own probe port (`webhook.admission.controlprocess`)."""
     app = Flask("dragate")
     own = Identity(options.own_namespace, options.own_service_account)
     admitter = Admitter(replace(context, own=own), options, reviewer, pause=yield_now)
     app.add_url_rule("/healthz", "healthz", lambda: jsonify(status="ok"))
     first_ready = _Once(on_first_ready)
-    app.add_url_rule(
-        "/readyz", "readyz", lambda: _readyz(holder, readiness, first_ready, controller)
-    )
-    app.add_url_rule("/metrics", "metrics", Exposition(cert, controller, metrics_seconds))
+    app.add_url_rule("/readyz", "readyz", lambda: _readyz(holder, readiness, first_ready))
+    app.add_url_rule("/metrics", "metrics", Exposition(cert, metrics_seconds))
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _internal_error)
     reviews = routes.ReviewRoutes(app.wsgi_app, admitter)
@@ -137,11 +133,9 @@ def _readyz(
     holder: PolicyHolder,
     checks: Sequence[ReadinessCheck],
     first_ready: Callable[[], None],
-    controller: ControllerSource | None = None,
 ) -> tuple[Response, int]:
     """200 while a policy set is served, even a stale one (the body says so); 503 otherwise.
-    The first time every check passes, the collector freezes what the caches loaded. The
-    controller state never makes a replica unready: another replica may hold the Lease."""
+    The first time every check passes, the collector freezes what the caches loaded."""
     results = {name: ok for ok, name in (check() for check in checks)}
     results["policies"] = holder.loaded is not None
     if all(results.values()):
@@ -151,8 +145,6 @@ def _readyz(
         "policies": policy_report(holder),
         "checks": results,
     }
-    if controller is not None:
-        body["controller"] = controller().report(time.time())
     return jsonify(body), 200 if all(results.values()) else 503
 
 
@@ -162,16 +154,14 @@ class Exposition:
     for /metrics on every request (pipelined, or on many connections) costs the loop the
     answer's bytes, not a rendering each, and every other connection keeps its turns."""
 
-    def __init__(
-        self, cert: Path | None, controller: ControllerSource | None, seconds: float
-    ) -> None:
-        self._cert, self._controller, self._seconds = cert, controller, seconds
+    def __init__(self, cert: Path | None, seconds: float) -> None:
+        self._cert, self._seconds = cert, seconds
         self._rendered: tuple[float, bytes, str] | None = None
 
     def __call__(self) -> Response:
         now = time.monotonic()
         if self._rendered is None or now - self._rendered[0] >= self._seconds:
-            data, content_type = metrics.exposition(self._cert, self._controller)
+            data, content_type = metrics.exposition(self._cert)
             self._rendered = (now, data, content_type)
         _, data, content_type = self._rendered
         return Response(data, content_type=content_type)

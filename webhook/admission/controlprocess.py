@@ -20,7 +20,7 @@ from typing import Any
 from webhook.admission import jsonlog, metrics
 from webhook.admission.config import ServeConfig
 from webhook.admission.reload import PolicyHolder, PolicyWatcher, policy_report
-from webhook.assembly import ControllerMode, controller_mode, policy_feed
+from webhook.assembly import ControllerSource, controller_mode, policy_feed
 from webhook.controllers import probes
 
 log = logging.getLogger("dragate.controller")
@@ -43,7 +43,8 @@ def run_controller(config: ServeConfig, stop: threading.Event | None = None) -> 
     )  # fmt: skip
     checks = [mode.ready, *([feed.objects.ready] if feed.objects else [])]
     server = probes.bind(config.host, config.probe_port, probes.Probes(
-        lambda: readiness(holder, checks, mode), lambda: metrics.exposition(None, mode.controller)
+        lambda: readiness(holder, checks, mode.controller),
+        lambda: metrics.exposition(None, mode.controller),
     ))  # fmt: skip
     watcher.ensure_running()
     mode.start()
@@ -57,7 +58,7 @@ def run_controller(config: ServeConfig, stop: threading.Event | None = None) -> 
 
 
 def readiness(
-    holder: PolicyHolder, checks: list[Any], mode: ControllerMode
+    holder: PolicyHolder, checks: list[Any], controller: ControllerSource
 ) -> tuple[bool, dict[str, Any]]:
     """Ready once the caches listed and a policy set is loaded. Not leading never makes a
     controller unready: it is the standby, and takes the Lease when the leader goes."""
@@ -69,7 +70,7 @@ def readiness(
         "role": "controller",
         "policies": policy_report(holder),
         "checks": results,
-        "controller": mode.controller().report(time.time()),
+        "controller": controller().report(time.time()),
     }
 
 

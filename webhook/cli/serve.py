@@ -28,15 +28,14 @@ from webhook.admission.config import (
     TlsFiles,
     own_namespace_default,
 )
-from webhook.assembly import ClusterTarget, cluster_api
+from webhook.assembly import ClusterTarget, cluster_api, seed_ledger_file
 from webhook.cli import exits
 from webhook.cli.certs import BadInput, state_dir
 from webhook.cli.inputs import KUBE_VERSION_HELP
 from webhook.cli.roles import listened_ports, serving_line, start_controller_child
 from webhook.files.yamlio import YamlError
 from webhook.kube.snapshot import SnapshotState, load_state
-from webhook.ledger.sqlite import LedgerFileError, LedgerUnavailable, SqliteLedger
-from webhook.ledger.usage import existing_holds, existing_names
+from webhook.ledger.sqlite import LedgerFileError, LedgerUnavailable
 from webhook.pipeline.scope import Identity
 from webhook.policy.loading import PolicyError, default_policy_dir, load_policies
 from webhook.policy.target import use_kube_version
@@ -71,7 +70,7 @@ def check_inputs(config: ServeConfig) -> None:
         policies = load_policies([config.policy_dir]) if config.policy_dir else PolicySet()
         state = load_state(str(config.state_file)) if config.state_file else SnapshotState()
         if config.ledger_file is not None and config.cluster is None:
-            seed_ledger(config.ledger_file, policies, state)
+            seed_ledger_file(config.ledger_file, policies, state)
     except PolicyError as err:
         problems = "\n".join(f"  {p}" for p in err.problems)
         raise BadInput(f"invalid policies in {config.policy_dir}:\n{problems}") from None
@@ -92,16 +91,6 @@ def check_address_free(host: str, port: int) -> None:
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind((host, port))
-
-
-def seed_ledger(path: Path, policies: PolicySet, state: SnapshotState) -> None:
-    """Once, before the worker forks: the snapshot's claims are the ledger's confirmed truth."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ledger = SqliteLedger(str(path))
-    try:
-        ledger.seed(existing_holds(policies, state), existing_names(state))
-    finally:
-        ledger.close()
 
 
 def master_policies(config: ServeConfig) -> PolicySet | None:

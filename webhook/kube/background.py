@@ -51,6 +51,11 @@ class BackgroundLoop:
     def _started(self) -> None:
         """Called once, right after the thread started."""
 
+    @property
+    def has_started(self) -> bool:
+        """Whether `start` was called (its thread may have ended since)."""
+        return self._thread is not None
+
     def wake(self) -> None:
         """Look again now: work is due, or leadership changed (a `Leadership` listener)."""
         self._wake.set()

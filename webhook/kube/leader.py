@@ -5,7 +5,7 @@ Work that must happen once per cluster, not once per replica (writing policy obj
 status and PolicyReports, reconciling the ledger, re-creating deleted managed templates,
 keeping the rewrite policy), asks `leading()` and skips it otherwise; loops that wait for
 leadership register `on_change` to be woken when it is gained or lost. When the leader dies,
-its lease runs out and another candidate takes over within `lease_duration` seconds. Each
+its lease runs out and another candidate takes over within `LeaseTimes.takeover_seconds`. Each
 replica runs one serving process, its one candidate (`host_pid`).
 
 A candidate that cannot hold the Lease at all (its service account may not read, create or
@@ -38,11 +38,24 @@ log = logging.getLogger("dragate.kube.leader")
 
 @dataclass(frozen=True)
 class LeaseTimes:
-    """Seconds, as client-go's defaults: a dead leader is replaced within `lease_duration`."""
+    """Seconds, as client-go's defaults. A dead leader is replaced within `takeover_seconds`.
+
+    A candidate measures the lease from when it saw the Lease last change, never from the
+    holder's renewTime (the two clocks may differ), as client-go's leaderelection does; and
+    it looks once every `retry_period`. So a standby sees the dead leader's last renewal up
+    to one retry period after it was made, and the expiry up to one retry period after it
+    came: `lease_duration + 2 * retry_period` after the leader died at most, besides the
+    time the API server takes to answer those looks.
+    """
 
     lease_duration: int = 15
     renew_deadline: int = 10
     retry_period: int = 2
+
+    @property
+    def takeover_seconds(self) -> int:
+        """The most a standby waits to take the Lease over from a leader that died."""
+        return self.lease_duration + 2 * self.retry_period
 
 
 def host_pid() -> str:

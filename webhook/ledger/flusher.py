@@ -3,14 +3,12 @@
 An admission answered from a grant (`grants.GrantBook.admit`) only queues its holder; this
 thread, one per process, writes each tenant's queued holders within FLUSH_INTERVAL of the
 first (a burst shares one write), sizes the grant again in the same write, and gives back
-the grant of a tenant that went idle or that another process wants. It starts with
-the first admission from a grant (after fork: threads do not survive it) and `drain` gives
-everything back at shutdown, also from an `atexit` hook for a process that exits normally.
+the grant of a tenant that went idle or that another process wants. The composer starts
+it (`grantloops.GrantLoops`) and, at shutdown, `drain` gives everything back.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
 import time
 from collections.abc import Callable
@@ -26,8 +24,7 @@ RETRY_SECONDS = 0.5
 
 
 class Flusher(BackgroundLoop):
-    """Calls `flush(tenant)` for every tenant the book says is due, until stopped; `start()`
-    is cheap enough to call on every admission from a grant."""
+    """Calls `flush(tenant)` for every tenant the book says is due, until stopped."""
 
     thread_name = "ledger-flusher"
 
@@ -38,9 +35,6 @@ class Flusher(BackgroundLoop):
         self.flushes = 0  # tenants flushed (for tests and metrics)
         self.failures = 0
         self._flush_ok = True  # whether the last flush succeeded
-
-    def _started(self) -> None:
-        atexit.register(self.drain)
 
     def drain(self, timeout: float = 2.0) -> None:
         """Write what is queued and give every grant back, for at most `timeout` seconds."""

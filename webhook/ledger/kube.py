@@ -20,7 +20,9 @@ API server's cost per write then stays flat as holders accumulate.
 With a `GrantBook` (`grants`, as `dragate serve` runs in a cluster), most admissions are
 answered from this process's grant of the tenant's quota without waiting for a write, and a
 `Flusher` thread writes their holders moments later; every write still goes through the same
-batches and compare-and-swap, which keep grants and holders within the limit together.
+batches and compare-and-swap, which keep grants and holders within the limit together. The
+ledger makes that thread and the want watch (`loops`) but starts neither: the composer does
+(`grantloops`), and until they run every admission waits for its write.
 
 Admission must not hang on the API: each operation has a total time budget, and running out
 raises FactsUnavailable, which the pipeline turns into a refusal (fail closed).
@@ -39,6 +41,7 @@ from webhook.ledger import accounting, recordtext, wants
 from webhook.ledger.accounting import Holds, Records
 from webhook.ledger.batch import Answer, Change, GroupCommit, Job, OutOfTime, apply_in_order, settle
 from webhook.ledger.flusher import Flusher
+from webhook.ledger.grantloops import GrantLoops
 from webhook.ledger.grants import GrantBook
 from webhook.ledger.tenantusage import COLLECTION, Stored, object_name, stored_of, tenant_usage
 from webhook.ledger.wantwatch import WantWatch
@@ -71,8 +74,7 @@ class KubeLedger:
         self._turns = GroupCommit(self._commit_batch)
         self._known: dict[str, Stored] = {}  # per tenant: as this process last read or wrote
         self._last_write: dict[str, tuple[float, float]] = {}  # per tenant: (ended, seconds)
-        self._flusher = Flusher(grants, self._flush) if grants is not None else None
-        self._wants = WantWatch(api, grants, clock=clock) if grants is not None else None
+        self.loops = _grant_loops(self, api, grants, clock)  # started by the composer
 
     @classmethod
     def from_kubeconfig(cls, path: str | None = None, **options: Any) -> KubeLedger:
@@ -132,11 +134,9 @@ class KubeLedger:
     ) -> bool:
         """Admitted from this process's grant, without a write now; otherwise counted as
         demand, so the write that decides it sizes the grant for what comes next."""
-        book, flusher, watch = self.grants, self._flusher, self._wants
-        if book is None or flusher is None or watch is None:
-            return False
-        flusher.start()  # a grant taken by a write is given back by it when idle
-        watch.start()  # ... or at once when another process wants it
+        book, loops = self.grants, self.loops
+        if book is None or loops is None or not loops.running():
+            return False  # nothing would write what a grant admitted
         if deadline is not None:
             deadline.check("reserving quota")
         if book.admit(tenant, holds, limits, names):
@@ -270,16 +270,14 @@ class KubeLedger:
         if self.grants is not None:
             self.grants.settle(tenant, landed)
 
-    def _flush(self, tenant: str) -> None:
+    def flush(self, tenant: str) -> None:
         """Store what the grant admitted, and size the grant again (the Flusher's call)."""
         self.update(tenant, _unchanged, self.budget)
 
     def close(self, timeout: float = 2.0) -> None:
         """Write what the grants admitted and give every grant back (shutting down)."""
-        if self._flusher is not None:
-            self._flusher.drain(timeout)
-        if self._wants is not None:
-            self._wants.stop()
+        if self.loops is not None:
+            self.loops.stop(timeout)
 
     def _busy(self, tenant: str) -> bool:
         """True while this process wrote the tenant less than half a write's time ago.
@@ -388,6 +386,15 @@ def _left(deadline: float, tenant: str) -> float:
     if remaining <= 0.01:
         raise OutOfTime(f"ledger for tenant {tenant!r} did not answer in time")
     return remaining
+
+
+def _grant_loops(
+    ledger: KubeLedger, api: KubeApi, grants: GrantBook | None, clock: Callable[[], float]
+) -> GrantLoops | None:
+    """The loops a ledger with grants needs, made and not started."""
+    if grants is None:
+        return None
+    return GrantLoops(Flusher(grants, ledger.flush), WantWatch(api, grants, clock=clock))
 
 
 def _unchanged(records: Records) -> tuple[Records, None]:

@@ -28,7 +28,7 @@ WANTED = Resource("TenantUsage", COLLECTION, WANTED_SELECTOR)
 
 class WantWatch(BackgroundLoop):
     """Gives the book's grants back when another process wants their tenant's capacity;
-    `start()` it (after fork) before the first admission from a grant."""
+    started with the ledger's other loops (`grantloops.GrantLoops`)."""
 
     thread_name = "ledger-wants"
 
