@@ -346,13 +346,7 @@ def build_config(
     probe_port: int = DEFAULT_PROBE_PORT,
 ) -> ServeConfig:
     """Flags to a ServeConfig; makes the dev certificate when needed."""
-    if role == Role.CONTROLLER and not (kubeconfig or in_cluster):
-        raise BadInput(
-            "--role controller needs a cluster: --kubeconfig or --in-cluster "
-            "(offline, `dragate serve` alone runs everything)"
-        )
-    if client_names and client_ca is None:
-        raise BadInput("--client-name needs --client-ca: names are read from verified certificates")
+    _check_combinations(role, kubeconfig, in_cluster, client_ca, client_names)
     own = Identity(own_namespace, own_service_account)
     target = ClusterTarget(
         kubeconfig, in_cluster, quota_grants, keep_rewrite_policy, own, policy_objects
@@ -378,6 +372,23 @@ def build_config(
         graceful_timeout=graceful_timeout, log_level=log_level, admission=options,
         reload_interval=reload_interval, role=Role(role), probe_port=probe_port,
     )  # fmt: skip
+
+
+def _check_combinations(
+    role: str,
+    kubeconfig: str | None,
+    in_cluster: bool,
+    client_ca: Path | None,
+    client_names: tuple[str, ...],
+) -> None:
+    """Flags that only make sense together: refused before anything is built."""
+    if role == Role.CONTROLLER and not (kubeconfig or in_cluster):
+        raise BadInput(
+            "--role controller needs a cluster: --kubeconfig or --in-cluster "
+            "(offline, `dragate serve` alone runs everything)"
+        )
+    if client_names and client_ca is None:
+        raise BadInput("--client-name needs --client-ca: names are read from verified certificates")
 
 
 def serving_tls(

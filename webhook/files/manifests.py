@@ -5,7 +5,8 @@ its problem is returned beside the documents that could be read, and the command
 exit code. A directory is a repository as people keep it: files found by walking one that hold
 no Kubernetes object at all (a Helm `Chart.yaml` or `values.yaml`, `package.json`, a CI
 workflow, a Go template that is YAML only once rendered) are skipped and counted, while a file
-named on the command line is always read and refused when it is no manifest.
+named on the command line is always read and refused when it is no manifest. A file is
+written back whole, in one rename (`write_atomic`), so a reader never sees half of it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -150,6 +152,21 @@ def read_text(path: str, stdin: TextIO | None = None) -> str:
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         raise YamlError(Source(path), f"cannot read: {reason}") from None
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Replace `path` with `text` in one rename, keeping its mode: never a half-written file."""
+    target = Path(path)
+    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def read_manifests(

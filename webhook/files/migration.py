@@ -14,12 +14,9 @@ snapshot, and turns the `Outcome` into an exit code.
 from __future__ import annotations
 
 import difflib
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from pathlib import Path
 from typing import Any, Protocol
 
 from webhook.files.branches import exclusive_lines
@@ -38,7 +35,7 @@ from webhook.files.leftovers import (
     migrating,
     reads,
 )
-from webhook.files.manifests import STDIN, read_text
+from webhook.files.manifests import STDIN, read_text, write_atomic
 from webhook.files.roundtrip import Skip, Stream, new_file_text, parse_stream
 from webhook.files.skim import skipper
 from webhook.files.valuesdriven import ChartWork, plan_charts
@@ -376,21 +373,6 @@ def _write_file(run: Run, file: str, text: str) -> None:
         run.failed += 1
         return
     run.say(f"migrated {file}")
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Replace `path` with `text` in one rename, keeping its mode: never a half-written file."""
-    target = Path(path)
-    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _finish(run: Run) -> Outcome:
