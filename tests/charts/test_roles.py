@@ -165,7 +165,7 @@ def test_service_account_names_come_from_values(helm: Helm) -> None:
 
 @pytest.mark.parametrize(("role", "expected"), [
     (FULLNAME, {"role": "webhook", "port": "8443", "cert-dir": "/etc/dragate/tls",
-                "max-connections": "8192", "on-timeout": "deny"}),
+                "max-connections": "10240", "on-timeout": "deny"}),
     (CONTROLLER, {"role": "controller", "probe-port": "8081"}),
 ], ids=["webhook", "controller"])  # fmt: skip
 def test_each_deployment_runs_its_role_with_the_cluster_flags(
