@@ -683,7 +683,7 @@ def plot(results: dict[str, Any], path: Path) -> bool:
     latency.set_yscale("log")
     machine = results["machine"]
     figure.suptitle(
-        f"dragate serve vs a no-op Flask app, gunicorn gevent_pywsgi, one worker, TLS — "
+        f"dragate serve vs a no-op Flask app, gunicorn gevent, one worker, TLS — "
         f"{machine['nproc']} "
         f"CPUs {machine['cpu_model']}, load generator on the same machine",
         fontsize=9,
