@@ -4,7 +4,10 @@
 A Pod whose claim asks for a product no slice has stays Unschedulable: `why` names the
 request and the selector that rules the devices out, and quotes the scheduler's own
 FailedScheduling event as the scheduler wrote it. A Pod that fits is "scheduled on" the node
-the scheduler chose, and its claim is allocated and reserved for it.
+the scheduler chose, and its claim is allocated and reserved for it. A Pod whose claim got
+bind-0's GPU, which has binding conditions, is held by the scheduler at PreBind: `why` names
+the condition the driver has not reported, until the test, playing the driver, reports it.
+A Pod admitted with a Warn validation's warning shows it as the background audit reports it.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ from .toolchain_bins import require_binaries
 pytestmark = pytest.mark.e2e
 
 NS = "why"
+MORE_NS = "why-more"
+"""The namespace of the warned and binding cases: a quota of their own, whatever ran before."""
 CLASS = "gpu.nvidia.com"
 MISSING = f"device.attributes['{CLASS}'].productName == 'NVIDIA Z999'"
 POLICIES = f"""
@@ -55,6 +60,14 @@ kind: Tenant
 metadata: {{name: why}}
 spec:
   namespaces: [{NS}]
+  quota:
+  - {{deviceClassName: {CLASS}, maxDevices: 8}}
+---
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {{name: why-more}}
+spec:
+  namespaces: [{MORE_NS}]
   quota:
   - {{deviceClassName: {CLASS}, maxDevices: 8}}
 """
@@ -145,7 +158,7 @@ def site(e2e_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
                         "crd/tenants.dragate.io", "crd/deviceclasspolicies.dragate.io",
                         "crd/policyreports.wgpolicyk8s.io")  # fmt: skip
         namespaces = ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
-                      for n in (NS, LIVE_NS))  # fmt: skip
+                      for n in (NS, LIVE_NS, MORE_NS))  # fmt: skip
         create(cluster, *namespaces)
         policies = tmp_path_factory.mktemp("why-policies")
         (policies / "policies.yaml").write_text(POLICIES)
@@ -421,17 +434,25 @@ AUDIT_TIMEOUT = 150.0
 """The audit's next pass (every 60 s) and its report's write, with room for a slow host."""
 
 
+def why_more(site: Site, *args: str) -> list[dict[str, Any]]:
+    return plugin(site, "why", *args, "-n", MORE_NS, "--policies", str(site.policies))
+
+
+def in_more(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "namespace": MORE_NS}}
+
+
 def three_gpus(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """A template of 3 GPUs no node has (the Pod stays Pending) and a Pod made from it."""
-    claim = gpu_claim(name, 3, MISSING)
-    found = claim_pod(name, "")
+    claim = gpu_claim(name, 3, MISSING, namespace=MORE_NS)
+    found = in_more(claim_pod(name, ""))
     found["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": name}]
     return {**claim, "kind": "ResourceClaimTemplate", "spec": {"spec": claim["spec"]}}, found
 
 
 def reported(cluster: Cluster, pod: str) -> list[dict[str, Any]]:
     """The `warn` results about Pod `pod` in the namespace's dragate PolicyReport."""
-    found = cluster.kubectl("get", "policyreport", "dragate", "-n", NS, "-o", "json",
+    found = cluster.kubectl("get", "policyreport", "dragate", "-n", MORE_NS, "-o", "json",
                             check=False)  # fmt: skip
     results = json.loads(found.stdout).get("results") or [] if found.returncode == 0 else []
     return [r for r in results if r["result"] == "warn"
@@ -461,21 +482,21 @@ def test_a_pod_admitted_with_a_warning_shows_the_audits_warning_beside_its_cause
         wait_for(lambda: bool(reported(cluster, "watched")), timeout=AUDIT_TIMEOUT, interval=1,
                  what="the audit's warn result about Pod watched")  # fmt: skip
         result = reported(cluster, "watched")[0]
-        found = why(site, "watched")
+        found = why_more(site, "watched")
         assert found[0]["cause"] == "feasibility" and found[0]["blocking"], found
         warned = [f for f in found if f["cause"] == "warned"]
         message = f"warn by {result['policy']}, rule {result['rule']}: {result['message']}"
-        assert warned == [{"cause": "warned", "source": f"PolicyReport {NS}/dragate",
+        assert warned == [{"cause": "warned", "source": f"PolicyReport {MORE_NS}/dragate",
                            "message": message, "blocking": False}], found  # fmt: skip
         assert result["policy"] == "DeviceClassPolicy/why-watch" and REVIEWED in message, result
     finally:
         cluster.kubectl("delete", "deviceclasspolicy", "why-watch", "--ignore-not-found")
-        force_delete(cluster, NS, "pod/watched")
+        force_delete(cluster, MORE_NS, "pod/watched")
 
 
 def driver_reports(cluster: Cluster, name: str, condition: str) -> None:
     """What the driver writes: `condition` True on every device allocated to claim `name`."""
-    claim = cluster.get_json("resourceclaim", name, "-n", NS)
+    claim = cluster.get_json("resourceclaim", name, "-n", MORE_NS)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     true = {"type": condition, "status": "True", "reason": "Reported", "message": "e2e driver",
             "lastTransitionTime": now}  # fmt: skip
@@ -483,7 +504,7 @@ def driver_reports(cluster: Cluster, name: str, condition: str) -> None:
         {"driver": r["driver"], "pool": r["pool"], "device": r["device"], "conditions": [true]}
         for r in claim["status"]["allocation"]["devices"]["results"]
     ]
-    cluster.kubectl("patch", "resourceclaim", name, "-n", NS, "--subresource=status",
+    cluster.kubectl("patch", "resourceclaim", name, "-n", MORE_NS, "--subresource=status",
                     "--type=merge", "-p", json.dumps({"status": {"devices": devices}}))  # fmt: skip
 
 
@@ -493,30 +514,29 @@ def test_a_pod_held_for_binding_conditions_names_them_as_the_scheduler_waits(
     """The scheduler allocates bind-0's GPU, reserves the claim and holds the Pod at PreBind:
     `why` names the condition the driver has not reported; once it has, the Pod binds."""
     cluster = site.cluster
-    create(
-        cluster, gpu_claim("attach", 1, UUID.format("GPU-bind-0-0")), claim_pod("held", "attach")
-    )
+    claim = gpu_claim("attach", 1, UUID.format("GPU-bind-0-0"), namespace=MORE_NS)
+    create(cluster, claim, in_more(claim_pod("held", "attach")))
     try:
-        outcome, pod = pod_outcome(cluster, NS, "held")
+        outcome, pod = pod_outcome(cluster, MORE_NS, "held")
         assert outcome == WAITING, pod.get("status")
-        claim = cluster.get_json("resourceclaim", "attach", "-n", NS)
+        claim = cluster.get_json("resourceclaim", "attach", "-n", MORE_NS)
         assert pending_conditions(claim) == [f"bind-0/gpu-0: {ATTACHED}"], claim.get("status")
-        found = why(site, "held")
+        found = why_more(site, "held")
         first = found[0]
         assert (first["cause"], first["source"], first["blocking"]) == (
-            "binding", f"ResourceClaim {NS}/attach", True), found  # fmt: skip
+            "binding", f"ResourceClaim {MORE_NS}/attach", True), found  # fmt: skip
         assert first["message"].startswith(
             f"{CLASS}/bind-0/gpu-0: binding conditions not True yet: {ATTACHED}; "
             "kube-scheduler holds the Pod at PreBind"), found  # fmt: skip
         assert not [f for f in found if f["cause"] == "schedulable"], found
         driver_reports(cluster, "attach", ATTACHED)
-        outcome, pod = pod_outcome(cluster, NS, "held")
+        outcome, pod = pod_outcome(cluster, MORE_NS, "held")
         assert outcome == BOUND, pod.get("status")
-        assert why(site, "held")[0]["message"] == "scheduled on bind-0"
+        assert why_more(site, "held")[0]["message"] == "scheduled on bind-0"
     finally:
-        if pending_conditions(cluster.get_json("resourceclaim", "attach", "-n", NS)):
+        if pending_conditions(cluster.get_json("resourceclaim", "attach", "-n", MORE_NS)):
             driver_reports(cluster, "attach", ATTACHED)  # PreBind lets go only once bound
-            pod_outcome(cluster, NS, "held")
-        force_delete(cluster, NS, "pod/held")
-        cluster.kubectl("delete", "resourceclaim", "attach", "-n", NS, "--wait=true",
+            pod_outcome(cluster, MORE_NS, "held")
+        force_delete(cluster, MORE_NS, "pod/held")
+        cluster.kubectl("delete", "resourceclaim", "attach", "-n", MORE_NS, "--wait=true",
                         "--timeout=60s")  # fmt: skip
