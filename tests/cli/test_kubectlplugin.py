@@ -465,3 +465,79 @@ def test_why_names_the_gang_reservations_among_the_holders() -> None:
         "reserves 2 for Pods not created yet"
     )
     assert quota["blocking"]
+
+
+ATTACHED, FAILED = "dra.example.com/attached", "dra.example.com/failed"
+WAITING_DEVICES = [{"name": "gpu-0", "bindingConditions": [ATTACHED]}]
+WAITING_SLICE = {**SLICE, "metadata": {"name": "node-1-wait", "resourceVersion": "1"},
+                 "spec": {**SLICE["spec"], "pool": {**SLICE["spec"]["pool"], "name": "wait"},
+                          "devices": WAITING_DEVICES}}  # fmt: skip
+ON_WAIT = {**RESULT, "pool": "wait"}
+CONDITIONS = {
+    ATTACHED: {"bindingConditions": [ATTACHED]},
+    FAILED: {"bindingConditions": [ATTACHED], "bindingFailureConditions": [FAILED]},
+}
+
+
+def attaching(result: dict[str, Any], *reported: str) -> dict[str, Any]:
+    """Claim `attach`, allocated `result` and reserved for Pod attaching; the driver has
+    reported `reported` True on the device."""
+    status: dict[str, Any] = {
+        "allocation": {"devices": {"results": [result]}},
+        "reservedFor": [{"resource": "pods", "name": "attaching", "uid": "uid-6"}],
+    }
+    if reported:
+        conditions = [{"type": c, "status": "True"} for c in reported]
+        status["devices"] = [{"driver": result["driver"], "pool": result["pool"],
+                              "device": result["device"], "conditions": conditions}]  # fmt: skip
+    return {**claim(request(exact()), name="attach"), "status": status}
+
+
+def binding_api(found: dict[str, Any]) -> Api:
+    """The cluster with claim `found` charged to team-a, its quota not in the way."""
+    records = "claim:team-a/attach gpu.nvidia.com=1\n"
+    usage = {"metadata": {"name": "team-a"}, "spec": {"tenant": "team-a", "records": records}}
+    return Api({
+        "/apis/dragate.io/v1alpha1/tenantusages/team-a": usage,
+        f"{V1}/namespaces/team-a/resourceclaims/attach": found,
+        f"{V1}/resourceclaims": {"items": [found]},
+        f"{V1}/resourceslices": {"items": [SLICE, WAITING_SLICE]},
+        "/api/v1/namespaces/team-a/pods/attaching": claim_pod("attaching", "uid-6", gpu="attach"),
+    })  # fmt: skip
+
+
+PENDING = ("gpu.nvidia.com/wait/gpu-0: binding conditions not True yet: "
+           f"{ATTACHED}; kube-scheduler holds the Pod at PreBind until the driver reports them "
+           "in the claim's status.devices")  # fmt: skip
+BINDING_CASES = {
+    "pending-in-the-allocation": (attaching({**RESULT, **CONDITIONS[ATTACHED]}),
+                                  ("binding", PENDING.replace("/wait/", "/node-1/"), True)),
+    "pending-in-the-slice": (attaching(ON_WAIT), ("binding", PENDING, True)),
+    "one-of-two-reported": (attaching({**ON_WAIT, "bindingConditions": [ATTACHED, "b/ready"]},
+                                      ATTACHED), ("binding", PENDING.replace(ATTACHED, "b/ready"),
+                                                  True)),
+    "reported": (attaching(ON_WAIT, ATTACHED),
+                 ("schedulable", "waiting for the scheduler", False)),
+    "failed": (attaching({**ON_WAIT, **CONDITIONS[FAILED]}, FAILED),
+               ("binding", f"gpu.nvidia.com/wait/gpu-0: binding failed ({FAILED} True): "
+                "kube-scheduler deallocates the claim and allocates it again", True)),
+    "no-conditions": (attaching(RESULT), ("schedulable", "waiting for the scheduler", False)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", BINDING_CASES, ids=list(BINDING_CASES))
+def test_why_names_the_binding_conditions_the_scheduler_waits_for(case: str) -> None:
+    found, (cause, message, blocking) = BINDING_CASES[case]
+    first = why_in(binding_api(found), "attaching")[0]
+    assert (first["cause"], first["message"], first["blocking"]) == (cause, message, blocking)
+    source = "Pod team-a/attaching" if cause == "schedulable" else "ResourceClaim team-a/attach"
+    assert first["source"] == source
+
+
+def test_why_a_claim_names_its_pending_binding_conditions() -> None:
+    found = why_in(binding_api(attaching(ON_WAIT)), "resourceclaim/attach")
+    assert [(f["cause"], f["message"], f["blocking"]) for f in found[:2]] == [
+        ("claim", "allocated: gpu.nvidia.com/wait/gpu-0; reserved for Pod team-a/attaching",
+         False),
+        ("binding", PENDING, True),
+    ]  # fmt: skip

@@ -4,7 +4,10 @@
 A Pod whose claim asks for a product no slice has stays Unschedulable: `why` names the
 request and the selector that rules the devices out, and quotes the scheduler's own
 FailedScheduling event as the scheduler wrote it. A Pod that fits is "scheduled on" the node
-the scheduler chose, and its claim is allocated and reserved for it.
+the scheduler chose, and its claim is allocated and reserved for it. A Pod whose claim got
+bind-0's GPU, which has binding conditions, is held by the scheduler at PreBind: `why` names
+the condition the driver has not reported, until the test, playing the driver, reports it.
+A Pod admitted with a Warn validation's warning shows it as the background audit reports it.
 """
 
 from __future__ import annotations
@@ -13,13 +16,21 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from nvidia_shapes import A100, gpu_devices, partitioned_slices, resource_slice, tainted
+from nvidia_shapes import (
+    A100,
+    A100_40,
+    gpu_devices,
+    partitioned_slices,
+    resource_slice,
+    tainted,
+)
 
 from .cluster import Cluster, running_cluster
 from .dragate_server import REPO, serving
@@ -27,8 +38,10 @@ from .processes import wait_for
 from .scheduling import (
     BOUND,
     UNSCHEDULABLE,
+    WAITING,
     fake_node,
     force_delete,
+    pending_conditions,
     pod_outcome,
     publish_inventory,
 )
@@ -37,6 +50,8 @@ from .toolchain_bins import require_binaries
 pytestmark = pytest.mark.e2e
 
 NS = "why"
+MORE_NS = "why-more"
+"""The namespace of the warned and binding cases: a quota of their own, whatever ran before."""
 CLASS = "gpu.nvidia.com"
 MISSING = f"device.attributes['{CLASS}'].productName == 'NVIDIA Z999'"
 POLICIES = f"""
@@ -47,6 +62,14 @@ spec:
   namespaces: [{NS}]
   quota:
   - {{deviceClassName: {CLASS}, maxDevices: 8}}
+---
+apiVersion: dragate.io/v1alpha1
+kind: Tenant
+metadata: {{name: why-more}}
+spec:
+  namespaces: [{MORE_NS}]
+  quota:
+  - {{deviceClassName: {CLASS}, maxDevices: 8}}
 """
 LIVE_NS = "why-live"
 LIVE_TENANT = {
@@ -55,7 +78,10 @@ LIVE_TENANT = {
     "metadata": {"name": "live"},
     "spec": {"namespaces": [LIVE_NS], "quota": [{"deviceClassName": CLASS, "maxDevices": 2}]},
 }
-TENANTS_CRD = REPO / "webhook" / "defaults" / "crds" / "tenants.yaml"
+CRDS = REPO / "webhook" / "defaults" / "crds"
+POLICY_CRDS = ("tenants", "deviceclasspolicies", "policyreports", "clusterpolicyreports")
+"""Tenants and DeviceClassPolicies as objects, the audit's reports."""
+ATTACHED, FAILED = "dra.example.com/attached", "dra.example.com/failed"
 ECC = {"key": "gpu.nvidia.com/ecc", "value": "bad", "effect": "NoSchedule"}
 UUID = "device.attributes['gpu.nvidia.com'].uuid == '{}'"
 PARENT = "device.attributes['gpu.nvidia.com'].parentUUID == '{}'"
@@ -92,12 +118,16 @@ def claim_pod(name: str, claim: str, **spec: Any) -> dict[str, Any]:
 
 
 def extra_inventory(cluster: Cluster) -> None:
-    """A partitionable A100 (its MIG placements share its counters) and a node whose GPUs
-    carry a NoSchedule taint, beside the NVIDIA-shaped nodes."""
-    for node in ("part-0", "taint-0"):
+    """A partitionable A100 (its MIG placements share its counters), a node whose GPUs
+    carry a NoSchedule taint, and one whose A100-40GB is bound only once the driver reports
+    ATTACHED (KEP-5007), beside the NVIDIA-shaped nodes."""
+    for node in ("part-0", "taint-0", "bind-0"):
         fake_node(cluster, node)
+    waiting = [{**d, "bindingConditions": [ATTACHED], "bindingFailureConditions": [FAILED]}
+               for d in gpu_devices("bind-0", A100_40, 1)]  # fmt: skip
     slices = [*partitioned_slices("part-0", 1),
-              resource_slice("taint-0", tainted(gpu_devices("taint-0", A100, 2), ECC))]  # fmt: skip
+              resource_slice("taint-0", tainted(gpu_devices("taint-0", A100, 2), ECC)),
+              resource_slice("bind-0", waiting)]  # fmt: skip
     create(cluster, *({**s, "metadata": {"name": s["metadata"]["name"]}} for s in slices))
 
 
@@ -122,11 +152,13 @@ def site(e2e_bin_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     with running_cluster(e2e_bin_dir, scheduler=True) as cluster:
         publish_inventory(cluster)
         extra_inventory(cluster)
-        cluster.kubectl("apply", "-f", str(TENANTS_CRD))
+        for crd in POLICY_CRDS:
+            cluster.kubectl("apply", "-f", str(CRDS / f"{crd}.yaml"))
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                        "crd/tenants.dragate.io")  # fmt: skip
+                        "crd/tenants.dragate.io", "crd/deviceclasspolicies.dragate.io",
+                        "crd/policyreports.wgpolicyk8s.io")  # fmt: skip
         namespaces = ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
-                      for n in (NS, LIVE_NS))  # fmt: skip
+                      for n in (NS, LIVE_NS, MORE_NS))  # fmt: skip
         create(cluster, *namespaces)
         policies = tmp_path_factory.mktemp("why-policies")
         (policies / "policies.yaml").write_text(POLICIES)
@@ -388,3 +420,123 @@ def test_a_workload_whose_pods_are_denied_names_the_policy_rule_and_message(
     message = first["message"].removeprefix(prefix)
     assert "limit 2" in message and f"{FULL_NS}/full-holder" in message, found
     assert any(f"[Tenant/full] {message}" in m for m in denied()), (message, denied())
+
+
+REVIEWED = "more than 2 GPUs in one request are reviewed by the platform team"
+WATCH = {
+    "apiVersion": "dragate.io/v1alpha1", "kind": "DeviceClassPolicy",
+    "metadata": {"name": "why-watch"},
+    "spec": {"deviceClassNames": [CLASS], "validations": [
+        {"expression": "object.kind != 'Pod' || request.count <= 2", "message": REVIEWED,
+         "action": "Warn"}]},
+}  # fmt: skip
+AUDIT_TIMEOUT = 150.0
+"""The audit's next pass (every 60 s) and its report's write, with room for a slow host."""
+
+
+def why_more(site: Site, *args: str) -> list[dict[str, Any]]:
+    return plugin(site, "why", *args, "-n", MORE_NS, "--policies", str(site.policies))
+
+
+def in_more(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "namespace": MORE_NS}}
+
+
+def three_gpus(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A template of 3 GPUs no node has (the Pod stays Pending) and a Pod made from it."""
+    claim = gpu_claim(name, 3, MISSING, namespace=MORE_NS)
+    found = in_more(claim_pod(name, ""))
+    found["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": name}]
+    return {**claim, "kind": "ResourceClaimTemplate", "spec": {"spec": claim["spec"]}}, found
+
+
+def reported(cluster: Cluster, pod: str) -> list[dict[str, Any]]:
+    """The `warn` results about Pod `pod` in the namespace's dragate PolicyReport."""
+    found = cluster.kubectl("get", "policyreport", "dragate", "-n", MORE_NS, "-o", "json",
+                            check=False)  # fmt: skip
+    results = json.loads(found.stdout).get("results") or [] if found.returncode == 0 else []
+    return [r for r in results if r["result"] == "warn"
+            and any(o["kind"] == "Pod" and o["name"] == pod for o in r["resources"])]  # fmt: skip
+
+
+def test_a_pod_admitted_with_a_warning_shows_the_audits_warning_beside_its_cause(
+    site: Site,
+) -> None:
+    """The warning the Pod was admitted with, as the leader's background audit reports it:
+    never blocking; the Pod's own cause (no device matches) comes first."""
+    cluster = site.cluster
+    template, pod = three_gpus("watched")
+    create(cluster, template)
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(WATCH))
+    try:
+
+        def warns() -> bool:
+            answer = cluster.kubectl("create", "-f", "-", "--dry-run=server",
+                                     input=json.dumps(pod), check=False)  # fmt: skip
+            return answer.returncode == 0 and REVIEWED in answer.stderr
+
+        wait_for(lambda: all(warns() for _ in range(6)), timeout=60, interval=1,
+                 what="the Warn validation served by every worker")  # fmt: skip
+        admitted = cluster.kubectl("create", "-f", "-", input=json.dumps(pod))
+        assert "Warning: dragate: [Warn] " in admitted.stderr and REVIEWED in admitted.stderr
+        wait_for(lambda: bool(reported(cluster, "watched")), timeout=AUDIT_TIMEOUT, interval=1,
+                 what="the audit's warn result about Pod watched")  # fmt: skip
+        result = reported(cluster, "watched")[0]
+        found = why_more(site, "watched")
+        assert found[0]["cause"] == "feasibility" and found[0]["blocking"], found
+        warned = [f for f in found if f["cause"] == "warned"]
+        message = f"warn by {result['policy']}, rule {result['rule']}: {result['message']}"
+        assert warned == [{"cause": "warned", "source": f"PolicyReport {MORE_NS}/dragate",
+                           "message": message, "blocking": False}], found  # fmt: skip
+        assert result["policy"] == "DeviceClassPolicy/why-watch" and REVIEWED in message, result
+    finally:
+        cluster.kubectl("delete", "deviceclasspolicy", "why-watch", "--ignore-not-found")
+        force_delete(cluster, MORE_NS, "pod/watched")
+
+
+def driver_reports(cluster: Cluster, name: str, condition: str) -> None:
+    """What the driver writes: `condition` True on every device allocated to claim `name`."""
+    claim = cluster.get_json("resourceclaim", name, "-n", MORE_NS)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    true = {"type": condition, "status": "True", "reason": "Reported", "message": "e2e driver",
+            "lastTransitionTime": now}  # fmt: skip
+    devices = [
+        {"driver": r["driver"], "pool": r["pool"], "device": r["device"], "conditions": [true]}
+        for r in claim["status"]["allocation"]["devices"]["results"]
+    ]
+    cluster.kubectl("patch", "resourceclaim", name, "-n", MORE_NS, "--subresource=status",
+                    "--type=merge", "-p", json.dumps({"status": {"devices": devices}}))  # fmt: skip
+
+
+def test_a_pod_held_for_binding_conditions_names_them_as_the_scheduler_waits(
+    site: Site,
+) -> None:
+    """The scheduler allocates bind-0's GPU, reserves the claim and holds the Pod at PreBind:
+    `why` names the condition the driver has not reported; once it has, the Pod binds."""
+    cluster = site.cluster
+    claim = gpu_claim("attach", 1, UUID.format("GPU-bind-0-0"), namespace=MORE_NS)
+    create(cluster, claim, in_more(claim_pod("held", "attach")))
+    try:
+        outcome, pod = pod_outcome(cluster, MORE_NS, "held")
+        assert outcome == WAITING, pod.get("status")
+        claim = cluster.get_json("resourceclaim", "attach", "-n", MORE_NS)
+        assert pending_conditions(claim) == [f"bind-0/gpu-0: {ATTACHED}"], claim.get("status")
+        found = why_more(site, "held")
+        first = found[0]
+        assert (first["cause"], first["source"], first["blocking"]) == (
+            "binding", f"ResourceClaim {MORE_NS}/attach", True), found  # fmt: skip
+        assert first["message"].startswith(
+            f"{CLASS}/bind-0/gpu-0: binding conditions not True yet: {ATTACHED}; "
+            "kube-scheduler holds the Pod at PreBind"), found  # fmt: skip
+        assert not [f for f in found if f["cause"] == "schedulable"], found
+        driver_reports(cluster, "attach", ATTACHED)
+        outcome, pod = pod_outcome(cluster, MORE_NS, "held")
+        assert outcome == BOUND, pod.get("status")
+        assert why_more(site, "held")[0]["message"] == "scheduled on bind-0"
+    finally:
+        if pending_conditions(cluster.get_json("resourceclaim", "attach", "-n", MORE_NS)):
+            driver_reports(cluster, "attach", ATTACHED)  # PreBind lets go only once bound
+            pod_outcome(cluster, MORE_NS, "held")
+        force_delete(cluster, MORE_NS, "pod/held")
+        cluster.kubectl("delete", "resourceclaim", "attach", "-n", MORE_NS, "--wait=true",
+                        "--timeout=60s")  # fmt: skip

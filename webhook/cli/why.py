@@ -19,8 +19,10 @@ from typing import Any
 from webhook.cli.clusterfacts import ClusterFacts
 from webhook.cli.refusals import owner_refusals, warned
 from webhook.cli.usagerows import UsageRow, holders_text, usage_rows
+from webhook.cli.whybinding import binding_findings
 from webhook.cli.whyfindings import Finding, identity
 from webhook.engine.counting import devices_by_class, holder_key, pod_holder_key
+from webhook.engine.devices import Device
 from webhook.engine.feasibility import needed_devices, unsatisfied
 from webhook.engine.gangs import GANG_PREFIX
 from webhook.engine.inventory import Inventory, class_selectors
@@ -35,7 +37,7 @@ QUOTED_EVENTS = ("FailedScheduling", "FailedResourceClaimCreation")
 
 
 _RANK = {"quota": 0, "claim": 1, "feasibility": 1, "node": 1, "allocated": 1, "counters": 1,
-         "scheduler": 2}  # fmt: skip
+         "binding": 1, "scheduler": 2}  # fmt: skip
 
 
 def explain(facts: ClusterFacts, pod: Object) -> list[Finding]:
@@ -91,6 +93,7 @@ class PodClaims:
         if allocation:
             self.count(claim_spec, claim, source)
             yield Finding("claim", source, f"allocated: {_devices(allocation)}")
+            yield from binding_findings(claim, self.devices)
             return
         yield from self.feasible(claim_spec, claim, source, f"pod claim {ref.name!r}")
 
@@ -152,9 +155,13 @@ class PodClaims:
 
     @functools.cached_property
     def occupancy(self) -> Occupancy:
-        devices = {device_key(d): d for g in self.inventory.groups for d in g.devices}
         held = {k: h for c in self.facts.claims() for k, h in _holdings(c)}
-        return Occupancy(held, devices, self.inventory.counters)
+        return Occupancy(held, self.devices, self.inventory.counters)
+
+    @functools.cached_property
+    def devices(self) -> dict[DeviceKey, Device]:
+        """The published devices by driver and `pool/device`."""
+        return {device_key(d): d for g in self.inventory.groups for d in g.devices}
 
     def count(self, read: Any, obj: Object, label: str) -> ClaimSpec | None:
         try:
@@ -207,6 +214,7 @@ def explain_claim(facts: ClusterFacts, claim: Object) -> list[Finding]:
         own.count(claim_spec, claim, source)
         allocated = f"allocated: {_devices(status['allocation'])}; {_reserved(status, namespace)}"
         found.append(Finding("claim", source, allocated))
+        found += binding_findings(claim, own.devices)
     else:
         found += own.feasible(claim_spec, claim, source, "claim")
         if not any(f.blocking for f in found):

@@ -12,7 +12,7 @@ class Finding:
     """One line of the answer: `blocking` when it keeps the Pod from being scheduled."""
 
     cause: str  # quota | claim | feasibility | node | allocated | counters | scheduler |
-    # denied | warned | ...
+    # binding | denied | warned | ...
     source: str  # the object it comes from, `Kind namespace/name`
     message: str
     blocking: bool = False
