@@ -157,13 +157,14 @@ RENDERINGS = [
         ("MPIJob",),
     ),
     ("substratusai+helm/charts/text-generation-inference", (), ("Deployment",)),
+    ("../reproductions/chart", (), ("Deployment",)),
 ]
 
 
 @pytest.mark.parametrize(
     ("chart", "flags", "kinds"),
     RENDERINGS,
-    ids=["nim-llm", "nim-llm-deployment", "nim-llm-lws", "nim-llm-mpijob", "tgi"],
+    ids=["nim-llm", "nim-llm-deployment", "nim-llm-lws", "nim-llm-mpijob", "tgi", "reproduction"],
 )
 def test_a_migrated_chart_renders_claims(
     helm: Path, tmp_path: Path, chart: str, flags: tuple[str, ...], kinds: tuple[str, ...]
