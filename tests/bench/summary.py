@@ -199,14 +199,14 @@ def _http(results: dict[str, Any], targets: list[dict[str, Any]]) -> list[Row]:
         ),
         Row(
             "`/validate` / `/mutate` p50 at 1 connection over the no-op's",
-            f"{pair('p50_delta_ms_at_1', '+{:.3f}'.format)} ms ({at(1, 'p50_us')} µs, "
+            f"{pair('p50_delta_ms_at_1', '{:+.3f}'.format)} ms ({at(1, 'p50_us')} µs, "
             f"the no-op {curves['noop'][1]['p50_us']:.0f})",
             "≤ +0.3 ms",
             judged("p50 at 1 conn minus no-op p50"),
         ),
         Row(
             "the same, the load generator on its own CPU (servers pinned to the other)",
-            f"{pair('p50_delta_ms_at_1_apart', '+{:.3f}'.format)} ms",
+            f"{pair('p50_delta_ms_at_1_apart', '{:+.3f}'.format)} ms",
             "≤ +0.3 ms",
             judged("p50 at 1 conn minus no-op p50, load generator"),
             brief=False,
