@@ -101,6 +101,7 @@ def test_a_first_request_not_sent_in_time_ends_its_connection(server: Serve, kin
     for seconds in cut.values():
         assert HEADER_SECONDS / 2 <= seconds < CUT_WITHIN, cut
     timed_review(server, f"after-{kind}")  # the server answers as before
+    assert "Traceback" not in server.logs()  # closed quietly, as a client gone
 
 
 def test_a_kept_alive_connection_idles_past_the_header_deadline(server: Serve) -> None:
