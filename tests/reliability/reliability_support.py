@@ -12,6 +12,7 @@ import json
 import os
 import resource
 import signal
+import socket
 import sqlite3
 import ssl
 import subprocess
@@ -173,6 +174,21 @@ def tls_context(trust: Path, client_cert: tuple[str, str] | None = None) -> ssl.
     if client_cert:
         context.load_cert_chain(*client_cert)
     return context
+
+
+def _unverified() -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # no CA store: cheap, made once
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    return context
+
+
+HOSTILE_TLS = _unverified()
+
+
+def hostile_tls(raw: socket.socket, server_hostname: str | None = "localhost") -> ssl.SSLSocket:
+    """`raw` after a completed TLS handshake that trusts any certificate, as a hostile client
+    makes one; `server_hostname=None` sends no SNI."""
+    return HOSTILE_TLS.wrap_socket(raw, server_hostname=server_hostname)
 
 
 def request(

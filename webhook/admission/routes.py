@@ -14,8 +14,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
-import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -28,6 +26,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 
 from webhook.admission import metrics
 from webhook.admission.deadline import budget
+from webhook.admission.firstrequest import shut_down
 from webhook.admission.handler import Admitter
 from webhook.admission.review import BadReview, encode_review, parse_review
 from webhook.types import AdmissionRequest
@@ -188,17 +187,10 @@ def drain(environ: Environ) -> None:
 
 
 def hang_up(environ: Environ) -> None:
-    """End the connection: once the answer is sent after a body that stopped short or broke
-    its framing (where the next request would start is unknown), or when an answer has waited
-    too long to be written (turns.py). The TCP connection is shut down under the TLS layer (a
-    duplicate of its descriptor), so the server's next read on it finds its end and a blocked
-    write fails as a broken pipe, as if the client had gone."""
-    sock = environ.get("gunicorn.socket")
-    try:
-        with socket.socket(fileno=os.dup(sock.fileno())) as raw:  # type: ignore[union-attr]
-            raw.shutdown(socket.SHUT_RDWR)
-    except (AttributeError, OSError):
-        pass
+    """End the connection (`firstrequest.shut_down`): once the answer is sent after a body
+    that stopped short or broke its framing (where the next request would start is unknown),
+    or when an answer has waited too long to be written (turns.py)."""
+    shut_down(environ.get("gunicorn.socket"))
 
 
 def peer_names(environ: Environ) -> frozenset[str] | None:

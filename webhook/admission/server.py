@@ -18,16 +18,23 @@ its settings and server hooks; the worker is a stock class chosen by name. Why t
   one connection buffers small.
 - one worker: one process per pod holds the caches, the ledger and the policy set; replicas
   scale it out and the Lease holder alone runs the background loops (webhook/kube/leader.py).
-- `keepalive` (120 s) is both how long a kept-alive connection may stay idle and how long a
-  request's line and headers may take to arrive: longer than the API server's 90 s idle
-  timeout (Go's default), so it is the API server that closes an idle connection; a server
-  closing one just as the client reuses it fails that POST with EOF, which the API server
-  does not retry.
 - the socket timeout (`HANDSHAKE_SECONDS`) bounds the TLS handshake, which gevent's server
   runs when it accepts a connection: a connection that never completes one (silent, or a
-  partial record) is closed after it. gunicorn then makes the socket blocking; the app bounds
-  its own body reads and response writes (routes.py, turns.py). It is set in the worker
-  (`post_worker_init`), after gevent's monkey patching, before the first connection.
+  partial record) is closed after it. It is set in the worker (`post_worker_init`), after
+  gevent's monkey patching, before the first connection.
+- the first request's header section: a new connection has `firstrequest.HEADER_SECONDS`
+  (10 s) from its ClientHello until its first request's line and headers have arrived, or it
+  is closed (firstrequest.py; Go's `ReadHeaderTimeout`), so a client that completes its
+  handshake and then stays silent or trickles its headers is held seconds, not minutes. The
+  `ssl_context` hook, which gunicorn calls in the worker's run loop (after the fork and
+  gevent's patching, with the worker's hub at hand), returns the context whose SNI callback
+  starts that deadline on every handshake.
+- `keepalive` (120 s) is how long a kept-alive connection may stay idle, and so also how long
+  a later request's line and headers may take to arrive: longer than the API server's 90 s
+  idle timeout (Go's default), so it is the API server that closes an idle connection; a
+  server closing one just as the client reuses it fails that POST with EOF, which the API
+  server does not retry. gunicorn makes the socket blocking after the handshake; the app
+  bounds its own body reads and response writes (routes.py, turns.py).
 - a connection that fails its TLS handshake or drops (a scanner, plain HTTP, a client gone)
   ends its greenlet with an SSL or connection error, which gevent would print as a traceback
   each time: those are listed in the hub's documented `NOT_ERROR` (`NOT_ERRORS`).
@@ -39,7 +46,8 @@ its settings and server hooks; the worker is a stock class chosen by name. Why t
   stops) and exits once none is left or the graceful timeout passes; an idle kept-alive
   connection is held until then, never cut while reused.
 - the `ssl_context` hook hands gunicorn a context whose SNI callback gives every handshake the
-  current certificate (tls.py): a rotated certificate takes effect without a restart.
+  current certificate (tls.py): a rotated certificate takes effect without a restart; the
+  same callback starts the connection's header deadline.
 - HTTP/2 stays off (CVE-2023-44487; the apiserver speaks HTTP/1.1 to webhooks anyway).
 - `worker_tmp_dir` on /dev/shm: the heartbeat file's fchmod must never wait on a disk.
 """
@@ -54,7 +62,7 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
-from webhook.admission import tls
+from webhook.admission import firstrequest, tls
 from webhook.admission.config import ServeConfig
 from webhook.types import PolicySet
 
@@ -93,7 +101,7 @@ def gunicorn_settings(config: ServeConfig) -> dict[str, Any]:
         "timeout": 30,
         "certfile": str(config.tls.cert),
         "keyfile": str(config.tls.key),
-        "ssl_context": tls.gunicorn_hook(config.tls),
+        "ssl_context": tls.gunicorn_hook(config.tls, on_handshake=firstrequest.PENDING.arm),
         "http_protocols": "h1",
         "accesslog": None,
         "errorlog": "-",

@@ -4,7 +4,9 @@ gunicorn asks the `ssl_context` hook once per worker; the context it gets back c
 callback, which OpenSSL calls on every handshake (with or without a server name), and which
 hands that connection the current context (`SSLSocket.context`, a public `ssl` API). The
 current context is cached under the (inode, mtime, size) of the certificate, key and client
-CA: a rotation shows up on the next connection, connections already open keep theirs.
+CA: a rotation shows up on the next connection, connections already open keep theirs. The
+callback also tells the server that a handshake has begun (`on_handshake`, given the
+connection's socket), which starts the connection's header deadline (firstrequest.py).
 
 A pair is served only once it is proven: the key must sign a fresh nonce that the
 certificate's public key verifies. OpenSSL's own check compares public parts only, so a key
@@ -137,13 +139,19 @@ class ContextCache:
 
 
 Factory = Callable[[], ssl.SSLContext]
+Handshake = Callable[[ssl.SSLSocket | ssl.SSLObject], None]
+"""What is told of each handshake, given the connection's socket (the SSLSocket gunicorn then
+serves, `gunicorn.socket`), from the SNI callback, while the ClientHello is processed."""
 
 
-def gunicorn_hook(files: TlsFiles) -> Callable[[object, Factory], ssl.SSLContext]:
+def gunicorn_hook(
+    files: TlsFiles, on_handshake: Handshake | None = None
+) -> Callable[[object, Factory], ssl.SSLContext]:
     """gunicorn's `ssl_context(conf, default_factory)` hook, called once in the worker.
 
-    The context it returns starts every handshake; its SNI callback then switches the
-    connection to the cache's current context (the same object while the files are unchanged).
+    The context it returns starts every handshake; its SNI callback then calls `on_handshake`
+    and switches the connection to the cache's current context (the same object while the
+    files are unchanged).
     The cache is filled here, in the master: a worker forked while the files are missing or
     half-written serves that pair instead of failing to boot (and being forked again).
     """
@@ -153,14 +161,18 @@ def gunicorn_hook(files: TlsFiles) -> Callable[[object, Factory], ssl.SSLContext
 
     def ssl_context(conf: object, default_ssl_context_factory: Factory) -> ssl.SSLContext:
         first = cache.get()
-        first.sni_callback = _switcher(cache, first)
+        first.sni_callback = _switcher(cache, first, on_handshake)
         return first
 
     return ssl_context
 
 
-def _switcher(cache: ContextCache, first: ssl.SSLContext) -> Callable[..., None]:
+def _switcher(
+    cache: ContextCache, first: ssl.SSLContext, on_handshake: Handshake | None = None
+) -> Callable[..., None]:
     def switch(sock: ssl.SSLObject | ssl.SSLSocket, _name: str | None, _ctx: object) -> None:
+        if on_handshake is not None:
+            on_handshake(sock)
         try:
             current = cache.get()
         except ssl.SSLError:
