@@ -287,6 +287,7 @@ def test_context_is_cached_and_reloaded_on_change(tmp_path: Path) -> None:
     first = cache.get()
     assert cache.get() is first
     assert first.minimum_version == ssl.TLSVersion.TLSv1_2
+    assert first.options & ssl.OP_NO_RENEGOTIATION
     certificates.renew(tmp_path)
     second = cache.get()
     assert second is not first

@@ -45,10 +45,14 @@ def _file_key(paths: list[Path]) -> FileKey:
 
 
 def server_ssl_context(files: TlsFiles) -> ssl.SSLContext:
-    """TLS 1.2 minimum (1.3 negotiated when offered), AEAD suites, HTTP/1.1 only."""
+    """TLS 1.2 minimum (1.3 negotiated when offered), AEAD suites, HTTP/1.1 only, and no
+    TLS 1.2 renegotiation: a handshake happens once per connection, so the handshake hook
+    starts a connection's header deadline once (firstrequest.py), and no client can make the
+    server redo a handshake's work on an open connection."""
     prove_pair(files.cert.read_bytes(), files.key.read_bytes())
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.options |= ssl.OP_NO_RENEGOTIATION
     context.set_ciphers(TLS12_CIPHERS)
     context.load_cert_chain(certfile=str(files.cert), keyfile=str(files.key))
     context.set_alpn_protocols(["http/1.1"])
