@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from webhook.kube.informer import without_managed_fields
+from webhook.kube.informer import Informer, Resource, without_managed_fields
+from webhook.types import Object
 
 MANAGED = [{"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:spec": {}}}]
 
@@ -35,3 +36,35 @@ def test_the_object_sent_is_left_as_it_was() -> None:
     assert kept["spec"] is sent["spec"]  # a shallow copy: nothing but the metadata is copied
     clean = {"metadata": {"name": "a"}}
     assert without_managed_fields(clean) is clean
+
+
+class Pages:
+    """KubeApi's `request` for a list: the given pages of claims, one per call, in order."""
+
+    def __init__(self, *lists: list[Object]) -> None:
+        self.lists = list(lists)
+
+    def request(self, method: str, path: str, **_: Any) -> Object:
+        items = self.lists.pop(0)
+        return {"apiVersion": "resource.k8s.io/v1", "items": items, "metadata": {}}
+
+
+def _claim(name: str, version: str) -> Object:
+    meta = {"name": name, "namespace": "ns", "resourceVersion": version}
+    return {"metadata": {**meta, "managedFields": MANAGED}, "spec": {"v": version}}
+
+
+def test_a_relist_keeps_the_cached_object_of_an_unchanged_resource_version() -> None:
+    first = [_claim("same", "1"), _claim("changed", "1"), _claim("gone", "1")]
+    second = [_claim("same", "1"), _claim("changed", "2"), _claim("new", "3")]
+    cache = Informer(Pages(first, second), Resource("ResourceClaim", "/claims"))  # type: ignore[arg-type]
+    cache.relist()
+    before = {name: cache.get("ns", name) for name in ("same", "changed")}
+    cache.relist()
+    assert cache.get("ns", "same") is before["same"]
+    changed = cache.get("ns", "changed")
+    assert changed is not before["changed"] and changed["spec"] == {"v": "2"}
+    assert cache.get("ns", "gone") is None
+    new = cache.get("ns", "new")
+    assert new["kind"] == "ResourceClaim" and "managedFields" not in new["metadata"]
+    assert len(cache.items()) == 3
