@@ -14,6 +14,7 @@ measured rounds and how long each took.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -33,6 +34,14 @@ LIMIT_KEYS = {
     "controller": ("controller", "resources", "limits", "memory"),
 }
 """Where the chart sets each role's memory limit."""
+CPU_REQUEST_KEYS = {
+    "webhook": ("webhook", "resources", "requests", "cpu"),
+    "controller": ("controller", "resources", "requests", "cpu"),
+}
+"""Where the chart sets each role's CPU request: its share of a busy node's CPUs."""
+NICE_STEP = 1.25
+"""The ratio of the kernel's CPU weights between neighbouring nice levels
+(`sched_prio_to_weight`: 1024 at nice 0, 820 at nice 1, ...)."""
 SAMPLE_SECONDS = 1.0
 READY_SECONDS = 900.0
 """How long a controller may take to list a large cluster and load its policies."""
@@ -76,6 +85,27 @@ def read_chart_limits(path: Path = VALUES) -> dict[str, dict[str, Any]]:
     return chart_limits(yaml.safe_load(path.read_text()))
 
 
+def _millicpu(quantity: str) -> float:
+    return float(quantity[:-1]) if quantity.endswith("m") else float(quantity) * 1000
+
+
+def controller_niceness(values: dict[str, Any]) -> int:
+    """The nice level that gives the controller, beside the webhook, the CPU share the
+    chart's requests give it on a busy node: a container's CPU weight is proportional to its
+    request (cgroup `cpu.weight`), a process's to NICE_STEP per nice level."""
+    found = {role: _dig(values, keys) for role, keys in CPU_REQUEST_KEYS.items()}
+    if None in found.values():
+        raise RuntimeError("the chart sets no CPU request for each role")
+    ratio = _millicpu(str(found["webhook"])) / _millicpu(str(found["controller"]))
+    return max(0, min(19, round(math.log(ratio) / math.log(NICE_STEP))))
+
+
+def read_controller_niceness(path: Path = VALUES) -> int:
+    import yaml
+
+    return controller_niceness(yaml.safe_load(path.read_text()))
+
+
 # ------------------------------------------------------------------------- the controller
 
 
@@ -109,11 +139,14 @@ class Controller:
 
 
 def launch_controller(kubeconfig: Path, policies: Path, workdir: Path) -> Controller:
-    """The controller, once its /readyz answers 200 (caches listed, policies loaded)."""
+    """The controller, once its /readyz answers 200 (caches listed, policies loaded), at the
+    nice level of its CPU request against the webhook's (`controller_niceness`): the two
+    roles share this machine's CPUs as their pods share a node's."""
     from e2e.processes import ManagedProcess, free_port
 
     port = free_port()
-    command = controller_command(kubeconfig, policies, port)
+    niceness = ["nice", "-n", str(read_controller_niceness())]
+    command = [*niceness, *controller_command(kubeconfig, policies, port)]
     controller = Controller(ManagedProcess("dragate-controller", command, workdir), port)
     try:
         controller.process.wait_ready(lambda: controller.get("/readyz")[0] == 200, READY_SECONDS)

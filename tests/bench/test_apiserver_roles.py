@@ -154,6 +154,37 @@ dragate_audit_violations{tenant="a"} 3.0
 """
 
 
+def _requests(webhook: str | None, controller: str | None) -> dict[str, Any]:
+    roles = {"webhook": webhook, "controller": controller}
+    return {r: {"resources": {"requests": {"cpu": c}}} for r, c in roles.items() if c}
+
+
+@pytest.mark.parametrize(
+    ("webhook", "controller", "nice"),
+    [
+        ("250m", "100m", 4),
+        ("500m", "500m", 0),
+        ("1", "250m", 6),
+        ("100m", "1", 0),
+        ("4", "10m", 19),
+    ],
+    ids=["chart-default", "equal", "cores", "controller-larger", "clamped"],
+)
+def test_the_controller_runs_at_the_nice_level_of_its_cpu_request(
+    webhook: str, controller: str, nice: int
+) -> None:
+    assert apiserver_roles.controller_niceness(_requests(webhook, controller)) == nice
+
+
+def test_the_charts_values_give_the_controller_a_nice_level() -> None:
+    assert 0 <= apiserver_roles.read_controller_niceness() <= 19
+
+
+def test_a_chart_without_a_roles_cpu_request_is_an_error() -> None:
+    with pytest.raises(RuntimeError, match="CPU request"):
+        apiserver_roles.controller_niceness(_requests("250m", None))
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [(METRICS, (1.7e9, 12.5)), ("dragate_audit_violations 1.0\n", None), ("", None)],
@@ -282,3 +313,38 @@ def test_the_documents_table_shows_the_roles_once_measured(
     results = {"apiserver": api}
     rows = roles_report.summary_rows(results, report.targets(results))
     assert [(r.measured, r.verdict) for r in rows] == expected
+
+
+def _measured(p99s: dict[str, float]) -> dict[tuple[str, str], Any]:
+    """Each variant's claim creates: 99 samples of 1 ms and one at its p99's value."""
+    import apiserver_bench
+
+    return {
+        (variant, "claim"): apiserver_bench.Measured(sequential=[1000.0] * 98 + [ms * 1000] * 2)
+        for variant, ms in p99s.items()
+    }
+
+
+def test_a_claims_twin_variants_are_pooled_and_their_spread_shown() -> None:
+    import apiserver_bench
+
+    twins = apiserver_bench.claim_twins(
+        _measured({"validate": 9.0, "mutate": 5.0, "noop-validate": 4.0, "noop-mutate": 6.0})
+    )
+    pair = twins["pairs"]["validate"]
+    assert (pair["twin"], pair["p99_ms"], pair["twin_p99_ms"], pair["samples"]) == (
+        "mutate", 9.0, 5.0, 200,
+    )  # fmt: skip
+    assert pair["pooled_p99_ms"] == 5.0  # the 198th of 200: the twins' lower tail
+    assert twins["pooled_over_noop_p99_ms"] == 1.0  # 5.0 over the no-op twins' pooled 4.0
+    assert apiserver_bench.claim_twins(_measured({"validate": 9.0})) == {}
+
+
+def test_the_claims_p99_target_is_judged_on_the_pooled_twins_when_measured() -> None:
+    pooled = {**API, "claim_twins": {"pairs": {}, "pooled_over_noop_p99_ms": 4.0}}
+    assert roles_report.judged_p99(API) == [1.5, 2.5]
+    assert roles_report.judged_p99(pooled) == [4.0, 2.5]
+    table = roles_report.twin_table(
+        {"claim_twins": {"pairs": {"validate": {"twin": "mutate", "p99_ms": 9.0}}}}, report._table
+    )
+    assert "validate" in table[-1] and "mutate" in table[-1]

@@ -90,6 +90,32 @@ def test_syncs_and_follows_creates_updates_and_deletes(cluster: Cluster, state: 
     assert state.health()["ready"]
 
 
+@pytest.mark.parametrize("seen_by", ["list", "watch"])
+def test_cached_objects_leave_out_managed_fields(cluster: Cluster, seen_by: str) -> None:
+    """The API server sends every object with its managedFields; the caches keep none, and a
+    relist keeps the cached object of an unchanged resourceVersion."""
+    namespace = f"ks-slim-{seen_by}"
+    cluster.kubectl("create", "namespace", namespace)
+    if seen_by == "list":
+        cluster.apply(claim_yaml(namespace, "c1"))
+    live = KubeState.from_kubeconfig(str(cluster.kubeconfig), watch_seconds=2).start()
+    try:
+        assert live.wait_synced(20), live.health()
+        if seen_by == "watch":
+            cluster.apply(claim_yaml(namespace, "c1"))
+        wait_for(lambda: len(live.claims_in(namespace)) == 1, timeout=10, what="claim seen")
+        sent = cluster.get_json("resourceclaim", "c1", "-n", namespace, "--show-managed-fields")
+        assert sent["metadata"]["managedFields"]
+        cached = live.claims_in(namespace)[0]
+        assert "managedFields" not in cached["metadata"]
+        assert cached["metadata"]["uid"] == sent["metadata"]["uid"]
+        assert "managedFields" not in (live.namespace(namespace) or {})["metadata"]
+        live._caches["ResourceClaim"].relist()  # unchanged: the cached object itself is kept
+        assert live.claims_in(namespace)[0] is cached
+    finally:
+        live.stop(timeout=0)
+
+
 def test_broken_watch_resumes_without_relisting(cluster: Cluster, state: KubeState) -> None:
     """A watch cut mid-stream resumes from its resourceVersion: changes in the gap arrive."""
     cache = state._caches["ResourceClaim"]
