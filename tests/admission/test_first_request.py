@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import gevent
 import pytest
 
-from webhook.admission.firstrequest import FirstRequests, shut_down
+from webhook.admission.config import ServeConfig, TlsFiles
+from webhook.admission.firstrequest import Arrivals, FirstRequests, shut_down
+from webhook.admission.server import DragateServer
 
 SECONDS = 0.05
 
@@ -113,3 +116,29 @@ def test_disarming_what_was_never_armed_does_nothing(
 @pytest.mark.parametrize("sock", [None, object()], ids=["none", "not-a-socket"])
 def test_shutting_down_what_is_no_socket_does_nothing(sock: object) -> None:
     shut_down(sock)
+
+
+def test_a_request_through_arrivals_ends_its_connections_deadline(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, peer = pair
+    deadlines = FirstRequests(SECONDS)
+    deadlines.arm(ours)
+    seen: list[object] = []
+    served = Arrivals(lambda environ, _start: seen.append(environ) or [b"ok"], deadlines)
+    assert served({"gunicorn.socket": ours}, None) == [b"ok"]
+    assert seen and len(deadlines) == 0
+    gevent.sleep(SECONDS * 3)
+    assert not _ended(peer)
+
+
+def test_every_app_dragate_server_serves_is_behind_arrivals(tmp_path: Path) -> None:
+    """A subclass serving another app (the benchmark's no-op) gets the deadline's end too."""
+
+    class Other(DragateServer):
+        def application(self) -> object:
+            return "the app"
+
+    tls = TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key")
+    loaded = Other(ServeConfig(Path("p"), tls, host="127.0.0.1", port=9443)).load()
+    assert isinstance(loaded, Arrivals) and loaded.app == "the app"

@@ -2,8 +2,9 @@
 
 Served by dragate's own gunicorn application (`DragateServer`, so `gunicorn_settings` of the
 same ServeConfig: the `gevent` worker class, one worker, keep-alive, connection limit,
-TLS context hook and certificate, worker tmp dir) with another `load()`, so the only
-difference from `dragate serve` is the WSGI app. Run:
+TLS context hook and certificate, worker tmp dir, the first request's header deadline)
+with another `application()`, so the only difference from `dragate serve` is the WSGI app.
+Run:
 `python tests/bench/noop_server.py --port P --cert-dir D`.
 With `--patch FILE` (a JSON patch), every Pod reviewed on /mutate is answered with that patch:
 what the API server's own work on dragate's rewrite costs, without dragate's reviews.
@@ -61,7 +62,7 @@ class NoopServer(DragateServer):
         self.patch = patch
         super().__init__(config)
 
-    def load(self) -> Any:
+    def application(self) -> Any:
         return noop_app(self.patch)
 
 

@@ -93,7 +93,7 @@ def serve(args: argparse.Namespace) -> None:
     out = Path(args.out)
 
     class ProbeServer(DragateServer):
-        def load(self) -> Any:
+        def application(self) -> Any:
             app = make_app(self.config)
             if args.gc == "stock":
                 gc.unfreeze()

@@ -10,8 +10,9 @@ handshake and its first request's line and headers, counted from the handshake's
 - the TLS context's SNI callback, which OpenSSL calls on every handshake, with or without a
   server name (tls.py), hands the connection's socket to `FirstRequests.arm`, which starts a
   one-shot timer on the worker's event loop;
-- the outermost WSGI app (turns.Turns), which runs once a request's line and headers are
-  parsed, calls `disarm` for the connection's socket (`gunicorn.socket`, the same object);
+- the outermost WSGI app (`Arrivals`, which server.DragateServer puts in front of whatever
+  app it serves), which runs once a request's line and headers are parsed, calls `disarm`
+  for the connection's socket (`gunicorn.socket`, the same object);
 - a timer that fires shuts the connection down (`shut_down`), so gunicorn's blocked read finds
   the connection's end and closes it quietly, as if the client had gone.
 
@@ -82,4 +83,17 @@ class FirstRequests:
 
 
 PENDING = FirstRequests()
-"""The worker's one owner: tls.py's handshake hook arms it (server.py), turns.Turns disarms."""
+"""The worker's one owner: tls.py's handshake hook arms it (server.py), `Arrivals` disarms."""
+
+
+class Arrivals:
+    """WSGI middleware in front of the served app: a request has arrived, line and headers
+    parsed, so its connection's first-request deadline is met."""
+
+    def __init__(self, app: Any, first_requests: FirstRequests | None = None) -> None:
+        self.app = app
+        self.first_requests = first_requests or PENDING
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        self.first_requests.disarm(environ.get("gunicorn.socket"))
+        return self.app(environ, start_response)

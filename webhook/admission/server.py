@@ -160,6 +160,12 @@ class DragateServer(BaseApplication):  # type: ignore[misc]
             self.cfg.set(key, value)
 
     def load(self) -> Any:
+        """What gunicorn serves: `application()` behind `firstrequest.Arrivals`, so every
+        app served with these settings ends each new connection's header deadline once its
+        first request has arrived (a subclass serves another app by `application`)."""
+        return firstrequest.Arrivals(self.application())
+
+    def application(self) -> Any:
         from webhook.admission.app import make_app  # noqa: PLC0415  (Flask loads in workers)
 
         return make_app(self.config, fallback=self.policies)

@@ -5,9 +5,6 @@ request and calls the app, and a request already in the parser's buffer (HTTP pi
 parsed without waiting on the socket, so without a pause one connection could be answered
 request after request while every other connection waits. `Turns` is the outermost WSGI app:
 
-- it ends the new connection's header deadline (firstrequest.py): the first request's line
-  and headers have arrived, and from here the keep-alive timeout alone bounds the wait for
-  the next request's;
 - it notes the request's arrival (`ARRIVED`), from which a review's deadline counts, before
   the body is read and parsed;
 - it yields the loop once (`gevent.sleep(0)`) before the request is answered: every
@@ -27,7 +24,6 @@ from typing import Any
 
 import gevent
 
-from webhook.admission.firstrequest import PENDING, FirstRequests
 from webhook.admission.routes import ARRIVED, Environ, StartResponse, WsgiApp, hang_up
 
 WRITE_SECONDS = 10.0
@@ -36,21 +32,13 @@ at once; only a client that does not read its answers makes a write wait."""
 
 
 class Turns:
-    """WSGI middleware: the header deadline met, arrival time, one yield of the loop, a
-    bounded write (module doc)."""
+    """WSGI middleware: arrival time, one yield of the loop, a bounded write (module doc)."""
 
-    def __init__(
-        self,
-        app: WsgiApp,
-        write_seconds: float = WRITE_SECONDS,
-        first_requests: FirstRequests = PENDING,
-    ) -> None:
+    def __init__(self, app: WsgiApp, write_seconds: float = WRITE_SECONDS) -> None:
         self.app = app
         self.write_seconds = write_seconds
-        self.first_requests = first_requests
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
-        self.first_requests.disarm(environ.get("gunicorn.socket"))
         environ.setdefault(ARRIVED, time.monotonic())  # a server or test may have noted it
         gevent.sleep(0)
         body = self.app(environ, start_response)
