@@ -33,9 +33,11 @@ policies and timeouts), renamed after the variant and each webhook also scoped t
 variant's namespaces by the label `dragate-bench/variant`, so the bench calls dragate
 exactly when a chart install would (the mutating webhook only for Pods that still ask for
 legacy GPUs, never for claims). Every variant's admission is registered at once: switching
-variants is only creating in another namespace, so each round (ROUNDS of them) runs a short
-block of every variant in turn, and a slow second of the shared machine lands on every
-variant alike instead of on one variant's whole share.
+variants is only creating in another namespace, so the sequential creates run in cycles of
+a BLOCK of every variant in turn, and a slow moment of the shared machine lands on every
+variant alike instead of on one variant's whole share. The targets are judged on the
+difference of the p50 and p99 to the no-op's, with an interval from a bootstrap over the
+cycles (paired.py).
 
 Kinds: a ResourceClaim (one GPU) and a legacy Pod (`nvidia.com/gpu: 1`, rewritten to a claim
 template by the mutating webhook). For each variant and kind: sequential creates on one
@@ -66,6 +68,7 @@ TESTS = Path(__file__).resolve().parents[1]
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))  # the e2e package (pyproject: pythonpath = ["tests"])
 
+import paired  # noqa: E402
 from apiserver_load import AuditLoad, parse_audit_load, populate  # noqa: E402
 from apiserver_objects import KINDS, VARIANTS, make, namespace, namespaces, path  # noqa: E402
 from apiserver_roles import AUDIT_INTERVAL_S, RoleWatch, align, read_chart_limits  # noqa: E402
@@ -77,11 +80,23 @@ NOOP_OF = {"validate": "noop-validate", "mutate": "noop-mutate"}
 PATCHED_OF = {"mutate": "noop-patch"}
 CLAIM_TWINS = (("validate", "mutate"), ("noop-validate", "noop-mutate"))
 """Variants whose claims meet the very same webhooks (the mutating ones match only legacy
-Pods): the same create measured twice in every round."""
+Pods): the same create measured twice in every cycle."""
+JUDGED = (
+    ("claim", CLAIM_TWINS[0], CLAIM_TWINS[1], "the no-op webhook"),
+    ("pod", ("mutate",), ("noop-patch",), "the no-op webhooks answering with its patch"),
+)
+"""(kind, dragate's variants, the baseline's, what the baseline is) of the targets: a claim
+over the no-op with the twins pooled on both sides; a legacy Pod (validating + mutating) over
+the no-op pair answering with dragate's very patch, so the API server's own work on the
+rewritten Pod is the same on both sides."""
 CONNECTIONS = 8
 ROUNDS = 12
-WARMUP = 2
-"""Creates at the start of each block not measured (see `sequential`)."""
+BLOCK = 8
+"""Sequential creates of one variant and kind in a row. A cycle runs a block of every
+variant and kind in turn, a fraction of a second in all, so a disturbance of the shared
+machine (the API server's garbage collection, the controller's audit writes) lands on the
+variants of one cycle alike, and what a create leaves running in the background lands
+mostly on its own variant's next creates."""
 SETTLE_SECONDS = 0.3
 NO_LOAD = AuditLoad(0, 0)
 FULL_LOAD = "10000,100000"
@@ -98,12 +113,14 @@ class Measured:
     """One variant and kind's creates, gathered over the rounds."""
 
     sequential: list[float] = field(default_factory=list)
+    sequential_cycles: list[int] = field(default_factory=list)
+    """The cycle (see `measure`) of each sequential sample, for the paired bootstrap."""
     sequential_failed: int = 0
     concurrent: list[float] = field(default_factory=list)
     concurrent_failed: int = 0
     concurrent_wall: float = 0.0
     sequential_cpu: dict[str, int] = field(default_factory=dict)
-    """Nanoseconds each process group ran during the sequential blocks (warm-ups included)."""
+    """Nanoseconds each process group ran during the sequential blocks."""
     sequential_creates: int = 0
 
     def add_cpu(self, spent: dict[str, int], creates: int) -> None:
@@ -126,23 +143,26 @@ class Measured:
         }
 
 
-def sequential(client: Any, kind: str, ns: str, count: int, *, into: Measured, prefix: str) -> None:
-    """`count` creates one after another on one connection: latency as one user feels it.
-    The first WARMUP of a block are not measured: they bring the API server's connection to
-    the variant's webhook back (its keep-alive may have ended while other variants ran)."""
+def sequential(
+    client: Any, kind: str, ns: str, names: range, *, into: Measured | None, cycle: int = 0
+) -> None:
+    """Creates one after another on one connection (latency as one user feels it), named
+    after `names`, each recorded in `into` with its cycle (None: untimed warm-ups)."""
     failed, first_failure = 0, ""
-    for i in range(WARMUP + count):
+    for i in names:
         started = time.perf_counter_ns()
-        status, body = client.create(path(kind, ns), make(kind, f"{prefix}s{i}"))
+        status, body = client.create(path(kind, ns), make(kind, f"s{i}"))
         elapsed = (time.perf_counter_ns() - started) / 1000
         if status != 201:
             failed += 1
             first_failure = first_failure or f"{status}: {str(body)[:300]}"
-        if i >= WARMUP:
+        if into is not None:
             into.sequential.append(elapsed)
-    if failed == WARMUP + count:  # a variant that admits nothing measures nothing
+            into.sequential_cycles.append(cycle)
+    if failed == len(names):  # a variant that admits nothing measures nothing
         raise RuntimeError(f"every create of {kind} in {ns} failed, the first: {first_failure}")
-    into.sequential_failed += failed
+    if into is not None:
+        into.sequential_failed += failed
 
 
 def concurrent(
@@ -173,8 +193,8 @@ def concurrent(
 
 
 def rotated(turn: int) -> tuple[str, ...]:
-    """The variants in a different order each round, so that no variant always runs right
-    after the same other one (and takes on the background work it left)."""
+    """The variants in a different order each round or cycle, so that no variant always runs
+    right after the same other one (and takes on the background work it left)."""
     shift = turn % len(VARIANTS)
     return VARIANTS[shift:] + VARIANTS[:shift]
 
@@ -201,35 +221,54 @@ def meter(cluster: Any, servers: dict[str, Any]) -> CpuMeter:
 def measure(
     cluster: Any, sequential_count: int, concurrent_count: int, rounds: int, cpu: CpuMeter
 ) -> dict[tuple[str, str], Measured]:
-    """Every variant and kind in blocks, each round through all of them in turn (admission
-    of every variant registered at once), so a slow second of the shared machine lands on
-    every variant alike; between the sequential and the concurrent half of a round, a
-    pause lets the background work of the blocks before settle. The CPU of each sequential
-    block is read from /proc (`cpu`)."""
+    """Every variant and kind, with the admission of every variant registered at once. Each
+    round: one untimed create of each (the API server's connections to the webhooks
+    warm), the sequential cycles (`cycles`), a pause for the background work they left, then
+    a block of concurrent creates of each variant and kind."""
     measured = {(v, k): Measured() for v in VARIANTS for k in KINDS}
     one, many = connect(cluster), [connect(cluster) for _ in range(CONNECTIONS)]
+    per_round = max(1, sequential_count // rounds // BLOCK)
     try:
         for client in (one, *many):  # every connection's TLS handshake before timing
             client.create(
                 path("claim", namespace("none", "claim", "seq")), make("claim", f"w{id(client)}")
             )
         for turn in range(rounds):
-            order, prefix = rotated(turn), f"r{turn}-"
-            for name, kind in ((v, k) for v in order for k in KINDS):
-                ns, count = namespace(name, kind, "seq"), sequential_count // rounds
-                cpu.start()
-                sequential(one, kind, ns, count, into=measured[(name, kind)], prefix=prefix)
-                measured[(name, kind)].add_cpu(cpu.stop(), WARMUP + count)
+            first = turn * per_round
+            warm(one, turn)
+            cycles(one, range(first, first + per_round), measured, cpu)
             time.sleep(SETTLE_SECONDS)
-            for name, kind in ((v, k) for v in order for k in KINDS):
+            for name, kind in ((v, k) for v in rotated(turn) for k in KINDS):
                 ns, count = namespace(name, kind, "conc"), concurrent_count // rounds
-                concurrent(many, kind, ns, count, into=measured[(name, kind)], prefix=prefix)
+                concurrent(many, kind, ns, count, into=measured[(name, kind)], prefix=f"r{turn}-")
             time.sleep(SETTLE_SECONDS)
             print(f"apiserver: round {turn + 1} of {rounds} done", file=sys.stderr, flush=True)
     finally:
         for client in (one, *many):
             client.close()
     return measured
+
+
+def warm(client: Any, turn: int) -> None:
+    """One untimed create of every variant and kind (named `s-<turn + 1>`): the API server's
+    connection to each webhook is open again before the cycles are timed."""
+    for name, kind in ((v, k) for v in VARIANTS for k in KINDS):
+        sequential(client, kind, namespace(name, kind, "seq"), range(-turn - 1, -turn), into=None)
+
+
+def cycles(
+    client: Any, numbers: range, measured: dict[tuple[str, str], Measured], cpu: CpuMeter
+) -> None:
+    """Sequential cycles on one connection: in each, a BLOCK of creates of every variant and
+    kind in turn, in an order rotated cycle by cycle. The CPU of each block is read from
+    /proc (`cpu`)."""
+    for cycle in numbers:
+        for name, kind in ((v, k) for v in rotated(cycle) for k in KINDS):
+            into = measured[(name, kind)]
+            names = range(cycle * BLOCK, (cycle + 1) * BLOCK)
+            cpu.start()
+            sequential(client, kind, namespace(name, kind, "seq"), names, into=into, cycle=cycle)
+            into.add_cpu(cpu.stop(), BLOCK)
 
 
 def run(
@@ -265,6 +304,7 @@ def run(
         "rows": rows,
         "added": added(rows),
         "claim_twins": claim_twins(measured),
+        "judged": judged(measured),
         "reviews": reviews,
         "memory": memory,
         "audit_load": populated,
@@ -374,8 +414,7 @@ def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def claim_twins(measured: dict[tuple[str, str], Measured]) -> dict[str, Any]:
     """A claim's one-connection p99 in each of two twin variants (CLAIM_TWINS) and in both
-    pooled: the twins' difference is how finely one variant's p99 resolves on this machine,
-    and dragate's pooled p99 over the no-op's pooled p99 judges it on twice the samples."""
+    pooled: the twins' difference is how finely one variant's p99 resolves on this machine."""
     found: dict[str, Any] = {}
     for first, second in CLAIM_TWINS:
         if (first, "claim") not in measured or (second, "claim") not in measured:
@@ -388,8 +427,36 @@ def claim_twins(measured: dict[tuple[str, str], Measured]) -> dict[str, Any]:
             "pooled_p99_ms": _p99_ms(one + two),
             "samples": len(one) + len(two),
         }
-    pooled = found["validate"]["pooled_p99_ms"] - found["noop-validate"]["pooled_p99_ms"]
-    return {"pairs": found, "pooled_over_noop_p99_ms": round(pooled, 2)}
+    return {"pairs": found}
+
+
+def judged(measured: dict[tuple[str, str], Measured]) -> list[dict[str, Any]]:
+    """What dragate adds to the p50 and p99 at one connection over its no-op (JUDGED), each
+    with its bootstrap interval over the cycles (paired.py)."""
+    found = []
+    for kind, variants, baselines, what in JUDGED:
+        if not all((v, kind) in measured for v in (*variants, *baselines)):
+            continue
+        mine, base = (_cycles(measured, names, kind) for names in (variants, baselines))
+        for quantile, fraction in (("p50", 0.50), ("p99", 0.99)):
+            gap = paired.difference(mine, base, fraction)
+            if gap is not None:
+                found.append(
+                    {"kind": kind, "quantile": quantile, "variants": list(variants),
+                     "baselines": list(baselines), "what": what, **gap.as_dict()}
+                )  # fmt: skip
+    return found
+
+
+def _cycles(
+    measured: dict[tuple[str, str], Measured], variants: tuple[str, ...], kind: str
+) -> paired.Cycles:
+    return paired.merged(
+        *(
+            paired.by_cycle(measured[(v, kind)].sequential, measured[(v, kind)].sequential_cycles)
+            for v in variants
+        )
+    )
 
 
 def _p99_ms(samples_us: list[float]) -> float:
@@ -424,7 +491,7 @@ def main() -> None:
     from kube_ledger_bench import toolchain
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sequential", type=int, default=480)
+    parser.add_argument("--sequential", type=int, default=960)
     parser.add_argument("--concurrent", type=int, default=960)
     parser.add_argument(
         "--audit-load", type=parse_audit_load, default=parse_audit_load(FULL_LOAD),

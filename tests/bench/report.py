@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from roles_report import role_tables, role_targets
+from roles_report import over_noop_targets, role_tables, role_targets
 
 Target = tuple[str, str, float | None, str, float, str]
 """(name, shown as, measured, comparison `<=`/`>=`, target, unit)."""
@@ -84,51 +84,13 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     rows += _growth_targets(results.get("growth", []))
     rows += _audit_targets(results.get("audit", []))
     rows += _kube_ledger_targets(results.get("kube-ledger", {}).get("races", []))
-    rows += _apiserver_targets(results.get("apiserver", {}).get("added", []))
+    rows += over_noop_targets(results.get("apiserver", {}), "p50", APISERVER_TARGET_MS)
     rows += role_targets(results.get("apiserver", {}))
     return [_judge(row) for row in rows]
 
 
 APISERVER_TARGET_MS = 0.3
 """What dragate may add to a create's p50 over the no-op webhook on the same stack."""
-
-
-def _apiserver_targets(added: list[dict[str, Any]]) -> list[Target]:
-    """Through the API server: dragate's added p50 at one connection over the no-op webhook
-    behind the same chart configurations. A claim meets the validating webhook; a legacy Pod
-    meets both, and is judged against the no-op pair answering it with dragate's very patch
-    (the API server's own work on the rewritten Pod is then the same on both sides), with the
-    figure over the plain no-op pair and over no admission in its name."""
-    by = {(r["variant"], r["kind"]): r for r in added}
-    rows: list[Target] = []
-    claim, pod = by.get(("validate", "claim")), by.get(("mutate", "pod"))
-    if claim is not None:
-        rows.append(
-            (
-                "apiserver create p50 added by dragate over the no-op webhook, claim (validating; "
-                f"over no admission {claim['added_p50_ms']} ms)",
-                "ms",
-                claim.get("over_noop_p50_ms"),
-                "<=",
-                APISERVER_TARGET_MS,
-                "ms",
-            )
-        )
-    if pod is not None:
-        rows.append(
-            (
-                "apiserver create p50 added by dragate over the no-op webhooks answering with its "
-                f"patch, legacy Pod (validating + mutating; over the no-op pair that does not "
-                f"patch {pod.get('over_noop_p50_ms', 'n/a')} ms, over no admission "
-                f"{pod['added_p50_ms']} ms)",
-                "ms",
-                pod.get("over_patch_p50_ms"),
-                "<=",
-                APISERVER_TARGET_MS,
-                "ms",
-            )
-        )
-    return rows
 
 
 def _added(added: list[dict[str, Any]], variant: str, kind: str) -> Any:

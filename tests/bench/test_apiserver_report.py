@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import apiserver_bench
 import report
+from apiserver_objects import KINDS, VARIANTS
 
 
 def _row(variant: str, kind: str, p50_us: float, rate: float) -> dict[str, Any]:
@@ -75,26 +76,78 @@ def test_mutate_is_also_measured_against_the_noop_that_returns_dragates_patch() 
     assert "over_patch_p50_ms" not in added[("validate", "claim")]
 
 
+def _measured(per_variant: dict[tuple[str, str], float]) -> dict[tuple[str, str], Any]:
+    """Ten cycles of each variant and kind, each cycle's samples 1,000 to 1,090 µs plus the
+    variant's own offset."""
+    return {
+        key: apiserver_bench.Measured(
+            sequential=[1000.0 + 10 * i + offset for _ in range(10) for i in range(10)],
+            sequential_cycles=[cycle for cycle in range(10) for _ in range(10)],
+        )
+        for key, offset in per_variant.items()
+    }
+
+
 def test_targets_judge_what_dragate_adds_over_the_noop_on_the_same_stack() -> None:
-    """A claim against the no-op validating webhook; a legacy Pod against the no-op pair that
-    answers with dragate's patch (ROWS has no Pod of those variants: the claim's stand in)."""
-    rows = ROWS + [
-        _row(v, "pod", p50, 100) for v, p50 in (("noop-mutate", 4000), ("noop-patch", 4700))
-    ]
-    rows += [_row("mutate", "pod", 4900, 60)]
-    results = {"apiserver": {"added": apiserver_bench.added(rows)}}
+    """A claim over the no-op validating webhook, twins pooled on both sides; a legacy Pod
+    over the no-op pair that answers with dragate's patch. Each judged on the upper end of
+    its interval, which a steady offset makes the offset itself."""
+    measured = _measured(
+        {
+            ("validate", "claim"): 200.0, ("mutate", "claim"): 200.0,
+            ("noop-validate", "claim"): 0.0, ("noop-mutate", "claim"): 0.0,
+            ("mutate", "pod"): 700.0, ("noop-patch", "pod"): 300.0,
+        }
+    )  # fmt: skip
+    results = {"apiserver": {"judged": apiserver_bench.judged(measured)}}
     judged = {
-        t["name"]: (t["measured"], t["met"])
+        t["name"].split(":")[0]: (t["measured"], t["met"])
         for t in report.targets(results)
-        if t["name"].startswith("apiserver create p50")
+        if t["name"].startswith("apiserver create")
     }
     assert judged == {
-        "apiserver create p50 added by dragate over the no-op webhook, claim (validating; "
-        "over no admission 1.5 ms)": (0.5, False),
-        "apiserver create p50 added by dragate over the no-op webhooks answering with its "
-        "patch, legacy Pod (validating + mutating; over the no-op pair that does not patch "
-        "0.9 ms, over no admission 2.9 ms)": (0.2, True),
+        "apiserver create p50 at 1 conn, dragate (validate + mutate) over the no-op webhook, "
+        "claim": (0.2, True),
+        "apiserver create p50 at 1 conn, dragate (mutate) over the no-op webhooks answering "
+        "with its patch, pod": (0.4, False),
+        "apiserver create p99 at 1 conn, dragate (validate + mutate) over the no-op webhook, "
+        "claim": (0.2, True),
+        "apiserver create p99 at 1 conn, dragate (mutate) over the no-op webhooks answering "
+        "with its patch, pod": (0.4, True),
     }
+
+
+def test_a_variant_not_measured_is_not_judged() -> None:
+    measured = _measured({("mutate", "pod"): 0.0, ("noop-patch", "pod"): 0.0})
+    assert [(j["kind"], j["quantile"]) for j in apiserver_bench.judged(measured)] == [
+        ("pod", "p50"), ("pod", "p99"),
+    ]  # fmt: skip
+
+
+class _Client:
+    """The API server's answer to every create: 201, each create's namespace recorded."""
+
+    def __init__(self) -> None:
+        self.created: list[str] = []
+
+    def create(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        self.created.append(path.split("/namespaces/")[1].split("/", maxsplit=1)[0])
+        return 201, body
+
+
+def test_each_cycle_runs_a_block_of_every_variant_and_kind_in_a_rotated_order() -> None:
+    from processcpu import CpuMeter
+
+    client = _Client()
+    measured = {(v, k): apiserver_bench.Measured() for v in VARIANTS for k in KINDS}
+    apiserver_bench.cycles(client, range(3, 5), measured, CpuMeter({}))
+    blocks = client.created[:: apiserver_bench.BLOCK]
+    assert len(client.created) == 2 * len(VARIANTS) * len(KINDS) * apiserver_bench.BLOCK
+    assert blocks[0] == "bench-validate-claim-seq"  # VARIANTS rotated by the cycle, 3
+    assert blocks[len(VARIANTS) * len(KINDS)] == "bench-noop-mutate-claim-seq"
+    validate = measured[("validate", "pod")]
+    assert validate.sequential_cycles == [3] * 8 + [4] * 8
+    assert validate.sequential_creates == 16
 
 
 def test_tables_show_every_variant() -> None:

@@ -223,11 +223,19 @@ def test_the_rounds_begin_just_before_the_next_pass_is_due() -> None:
     assert slept == [0.0]
 
 
+def _judged(kind: str, variants: list[str], estimate: float, high: float) -> dict[str, Any]:
+    what = "the no-op webhook" if kind == "claim" else "the no-op webhooks answering with its patch"
+    return {
+        "kind": kind, "quantile": "p99", "variants": variants, "baselines": ["noop"],
+        "what": what, "estimate_ms": estimate, "low_ms": -1.0, "high_ms": high,
+        "cycles": 120, "samples": 1920,
+    }  # fmt: skip
+
+
 API = {
-    "added": [
-        {"variant": "validate", "kind": "claim", "added_p50_ms": 2.0, "over_noop_p99_ms": 1.5},
-        {"variant": "mutate", "kind": "pod", "added_p50_ms": 3.0, "over_patch_p99_ms": 2.5},
-        {"variant": "mutate", "kind": "claim", "added_p50_ms": 3.0, "over_noop_p99_ms": 9.0},
+    "judged": [
+        _judged("claim", ["validate", "mutate"], 0.5, 1.5),
+        _judged("pod", ["mutate"], 1.0, 2.5),
     ],
     "audit_load": {"tenants": 200, "claims": 2000, "populate_s": 4.2},
     "roles": {
@@ -258,7 +266,11 @@ API = {
 @pytest.mark.parametrize(
     ("starts", "measured", "met"),
     [
-        ("apiserver create p99 at 1 conn, dragate (validate) over the no-op webhook,", 1.5, True),
+        (
+            "apiserver create p99 at 1 conn, dragate (validate + mutate) over the no-op webhook,",
+            1.5,
+            True,
+        ),
         ("apiserver create p99 at 1 conn, dragate (mutate) over the no-op webhooks", 2.5, False),
         ("apiserver bench: webhook role's peak memory (PSS) with 200 tenants", 300.0, True),
         ("apiserver bench: controller role's peak memory (PSS) with 200", 800.0, False),
@@ -299,7 +311,7 @@ def test_the_roles_table_shows_each_roles_memory_and_the_passes() -> None:
         (
             API,
             [
-                ("+1.50 / +2.50 ms", "**missed**"),
+                ("+0.50 [-1.00, +1.50] / +1.00 [-1.00, +2.50] ms", "**missed**"),
                 ("300 of 768 / 800 of 768 MiB", "met / **missed**"),
                 ("12.0 s", "met"),
             ],
@@ -337,15 +349,11 @@ def test_a_claims_twin_variants_are_pooled_and_their_spread_shown() -> None:
         "mutate", 9.0, 5.0, 200,
     )  # fmt: skip
     assert pair["pooled_p99_ms"] == 5.0  # the 198th of 200: the twins' lower tail
-    assert twins["pooled_over_noop_p99_ms"] == 1.0  # 5.0 over the no-op twins' pooled 4.0
     assert apiserver_bench.claim_twins(_measured({"validate": 9.0})) == {}
 
 
-def test_the_claims_p99_target_is_judged_on_the_pooled_twins_when_measured() -> None:
-    pooled = {**API, "claim_twins": {"pairs": {}, "pooled_over_noop_p99_ms": 4.0}}
-    assert roles_report.judged_p99(API) == [1.5, 2.5]
-    assert roles_report.judged_p99(pooled) == [4.0, 2.5]
-    table = roles_report.twin_table(
-        {"claim_twins": {"pairs": {"validate": {"twin": "mutate", "p99_ms": 9.0}}}}, report._table
-    )
-    assert "validate" in table[-1] and "mutate" in table[-1]
+def test_the_roles_tables_show_the_judged_intervals_and_the_twins() -> None:
+    api = {**API, "claim_twins": {"pairs": {"validate": {"twin": "mutate", "p99_ms": 9.0}}}}
+    text = "\n".join(roles_report.role_tables(api, report._table))
+    assert "| claim | p99 | validate + mutate | noop | 0.5 | -1.0 | 1.5 | 120 | 1920 |" in text
+    assert "| validate | mutate | 9.0 |" in text
