@@ -19,7 +19,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,31 @@ def start(
     server = Serve(process, port, cert_dir, log, command, env)
     wait_healthy(server, cert_dir / "ca.crt", client_cert=client_cert)
     return server
+
+
+@contextmanager
+def serving(
+    tmp: Path,
+    name: str,
+    *,
+    deny_unknown: bool = False,
+    open_files: int = 0,
+    args: tuple[str, ...] = (),
+    client_cert: tuple[str, str] | None = None,
+) -> Iterator[Serve]:
+    """`dragate serve` over policies of its own (tenant team-a, 2 GPUs) and certificates in
+    `tmp`, which must stop cleanly (exit 0) when the block ends. `open_files`: the file
+    limit the server needs, raised in this process first (the server inherits it)."""
+    if open_files:
+        limit = raise_open_files_limit(open_files)
+        if limit < open_files:
+            raise AssertionError(f"`ulimit -n` hard limit {limit} is below the {open_files} needed")
+    policies = write_policies(tmp / "policies", {"team-a": 2}, deny_unknown=deny_unknown)
+    running = start(
+        tmp, name, policies=policies, cert_dir=tmp / "certs", args=args, client_cert=client_cert
+    )
+    yield running
+    assert running.stop() == 0, running.logs()
 
 
 def wait_healthy(

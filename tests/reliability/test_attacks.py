@@ -33,6 +33,7 @@ from reliability.reliability_support import (
     pod,
     request,
     review,
+    serving,
     start,
     tls_context,
     write_policies,
@@ -47,13 +48,8 @@ LIMIT = 3 * MIB
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    tmp = tmp_path_factory.mktemp("attacks")
-    running = start(
-        tmp, "attacks", policies=write_policies(tmp / "policies", {"team-a": 2}),
-        cert_dir=tmp / "certs",
-    )  # fmt: skip
-    yield running
-    assert running.stop() == 0, running.logs()
+    with serving(tmp_path_factory.mktemp("attacks"), "attacks") as running:
+        yield running
 
 
 def _tls(port: int, timeout: float = 30) -> ssl.SSLSocket:

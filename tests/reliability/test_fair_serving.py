@@ -32,11 +32,9 @@ from reliability.reliability_support import (
     eventually,
     latency_summary,
     pod_memory_mib,
-    raise_open_files_limit,
     request,
-    start,
+    serving,
     timed_review,
-    write_policies,
 )
 
 from webhook.admission.server import HANDSHAKE_SECONDS
@@ -54,16 +52,8 @@ OPEN_FILES = 2 * SILENT + 1024  # this process's ends, and the server's
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    limit = raise_open_files_limit(OPEN_FILES)  # before the server starts: it inherits it
-    if limit < OPEN_FILES:
-        pytest.fail(f"`ulimit -n` hard limit {limit} is below the {OPEN_FILES} these tests need")
-    tmp = tmp_path_factory.mktemp("fair")
-    running = start(
-        tmp, "fair", policies=write_policies(tmp / "policies", {"team-a": 2}),
-        cert_dir=tmp / "certs",
-    )  # fmt: skip
-    yield running
-    assert running.stop() == 0, running.logs()
+    with serving(tmp_path_factory.mktemp("fair"), "fair", open_files=OPEN_FILES) as running:
+        yield running
     assert "Traceback" not in running.logs()
 
 

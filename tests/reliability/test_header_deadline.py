@@ -15,10 +15,9 @@ import pytest
 from reliability.reliability_support import (
     Serve,
     hostile_tls,
-    start,
+    serving,
     timed_review,
     tls_context,
-    write_policies,
 )
 
 from webhook.admission.firstrequest import HEADER_SECONDS
@@ -29,13 +28,8 @@ WATCHED = 40.0  # how long a client waits to be cut before the test gives up
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    tmp = tmp_path_factory.mktemp("header-deadline")
-    running = start(
-        tmp, "header", policies=write_policies(tmp / "policies", {"team-a": 2}),
-        cert_dir=tmp / "certs",
-    )  # fmt: skip
-    yield running
-    assert running.stop() == 0, running.logs()
+    with serving(tmp_path_factory.mktemp("header-deadline"), "header") as running:
+        yield running
 
 
 def _nothing(_tls: ssl.SSLSocket) -> None:

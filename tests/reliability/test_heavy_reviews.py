@@ -23,9 +23,8 @@ from reliability.reliability_support import (
     legacy_gpu_pod,
     request,
     review,
-    start,
+    serving,
     tls_context,
-    write_policies,
 )
 
 MIB = 1024 * 1024
@@ -41,13 +40,8 @@ class LatencyBoundExceeded(AssertionError):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    tmp = tmp_path_factory.mktemp("heavy")
-    running = start(
-        tmp, "heavy", policies=write_policies(tmp / "policies", {"team-a": 2}),
-        cert_dir=tmp / "certs",
-    )  # fmt: skip
-    yield running
-    assert running.stop() == 0, running.logs()
+    with serving(tmp_path_factory.mktemp("heavy"), "heavy") as running:
+        yield running
 
 
 class HeavyStream:

@@ -30,6 +30,7 @@ from reliability.reliability_support import (
     pod_memory_mib,
     request,
     review,
+    serving,
     start,
     tls_context,
     write_policies,
@@ -154,10 +155,8 @@ def test_a_kept_alive_connection_is_answered_while_draining(tmp_path: Path) -> N
 
 @pytest.fixture
 def memory_server(tmp_path: Path) -> Iterator[Serve]:
-    running = start(tmp_path, "memory", policies=write_policies(tmp_path / "policies",
-                    {"team-a": 2}), cert_dir=tmp_path / "certs")  # fmt: skip
-    yield running
-    assert running.stop() == 0, running.logs()
+    with serving(tmp_path, "memory") as running:
+        yield running
 
 
 BIG = [

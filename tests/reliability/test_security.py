@@ -23,9 +23,8 @@ from reliability.reliability_support import (
     pod,
     request,
     review,
-    start,
+    serving,
     tls_context,
-    write_policies,
 )
 
 from webhook import certificates
@@ -36,11 +35,8 @@ CONTROL = tuple(chr(c) for c in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x202
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    tmp = tmp_path_factory.mktemp("security")
-    policies = write_policies(tmp / "policies", {"team-a": 2}, deny_unknown=True)
-    running = start(tmp, "sec", policies=policies, cert_dir=tmp / "certs")
-    yield running
-    assert running.stop() == 0, running.logs()
+    with serving(tmp_path_factory.mktemp("security"), "sec", deny_unknown=True) as running:
+        yield running
 
 
 def post(server: Serve, path: str, body: Any) -> dict[str, Any]:
@@ -154,13 +150,9 @@ def mtls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Serve, Clie
     """A server requiring client certificates from clients/ca.crt named `apiserver`."""
     tmp = tmp_path_factory.mktemp("mtls")
     files = _client_files(tmp / "clients")
-    running = start(
-        tmp, "mtls", policies=write_policies(tmp / "policies", {"team-a": 2}),
-        cert_dir=tmp / "certs", client_cert=files["apiserver"],
-        args=("--client-ca", str(tmp / "clients" / "ca.crt"), "--client-name", "apiserver"),
-    )  # fmt: skip
-    yield running, files
-    assert running.stop() == 0, running.logs()
+    named = ("--client-ca", str(tmp / "clients" / "ca.crt"), "--client-name", "apiserver")
+    with serving(tmp, "mtls", args=named, client_cert=files["apiserver"]) as running:
+        yield running, files
 
 
 CLIENTS = [

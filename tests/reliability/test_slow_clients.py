@@ -26,10 +26,8 @@ from reliability.reliability_support import (
     Serve,
     hostile_tls,
     latency_summary,
-    raise_open_files_limit,
-    start,
+    serving,
     timed_review,
-    write_policies,
 )
 
 from webhook.admission.firstrequest import HEADER_SECONDS
@@ -46,16 +44,9 @@ OPEN_FILES = 2 * (IDLE_TCP + IDLE_TLS) + 1024  # this process's ends, and the se
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
-    limit = raise_open_files_limit(OPEN_FILES)  # before the server starts: it inherits it
-    if limit < OPEN_FILES:
-        pytest.fail(f"`ulimit -n` hard limit {limit} is below the {OPEN_FILES} these tests need")
-    tmp = tmp_path_factory.mktemp("slow-clients")
-    running = start(
-        tmp, "slow", policies=write_policies(tmp / "policies", {"team-a": 2}),
-        cert_dir=tmp / "certs", args=("--max-connections", str(MAX_CONNECTIONS)),
-    )  # fmt: skip
-    yield running
-    assert running.stop() == 0, running.logs()
+    tmp, limit = tmp_path_factory.mktemp("slow"), ("--max-connections", str(MAX_CONNECTIONS))
+    with serving(tmp, "slow", open_files=OPEN_FILES, args=limit) as running:
+        yield running
 
 
 def _silent(raw: socket.socket) -> socket.socket:

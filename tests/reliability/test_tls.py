@@ -25,6 +25,7 @@ from reliability.reliability_support import (
     Serve,
     eventually,
     latency_summary,
+    serving,
     start,
     write_policies,
 )
@@ -38,13 +39,8 @@ PROBES = 20  # new connections checked after each change
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve]:
     """Serving from plain files in its cert dir (a hostPath or a hand-managed directory)."""
-    tmp = tmp_path_factory.mktemp("tls")
-    running = start(
-        tmp, "tls", policies=write_policies(tmp / "policies", {"team-a": 2}),
-        cert_dir=tmp / "certs",
-    )  # fmt: skip
-    yield running
-    assert running.stop() == 0, running.logs()
+    with serving(tmp_path_factory.mktemp("tls"), "tls") as running:
+        yield running
 
 
 # --------------------------------------------------------------------------- suites
