@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
+from webhook.kube import informer
 from webhook.kube.informer import Informer, Resource, without_managed_fields
 from webhook.types import Object
 
@@ -68,3 +70,51 @@ def test_a_relist_keeps_the_cached_object_of_an_unchanged_resource_version() -> 
     new = cache.get("ns", "new")
     assert new["kind"] == "ResourceClaim" and "managedFields" not in new["metadata"]
     assert len(cache.items()) == 3
+
+
+class EndedWatches:
+    """KubeApi for an empty list at resourceVersion 7 and watches the server ends after an
+    hour (the clock moves an hour per watch), each counted; the fourth stops the informer."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.lists = 0
+        self.watched_from: list[str] = []
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def request(self, method: str, path: str, **_: Any) -> Object:
+        self.lists += 1
+        return {"apiVersion": "v1", "items": [], "metadata": {"resourceVersion": "7"}}
+
+    def watch(self, path: str, resource_version: str, seconds: int, selector: str = "") -> Any:
+        self.watched_from.append(resource_version)
+        self.now += 3600.0
+        if len(self.watched_from) == 4:
+            self.stop.set()
+        return Ended()
+
+
+class Ended:
+    """A watch the server ended without an event."""
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+def test_ended_watches_resume_from_the_listed_version_without_a_relist(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As client-go's reflector: a list only when a watch cannot resume, never on a timer."""
+    stop = threading.Event()
+    api = EndedWatches(stop)
+    monkeypatch.setattr(informer, "time", api)  # hours pass between watches
+    cache = Informer(api, Resource("ResourceClaim", "/claims"))  # type: ignore[arg-type]
+    cache.run(stop)
+    assert api.lists == 1 and cache.relists == 1
+    assert api.watched_from == ["7", "7", "7", "7"]

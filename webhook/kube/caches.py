@@ -48,7 +48,6 @@ class KubeState:
         api: KubeApi,
         *,
         stale_after: float = 10.0,
-        relist_seconds: float = 300.0,
         watch_seconds: int = 240,
         claim_listener: Listener | None = None,
         template_listener: Listener | None = None,
@@ -60,13 +59,7 @@ class KubeState:
         self._healthy_until = 0.0
         listeners = {CLAIMS.kind: claim_listener, TEMPLATES.kind: template_listener}
         self._caches = {
-            r.kind: Informer(
-                api,
-                r,
-                relist_seconds=relist_seconds,
-                watch_seconds=watch_seconds,
-                listener=listeners.get(r.kind),
-            )
+            r.kind: Informer(api, r, watch_seconds=watch_seconds, listener=listeners.get(r.kind))
             for r in KINDS
         }
         self._stop = threading.Event()

@@ -1,8 +1,11 @@
 """A list+watch cache for one resource of the Kubernetes API.
 
 `Informer` is client-go's reflector in small: list, then watch from the list's
-resourceVersion, resume after a dropped watch, relist on 410 Gone or every `relist_seconds`,
-and back off on errors, so a busy or restarting API server is never hammered.
+resourceVersion, resume after a dropped or ended watch, and back off on errors, so a busy or
+restarting API server is never hammered. As in client-go, it lists again only when a watch
+cannot resume (410 Gone, the version compacted away), never on a timer: at 100,000 claims a
+list is seconds of the API server's CPU and of the process's, and a watch resumed from the
+last resourceVersion misses nothing.
 
 Objects are kept without `metadata.managedFields`, as controller-runtime's
 `TransformStripManagedFields` keeps them: nothing dragate judges reads them, and on a small
@@ -54,13 +57,11 @@ class Informer:
         api: KubeApi,
         resource: Resource,
         *,
-        relist_seconds: float = 300.0,
         watch_seconds: int = 240,
         listener: Listener | None = None,
     ) -> None:
         self.api = api
         self.resource = resource
-        self.relist_seconds = relist_seconds
         self.watch_seconds = watch_seconds
         self._listener = listener
         self._lock = threading.Lock()
@@ -140,11 +141,10 @@ class Informer:
                 stop.wait(backoff.next())
 
     def _list_and_watch(self, stop: threading.Event, backoff: Backoff) -> None:
-        """One list, then watches resumed from the last resourceVersion until relist time."""
+        """One list, then watches resumed from the last resourceVersion until one cannot be."""
         self.relist()
         backoff.reset()
-        relist_at = time.monotonic() + self.relist_seconds * random.uniform(0.9, 1.1)
-        while not stop.is_set() and time.monotonic() < relist_at:
+        while not stop.is_set():
             try:
                 self._watch_once(stop)
                 backoff.reset()
