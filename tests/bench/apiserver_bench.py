@@ -491,7 +491,7 @@ def main() -> None:
     from kube_ledger_bench import toolchain
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sequential", type=int, default=960)
+    parser.add_argument("--sequential", type=int, default=3840)
     parser.add_argument("--concurrent", type=int, default=960)
     parser.add_argument(
         "--audit-load", type=parse_audit_load, default=parse_audit_load(FULL_LOAD),

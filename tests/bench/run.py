@@ -89,7 +89,7 @@ class Sizes:
     growth_sizes: tuple[tuple[int, int], ...]
     growth_iterations: int
     kube_ledger_per_process: int = 300
-    apiserver_counts: tuple[int, int] = (960, 960)  # sequential, concurrent creates
+    apiserver_counts: tuple[int, int] = (3840, 960)  # sequential, concurrent creates
     apiserver_audit_load: str = apiserver_bench.FULL_LOAD  # tenants, claims held while measuring
     http_rounds: int = 5
     migrate_repeats: int = migrate_bench.REPEATS
