@@ -163,8 +163,9 @@ def serving(
     client_cert: tuple[str, str] | None = None,
 ) -> Iterator[Serve]:
     """`dragate serve` over policies of its own (tenant team-a, 2 GPUs) and certificates in
-    `tmp`, which must stop cleanly (exit 0) when the block ends. `open_files`: the file
-    limit the server needs, raised in this process first (the server inherits it)."""
+    `tmp`, which must stop cleanly (exit 0) when the block ends; it is stopped whatever
+    the block raises. `open_files`: the file limit the server needs, raised in this process
+    first (the server inherits it)."""
     if open_files:
         limit = raise_open_files_limit(open_files)
         if limit < open_files:
@@ -173,7 +174,11 @@ def serving(
     running = start(
         tmp, name, policies=policies, cert_dir=tmp / "certs", args=args, client_cert=client_cert
     )
-    yield running
+    try:
+        yield running
+    except BaseException:
+        running.stop()
+        raise
     assert running.stop() == 0, running.logs()
 
 
