@@ -328,14 +328,16 @@ def audit_pass(context: Context, state: KubeState) -> Callable[[], list[AuditRes
         current = context.policies()
         truth = MemoryLedger(existing_holds(current, state))
         judged = replace(context, policies=lambda: current, ledger=truth)
-        objects = chain(state.claims(), state.templates(), _device_pods(state.api))
-        return [*audit(objects, judged), *tenant_results(current, truth.usage)]
+        cached = chain(state.claims(), state.templates())
+        found = audit(cached, judged, streamed=_device_pods(state.api))
+        return [*found, *tenant_results(current, truth.usage)]
 
     return run
 
 
 def _device_pods(api: KubeApi) -> Iterator[Object]:
-    """Pods that hold claims or ask for an extended resource, read a page at a time."""
+    """Pods that hold claims or ask for an extended resource, read a page at a time (in the
+    API server's key order: by namespace, then name)."""
     for pod in list_pages(api, "/api/v1/pods"):
         if asks_for_devices(pod):
             yield {**pod, "kind": "Pod", "apiVersion": "v1"}

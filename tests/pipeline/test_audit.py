@@ -237,3 +237,37 @@ def test_a_claim_over_quota_is_not_named_among_what_holds_it() -> None:
     assert "claim:team-a/b (2)" in first.message
     assert "claim:team-a/a" not in first.message
     assert first.properties["used"] == "2"
+
+
+def _audited_with_streamed_pods(cached: list[dict[str, Any]], pods: Any) -> Any:
+    state = SnapshotState([namespace("team-a"), namespace("team-b"), template(
+        request(exact("gpu", GPU, 1)), name="tmpl")])  # fmt: skip
+    current = policies(100)
+    context = Context(policies=lambda: current, state=state, ledger=MemoryLedger())
+    return audit(cached, context, streamed=pods)
+
+
+def test_streamed_pods_are_judged_as_they_are_read_never_held_all_at_once() -> None:
+    read = 0
+
+    def pages() -> Any:
+        nonlocal read
+        for i in range(1000):
+            read += 1
+            yield pod(f"p{i:04}", claims={"g": "tmpl"}, uid=f"uid-p{i}")
+
+    results = _audited_with_streamed_pods([], pages())
+    first = next(results)
+    assert (first.kind, first.name, read) == ("Pod", "p0000", 1)
+    assert sum(1 for _ in results) == 999
+    assert read == 1000
+
+
+def test_cached_objects_are_sorted_and_streamed_pods_merged_in_namespace_order() -> None:
+    cached = [held("b-claim", 1), held("a-claim", 1)]
+    cached[0]["metadata"]["namespace"] = "team-b"
+    streamed = [pod("a-pod", claims={"g": "tmpl"}), pod("b-pod", "team-b", claims={"g": "tmpl"})]
+    found = [(r.namespace, r.name) for r in _audited_with_streamed_pods(cached, iter(streamed))]
+    assert found == [
+        ("team-a", "a-claim"), ("team-a", "a-pod"), ("team-b", "b-claim"), ("team-b", "b-pod")
+    ]  # fmt: skip

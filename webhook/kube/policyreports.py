@@ -28,6 +28,8 @@ from webhook.types import MANAGED_BY_LABEL, MANAGED_BY_VALUE, AuditResult, Facts
 GROUP = "/apis/wgpolicyk8s.io/v1alpha2"
 REPORT_NAME = "dragate"
 SOURCE = "dragate"
+MAX_RESULTS = 1000
+"""Results a report lists at most (failures and warnings first); its summary counts all."""
 RESULTS = ("pass", "fail", "warn", "error", "skip")
 log = logging.getLogger("dragate.kube.policyreports")
 
@@ -44,17 +46,22 @@ def report_path(namespace: str) -> str:
 
 
 def reports_of(
-    results: Iterable[AuditResult], seconds: int, max_results: int = 1000
+    results: Iterable[AuditResult], seconds: int, max_results: int = MAX_RESULTS
 ) -> dict[str, dict[str, Any]]:
     """One report per namespace ("" is the cluster's), results ordered failures first."""
-    by_namespace: dict[str, list[AuditResult]] = {}
+    grouped = by_namespace(results)
+    return {ns: report_of(ns, found, seconds, max_results) for ns, found in grouped.items()}
+
+
+def by_namespace(results: Iterable[AuditResult]) -> dict[str, list[AuditResult]]:
+    grouped: dict[str, list[AuditResult]] = {}
     for result in results:
-        by_namespace.setdefault(result.namespace, []).append(result)
-    return {ns: _report(ns, found, seconds, max_results) for ns, found in by_namespace.items()}
+        grouped.setdefault(result.namespace, []).append(result)
+    return grouped
 
 
-def _report(
-    namespace: str, results: list[AuditResult], seconds: int, max_results: int
+def report_of(
+    namespace: str, results: list[AuditResult], seconds: int, max_results: int = MAX_RESULTS
 ) -> dict[str, Any]:
     rank = {"fail": 0, "error": 1, "warn": 2, "pass": 3, "skip": 4}
     ordered = sorted(results, key=lambda r: (rank.get(r.result, 5), r.kind, r.name, r.policy))
@@ -152,21 +159,21 @@ class PolicyReportWriter(BackgroundLoop):
         self.observe(results)
         if not self._reports_installed():
             return 0
-        reports = reports_of(results, int(time.time()))
+        grouped, seconds = by_namespace(results), int(time.time())
         written = sum(
-            1 for ns, report in self._first_reports_first(reports) if self._write(ns, report)
+            1
+            for ns in self._first_reports_first(grouped)
+            if self._write(ns, report_of(ns, grouped[ns], seconds))
         )
-        self._delete_stale(set(reports))
+        self._delete_stale(set(grouped))
         return written
 
-    def _first_reports_first(
-        self, reports: Mapping[str, dict[str, Any]]
-    ) -> Iterable[tuple[str, dict[str, Any]]]:
-        """Reports of namespaces this term never wrote come first: a pass after a policy
-        change rewrites every report at `writes_per_second`, and a namespace the change brings
-        in gets its report at the start of that pass, not after the rest."""
-        ordered = sorted(reports.items(), key=lambda item: item[0] in self._written)
-        return ordered
+    def _first_reports_first(self, namespaces: Iterable[str]) -> list[str]:
+        """Namespaces this term never wrote come first: a pass after a policy change rewrites
+        every report at `writes_per_second`, and a namespace the change brings in gets its
+        report at the start of that pass, not after the rest. Each report is made just before
+        it is written, so a pass holds one report at a time, not one per namespace."""
+        return sorted(namespaces, key=lambda ns: ns in self._written)
 
     def _reports_installed(self) -> bool:
         """Whether the API server serves PolicyReports; said once each time it changes."""

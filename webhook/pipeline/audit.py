@@ -11,6 +11,7 @@ pass), so the audit never reads or writes the admission ledger.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from webhook.engine.violations import warnings_of
@@ -41,22 +42,31 @@ PASS_RULE = "admission"
 WARNING_PREFIX = "dragate: "
 
 
-def audit(objects: Iterable[Object], context: Context) -> Iterator[AuditResult]:
+def audit(
+    objects: Iterable[Object], context: Context, *, streamed: Iterable[Object] = ()
+) -> Iterator[AuditResult]:
     """Results for every object of an audited kind that the webhook would review.
 
     Objects are judged namespace by namespace: a tenant's objects one after another share
     what the engine remembers of its rules' results, which objects in creation order across
-    thousands of tenants never would (docs/benchmarks.md, the audit section). It runs in the
-    controller process, never on the loop that answers reviews."""
+    thousands of tenants never would (docs/benchmarks.md, the audit section). `objects` (the
+    caches' claims and templates, in memory already) are sorted; `streamed` (the Pods, read a
+    page at a time) come in namespace order as the API server lists them and are merged in as
+    they are read, so a pass never holds every Pod of the cluster. It runs in the controller
+    process, never on the loop that answers reviews."""
     from webhook.pipeline import review  # noqa: PLC0415  (the package imports this module)
 
     policies = context.policies()
-    audited = [o for o in objects if o.get("kind") in AUDITED_KINDS and not _own(o)]
-    for obj in sorted(audited, key=_namespace_of):
+    cached = sorted(filter(_audited, objects), key=_namespace_of)
+    for obj in heapq.merge(cached, filter(_audited, streamed), key=_namespace_of):
         request = request_from_object(obj, dry_run=True, user_info=AUDITOR)
         if not handles(request, policies.settings, context.own, mutate=False).reviewed:
             continue
         yield from results_of(obj, review(request, context))
+
+
+def _audited(obj: Object) -> bool:
+    return obj.get("kind") in AUDITED_KINDS and not _own(obj)
 
 
 def _own(obj: Object) -> bool:

@@ -107,7 +107,7 @@ class Decision:
     names: Mapping[str, str] = field(default_factory=dict)  # holder -> its Pod's ns/name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AuditResult:
     """The background audit's verdict on one existing object for one policy."""
 
