@@ -337,8 +337,9 @@ def audit_pass(context: Context, state: KubeState) -> Callable[[], list[AuditRes
 
 def _device_pods(api: KubeApi) -> Iterator[Object]:
     """Pods that hold claims or ask for an extended resource, read a page at a time (in the
-    API server's key order: by namespace, then name)."""
-    for pod in list_pages(api, "/api/v1/pods"):
+    API server's key order: by namespace, then name) as the pass reaches their namespaces, so
+    a pass that outlasts its first page's snapshot reads on from the latest state."""
+    for pod in list_pages(api, "/api/v1/pods", resume_expired=True):
         if asks_for_devices(pod):
             yield {**pod, "kind": "Pod", "apiVersion": "v1"}
 

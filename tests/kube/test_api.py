@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import urllib3
 
-from webhook.kube.api import Backoff, KubeApi, Unreachable, WatchStream
+from webhook.kube.api import ApiError, Backoff, KubeApi, Unreachable, WatchStream, list_pages
 
 
 class Response:
@@ -136,3 +136,94 @@ def test_kubeconfig_namespace_is_the_contexts_as_kubectl_takes_it(
     path = tmp_path / "config"
     path.write_text(KUBECONFIG)
     assert KubeApi.kubeconfig_namespace(str(path), context) == namespace
+
+
+EXPIRED = {
+    "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired", "code": 410,
+    "message": "The provided continue parameter is too old to display a consistent list "
+    "result. You can start a new list without the continue parameter, or use the continue "
+    "token in this response to retrieve the remainder of the results. Continuing with the "
+    "provided token results in an inconsistent list - objects that were created, modified, "
+    "or deleted between the time the first chunk was returned and now may show up in the list.",
+}  # fmt: skip
+"""The API server's 410 for a continue token etcd compacted past (apiserver's etcd3 store:
+`inconsistentContinue`, the Status's `metadata.continue` set to a token at the latest state)."""
+
+PAGES = {
+    "": ({"items": [{"n": 1}, {"n": 2}], "metadata": {"continue": "t1"}}, 200),
+    "t1": ({**EXPIRED, "metadata": {"continue": "t1-latest"}}, 410),
+    "t1-latest": ({"items": [{"n": 3}], "metadata": {"continue": "t2"}}, 200),
+    "t2": ({"items": [{"n": 4}], "metadata": {}}, 200),
+    "stale": ({**EXPIRED, "metadata": {"continue": "stale"}}, 410),
+}
+
+
+def _serve_pages(pages: dict[str, tuple[dict[str, Any], int]]) -> Any:
+    """A local API server answering a paginated list by its `continue` parameter."""
+    import json
+    from urllib.parse import parse_qs, urlparse
+
+    class Lists(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            token = parse_qs(urlparse(self.path).query).get("continue", [""])[0]
+            self.server.asked.append(token)  # type: ignore[attr-defined]
+            body, status = pages[token]
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Lists)
+    server.asked = []  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _plain_api(tmp_path: Path, port: int) -> KubeApi:
+    config = tmp_path / "kubeconfig"
+    config.write_text(KUBECONFIG.replace("https://127.0.0.1:6443", f"http://127.0.0.1:{port}"))
+    return KubeApi.from_kubeconfig(str(config))
+
+
+@pytest.mark.parametrize(
+    ("pages", "resume", "items", "asked", "refused"),
+    [
+        pytest.param(PAGES, True, [1, 2, 3, 4], ["", "t1", "t1-latest", "t2"], None,
+                     id="resumed-from-the-token-sent-with-the-410"),
+        pytest.param(PAGES, False, [1, 2], ["", "t1"], "t1-latest", id="not-asked-to-resume"),
+        pytest.param({**PAGES, "t1": (EXPIRED, 410)}, True, [1, 2], ["", "t1"], "",
+                     id="a-410-without-a-token"),
+        pytest.param({**PAGES, "t1": PAGES["stale"]}, True, [1, 2], ["", "t1", "stale"],
+                     "stale", id="the-same-token-again-is-not-followed-twice"),
+    ],
+)  # fmt: skip
+def test_a_list_whose_continue_token_expired_resumes_only_when_asked(
+    tmp_path: Path,
+    *,
+    pages: dict[str, tuple[dict[str, Any], int]],
+    resume: bool,
+    items: list[int],
+    asked: list[str],
+    refused: str | None,
+) -> None:
+    server = _serve_pages(pages)
+    try:
+        api = _plain_api(tmp_path, server.server_address[1])
+        found: list[int] = []
+        listed = list_pages(api, "/api/v1/pods", page=2, resume_expired=resume)
+        if refused is None:
+            found = [item["n"] for item in listed]
+        else:
+            with pytest.raises(ApiError) as raised:
+                found.extend(item["n"] for item in listed)
+            assert (raised.value.status, raised.value.continue_token) == (410, refused)
+        assert (found, server.asked) == (items, asked)
+    finally:
+        server.shutdown()

@@ -35,9 +35,12 @@ APPLY = "application/apply-patch+yaml"
 class ApiError(Exception):
     """The API server answered with an error status (404, 409, 410, 422, ...)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, continue_token: str = "") -> None:
         super().__init__(f"HTTP {status}: {message}")
         self.status = status
+        self.continue_token = continue_token
+        """A Status's `metadata.continue`: with a 410 for an expired continue token, where
+        the rest of the list can be read from, from the latest state."""
 
 
 class Unreachable(Exception):
@@ -131,7 +134,7 @@ class KubeApi:
         finally:
             response.response.release_conn()
         if not 200 <= response.status < 300:
-            raise ApiError(response.status, _status_message(data))
+            raise ApiError(response.status, _status_message(data), _continue_token(data))
         decoded: dict[str, Any] = json.loads(data)
         return decoded
 
@@ -190,18 +193,48 @@ def _status_message(data: bytes) -> str:
         return data[:200].decode(errors="replace")
 
 
+def _continue_token(data: bytes) -> str:
+    try:
+        return str((json.loads(data).get("metadata") or {}).get("continue") or "")
+    except (ValueError, AttributeError):
+        return ""
+
+
 def list_pages(
-    api: KubeApi, path: str, query: Mapping[str, str] | None = None, page: int = 500
+    api: KubeApi,
+    path: str,
+    query: Mapping[str, str] | None = None,
+    page: int = 500,
+    *,
+    resume_expired: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """Every item of a list, fetched `page` at a time (bounded memory per request)."""
+    """Every item of a list, fetched `page` at a time (bounded memory per request).
+
+    A continue token expires when etcd compacts past the list's snapshot (every 5 minutes by
+    default), so a caller that works between pages may meet a 410. With `resume_expired`,
+    the list goes on from the token the API server sends with that 410: the pages after it
+    come from the latest state, not the first page's snapshot (the API's inconsistent
+    continuation), which a caller judging each item as it is now can accept."""
     params = {"limit": str(page), **(query or {})}
     while True:
-        found = api.request("GET", path, query=params)
+        try:
+            found = api.request("GET", path, query=params)
+        except ApiError as err:
+            params = {**params, "continue": _resumed(err, params, resume_expired)}
+            continue
         yield from found.get("items") or []
-        token = (found.get("metadata") or {}).get("continue")
+        token = str((found.get("metadata") or {}).get("continue") or "")
         if not token:
             return
-        params = {**params, "continue": str(token)}
+        params = {**params, "continue": token}
+
+
+def _resumed(err: ApiError, params: Mapping[str, str], resume_expired: bool) -> str:
+    """The token an expired list goes on from (never the one just refused); `err` otherwise."""
+    token = err.continue_token
+    if resume_expired and err.status == 410 and token and token != params.get("continue"):
+        return token
+    raise err
 
 
 class WatchStream:
