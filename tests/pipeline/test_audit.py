@@ -240,7 +240,8 @@ def test_a_claim_over_quota_is_not_named_among_what_holds_it() -> None:
 
 
 def _audited_with_streamed_pods(cached: list[dict[str, Any]], pods: Any) -> Any:
-    state = SnapshotState([namespace("team-a"), namespace("team-b"), template(
+    names = ("team-a", "team-b", "team-a-x")
+    state = SnapshotState([*map(namespace, names), template(
         request(exact("gpu", GPU, 1)), name="tmpl")])  # fmt: skip
     current = policies(100)
     context = Context(policies=lambda: current, state=state, ledger=MemoryLedger())
@@ -263,11 +264,18 @@ def test_streamed_pods_are_judged_as_they_are_read_never_held_all_at_once() -> N
     assert read == 1000
 
 
-def test_cached_objects_are_sorted_and_streamed_pods_merged_in_namespace_order() -> None:
-    cached = [held("b-claim", 1), held("a-claim", 1)]
-    cached[0]["metadata"]["namespace"] = "team-b"
-    streamed = [pod("a-pod", claims={"g": "tmpl"}), pod("b-pod", "team-b", claims={"g": "tmpl"})]
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("team-a", "team-b"), ("team-a-x", "team-a")],
+    ids=["by-namespace", "bytewise-as-the-storage-keys-namespace/name"],
+)
+def test_cached_objects_are_sorted_and_streamed_pods_merged_in_the_listed_order(
+    first: str, second: str
+) -> None:
+    cached = [held("second-claim", 1), held("first-claim", 1)]
+    cached[0]["metadata"]["namespace"], cached[1]["metadata"]["namespace"] = second, first
+    streamed = [pod("first-pod", first, claims={"g": "tmpl"}),
+                pod("second-pod", second, claims={"g": "tmpl"})]  # fmt: skip
     found = [(r.namespace, r.name) for r in _audited_with_streamed_pods(cached, iter(streamed))]
-    assert found == [
-        ("team-a", "a-claim"), ("team-a", "a-pod"), ("team-b", "b-claim"), ("team-b", "b-pod")
-    ]  # fmt: skip
+    assert found == [(first, "first-claim"), (first, "first-pod"),
+                     (second, "second-claim"), (second, "second-pod")]  # fmt: skip

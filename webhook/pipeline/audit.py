@@ -57,8 +57,8 @@ def audit(
     from webhook.pipeline import review  # noqa: PLC0415  (the package imports this module)
 
     policies = context.policies()
-    cached = sorted(filter(_audited, objects), key=_namespace_of)
-    for obj in heapq.merge(cached, filter(_audited, streamed), key=_namespace_of):
+    cached = sorted(filter(_audited, objects), key=_listed_order)
+    for obj in heapq.merge(cached, filter(_audited, streamed), key=_listed_order):
         request = request_from_object(obj, dry_run=True, user_info=AUDITOR)
         if not handles(request, policies.settings, context.own, mutate=False).reviewed:
             continue
@@ -77,8 +77,10 @@ def _own(obj: Object) -> bool:
     )
 
 
-def _namespace_of(obj: Object) -> str:
-    return str((obj.get("metadata") or {}).get("namespace", ""))
+def _listed_order(obj: Object) -> str:
+    """The order the API server lists objects of a kind in, by namespace: its storage keys,
+    `<namespace>/<name>`, compared bytewise (`team-a-x/` before `team-a/`)."""
+    return str((obj.get("metadata") or {}).get("namespace", "")) + "/"
 
 
 STANDARD_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "storage"})
