@@ -47,6 +47,14 @@ def wrk_version() -> str:
     return first[0].split(" [")[0] if first else "unknown"
 
 
+def short(described: dict[str, Any]) -> str:
+    """`2 CPUs (AMD EPYC), 23.5 GiB`: what tells one machine's figures from another's."""
+    return (
+        f"{described.get('nproc')} CPUs ({described.get('cpu_model')}), "
+        f"{described.get('memory_gib')} GiB"
+    )
+
+
 def describe() -> dict[str, Any]:
     return {
         "nproc": os.cpu_count(),

@@ -388,7 +388,7 @@ def _runs(runs: dict[str, Any]) -> list[str]:
     rows = [{"section": name, **run} for name, run in runs.items()]
     return [
         "Sections re-run since (`run.py --merge`); the others are from the run above:\n",
-        _table(rows, ["section", "at", "loadavg_start", "loadavg_end"]),
+        _table(rows, ["section", "at", "machine", "loadavg_start", "loadavg_end"]),
     ]
 
 

@@ -252,6 +252,7 @@ def main() -> None:
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "loadavg_start": load,
                     "loadavg_end": _load(),
+                    "machine": machine.short(results["machine"]),
                 }
     results["machine"]["loadavg_end"] = _load()
     if args.profile is not None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import roles_report
+from machine import short
 
 START = "<!-- results: written by tests/bench/run.py from tests/bench/results/report.json -->"
 END = "<!-- end of results -->"
@@ -378,8 +379,19 @@ def machine(results: dict[str, Any]) -> str:
         f"{m['python']}, gunicorn {m['gunicorn']}, {m['wrk']} on the same machine (the load "
         "generator takes a share of the CPUs), shared with other work: load average "
         f"{_load(m.get('loadavg_start'))} at the start of the run, {_load(m.get('loadavg_end'))} "
-        "at its end. Every figure is against its baseline of the same run."
+        f"at its end.{_elsewhere(results)} Every figure is against its baseline of the same run."
     )
+
+
+def _elsewhere(results: dict[str, Any]) -> str:
+    """Sections re-run (`run.py --merge`) on another machine than the run above, named."""
+    here = short(results["machine"])
+    other = {name: run["machine"] for name, run in (results.get("runs") or {}).items()
+             if run.get("machine", here) != here}  # fmt: skip
+    if not other:
+        return ""
+    named = "; ".join(f"`{name}` on {where}" for name, where in other.items())
+    return f" Measured on another machine: {named}."
 
 
 def _load(averages: list[float] | None) -> str:

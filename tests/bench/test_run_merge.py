@@ -10,8 +10,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import pytest
 import report
 import run
+import summary
 
 MACHINE = {
     "nproc": 2,
@@ -41,11 +43,19 @@ def _write_previous(path: Path) -> None:
     path.write_text(json.dumps(previous))
 
 
-def test_sections_run_now_replace_theirs_and_the_others_stay(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("where", "named"),
+    [("2 CPUs (cpu), 1 GiB", ""),
+     ("4 CPUs (other), 8 GiB",
+      " Measured on another machine: `kube-ledger` on 4 CPUs (other), 8 GiB.")],
+    ids=["the-same-machine", "another-machine-is-named"],
+)  # fmt: skip
+def test_sections_run_now_replace_theirs_and_the_others_stay(
+    tmp_path: Path, where: str, named: str
+) -> None:
     _write_previous(tmp_path / "report.json")
-    runs = {
-        "kube-ledger": {"at": "2026-12-01T06:15:00Z", "loadavg_start": [1.0], "loadavg_end": [1.2]}
-    }
+    at, load = "2026-12-01T06:15:00Z", {"loadavg_start": [1.0], "loadavg_end": [1.2]}
+    runs = {"kube-ledger": {"at": at, **load, "machine": where}}
     now: dict[str, Any] = {
         "mode": "full",
         "machine": {**MACHINE, "loadavg_start": [1.0]},
@@ -61,7 +71,9 @@ def test_sections_run_now_replace_theirs_and_the_others_stay(tmp_path: Path) -> 
     report.write(merged, tmp_path)
     text = (tmp_path / "report.md").read_text()
     assert "| cluster ledger decisions/s, one tenant, 2 processes x 4 threads | 130.0 |" in text
-    assert "| kube-ledger | 2026-12-01T06:15:00Z | [1.0] | [1.2] |" in text
+    assert f"| kube-ledger | 2026-12-01T06:15:00Z | {where} | [1.0] | [1.2] |" in text
+    line = summary.machine(merged)
+    assert f"at its end.{named} Every figure" in line
 
 
 def test_without_a_previous_report_the_run_is_the_report(tmp_path: Path) -> None:
