@@ -267,7 +267,7 @@ def test_streamed_pods_are_judged_as_they_are_read_never_held_all_at_once() -> N
 @pytest.mark.parametrize(
     ("first", "second"),
     [("team-a", "team-b"), ("team-a-x", "team-a")],
-    ids=["by-namespace", "bytewise-as-the-storage-keys-namespace/name"],
+    ids=["by-namespace", "bytewise-as-the-storage-keys"],
 )
 def test_cached_objects_are_sorted_and_streamed_pods_merged_in_the_listed_order(
     first: str, second: str
