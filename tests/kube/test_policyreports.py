@@ -11,7 +11,13 @@ from typing import Any, cast
 import pytest
 
 from webhook.kube.api import ApiError, KubeApi
-from webhook.kube.policyreports import GROUP, PolicyReportWriter, report_path, reports_of
+from webhook.kube.policyreports import (
+    GROUP,
+    PolicyReportWriter,
+    by_namespace,
+    report_of,
+    report_path,
+)
 from webhook.types import AuditResult, FactsUnavailable
 
 
@@ -25,9 +31,9 @@ def result(name: str, outcome: str, namespace: str = "team-a", **extra: Any) -> 
 def test_one_report_per_namespace_failures_first_and_capped() -> None:
     found = [result("a", "pass"), result("b", "fail", properties={"used": "3"}),
              result("c", "warn"), result("d", "pass", namespace="team-b")]  # fmt: skip
-    reports = reports_of(found, 1700000000, max_results=2)
-    assert set(reports) == {"team-a", "team-b"}
-    report = reports["team-a"]
+    grouped = by_namespace(found)
+    assert set(grouped) == {"team-a", "team-b"}
+    report = report_of("team-a", grouped["team-a"], 1700000000, max_results=2)
     assert (report["kind"], report["metadata"]["namespace"]) == ("PolicyReport", "team-a")
     assert report["summary"] == {"pass": 1, "fail": 1, "warn": 1, "error": 0, "skip": 0}
     assert [r["result"] for r in report["results"]] == ["fail", "warn"]
@@ -41,7 +47,8 @@ def test_one_report_per_namespace_failures_first_and_capped() -> None:
 
 
 def test_cluster_scoped_results_go_to_the_cluster_report() -> None:
-    (report,) = reports_of([result("x", "fail", namespace="")], 1).values()
+    ((namespace, found),) = by_namespace([result("x", "fail", namespace="")]).items()
+    report = report_of(namespace, found, 1)
     assert report["kind"] == "ClusterPolicyReport" and "namespace" not in report["metadata"]
     assert report_path("") == "/apis/wgpolicyk8s.io/v1alpha2/clusterpolicyreports/dragate"
 

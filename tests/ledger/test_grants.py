@@ -155,7 +155,7 @@ def test_admissions_during_a_write_are_covered_however_it_ends(end: str, new_siz
     def sized(records: Records) -> tuple[Records, None]:
         return records, None
 
-    book._size = lambda grant, records, now: {GPU: new_size} if new_size else {}  # type: ignore[method-assign]
+    book._size = lambda grant, records, now, tally: {GPU: new_size} if new_size else {}  # type: ignore[method-assign]
     book.plan("t", {}, sized)
     during = sum(book.admit("t", {f"claim:a/d{i}": {GPU: 1}}, LIMITS) for i in range(8))
     assert during == min(2, new_size)  # min(old grant - taken, new size)

@@ -36,6 +36,17 @@ def test_problems(obj: dict[str, Any], words: str | None) -> None:
         assert found and words in found[0], found
 
 
+@pytest.mark.parametrize("kind", ["ResourceClaim", "ResourceClaimTemplate"])
+def test_a_claim_is_not_searched_for_pod_specs(kind: str) -> None:
+    """A claim's schema holds no pod spec: a `containers` list in a field it does not have
+    (which the API server drops) is not read as one, while a workload's would be."""
+    obj = claim()
+    obj["kind"] = kind
+    obj["spec"]["extra"] = {"containers": [{"name": "a"}, {"name": "a"}]}
+    assert list(problems(kind, obj)) == []
+    assert list(problems("Deployment", {**obj, "kind": "Deployment"}))
+
+
 def test_refusal_is_an_explained_denial() -> None:
     verdict = refusal(request_from_object(pod(["c"] * 4000)))
     assert verdict is not None and not verdict.allowed

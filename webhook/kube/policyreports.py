@@ -45,15 +45,8 @@ def report_path(namespace: str) -> str:
     return f"{GROUP}/clusterpolicyreports/{REPORT_NAME}"
 
 
-def reports_of(
-    results: Iterable[AuditResult], seconds: int, max_results: int = MAX_RESULTS
-) -> dict[str, dict[str, Any]]:
-    """One report per namespace ("" is the cluster's), results ordered failures first."""
-    grouped = by_namespace(results)
-    return {ns: report_of(ns, found, seconds, max_results) for ns, found in grouped.items()}
-
-
 def by_namespace(results: Iterable[AuditResult]) -> dict[str, list[AuditResult]]:
+    """The results by namespace ("" is the cluster's): one report each (`report_of`)."""
     grouped: dict[str, list[AuditResult]] = {}
     for result in results:
         grouped.setdefault(result.namespace, []).append(result)
@@ -63,6 +56,8 @@ def by_namespace(results: Iterable[AuditResult]) -> dict[str, list[AuditResult]]
 def report_of(
     namespace: str, results: list[AuditResult], seconds: int, max_results: int = MAX_RESULTS
 ) -> dict[str, Any]:
+    """One namespace's report: results ordered failures first, the first `max_results` of
+    them listed and the summary counting all."""
     rank = {"fail": 0, "error": 1, "warn": 2, "pass": 3, "skip": 4}
     ordered = sorted(results, key=lambda r: (rank.get(r.result, 5), r.kind, r.name, r.policy))
     summary = {key: sum(1 for r in results if r.result == key) for key in RESULTS}

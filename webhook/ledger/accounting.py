@@ -68,10 +68,13 @@ Records = dict[str, Record]
 
 @dataclass(frozen=True)
 class Outcome:
-    """Records after a reservation attempt; `granted` False leaves `records` unchanged."""
+    """Records after a reservation attempt; `granted` False leaves `records` unchanged.
+    `totals`: `totals(records)` when granted (worked out on the way: callers that go on
+    with the records need not walk them again)."""
 
     granted: bool
     records: Records = field(default_factory=dict)
+    totals: dict[str, int] = field(default_factory=dict)
 
 
 def usage_of(records: Mapping[str, Record]) -> dict[str, ClassUsage]:
@@ -119,16 +122,18 @@ def reserve(
     )  # fmt: skip
     if not change.granted:
         return Outcome(False, current)
-    return Outcome(True, {**current, **change.changed})
+    return Outcome(True, {**current, **change.changed}, change.totals)
 
 
 @dataclass(frozen=True)
 class Change:
-    """What a reservation does to live records: whether it is granted, and the holders it
-    sets (new or changed records; none when refused or when nothing changes)."""
+    """What a reservation does to live records: whether it is granted, the holders it
+    sets (new or changed records; none when refused or when nothing changes) and, when
+    granted, the totals per class once they are set."""
 
     granted: bool
     changed: Records = field(default_factory=dict)
+    totals: dict[str, int] = field(default_factory=dict)
 
 
 def changes(
@@ -167,7 +172,7 @@ def changes(
         limit = limits.get(device_class)
         if limit is not None and total > current_totals.get(device_class, 0) and total > limit:
             return Change(False)
-    return Change(True, changed)
+    return Change(True, changed, after)
 
 
 def is_draw(devices: Mapping[str, int]) -> bool:
@@ -228,6 +233,9 @@ def live(records: Mapping[str, Record], *, now: float) -> Records:
     A pending holder is dropped by `reconcile` alone: the clock cannot tell a claim that
     was never created from one that nobody confirmed.
     """
+    if not any(r.expires_at is not None and r.expires_at <= now and is_lease(k)
+               for k, r in records.items()):  # fmt: skip
+        return dict(records)  # the usual case, tested without a call per holder
     return {k: r for k, r in records.items() if not ended(k, r, now)}
 
 

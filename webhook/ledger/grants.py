@@ -246,10 +246,13 @@ class GrantBook:
             grant = self._grants.setdefault(tenant, Grant())
             now = self.clock()
             queued, taken = dict(grant.queued), dict(grant.used)
-            folded = accounting.reserve(records, queued, {}, now=now, names=grant.names).records
+            outcome = accounting.reserve(records, queued, {}, now=now, names=grant.names)
+            folded, tally = outcome.records, outcome.totals
             mine = folded.pop(self.key, None)
+            if mine is not None:
+                accounting.move(tally, mine.devices, {})
             after, result = apply(folded)
-            size = self._size(grant, after, now)
+            size = self._size(grant, after, now, tally if after is folded else None)
             expires = self._lease(grant, mine, size, now)
             if size:
                 after = {**after, self.key: Record(size, expires)}
@@ -378,10 +381,13 @@ class GrantBook:
             return False
         return not grant.standing(now)
 
-    def _size(self, grant: Grant, records: Records, now: float) -> Devices:
+    def _size(
+        self, grant: Grant, records: Records, now: float, tally: Mapping[str, int] | None
+    ) -> Devices:
         """Twice the recent demand per limited class, at least the largest size since the
         tenant went busy (a standing grant), at most half of what is left free; nothing once
-        it is idle, while another process wants capacity back, or while shutting down."""
+        it is idle, while another process wants capacity back, or while shutting down.
+        `tally`: the totals of `records`, all live, when known (None: they are counted)."""
         mono = self.monotonic()
         if (
             self.closing
@@ -392,7 +398,7 @@ class GrantBook:
             grant.peak = {}
             return {}
         demand = grant.demand(mono)
-        live = accounting.totals(accounting.live(records, now=now))
+        live = tally if tally is not None else accounting.totals(accounting.live(records, now=now))
         size: Devices = {}
         for device_class, limit in grant.limits.items():
             free = limit - live.get(device_class, 0)
