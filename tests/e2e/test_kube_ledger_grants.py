@@ -22,8 +22,9 @@ import pytest
 from ledger_contract import CONTRACT, EXPIRY_CONTRACT, GPU, Clock, MakeTimedLedger
 
 from webhook.kube.api import Unreachable
-from webhook.ledger import grants, wants
-from webhook.ledger.grants import LEASE_SECONDS, GrantBook
+from webhook.ledger import grants, grantstate, wants
+from webhook.ledger.grants import GrantBook
+from webhook.ledger.grantstate import LEASE_SECONDS
 from webhook.ledger.kube import KubeLedger
 from webhook.types import FactsUnavailable
 
@@ -123,7 +124,7 @@ def test_an_idle_grant_comes_back_to_a_process_that_needs_it(crd: Cluster, fresh
     wait_for(lambda: book.pending() == 0, timeout=5, what="A's holders written")
     lent = stored(crd, "lend")[grants.grant_key("replica-a/1-aaa")]["devices"][GPU]
     assert lent == 4  # twice the demand of the burst, half of the 8 left free
-    assert grants.STANDING_SECONDS > 5.0 + 1, "B's budget must end before A would go idle"
+    assert grantstate.STANDING_SECONDS > 5.0 + 1, "B's budget must end before A would go idle"
     second = started(KubeLedger.from_kubeconfig(str(crd.kubeconfig), budget=5.0,
                                                 grants=GrantBook("replica-b/2-bbb")))  # fmt: skip
     try:

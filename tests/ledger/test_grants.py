@@ -8,14 +8,14 @@ import pytest
 
 from webhook.ledger import grants, wants
 from webhook.ledger.accounting import Record, Records
-from webhook.ledger.grants import (
+from webhook.ledger.grants import GrantBook
+from webhook.ledger.grantstate import (
     DEMAND_SECONDS,
     FLUSH_INTERVAL,
     LEASE_SECONDS,
     MIN_LEASE_LEFT,
     RENEW_LEFT,
     STANDING_SECONDS,
-    GrantBook,
 )
 
 GPU, MIG = "gpu.nvidia.com", "mig.nvidia.com"

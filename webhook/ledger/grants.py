@@ -43,40 +43,26 @@ import secrets
 import socket
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 from webhook.ledger import accounting, wants
-from webhook.ledger.accounting import Holds, Record, Records
+from webhook.ledger.accounting import Record, Records
+from webhook.ledger.grantstate import (
+    FLUSH_INTERVAL,
+    LEASE_SECONDS,
+    MIN_LEASE_LEFT,
+    RENEW_LEFT,
+    STANDING_SECONDS,
+    Devices,
+    Flight,
+    Grant,
+    consumption,
+    minus,
+)
 from webhook.ledger.wants import GRANT_PREFIX
 
-LEASE_SECONDS = 60.0
-"""How long a written grant stays live without being written again."""
-MIN_LEASE_LEFT = 40.0
-"""No admission from a grant whose stored lease ends sooner (see the module docstring)."""
-RENEW_LEFT = 50.0
-"""A write that leaves the grant's size as it was renews its lease only if it ends sooner."""
-DEMAND_SECONDS = 1.0
-"""The window of recent admissions a grant is sized for (twice their devices): twice
-FLUSH_INTERVAL, so the flush at the end of a burst's window still sees the whole burst."""
-STANDING_SECONDS = LEASE_SECONDS - MIN_LEASE_LEFT
-"""A grant outlives the tenant's last admission this long, then it is given back: about as
-long as its lease, renewed by the writes of that admission at the latest, still lets it
-admit (an idle grant is never written just to renew it; an admission that finds the lease
-too short is decided by a write, which renews it). A request it blocks meanwhile gets it
-back through a want (`wants`, `wantwatch`)."""
-FLUSH_INTERVAL = 0.5
-"""Queued holders are written this long after the first of them was queued, and at most one
-flush per tenant this often: a burst of admissions shares one write. Each write costs the
-process O(holders) and the API server a PUT of the whole TenantUsage, so writing the first
-holder of a burst at once and the rest at a short interval would make the flusher a large
-share of dragate's CPU per created claim. The lease, not this interval, keeps a crashed
-process's admissions counted."""
-
 T = TypeVar("T")
-Devices = dict[str, int]
 Apply = Callable[[Records], tuple[Records, T]]
 
 
@@ -89,86 +75,6 @@ def process_owner() -> str:
 
 def grant_key(owner: str) -> str:
     return GRANT_PREFIX + owner
-
-
-def consumption(holds: Mapping[str, Mapping[str, int]], limits: Mapping[str, int]) -> Devices:
-    """Devices of the limited classes that `holds` take from a grant."""
-    taken: Devices = {}
-    for devices in holds.values():
-        for device_class, count in devices.items():
-            if device_class in limits and count > 0:
-                taken[device_class] = taken.get(device_class, 0) + count
-    return taken
-
-
-@dataclass(frozen=True)
-class Flight:
-    """A write of the tenant's records in flight: what it stores for this process."""
-
-    taken: Devices  # all the grant the queued holders in it had taken
-    holds: Holds  # the queued holders it writes
-    size: Devices  # the grant it sets
-    expires_at: float  # the grant's lease it sets (wall clock)
-    limits: Mapping[str, int]  # the limits it was sized under
-
-
-@dataclass
-class Grant:
-    """One tenant's grant as this process knows it."""
-
-    size: Devices = field(default_factory=dict)  # as stored by this process's last write
-    expires_at: float = 0.0  # that write's lease (wall clock)
-    sized_under: Mapping[str, int] = field(default_factory=dict)  # that write's limits
-    used: Devices = field(default_factory=dict)  # taken by admissions not stored yet
-    queued: Holds = field(default_factory=dict)  # holders admitted, not stored yet
-    names: dict[str, str] = field(default_factory=dict)  # of queued holders, when known
-    flight: Flight | None = None
-    limits: dict[str, int] = field(default_factory=dict)  # the latest admission's
-    admitted: deque[tuple[float, Devices]] = field(default_factory=deque)  # (monotonic, taken)
-    last_admission: float | None = None  # monotonic
-    peak: Devices = field(default_factory=dict)  # the largest size since the tenant went busy
-    give_back: bool = False  # another process wants capacity: size 0 at the next flush
-    last_flush: float = 0.0  # monotonic time the last flush began
-    queued_since: float = 0.0  # monotonic time a holder was queued into an empty queue
-    retry_at: float = 0.0  # monotonic: no flush before (the last one failed)
-
-    def room(self, device_class: str) -> int:
-        """What an admission may still take now, whichever way a write in flight ends."""
-        cap = self.size.get(device_class, 0)
-        if self.flight is not None:
-            flight = self.flight
-            cap = min(cap, flight.taken.get(device_class, 0) + flight.size.get(device_class, 0))
-        return cap - self.used.get(device_class, 0)
-
-    def demand(self, now: float) -> Devices:
-        """Devices admitted per class in the last DEMAND_SECONDS (older entries dropped)."""
-        while self.admitted and self.admitted[0][0] <= now - DEMAND_SECONDS:
-            self.admitted.popleft()
-        total: Devices = {}
-        for _, taken in self.admitted:
-            for device_class, count in taken.items():
-                total[device_class] = total.get(device_class, 0) + count
-        return total
-
-    def record(self, now: float, taken: Devices) -> None:
-        self.admitted.append((now, taken))
-        self.last_admission = now
-
-    def standing(self, now: float) -> bool:
-        """Whether the tenant admitted anything in the last STANDING_SECONDS."""
-        return self.last_admission is not None and now - self.last_admission < STANDING_SECONDS
-
-    def flush_window_start(self) -> float:
-        """Queued holders are written FLUSH_INTERVAL after this: the first of them was queued,
-        or the last flush began (monotonic)."""
-        return max(self.last_flush, self.queued_since)
-
-    def holds_any(self) -> bool:
-        return any(self.size.values())
-
-    def is_empty(self, now: float) -> bool:
-        """Nothing to remember: no grant, nothing queued or in flight, no recent admission."""
-        return not (self.holds_any() or self.queued or self.flight or self.standing(now))
 
 
 class GrantBook:
@@ -278,7 +184,7 @@ class GrantBook:
             flight, grant.flight = grant.flight, None
             grant.size, grant.expires_at = flight.size, flight.expires_at
             grant.sized_under = flight.limits
-            grant.used = _minus(grant.used, flight.taken)
+            grant.used = minus(grant.used, flight.taken)
             grant.give_back = grant.give_back and bool(flight.size)
             for key, devices in flight.holds.items():
                 if grant.queued.get(key) == devices:
@@ -416,9 +322,3 @@ class GrantBook:
         if stored is not None and ends is not None and dict(stored.devices) == size:
             return ends if ends - now > RENEW_LEFT else now + LEASE_SECONDS
         return now + LEASE_SECONDS
-
-
-def _minus(devices: Mapping[str, int], taken: Mapping[str, int]) -> Devices:
-    return {c: n - taken.get(c, 0) for c, n in devices.items()} | {
-        c: -n for c, n in taken.items() if c not in devices
-    }

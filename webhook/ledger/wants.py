@@ -9,7 +9,7 @@ wanted TenantUsages (`wantwatch`) and, seeing another's want, gives its grant ba
 immediate flush (a process that writes anyway sizes its grant 0 while it sees the want), so
 the request is granted, or refused by real holders. Should that watch fail, a want is still
 answered by the holder's next write, at the latest when it goes idle
-(`grants.STANDING_SECONDS`)."""
+(`grantstate.STANDING_SECONDS`)."""
 
 from __future__ import annotations
 

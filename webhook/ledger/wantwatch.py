@@ -6,7 +6,7 @@ grants watches only the wanted TenantUsages (an `Informer` with that label selec
 API server sends nothing for the others): an object whose records carry another owner's
 live want makes the process give its grant of that tenant back at once
 (`grants.GrantBook.wanted`), instead of at its next write or when it goes idle
-(`grants.STANDING_SECONDS`). Only liveness rests on this watch: grants and holders stay
+(`grantstate.STANDING_SECONDS`). Only liveness rests on this watch: grants and holders stay
 within the limit whatever it sees, since every write is a compare-and-swap.
 """
 
