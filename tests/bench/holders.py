@@ -6,13 +6,21 @@ already holds. `pipeline.review` of /validate for Pods never seen before (the be
 under a new uid each time), and of one Pod re-admitted unchanged, at each level; the ratio
 is each level's new-Pod p50 against the same review with no holder, in the same run. The
 tenant's quota is raised out of the way: the figure is the cost, not a refusal.
+
+Beside each review, the same level's grant write as a cluster replica's flusher makes it
+(`webhook.ledger.grants`): the new holder admitted from the process's grant, then
+`GrantBook.plan` over the tenant's records, the TenantUsage encoded and its JSON body; the
+CPU it holds the webhook's serving loop for, without the HTTP round trip. It grows with the
+holders (one string of every holder is written), so its ratio is against the first level.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +32,11 @@ from webhook import pipeline
 from webhook.admission.review import parse_review
 from webhook.assembly import offline_context
 from webhook.kube.snapshot import load_state
+from webhook.ledger.accounting import Record, Records
+from webhook.ledger.grants import GrantBook
+from webhook.ledger.recordtext import Lines
 from webhook.ledger.sqlite import SqliteLedger
+from webhook.ledger.tenantusage import tenant_usage
 from webhook.policy.loading import load_policies
 from webhook.types import AdmissionRequest, PolicySet
 
@@ -82,10 +94,32 @@ def curve(levels: tuple[int, ...], iterations: int) -> list[dict[str, Any]]:
             rows.append(_measure(context, ledger, tenant, used, iterations))
             used += iterations * 2
         ledger.close()
-    base = rows[0]["new_pod"]["p50_us"]
+    base, write_base = rows[0]["new_pod"]["p50_us"], rows[0]["grant_write"]["p50_us"]
     for row in rows:
         row["new_pod_p50_ratio"] = round(row["new_pod"]["p50_us"] / base, 2)
+        row["grant_write_p50_ratio"] = round(row["grant_write"]["p50_us"] / write_base, 2)
     return rows
+
+
+def grant_write(holders: int, iterations: int) -> dict[str, Any]:
+    """A grant write's own CPU (`GrantBook.plan`, the TenantUsage and its JSON) as the
+    tenant holds `holders` one-GPU claims, each write storing one more holder."""
+    limits = {CLASS: 10**9}
+    records: Records = {f"claim:seed/c-{i}": Record({CLASS: 1}) for i in range(holders)}
+    book, stored = GrantBook("bench/1-000000"), [records]
+    lines: Lines = {}
+    count = itertools.count()
+
+    def write() -> None:
+        holds = {f"claim:new/c-{next(count)}": {CLASS: 1}}
+        if not book.admit("bench", holds, limits):  # the first, and once the grant is used
+            book.note("bench", holds, limits)
+        after, _ = book.plan("bench", stored[0], lambda folded: (folded, None))
+        json.dumps(tenant_usage("bench", after, "1", lines, now=time.time()))
+        book.settle("bench", True)
+        stored[0] = after
+
+    return summarize(sample(write, iterations))
 
 
 def _tenant(context: Any) -> str:
@@ -108,4 +142,5 @@ def _measure(
         "holders": holders,
         "new_pod": summarize(new_pod),
         "readmitted": summarize(readmit),
+        "grant_write": grant_write(holders, iterations),
     }

@@ -537,22 +537,28 @@ def _audit_table(rows: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def _cell(summary: dict[str, Any] | None) -> str:
+    """`p50 / p99` of a summary; empty for a report made before it was measured."""
+    return f"{summary['p50_us']} / {summary['p99_us']}" if summary else ""
+
+
 def _holders_table(levels: list[dict[str, Any]]) -> list[str]:
     if not levels:
         return []
     rows = [
         {
             "holders": level["holders"],
-            "new Pod p50/p99 µs": f"{level['new_pod']['p50_us']} / {level['new_pod']['p99_us']}",
-            "re-admitted p50/p99 µs": (
-                f"{level['readmitted']['p50_us']} / {level['readmitted']['p99_us']}"
-            ),
+            "new Pod p50/p99 µs": _cell(level["new_pod"]),
+            "re-admitted p50/p99 µs": _cell(level["readmitted"]),
             "new Pod p50 over the first level (x)": level["new_pod_p50_ratio"],
+            "grant write p50/p99 µs": _cell(level.get("grant_write")),
+            "grant write p50 over the first level (x)": level.get("grant_write_p50_ratio", ""),
         }
         for level in levels
     ]
     return [
-        "\n## One tenant's holders: a new Pod's /validate review (SQLite ledger)\n",
+        "\n## One tenant's holders: a new Pod's /validate review (SQLite ledger), and a grant"
+        " write's own CPU (cluster ledger)\n",
         _table(rows, list(rows[0])),
     ]
 
@@ -560,17 +566,13 @@ def _holders_table(levels: list[dict[str, Any]]) -> list[str]:
 def _gangs_table(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
-
-    def cell(summary: dict[str, Any]) -> str:
-        return f"{summary['p50_us']} / {summary['p99_us']}"
-
     table = [
         {
             "ledger": row["ledger"],
             "gang Pods": row["gang_pods"],
-            "gang's review p50/p99 µs": cell(row["gang"]),
-            "member Pod p50/p99 µs": cell(row["member_pod"]),
-            "ordinary Pod p50/p99 µs": cell(row["ordinary_pod"]),
+            "gang's review p50/p99 µs": _cell(row["gang"]),
+            "member Pod p50/p99 µs": _cell(row["member_pod"]),
+            "ordinary Pod p50/p99 µs": _cell(row["ordinary_pod"]),
             "member / ordinary p50 (x)": row["member_over_ordinary_p50"],
             "gang / ordinary p50 (x)": row["gang_over_ordinary_p50"],
         }

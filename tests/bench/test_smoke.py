@@ -78,7 +78,8 @@ def test_curves_and_targets(report: tuple[Path, dict]) -> None:  # type: ignore[
         assert pod["pss_mib"] == round(pod["master_pss_mib"] + pod["worker_pss_mib"], 1)
         assert pod["master_pss_mib"] > 0 and pod["worker_pss_mib"] > 0
     assert [level["holders"] > 0 for level in data["holders"]] == [True, True]
-    assert {"new_pod", "readmitted", "new_pod_p50_ratio"} <= data["holders"][0].keys()
+    measured = {"new_pod", "readmitted", "new_pod_p50_ratio", "grant_write"}
+    assert measured | {"grant_write_p50_ratio"} <= data["holders"][0].keys()
     assert [row["ledger"] for row in data["gangs"]] == ["memory", "sqlite"]
     gang_keys = {"gang", "member_pod", "ordinary_pod", "member_over_ordinary_p50"}
     assert gang_keys <= data["gangs"][0].keys()
