@@ -7,11 +7,13 @@ under a new uid each time), and of one Pod re-admitted unchanged, at each level;
 is each level's new-Pod p50 against the same review with no holder, in the same run. The
 tenant's quota is raised out of the way: the figure is the cost, not a refusal.
 
-Beside each review, the same level's grant write as a cluster replica's flusher makes it
-(`webhook.ledger.grants`): the new holder admitted from the process's grant, then
-`GrantBook.plan` over the tenant's records, the TenantUsage encoded and its JSON body; the
-CPU it holds the webhook's serving loop for, without the HTTP round trip. It grows with the
-holders (one string of every holder is written), so its ratio is against the first level.
+Beside each review, the same level's grant write as a cluster replica's flusher makes it:
+a holder admitted from the process's grant (`webhook.ledger.grants`), then
+`KubeLedger.flush` against a stand-in for the API server's side of the one TenantUsage,
+which encodes each write's body as JSON, as the client does, and answers it with a new
+resourceVersion. That is the CPU a flush holds the webhook's serving loop for, without the
+HTTP round trip. It grows with the holders (one string of every holder is written), so its
+ratio is against the first level.
 """
 
 from __future__ import annotations
@@ -23,18 +25,19 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import workload
-from timing import sample, summarize
+from timing import sample, summarize, timed
 
 from webhook import pipeline
 from webhook.admission.review import parse_review
 from webhook.assembly import offline_context
+from webhook.kube.api import KubeApi
 from webhook.kube.snapshot import load_state
-from webhook.ledger.accounting import Record, Records
+from webhook.ledger.accounting import Record
 from webhook.ledger.grants import GrantBook
-from webhook.ledger.recordtext import Lines
+from webhook.ledger.kube import KubeLedger
 from webhook.ledger.sqlite import SqliteLedger
 from webhook.ledger.tenantusage import tenant_usage
 from webhook.policy.loading import load_policies
@@ -101,25 +104,43 @@ def curve(levels: tuple[int, ...], iterations: int) -> list[dict[str, Any]]:
     return rows
 
 
-def grant_write(holders: int, iterations: int) -> dict[str, Any]:
-    """A grant write's own CPU (`GrantBook.plan`, the TenantUsage and its JSON) as the
-    tenant holds `holders` one-GPU claims, each write storing one more holder."""
-    limits = {CLASS: 10**9}
-    records: Records = {f"claim:seed/c-{i}": Record({CLASS: 1}) for i in range(holders)}
-    book, stored = GrantBook("bench/1-000000"), [records]
-    lines: Lines = {}
-    count = itertools.count()
+class TenantUsageServer:
+    """The API server's side of one tenant's TenantUsage, as far as a flush needs it: the
+    object as first read (the seeded holders), and each write's body encoded as the client
+    sends it (JSON) and answered with the next resourceVersion."""
 
-    def write() -> None:
+    def __init__(self, seeded: dict[str, Any]) -> None:
+        self.seeded, self.version = seeded, 1
+
+    def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> dict[str, Any]:
+        if method == "GET":
+            return self.seeded
+        json.dumps(body)
+        self.version += 1
+        return {"metadata": {"resourceVersion": str(self.version), "uid": "bench"}}
+
+
+def grant_write(holders: int, iterations: int, warmup: int = 20) -> dict[str, Any]:
+    """`KubeLedger.flush` of one holder admitted from the grant, as the tenant holds
+    `holders` one-GPU claims (and one more after each write). Writes are a pause apart, as
+    the flusher's are (at most two a second per tenant): a write right after another would
+    read the object first, which the flusher never has to."""
+    limits = {CLASS: 10**9}
+    seeded = tenant_usage(
+        "bench", {f"claim:seed/c-{i}": Record({CLASS: 1}) for i in range(holders)}, "1"
+    )
+    seeded["metadata"]["uid"] = "bench"
+    book = GrantBook("bench/1-000000")
+    ledger = KubeLedger(cast(KubeApi, TenantUsageServer(seeded)), grants=book)
+    samples, count, last = [], itertools.count(), 0.0
+    for _ in range(warmup + iterations):
         holds = {f"claim:new/c-{next(count)}": {CLASS: 1}}
         if not book.admit("bench", holds, limits):  # the first, and once the grant is used
             book.note("bench", holds, limits)
-        after, _ = book.plan("bench", stored[0], lambda folded: (folded, None))
-        json.dumps(tenant_usage("bench", after, "1", lines, now=time.time()))
-        book.settle("bench", True)
-        stored[0] = after
-
-    return summarize(sample(write, iterations))
+        time.sleep(0.001 + last)
+        last = timed(lambda: ledger.flush("bench"))
+        samples.append(last * 1e6)
+    return summarize(samples[warmup:])
 
 
 def _tenant(context: Any) -> str:

@@ -264,7 +264,7 @@ def _ledgers(results: dict[str, Any], targets: list[dict[str, Any]]) -> list[Row
         if "grant_write" in first:
             rows.append(
                 Row(
-                    f"a grant write's own CPU (plan, TenantUsage, JSON) as its tenant holds "
+                    f"a grant write's own CPU (`KubeLedger.flush`, no HTTP) as its tenant holds "
                     f"{first['holders']:,} / {last['holders']:,} claims: what it holds the "
                     "webhook's serving loop for (cluster ledger; `tests/bench/holders.py`)",
                     f"{first['grant_write']['p50_us'] / 1000:.3f} / "

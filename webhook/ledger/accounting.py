@@ -101,6 +101,7 @@ def reserve(
     now: float,
     pending_seconds: float = PENDING_SECONDS,
     names: Mapping[str, str] | None = None,
+    known_totals: Mapping[str, int] | None = None,
 ) -> Outcome:
     """`current` with `holds` set, unless a class that grows would pass its limit.
 
@@ -114,10 +115,16 @@ def reserve(
     `names` gives it one. A holder given negative counts is not set but drawn from
     (`is_draw`): lowered by what the call's other holders grow by, so a gang's Pod moves
     devices from the gang's reservation to its own holders in the same atomic step.
+
+    `known_totals`: `totals(current)`, when the caller keeps them (used while no lease has
+    ended; otherwise the live records are counted).
     """
-    current = live(current, now=now)
+    alive = live(current, now=now)
+    if known_totals is None or len(alive) != len(current):
+        known_totals = totals(alive)
+    current = alive
     change = changes(
-        current, totals(current), holds, limits, now=now, pending_seconds=pending_seconds,
+        current, known_totals, holds, limits, now=now, pending_seconds=pending_seconds,
         names=names,
     )  # fmt: skip
     if not change.granted:

@@ -141,9 +141,16 @@ class GrantBook:
 
     # ------------------------------------------------------------------ writes
 
-    def plan(self, tenant: str, records: Records, apply: Apply[T]) -> tuple[Records, T]:
-        """The records to write for the tenant: `records` as read, with the queued holders
-        in, this process's grant taken out for `apply` to use, then sized again.
+    def plan(
+        self,
+        tenant: str,
+        records: Records,
+        apply: Apply[T],
+        known_totals: Mapping[str, int] | None = None,
+    ) -> tuple[Records, T]:
+        """The records to write for the tenant: `records` as read (with their totals when
+        known), with the queued holders in, this process's grant taken out for `apply` to
+        use, then sized again.
 
         The write is registered as in flight before the lock is let go, so admissions meanwhile
         stay within both sizes; follow with exactly one `settle`.
@@ -152,7 +159,9 @@ class GrantBook:
             grant = self._grants.setdefault(tenant, Grant())
             now = self.clock()
             queued, taken = dict(grant.queued), dict(grant.used)
-            outcome = accounting.reserve(records, queued, {}, now=now, names=grant.names)
+            outcome = accounting.reserve(
+                records, queued, {}, now=now, names=grant.names, known_totals=known_totals
+            )
             folded, tally = outcome.records, outcome.totals
             mine = folded.pop(self.key, None)
             if mine is not None:

@@ -242,7 +242,7 @@ class KubeLedger:
         stored, fresh = (known, False) if known else (self._reread(tenant, deadline), True)
         attempt = 0
         while True:
-            records, answers = self._plan(tenant, stored.records, jobs)
+            records, answers = self._plan(tenant, stored, jobs)
             if records == stored.records:
                 self._settle_flight(tenant, landed=False)
                 if fresh:
@@ -257,13 +257,15 @@ class KubeLedger:
             stored, fresh = self._reread(tenant, deadline), True
 
     def _plan(
-        self, tenant: str, records: Records, jobs: Sequence[Job[Any]]
+        self, tenant: str, stored: Stored, jobs: Sequence[Job[Any]]
     ) -> tuple[Records, list[Answer]]:
         """The records to store and each job's answer; with grants, the book's plan around
         the jobs (a write it registers as in flight until `_settle_flight`)."""
         if self.grants is None:
-            return apply_in_order(records, jobs)
-        return self.grants.plan(tenant, records, lambda folded: apply_in_order(folded, jobs))
+            return apply_in_order(stored.records, jobs)
+        return self.grants.plan(
+            tenant, stored.records, lambda folded: apply_in_order(folded, jobs), stored.totals
+        )
 
     def _settle_flight(self, tenant: str, *, landed: bool | None) -> None:
         """Tell the book whether the planned write is stored (None: it may be)."""
@@ -342,8 +344,10 @@ class KubeLedger:
         return written
 
     def _put(self, tenant: str, records: Records, base: Stored, deadline: float) -> bool:
-        lines = dict(base.lines)
-        body = tenant_usage(tenant, records, base.resource_version, lines, now=self.clock())
+        lines, tally = dict(base.lines), accounting.totals(records)
+        body = tenant_usage(
+            tenant, records, base.resource_version, lines, now=self.clock(), totals=tally
+        )
         if base.uid:
             body["metadata"]["uid"] = base.uid
         began = time.monotonic()
@@ -366,7 +370,7 @@ class KubeLedger:
         # what was sent is what is stored (one string): no need to decode it back
         metadata = written["metadata"]
         self._known[tenant] = Stored(
-            records, str(metadata["resourceVersion"]), lines, str(metadata.get("uid", ""))
+            records, str(metadata["resourceVersion"]), lines, str(metadata.get("uid", "")), tally
         )
         ended = time.monotonic()
         self._last_write[tenant] = (ended, ended - began)

@@ -45,6 +45,7 @@ class Stored:
     resource_version: str | None  # None: the object does not exist yet
     lines: recordtext.Lines = field(default_factory=dict, compare=False)  # as stored
     uid: str = ""  # metadata.uid: a write based on this copy is refused for another object
+    totals: Mapping[str, int] | None = field(default=None, compare=False)  # of records, if known
 
 
 def stored_of(obj: Mapping[str, Any]) -> Stored:
@@ -73,12 +74,13 @@ def tenant_usage(
     lines: recordtext.Lines | None = None,
     *,
     now: float | None = None,
+    totals: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The object to write; raises recordtext.Unstorable when the records do not fit in it.
     `lines` (as `recordtext.encode`) spares formatting the records that did not change;
     with `now`, a live want among the records (read off the text's want lines) sets the
     WANTED_LABEL, which the processes holding grants watch (`wants`); a write without one
-    drops the label.
+    drops the label. `totals`: `accounting.totals(records)`, when the caller has them.
 
     Besides `spec.records`, `spec.holders` carries one holder, TOTALS_KEY, holding the totals
     per class: a replica of the version before (which reads only `holders`) sees the tenant's
@@ -100,6 +102,6 @@ def tenant_usage(
         "spec": {
             "tenant": tenant,
             "records": text,
-            "holders": {TOTALS_KEY: {"devices": accounting.totals(records)}},
+            "holders": {TOTALS_KEY: {"devices": dict(totals or accounting.totals(records))}},
         },
     }
