@@ -21,6 +21,8 @@ from ledger_contract import GPU
 from webhook.ledger.accounting import PENDING_SECONDS
 from webhook.ledger.kube import KubeLedger
 from webhook.ledger.memory import MemoryLedger
+from webhook.ledger.recordtext import Lines
+from webhook.ledger.tenantrecords import Rows
 from webhook.ledger.tenantusage import COLLECTION, object_name
 from webhook.types import FactsUnavailable, Reservation
 
@@ -319,7 +321,7 @@ def test_a_copy_of_another_object_with_the_same_name_is_refused(crd: Cluster, fr
     assert apply_step(ledger, "t", ("reserve", "a", 1, 8)) == Reservation(True)
     wait_for(lambda: not ledger._busy("t"), timeout=10, what="the last write long ago")
     current = ledger._known["t"]
-    ledger._known["t"] = replace(current, records={}, lines={}, uid="0000-another-object")
+    ledger._known["t"] = replace(current, rows=Rows({}), lines=Lines(), uid="0000-another-object")
     seen = len(ledger.api.log)
     assert apply_step(ledger, "t", ("reserve", "b", 1, 8)) == Reservation(True)
     assert ledger.api.log[seen:] == ["PUT 409", "GET", "PUT"]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 
-from webhook.ledger import grants, wants
+from webhook.ledger import accounting, grants, wants
 from webhook.ledger.accounting import Record, Records
-from webhook.ledger.grants import GrantBook
+from webhook.ledger.grants import Apply, GrantBook
 from webhook.ledger.grantstate import (
     DEMAND_SECONDS,
     FLUSH_INTERVAL,
@@ -17,10 +18,12 @@ from webhook.ledger.grantstate import (
     RENEW_LEFT,
     STANDING_SECONDS,
 )
+from webhook.ledger.tenantrecords import Rows
 
 GPU, MIG = "gpu.nvidia.com", "mig.nvidia.com"
 OWNER, OTHER = "replica-a/1-abc", "replica-b/2-def"
 MINE, THEIRS = grants.grant_key(OWNER), grants.grant_key(OTHER)
+T = TypeVar("T")
 
 
 class Clocks:
@@ -43,11 +46,24 @@ def keep(records: Records) -> tuple[Records, None]:
     return records, None
 
 
+def planned(book: GrantBook, records: Records, apply: Apply[T]) -> tuple[Records, T]:
+    """`GrantBook.plan` of tenant "t" on `records` as read: the records to write and what
+    `apply` answered. The totals the planned rows carry (stored with the write, and what the
+    grant was sized from) are always the recount of their records."""
+    rows, result = book.plan("t", Rows(records), apply)
+    assert _nonzero(rows.totals) == _nonzero(accounting.totals(rows.records)), rows.records
+    return rows.records, result
+
+
+def _nonzero(totals: dict[str, int]) -> dict[str, int]:
+    return {c: n for c, n in totals.items() if n}
+
+
 def stored_grant(book: GrantBook, clocks: Clocks, devices: dict[str, int]) -> None:
     """Give the book a stored grant of `devices`, as a landed write would."""
     for seed in ("claim:x/seed-1", "claim:x/seed-2"):
         book.note("t", {seed: {c: n // 2 or 1 for c, n in devices.items()}}, LIMITS)
-    written, _ = book.plan("t", {}, keep)
+    written, _ = planned(book, {}, keep)
     book.landed("t")
     assert written.get(MINE) is not None, "the seed admission sized no grant"
     grant = book._grants["t"]
@@ -155,8 +171,8 @@ def test_admissions_during_a_write_are_covered_however_it_ends(end: str, new_siz
     def sized(records: Records) -> tuple[Records, None]:
         return records, None
 
-    book._size = lambda grant, records, now, tally: {GPU: new_size} if new_size else {}  # type: ignore[method-assign]
-    book.plan("t", {}, sized)
+    book._size = lambda grant, rows, now: {GPU: new_size} if new_size else {}  # type: ignore[method-assign]
+    planned(book, {}, sized)
     during = sum(book.admit("t", {f"claim:a/d{i}": {GPU: 1}}, LIMITS) for i in range(8))
     assert during == min(2, new_size)  # min(old grant - taken, new size)
     ENDS[end](book)
@@ -173,7 +189,7 @@ def test_a_landed_write_takes_its_holders_off_the_queue() -> None:
     book = book_at(clocks)
     stored_grant(book, clocks, {GPU: 4})
     book.admit("t", {"claim:a/x": {GPU: 1}}, LIMITS)
-    written, _ = book.plan("t", {}, keep)
+    written, _ = planned(book, {}, keep)
     book.landed("t")
     assert "claim:a/x" in written and written["claim:a/x"].expires_at is not None
     assert book._grants["t"].queued == {}
@@ -186,7 +202,7 @@ def test_a_pods_name_is_shown_while_queued_and_written_with_its_holder() -> None
     stored_grant(book, clocks, {GPU: 4})
     assert book.admit("t", {"pod:u/gpu": {GPU: 1}}, LIMITS, names={"pod:u/gpu": "a/train-0"})
     assert book.overlay("t", {})["pod:u/gpu"].name == "a/train-0"
-    written, _ = book.plan("t", {}, keep)
+    written, _ = planned(book, {}, keep)
     book.landed("t")
     assert written["pod:u/gpu"].name == "a/train-0"
     assert book._grants["t"].names == {}
@@ -198,7 +214,7 @@ def test_a_holder_stored_by_someone_else_keeps_its_record() -> None:
     book = book_at(clocks)
     stored_grant(book, clocks, {GPU: 4})
     book.admit("t", {"claim:a/x": {GPU: 1}}, LIMITS)
-    written, _ = book.plan("t", {"claim:a/x": Record({GPU: 1})}, keep)
+    written, _ = planned(book, {"claim:a/x": Record({GPU: 1})}, keep)
     assert written["claim:a/x"] == Record({GPU: 1})
 
 
@@ -213,7 +229,7 @@ def sized_after(
     book.note("t", {}, {GPU: limit})  # an admission of no devices: sizes nothing
     if demand:
         book.note("t", {"claim:a/seed": {GPU: demand}}, {GPU: limit})
-    written, _ = book.plan("t", records, keep)
+    written, _ = planned(book, records, keep)
     mine = written.get(MINE)
     return mine.devices.get(GPU, 0) if mine is not None else 0
 
@@ -267,7 +283,7 @@ def test_the_write_deciding_a_first_admission_takes_a_grant_for_the_next() -> No
     clocks = Clocks()
     book = book_at(clocks)
     book.note("t", {"claim:a/x": {GPU: 1}}, {GPU: 100})
-    written, _ = book.plan("t", {}, keep)
+    written, _ = planned(book, {}, keep)
     book.landed("t")
     assert written[MINE].devices == {GPU: 2}
     assert book.admit("t", {"claim:a/y": {GPU: 1}}, {GPU: 100})
@@ -283,11 +299,11 @@ def test_a_grant_keeps_its_size_while_the_tenant_admits_then_goes_back() -> None
     book.note("t", {"claim:a/y": {GPU: 3}}, {GPU: 100})
     for advance, records in ((0.0, {}), (DEMAND_SECONDS + 0.01, {}), (1.0, holders(80))):
         clocks.advance(advance)
-        written, _ = book.plan("t", records, keep)
+        written, _ = planned(book, records, keep)
         book.landed("t")
         sizes.append(written[MINE].devices[GPU] if MINE in written else 0)
     clocks.advance(STANDING_SECONDS)
-    written, _ = book.plan("t", {}, keep)
+    written, _ = planned(book, {}, keep)
     assert sizes == [12, 12, 10]
     assert MINE not in written
 
@@ -300,7 +316,7 @@ def test_a_want_seen_on_the_watch_gives_the_grant_back_at_once() -> None:
     book.wanted("t")
     assert book.due() == ["t"], "due at once, flush interval or not"
     assert book.next_due_in() == 0.0
-    written, _ = book.plan("t", {}, keep)
+    written, _ = planned(book, {}, keep)
     assert MINE not in written and "claim:a/x" in written
     book.landed("t")
     assert not book._grants["t"].give_back, "given back: later writes size it as usual"
@@ -332,12 +348,12 @@ def test_a_want_during_a_write_that_sets_a_grant_gives_it_back_after() -> None:
     book = book_at(clocks)
     stored_grant(book, clocks, {GPU: 4})
     book.admit("t", {"claim:a/x": {GPU: 1}}, LIMITS)
-    written, _ = book.plan("t", {}, keep)
+    written, _ = planned(book, {}, keep)
     assert written[MINE].devices
     book.wanted("t")
     book.landed("t")
     assert book.due() == ["t"]
-    assert MINE not in book.plan("t", written, keep)[0]
+    assert MINE not in planned(book, written, keep)[0]
 
 
 def test_the_stored_grant_is_never_counted_as_used_by_the_plan() -> None:
@@ -350,7 +366,7 @@ def test_the_stored_grant_is_never_counted_as_used_by_the_plan() -> None:
         seen.append(records)
         return records, None
 
-    book.plan("t", {MINE: Record({GPU: 4}, clocks.wall + 50), **holders(1)}, look)
+    planned(book, {MINE: Record({GPU: 4}, clocks.wall + 50), **holders(1)}, look)
     assert MINE not in seen[0]
 
 
@@ -365,7 +381,7 @@ def test_an_unchanged_grant_is_renewed_only_near_its_end(left: float, renewed: b
     book.note("t", {"claim:a/x": {GPU: 1}}, {GPU: 10})
     book.note("t", {}, {GPU: 10})
     stored = {MINE: Record({GPU: 2}, clocks.wall + left)}
-    written, _ = book.plan("t", stored, keep)
+    written, _ = planned(book, stored, keep)
     assert (written == stored) is not renewed
     assert written[MINE].expires_at == pytest.approx(
         clocks.wall + (LEASE_SECONDS if renewed else left)
@@ -377,7 +393,7 @@ def test_a_closing_book_gives_every_grant_back() -> None:
     book = book_at(clocks)
     book.note("t", {"claim:a/x": {GPU: 1}}, {GPU: 10})
     book.closing = True
-    written, _ = book.plan("t", {MINE: Record({GPU: 2}, clocks.wall + 55)}, keep)
+    written, _ = planned(book, {MINE: Record({GPU: 2}, clocks.wall + 55)}, keep)
     assert MINE not in written
 
 
@@ -427,7 +443,7 @@ def test_a_queued_holder_is_due_once_the_flush_interval_passed() -> None:
     assert book.due() == []  # the seed's flush just began
     clocks.advance(FLUSH_INTERVAL * 1.01)
     assert book.due() == ["t"]
-    book.plan("t", {}, keep)
+    planned(book, {}, keep)
     assert book.due() == [], "not due while its write is in flight"
 
 
@@ -444,7 +460,7 @@ def test_the_first_holder_after_a_quiet_spell_waits_for_the_ones_after_it() -> N
     assert book.next_due_in() == pytest.approx(FLUSH_INTERVAL / 2), "the window is the first's"
     clocks.advance(FLUSH_INTERVAL / 2 + 0.001)
     assert book.due() == ["t"]
-    written, _ = book.plan("t", {}, keep)
+    written, _ = planned(book, {}, keep)
     assert {"claim:a/x", "claim:a/y"} <= set(written), "one write for both"
 
 
@@ -469,7 +485,7 @@ def test_the_flush_after_a_burst_sizes_the_grant_for_the_whole_burst() -> None:
         assert book.admit("t", {f"claim:a/c{i}": {GPU: 1}}, LIMITS)
     clocks.advance(FLUSH_INTERVAL * 1.01)
     assert book.due() == ["t"]
-    written, _ = book.plan("t", {}, keep)
+    written, _ = planned(book, {}, keep)
     assert written[MINE].devices[GPU] == 8, "twice the 4 devices of the burst it writes"
 
 
@@ -479,7 +495,7 @@ def test_an_idle_grant_is_due_to_be_given_back() -> None:
     stored_grant(book, clocks, {GPU: 4})
     book.admit("t", {"claim:a/x": {GPU: 1}}, LIMITS)
     book.admit("t", {"claim:a/y": {GPU: 1}}, LIMITS)
-    book.plan("t", {}, keep)
+    planned(book, {}, keep)
     book.landed("t")
     assert book._grants["t"].holds_any()
     assert book.due() == []
@@ -488,7 +504,7 @@ def test_an_idle_grant_is_due_to_be_given_back() -> None:
     assert book.next_due_in() == pytest.approx(0.5)
     clocks.advance(0.6)
     assert book.due() == ["t"]
-    assert MINE not in book.plan("t", {}, keep)[0], "idle for STANDING_SECONDS: given back"
+    assert MINE not in planned(book, {}, keep)[0], "idle for STANDING_SECONDS: given back"
 
 
 def test_a_failed_flush_waits_before_it_is_due_again() -> None:

@@ -70,19 +70,29 @@ def test_a_name_that_would_need_quoting_is_refused_not_written(
 
 
 def test_remembered_lines_format_only_the_records_that_changed() -> None:
-    """`lines` from a read is reused for the records kept; the text is the same either way."""
+    """`lines` from a read is reused for the records kept; the text is the same either way.
+    A record refused is not remembered: it is checked again however often it is written."""
     stored = {f"claim:a/{n}": Record({GPU: 1}, PENDING_AT) for n in range(3)}
-    lines: recordtext.Lines = {}
+    lines = recordtext.Lines()
     records = recordtext.decode(recordtext.encode(stored), lines=lines)
     records["claim:a/1"] = Record({GPU: 2})  # changed: a new Record, formatted again
     records["claim:a/9"] = Record({"x=y": 1})  # new, with a class that cannot be stored
-    with pytest.raises(Unstorable, match="'x=y'"):
-        recordtext.encode(records, lines=lines)
+    for _ in range(2):
+        with pytest.raises(Unstorable, match="'x=y'"):
+            recordtext.encode(records, lines=lines)
+    records["claim:a/8 x"] = Record({GPU: 1})  # a key that cannot be stored
     del records["claim:a/9"]
-    kept = dict(lines)
+    for _ in range(2):
+        with pytest.raises(Unstorable, match="'claim:a/8 x'"):
+            recordtext.encode(records, lines=lines)
+    del records["claim:a/8 x"]
+    kept = lines.copy()
     assert recordtext.encode(records, lines=lines) == recordtext.encode(records)
-    assert lines["claim:a/0"][1] is kept["claim:a/0"][1]  # the line as read, not re-made
-    assert lines["claim:a/1"][1] == f"claim:a/1 {GPU}=2\n"
+    assert lines.text["claim:a/0"] is kept.text["claim:a/0"]  # the line as read, not re-made
+    assert lines.text["claim:a/1"] == f"claim:a/1 {GPU}=2\n"
+    del records["claim:a/2"]
+    assert recordtext.encode(records, lines=lines) == recordtext.encode(records)
+    assert set(lines.records) == set(lines.text) == set(records), "dropped holders forgotten"
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,9 @@ def _random_rows(rng: random.Random, now: float) -> Rows:
         f"pod:{i}/gpu": Record({GPU: rng.randrange(3)}, rng.choice([None, now + 30, now - 1]))
         for i in range(rng.randrange(5))
     }
+    for owner in range(rng.randrange(3)):  # grants: leases, live or ended by `now`
+        ends = rng.choice([now - 1, now, now + 30])
+        records[f"grant:replica-{owner}"] = Record({GPU: rng.randrange(1, 3)}, ends)
     rows = Rows(records)
     for step in range(rng.randrange(3)):
         if rows.all_live(now):
@@ -53,3 +56,22 @@ def test_a_plan_on_kept_totals_is_what_reserve_decides_on_the_records(seed: int)
         written = {**{k: r for k, r in rows.records.items() if k not in plan.deletes}, **plan.puts}
         assert written == (outcome.records if plan.granted else rows.records)
         assert not plan.after.all_live(now) or live(plan.after.records, now=now) == left
+
+
+@pytest.mark.parametrize("seed", range(3), ids=[f"seed-{s}" for s in range(3)])
+def test_rows_keep_the_totals_of_their_records(seed: int) -> None:
+    """What a grant write stores as the tenant's totals and sizes the grant from: the totals
+    rows keep after a plan, a holder taken out (`without`) and a holder set are always the
+    recount of their records, and `totals_at` is the recount of the live ones."""
+    rng, now = random.Random(seed), 1000.0
+    for _ in range(2000):
+        rows = _random_rows(rng, now)
+        holds = {f"pod:{rng.randrange(6)}/gpu": {GPU: rng.randrange(4)}}
+        rows = rows.planned(holds, {}, now=now, pending_seconds=PENDING_SECONDS).after
+        rows = rows.without(rng.choice(["grant:replica-0", "grant:replica-1", "pod:0/gpu"]))
+        if rng.random() < 0.5:
+            rows = rows.with_changes({"grant:replica-0": Record({GPU: 2}, now + 30)})
+        assert _nonzero(rows.totals) == _nonzero(accounting.totals(rows.records))
+        alive = live(rows.records, now=now)
+        assert _nonzero(rows.totals_at(now)) == _nonzero(accounting.totals(alive))
+        assert not rows.all_live(now) or alive == rows.records

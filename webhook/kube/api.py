@@ -3,7 +3,11 @@
 The generated models of the `kubernetes` client are slow to build and rename fields
 (`device_class_name`); the engine wants the objects exactly as the API server sends them.
 So requests go through the client's configuration, auth and connection pool, but bodies are
-plain JSON.
+plain JSON. What the API server sends is read with orjson: a fifth of `json`'s time on a
+TenantUsage's one long string, and every watch event of the caches is read this way. It
+reads integers past 64 bits as floats, which is what the API server stores them as (it
+decodes a custom resource's numbers as int64 or float64), so nothing it sends is read
+differently.
 
 Relies on (checked with kubernetes 37.0.2; canaries: tests/canary/test_kubernetes.py):
 - `kubernetes.client.ApiClient.param_serialize`: builds a request (the generated APIs' helper).
@@ -21,6 +25,7 @@ import random
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import orjson
 import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -135,7 +140,7 @@ class KubeApi:
             response.response.release_conn()
         if not 200 <= response.status < 300:
             raise ApiError(response.status, _status_message(data), _continue_token(data))
-        decoded: dict[str, Any] = json.loads(data)
+        decoded: dict[str, Any] = orjson.loads(data)
         return decoded
 
     def watch(
@@ -253,7 +258,7 @@ class WatchStream:
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
                     if line.strip():
-                        yield json.loads(line)
+                        yield orjson.loads(line)
         except (urllib3.exceptions.HTTPError, OSError) as error:
             if not self.closed:
                 raise Unreachable(f"watch {self._path}: {error}") from error

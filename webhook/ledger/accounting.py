@@ -68,13 +68,10 @@ Records = dict[str, Record]
 
 @dataclass(frozen=True)
 class Outcome:
-    """Records after a reservation attempt; `granted` False leaves `records` unchanged.
-    `totals`: `totals(records)` when granted (worked out on the way: callers that go on
-    with the records need not walk them again)."""
+    """Records after a reservation attempt; `granted` False leaves `records` unchanged."""
 
     granted: bool
     records: Records = field(default_factory=dict)
-    totals: dict[str, int] = field(default_factory=dict)
 
 
 def usage_of(records: Mapping[str, Record]) -> dict[str, ClassUsage]:
@@ -101,7 +98,6 @@ def reserve(
     now: float,
     pending_seconds: float = PENDING_SECONDS,
     names: Mapping[str, str] | None = None,
-    known_totals: Mapping[str, int] | None = None,
 ) -> Outcome:
     """`current` with `holds` set, unless a class that grows would pass its limit.
 
@@ -115,21 +111,15 @@ def reserve(
     `names` gives it one. A holder given negative counts is not set but drawn from
     (`is_draw`): lowered by what the call's other holders grow by, so a gang's Pod moves
     devices from the gang's reservation to its own holders in the same atomic step.
-
-    `known_totals`: `totals(current)`, when the caller keeps them (used while no lease has
-    ended; otherwise the live records are counted).
     """
-    alive = live(current, now=now)
-    if known_totals is None or len(alive) != len(current):
-        known_totals = totals(alive)
-    current = alive
+    current = live(current, now=now)
     change = changes(
-        current, known_totals, holds, limits, now=now, pending_seconds=pending_seconds,
+        current, totals(current), holds, limits, now=now, pending_seconds=pending_seconds,
         names=names,
     )  # fmt: skip
     if not change.granted:
         return Outcome(False, current)
-    return Outcome(True, {**current, **change.changed}, change.totals)
+    return Outcome(True, {**current, **change.changed})
 
 
 @dataclass(frozen=True)

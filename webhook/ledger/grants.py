@@ -60,6 +60,7 @@ from webhook.ledger.grantstate import (
     consumption,
     minus,
 )
+from webhook.ledger.tenantrecords import Rows
 from webhook.ledger.wants import GRANT_PREFIX
 
 T = TypeVar("T")
@@ -141,16 +142,11 @@ class GrantBook:
 
     # ------------------------------------------------------------------ writes
 
-    def plan(
-        self,
-        tenant: str,
-        records: Records,
-        apply: Apply[T],
-        known_totals: Mapping[str, int] | None = None,
-    ) -> tuple[Records, T]:
-        """The records to write for the tenant: `records` as read (with their totals when
-        known), with the queued holders in, this process's grant taken out for `apply` to
-        use, then sized again.
+    def plan(self, tenant: str, rows: Rows, apply: Apply[T]) -> tuple[Rows, T]:
+        """The rows to write for the tenant: `rows` as read, with the queued holders in,
+        this process's grant taken out for `apply` to use, then sized again. Their totals
+        are moved along (`Rows`), so a write sizes the grant and stores the totals without
+        walking every holder.
 
         The write is registered as in flight before the lock is let go, so admissions meanwhile
         stay within both sizes; follow with exactly one `settle`.
@@ -159,18 +155,17 @@ class GrantBook:
             grant = self._grants.setdefault(tenant, Grant())
             now = self.clock()
             queued, taken = dict(grant.queued), dict(grant.used)
-            outcome = accounting.reserve(
-                records, queued, {}, now=now, names=grant.names, known_totals=known_totals
-            )
-            folded, tally = outcome.records, outcome.totals
-            mine = folded.pop(self.key, None)
-            if mine is not None:
-                accounting.move(tally, mine.devices, {})
-            after, result = apply(folded)
-            size = self._size(grant, after, now, tally if after is folded else None)
+            folded = rows.planned(
+                queued, {}, now=now, pending_seconds=accounting.PENDING_SECONDS, names=grant.names
+            ).after
+            mine = folded.records.get(self.key)
+            folded = folded.without(self.key)
+            records, result = apply(folded.records)
+            after = folded if records is folded.records else Rows(records)
+            size = self._size(grant, after, now)
             expires = self._lease(grant, mine, size, now)
             if size:
-                after = {**after, self.key: Record(size, expires)}
+                after = after.with_changes({self.key: Record(size, expires)})
             grant.flight = Flight(taken, queued, size, expires, dict(grant.limits))
             grant.last_flush = self.monotonic()
             return after, result
@@ -296,24 +291,21 @@ class GrantBook:
             return False
         return not grant.standing(now)
 
-    def _size(
-        self, grant: Grant, records: Records, now: float, tally: Mapping[str, int] | None
-    ) -> Devices:
+    def _size(self, grant: Grant, rows: Rows, now: float) -> Devices:
         """Twice the recent demand per limited class, at least the largest size since the
         tenant went busy (a standing grant), at most half of what is left free; nothing once
-        it is idle, while another process wants capacity back, or while shutting down.
-        `tally`: the totals of `records`, all live, when known (None: they are counted)."""
+        it is idle, while another process wants capacity back, or while shutting down."""
         mono = self.monotonic()
         if (
             self.closing
             or grant.give_back
             or not grant.standing(mono)
-            or wants.others_want(records, self.owner, now)
+            or wants.others_want(rows.lease_records(), self.owner, now)
         ):
             grant.peak = {}
             return {}
         demand = grant.demand(mono)
-        live = tally if tally is not None else accounting.totals(accounting.live(records, now=now))
+        live = rows.totals_at(now)
         size: Devices = {}
         for device_class, limit in grant.limits.items():
             free = limit - live.get(device_class, 0)

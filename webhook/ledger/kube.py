@@ -43,6 +43,7 @@ from webhook.ledger.batch import Answer, Change, GroupCommit, Job, OutOfTime, ap
 from webhook.ledger.flusher import Flusher
 from webhook.ledger.grantloops import GrantLoops
 from webhook.ledger.grants import GrantBook
+from webhook.ledger.tenantrecords import Rows
 from webhook.ledger.tenantusage import COLLECTION, Stored, object_name, stored_of, tenant_usage
 from webhook.ledger.wantwatch import WantWatch
 from webhook.types import ClassUsage, Deadline, FactsUnavailable, Reservation
@@ -242,13 +243,13 @@ class KubeLedger:
         stored, fresh = (known, False) if known else (self._reread(tenant, deadline), True)
         attempt = 0
         while True:
-            records, answers = self._plan(tenant, stored, jobs)
-            if records == stored.records:
+            rows, answers = self._plan(tenant, stored, jobs)
+            if rows.records == stored.records:
                 self._settle_flight(tenant, landed=False)
                 if fresh:
                     settle(jobs, answers)
                     return
-            elif self._write_if_current(tenant, records, stored, deadline):
+            elif self._write_if_current(tenant, rows, stored, deadline):
                 settle(jobs, answers)
                 return
             else:  # lost the race: back off before re-reading
@@ -258,14 +259,13 @@ class KubeLedger:
 
     def _plan(
         self, tenant: str, stored: Stored, jobs: Sequence[Job[Any]]
-    ) -> tuple[Records, list[Answer]]:
-        """The records to store and each job's answer; with grants, the book's plan around
+    ) -> tuple[Rows, list[Answer]]:
+        """The rows to store and each job's answer; with grants, the book's plan around
         the jobs (a write it registers as in flight until `_settle_flight`)."""
-        if self.grants is None:
-            return apply_in_order(stored.records, jobs)
-        return self.grants.plan(
-            tenant, stored.records, lambda folded: apply_in_order(folded, jobs), stored.totals
-        )
+        if self.grants is not None:
+            return self.grants.plan(tenant, stored.rows, lambda rows: apply_in_order(rows, jobs))
+        records, answers = apply_in_order(stored.records, jobs)
+        return (stored.rows if records is stored.records else Rows(records)), answers
 
     def _settle_flight(self, tenant: str, *, landed: bool | None) -> None:
         """Tell the book whether the planned write is stored (None: it may be)."""
@@ -317,15 +317,13 @@ class KubeLedger:
         except ApiError as error:
             if error.status != 404:
                 raise FactsUnavailable(f"ledger read for {tenant!r}: {error}") from error
-            return Stored({}, None)
+            return Stored(Rows({}), None)
         except Unreachable as error:
             raise FactsUnavailable(f"ledger read for {tenant!r}: {error}") from error
         return stored_of(obj)
 
-    def _write_if_current(
-        self, tenant: str, records: Records, base: Stored, deadline: float
-    ) -> bool:
-        """Write `records` if the object is still at `base`'s version; False on a conflict.
+    def _write_if_current(self, tenant: str, rows: Rows, base: Stored, deadline: float) -> bool:
+        """Write `rows` if the object is still at `base`'s version; False on a conflict.
 
         Whatever the outcome, the copy this process knows is replaced (by the written object)
         or dropped, so no later write starts from a version known to be stale; and the book
@@ -333,7 +331,7 @@ class KubeLedger:
         """
         self._known.pop(tenant, None)
         try:
-            written = self._put(tenant, records, base, deadline)
+            written = self._put(tenant, rows, base, deadline)
         except recordtext.Unstorable:
             self._settle_flight(tenant, landed=False)  # nothing was sent
             raise
@@ -343,10 +341,10 @@ class KubeLedger:
         self._settle_flight(tenant, landed=written)
         return written
 
-    def _put(self, tenant: str, records: Records, base: Stored, deadline: float) -> bool:
-        lines, tally = dict(base.lines), accounting.totals(records)
+    def _put(self, tenant: str, rows: Rows, base: Stored, deadline: float) -> bool:
+        lines = base.lines.copy()
         body = tenant_usage(
-            tenant, records, base.resource_version, lines, now=self.clock(), totals=tally
+            tenant, rows.records, base.resource_version, lines, now=self.clock(), totals=rows.totals
         )
         if base.uid:
             body["metadata"]["uid"] = base.uid
@@ -370,7 +368,7 @@ class KubeLedger:
         # what was sent is what is stored (one string): no need to decode it back
         metadata = written["metadata"]
         self._known[tenant] = Stored(
-            records, str(metadata["resourceVersion"]), lines, str(metadata.get("uid", "")), tally
+            rows, str(metadata["resourceVersion"]), lines, str(metadata.get("uid", ""))
         )
         ended = time.monotonic()
         self._last_write[tenant] = (ended, ended - began)

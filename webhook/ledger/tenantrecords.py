@@ -1,10 +1,12 @@
-"""One tenant's holders with their totals kept: what both local ledgers reserve on.
+"""One tenant's holders with their totals kept: what every ledger reserves and writes on.
 
 A reservation checks only the classes it grows against totals kept from one change to the
 next, so a new holder among thousands costs a copy of the table, not a walk of every holder.
 The records are shared by later reads: nothing may change them (`accounting` builds new
 records and never changes those it is given). The memory ledger keeps one `Rows` per
-tenant; the SQLite ledger keeps the rows it decoded per connection (`sqliterows`).
+tenant; the SQLite ledger keeps the rows it decoded per connection (`sqliterows`); the
+cluster ledger keeps the rows it last read or wrote per tenant (`tenantusage.Stored`), and a
+grant write plans on them (`grants.GrantBook.plan`).
 """
 
 from __future__ import annotations
@@ -21,26 +23,35 @@ class Rows:
     """One tenant's decoded rows as read once, and what follows from them alone.
 
     Shared by later reads: callers must not change `records` (`accounting` builds new
-    records and never changes those it is given) and get copies of `usage`. `live_until`
-    may be earlier than the first expiry (never later): rows then take the longer way.
+    records and never changes those it is given) and get copies of `usage`. The totals and
+    the keys of the leases are worked out when first asked, then moved along by each change.
     """
 
     def __init__(
         self,
         records: Records,
         totals: dict[str, int] | None = None,
-        live_until: float | None = None,
+        leases: frozenset[str] | None = None,
     ) -> None:
         self.records = records
-        if live_until is None:
-            live_until = accounting.lease_end(records)
-        self._live_until = live_until
         if totals is not None:
             self.__dict__["totals"] = totals
+        if leases is not None:
+            self.__dict__["leases"] = leases
 
     def all_live(self, now: float) -> bool:
         """Whether no lease has ended by `now` (`accounting.live` would keep all)."""
-        return now < self._live_until
+        return not self.leases or now < accounting.lease_end(self.lease_records())
+
+    @functools.cached_property
+    def leases(self) -> frozenset[str]:
+        """The keys of the leases among the holders (grants, wants): a few among thousands,
+        all that decides whether every holder is live and whether another process wants
+        capacity back."""
+        return frozenset(k for k in self.records if accounting.is_lease(k))
+
+    def lease_records(self) -> Records:
+        return {key: self.records[key] for key in self.leases}
 
     @functools.cached_property
     def usage(self) -> dict[str, ClassUsage]:
@@ -53,6 +64,13 @@ class Rows:
             return dict(self.usage)
         return accounting.usage_of(accounting.live(self.records, now=now))
 
+    def totals_at(self, now: float) -> dict[str, int]:
+        """The devices that count against the quota at `now`, per class: ended leases left
+        out. Shared while `all_live`: callers must not change it."""
+        if self.all_live(now):
+            return self.totals
+        return accounting.totals(accounting.live(self.records, now=now))
+
     @functools.cached_property
     def totals(self) -> dict[str, int]:
         """`accounting.totals(records)`, kept from one write to the next (`with_changes`)."""
@@ -62,13 +80,22 @@ class Rows:
         """These rows with `changed` set, their totals and first expiry moved, not recounted:
         a new holder among thousands costs a copy of the table, not a walk of every holder."""
         totals = dict(self.totals)
-        live_until = self._live_until
         for key, record in changed.items():
             known = self.records.get(key)
             accounting.move(totals, known.devices if known is not None else {}, record.devices)
-            if record.expires_at is not None and accounting.is_lease(key):
-                live_until = min(live_until, record.expires_at)
-        return Rows({**self.records, **changed}, totals, live_until)
+        added = [key for key in changed if accounting.is_lease(key)]
+        return Rows({**self.records, **changed}, totals, self.leases.union(added))
+
+    def without(self, key: str) -> Rows:
+        """These rows without the holder `key`, their totals moved, not recounted."""
+        known = self.records.get(key)
+        if known is None:
+            return self
+        totals = dict(self.totals)
+        accounting.move(totals, known.devices, {})
+        records = dict(self.records)
+        del records[key]
+        return Rows(records, totals, self.leases - {key})
 
     def planned(
         self,

@@ -16,6 +16,7 @@ from typing import Any
 
 from webhook.ledger import accounting, recordtext, wants
 from webhook.ledger.accounting import Records
+from webhook.ledger.tenantrecords import Rows
 
 GROUP, VERSION, PLURAL = "dragate.io", "v1alpha1", "tenantusages"
 COLLECTION = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
@@ -39,20 +40,24 @@ def object_name(tenant: str) -> str:
 
 @dataclass(frozen=True)
 class Stored:
-    """A TenantUsage as read: its records and the resourceVersion to write against."""
+    """A TenantUsage as read or written: its rows (records with their totals kept) and the
+    resourceVersion to write against."""
 
-    records: Records
+    rows: Rows
     resource_version: str | None  # None: the object does not exist yet
-    lines: recordtext.Lines = field(default_factory=dict, compare=False)  # as stored
+    lines: recordtext.Lines = field(default_factory=recordtext.Lines, compare=False)  # as stored
     uid: str = ""  # metadata.uid: a write based on this copy is refused for another object
-    totals: Mapping[str, int] | None = field(default=None, compare=False)  # of records, if known
+
+    @property
+    def records(self) -> Records:
+        return self.rows.records
 
 
 def stored_of(obj: Mapping[str, Any]) -> Stored:
-    lines: recordtext.Lines = {}
+    lines = recordtext.Lines()
     metadata = obj["metadata"]
-    records = records_of(obj, lines)
-    return Stored(records, str(metadata["resourceVersion"]), lines, str(metadata.get("uid", "")))
+    rows = Rows(records_of(obj, lines))
+    return Stored(rows, str(metadata["resourceVersion"]), lines, str(metadata.get("uid", "")))
 
 
 def records_of(obj: Mapping[str, Any], lines: recordtext.Lines | None = None) -> Records:
