@@ -74,4 +74,4 @@ def test_rows_keep_the_totals_of_their_records(seed: int) -> None:
         assert _nonzero(rows.totals) == _nonzero(accounting.totals(rows.records))
         alive = live(rows.records, now=now)
         assert _nonzero(rows.totals_at(now)) == _nonzero(accounting.totals(alive))
-        assert not rows.all_live(now) or alive == rows.records
+        assert rows.all_live(now) is (alive == rows.records)

@@ -77,7 +77,7 @@ class Rows:
         return accounting.totals(self.records)
 
     def with_changes(self, changed: Records) -> Rows:
-        """These rows with `changed` set, their totals and first expiry moved, not recounted:
+        """These rows with `changed` set, their totals and lease keys moved, not recounted:
         a new holder among thousands costs a copy of the table, not a walk of every holder."""
         totals = dict(self.totals)
         for key, record in changed.items():
