@@ -29,6 +29,12 @@ GPU = "gpu.nvidia.com"
 MakeLedger = Callable[[], Ledger]
 
 
+def nonzero(totals: Mapping[str, int]) -> dict[str, int]:
+    """Totals per class without the classes at 0: kept totals keep a class that went back
+    to 0, a recount has none."""
+    return {c: n for c, n in totals.items() if n}
+
+
 class Clock:
     """Wall time the test moves by hand."""
 

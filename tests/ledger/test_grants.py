@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
+from ledger_contract import nonzero
 
 from webhook.ledger import accounting, grants, wants
 from webhook.ledger.accounting import Record, Records
@@ -51,12 +52,8 @@ def planned(book: GrantBook, records: Records, apply: Apply[T]) -> tuple[Records
     `apply` answered. The totals the planned rows carry (stored with the write, and what the
     grant was sized from) are always the recount of their records."""
     rows, result = book.plan("t", Rows(records), apply)
-    assert _nonzero(rows.totals) == _nonzero(accounting.totals(rows.records)), rows.records
+    assert nonzero(rows.totals) == nonzero(accounting.totals(rows.records)), rows.records
     return rows.records, result
-
-
-def _nonzero(totals: dict[str, int]) -> dict[str, int]:
-    return {c: n for c, n in totals.items() if n}
 
 
 def stored_grant(book: GrantBook, clocks: Clocks, devices: dict[str, int]) -> None:

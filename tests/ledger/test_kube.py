@@ -9,11 +9,11 @@ from __future__ import annotations
 import copy
 import random
 import threading
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from ledger_contract import nonzero
 
 from webhook.kube.api import ApiError, KubeApi
 from webhook.ledger import accounting
@@ -147,7 +147,7 @@ def test_every_write_stores_the_totals_of_the_holders_it_stores(seed: int) -> No
             continue
         kept = stored["spec"]["holders"][TOTALS_KEY]["devices"]
         counted = accounting.totals(records_of(stored))
-        assert _nonzero(kept) == _nonzero(counted), f"step {step}"
+        assert nonzero(kept) == nonzero(counted), f"step {step}"
         assert counted.get(GPU, 0) <= limit
 
 
@@ -157,7 +157,3 @@ def _reserving(holder: str, limit: int, now: float) -> Change[Reservation]:
         return outcome.records, Reservation(outcome.granted)
 
     return change
-
-
-def _nonzero(totals: Mapping[str, int]) -> dict[str, int]:
-    return {c: n for c, n in totals.items() if n}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from ledger_contract import GPU
+from ledger_contract import GPU, nonzero
 
 from webhook.ledger import accounting
 from webhook.ledger.accounting import PENDING_SECONDS, Record, live, usage_of
@@ -30,10 +30,6 @@ def _random_rows(rng: random.Random, now: float) -> Rows:
     return rows
 
 
-def _nonzero(totals: dict[str, int]) -> dict[str, int]:
-    return {c: n for c, n in totals.items() if n}
-
-
 @pytest.mark.parametrize("seed", range(3), ids=[f"seed-{s}" for s in range(3)])
 def test_a_plan_on_kept_totals_is_what_reserve_decides_on_the_records(seed: int) -> None:
     """Rows plan a reservation from the totals they keep while every holder is live, and by
@@ -51,7 +47,7 @@ def test_a_plan_on_kept_totals_is_what_reserve_decides_on_the_records(seed: int)
         assert plan.granted is outcome.granted, (rows.records, holds, limits)
         left = plan.after.records if plan.granted else live(plan.after.records, now=now)
         assert left == outcome.records
-        assert _nonzero(plan.after.totals) == _nonzero(accounting.totals(plan.after.records))
+        assert nonzero(plan.after.totals) == nonzero(accounting.totals(plan.after.records))
         assert plan.reservation().usage == usage_of(outcome.records)
         written = {**{k: r for k, r in rows.records.items() if k not in plan.deletes}, **plan.puts}
         assert written == (outcome.records if plan.granted else rows.records)
@@ -71,7 +67,7 @@ def test_rows_keep_the_totals_of_their_records(seed: int) -> None:
         rows = rows.without(rng.choice(["grant:replica-0", "grant:replica-1", "pod:0/gpu"]))
         if rng.random() < 0.5:
             rows = rows.with_changes({"grant:replica-0": Record({GPU: 2}, now + 30)})
-        assert _nonzero(rows.totals) == _nonzero(accounting.totals(rows.records))
+        assert nonzero(rows.totals) == nonzero(accounting.totals(rows.records))
         alive = live(rows.records, now=now)
-        assert _nonzero(rows.totals_at(now)) == _nonzero(accounting.totals(alive))
+        assert nonzero(rows.totals_at(now)) == nonzero(accounting.totals(alive))
         assert rows.all_live(now) is (alive == rows.records)
