@@ -84,7 +84,8 @@ class Rows:
             known = self.records.get(key)
             accounting.move(totals, known.devices if known is not None else {}, record.devices)
         added = [key for key in changed if accounting.is_lease(key)]
-        return Rows({**self.records, **changed}, totals, self.leases.union(added))
+        leases = self.leases.union(added) if added else self.leases
+        return Rows({**self.records, **changed}, totals, leases)
 
     def without(self, key: str) -> Rows:
         """These rows without the holder `key`, their totals moved, not recounted."""
