@@ -90,7 +90,7 @@ CASES = {
     "claim-32-selectors": (claim(1, selectors=SELECTORS), None),
     "claim-33-selectors": (
         claim(1, selectors=SELECTORS + 1),
-        f"requests[0].selectors has {SELECTORS + 1} items",
+        f"requests[0].exactly.selectors has {SELECTORS + 1} items",
     ),
     "claim-8-alternatives": (claim(1, alternatives=ALTERNATIVES), None),
     "claim-9-alternatives": (

@@ -1,4 +1,4 @@
-"""Remembered template specs are exactly what normalizing gives, whatever came before.
+"""Remembered template and claim specs are exactly what normalizing gives, whatever came before.
 
 Every answer is compared with the uncached function: for one object alone, after a look-alike
 was remembered (values `==` conflates, values JSON text conflates), after the object changed
@@ -17,11 +17,14 @@ from typing import Any
 import pytest
 from builders import V1, V1BETA1, exact, first_available, request, template
 
+from webhook.engine import normalize
 from webhook.engine.contentmemo import (
+    CLAIM_SPECS,
     MAX_CONTENT_BYTES,
     MAX_ENTRIES,
     ContentMemo,
 )
+from webhook.engine.contentmemo import claim_spec as _claim_spec
 from webhook.engine.contentmemo import remembered as _remembered
 from webhook.engine.contentmemo import template_spec as _template_spec
 from webhook.engine.normalize import ObjectError, template_claim_spec
@@ -33,6 +36,10 @@ MEMOS = Memos()  # the tables of one policy set, shared by this module's tests
 
 def template_spec(template: Object, label: str) -> ClaimSpec:
     return _template_spec(template, label, MEMOS)
+
+
+def claim_spec(claim: Object, label: str) -> ClaimSpec:
+    return _claim_spec(claim, label, MEMOS)
 
 
 def remembered() -> int:
@@ -116,6 +123,31 @@ def test_the_answer_is_normalizing_s_first_and_again(name: str) -> None:
     expected = _answer(template_claim_spec, obj, "pod claim 'c'")
     assert _answer(template_spec, obj, "pod claim 'c'") == expected
     assert _answer(template_spec, copy.deepcopy(obj), "pod claim 'c'") == expected
+
+
+def _as_claim(template: Object) -> Object:
+    """The template's claim spec as a ResourceClaim's `spec`."""
+    outer = template.get("spec")
+    inner = outer.get("spec") if isinstance(outer, dict) else outer
+    return {**template, "kind": "ResourceClaim", "spec": inner}
+
+
+CLAIM_SHAPES = {name: _as_claim(obj) for name, obj in SHAPES.items()}
+
+
+@pytest.mark.parametrize("name", CLAIM_SHAPES, ids=list(CLAIM_SHAPES))
+def test_a_claim_s_answer_is_normalizing_s_first_and_again(name: str) -> None:
+    obj = CLAIM_SHAPES[name]
+    expected = _answer(normalize.claim_spec, obj, "the claim")
+    assert _answer(claim_spec, obj, "the claim") == expected
+    assert _answer(claim_spec, copy.deepcopy(obj), "the claim") == expected
+
+
+def test_a_claim_and_a_template_of_one_spec_answer_each_as_normalizing() -> None:
+    template = SHAPES["v1"]
+    assert template_spec(template, "c") == template_claim_spec(template, "c")
+    assert claim_spec(_as_claim(template), "c") == normalize.claim_spec(_as_claim(template), "c")
+    assert _remembered(MEMOS) == 1 and _remembered(MEMOS, CLAIM_SPECS) == 1
 
 
 LOOKALIKES = [
@@ -265,6 +297,16 @@ def test_a_randomized_corpus_answers_as_normalizing_does(seed: int) -> None:
     for obj in corpus + rng.sample(corpus, len(corpus)):  # cold, then warm in another order
         label = rng.choice(["pod claim 'a'", "pod claim 'b'"])
         assert _answer(template_spec, obj, label) == _answer(template_claim_spec, obj, label)
+
+
+@pytest.mark.parametrize("seed", range(2), ids=[f"seed-{s}" for s in range(2)])
+def test_a_randomized_corpus_of_claims_answers_as_normalizing_does(seed: int) -> None:
+    corpus = [_as_claim(obj) for obj in _corpus(seed + 100, 300)]
+    rng = random.Random(seed)
+    for obj in corpus + rng.sample(corpus, len(corpus)):
+        assert _answer(claim_spec, obj, "the claim") == _answer(
+            normalize.claim_spec, obj, "the claim"
+        )
 
 
 def test_threads_sharing_the_table_agree_with_normalizing() -> None:

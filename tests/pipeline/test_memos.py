@@ -1,11 +1,11 @@
 """Reviews answered with every memo warm are the reviews answered with every memo cold.
 
-One Context is shared by a corpus of requests (Pods of one workload, missing and malformed
-templates, infeasible claims, legacy Pods that are rewritten, a policy reload, a template and
-a DeviceClass changed in place of the old ones); each verdict is compared with the one a fresh
-Context gives after the process-wide memos (template specs, rule results, Pod shapes) are
-emptied. The ledger is fresh for each request on both sides: what it holds is its own tests'
-concern.
+One Context is shared by a corpus of requests (Pods of one workload, claims alike, missing
+and malformed templates and claims, infeasible claims, legacy Pods that are rewritten, a
+policy reload, a template and a DeviceClass changed in place of the old ones); each verdict
+is compared with the one a fresh Context gives after the policy set's memos (template and
+claim specs, rule results, Pod and claim shapes) are emptied. The ledger is fresh for each
+request on both sides: what it holds is its own tests' concern.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import replace
 import pytest
 from builders import V1BETA1, claim, exact, first_available, namespace, pod, request, template
 
-from webhook.engine import podshapes
+from webhook.engine import claimshapes, podshapes
 from webhook.kube.inventorysource import InventorySource
 from webhook.kube.snapshot import SnapshotState
 from webhook.ledger.memory import MemoryLedger
@@ -169,6 +169,13 @@ OBJECTS: list[Object] = [
     {**pod("malformed"), "spec": {"resourceClaims": {"gpu": "one"}}},
     claim(request(exact(count=2, selectors=(SOME_MEMORY,)))),
     claim(request(exact(count=5)), name="too-many"),
+    *(claim(request(exact(count=1)), name=f"alike-{i}") for i in range(3)),
+    claim(request(exact(count=1)), name="forbidden"),
+    claim(request(exact(count=1), V1BETA1), name="flat-claim", version=V1BETA1),
+    claim(request(exact(admin=True)), name="admin-claim"),
+    claim(request(exact(count="two")), name="malformed-claim"),  # type: ignore[arg-type]
+    claim(request(exact(device_class="tpu.example.com")), name="unknown-class"),
+    template(request(exact(count=2)), name="made-here"),
     _legacy("legacy-1", 1),
     _legacy("legacy-4", 4),
     _legacy("legacy-9", 9),
@@ -232,7 +239,7 @@ def test_warm_reviews_answer_as_cold_ones_through_a_reload_and_changed_objects()
     current = {"policies": POLICIES["loaded"]}
     shared = _context(lambda: current["policies"], STATE)
     state: SnapshotState = shared.state  # type: ignore[assignment]
-    remembered: dict[str, int] = {}
+    remembered: dict[tuple[str, str], int] = {}
     for (phase, changes), answers in zip(PHASES, expected, strict=True):
         current["policies"] = POLICIES[phase]
         for changed in changes:
@@ -240,10 +247,11 @@ def test_warm_reviews_answer_as_cold_ones_through_a_reload_and_changed_objects()
         pairs = zip(REQUESTS, answers, strict=True)
         for _, (review, answer) in itertools.product(range(2), list(pairs)):
             assert _warm(review, shared) == answer, (phase, changes, review.name)
-        remembered[phase] = max(
-            remembered.get(phase, 0), podshapes.remembered(POLICIES[phase].memos)
-        )
-    assert remembered["request-only"] > 0  # the Pod shapes were answered from memory
+        for table in (podshapes, claimshapes):
+            key = (phase, table.__name__)
+            remembered[key] = max(remembered.get(key, 0), table.remembered(POLICIES[phase].memos))
+    assert remembered["request-only", podshapes.__name__] > 0  # Pod shapes answered from memory
+    assert remembered["request-only", claimshapes.__name__] > 0  # and claims' findings
 
 
 def test_the_corpus_is_judged_in_more_than_one_way() -> None:

@@ -9,9 +9,9 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from builders import exact, request, template
+from builders import claim, exact, request, template
 
-from webhook.engine import contentmemo, podshapes, rules
+from webhook.engine import claimshapes, contentmemo, podshapes, rules
 from webhook.engine.heldmemo import HeldMemo
 from webhook.engine.normalize import template_claim_spec
 from webhook.engine.podshapes import Findings, PodShape
@@ -21,6 +21,7 @@ from webhook.types import PolicySet
 from webhook.types.memos import Memos, Slot
 
 TEMPLATE = template(request(exact(count=2)))
+CLAIM = claim(request(exact(count=2)))
 POD = {
     "apiVersion": "v1",
     "kind": "Pod",
@@ -34,6 +35,16 @@ HELD = (object(), object(), object())
 def _template_spec(policies: PolicySet) -> int:
     contentmemo.template_spec(TEMPLATE, "c", policies.memos)
     return contentmemo.remembered(policies.memos)
+
+
+def _claim_spec(policies: PolicySet) -> int:
+    contentmemo.claim_spec(CLAIM, "c", policies.memos)
+    return contentmemo.remembered(policies.memos, contentmemo.CLAIM_SPECS)
+
+
+def _claim_shape(policies: PolicySet) -> int:
+    policies.memos.of(claimshapes.SHAPES).put("key", HELD, Findings((), ()))
+    return claimshapes.remembered(policies.memos)
 
 
 def _pod_shape(policies: PolicySet) -> int:
@@ -54,7 +65,9 @@ def _pod_spec_edits(policies: PolicySet) -> int:
 
 TABLES: dict[str, tuple[Slot[Any], Callable[[PolicySet], int]]] = {
     "template-specs": (contentmemo.TEMPLATE_SPECS, _template_spec),
+    "claim-specs": (contentmemo.CLAIM_SPECS, _claim_spec),
     "pod-shapes": (podshapes.SHAPES, _pod_shape),
+    "claim-shapes": (claimshapes.SHAPES, _claim_shape),
     "rule-results": (rules.RESULTS, _rule_results),
     "pod-spec-edits": (podedits.EDITS, _pod_spec_edits),
 }

@@ -1,12 +1,13 @@
-"""Normalized ResourceClaimTemplates remembered by the content they are read from.
+"""Normalized claim specs remembered by the content they are read from.
 
-Every Pod of a workload names the same few templates, so without a memo each review would
-normalize the same content again (a tenth of a `/validate` review). The answer depends only
-on the template's `apiVersion` and `spec` and on the caller's label, so it is remembered per
-(apiVersion, label, the spec's JSON text): content, never identity, so the Pods of many
-Deployments and the managed templates a rewrite builds anew per request share an entry, and a
-template changed in any way (a new resourceVersion or not) misses. (A Pod's own spec is not
-remembered: writing it as JSON and comparing it costs more than reading its claims.)
+Every Pod of a workload names the same few templates, and the claims made from a template are
+alike, so without a memo each review would normalize the same content again (a tenth of a
+`/validate` review). The answer depends only on the object's `apiVersion` and `spec` and on
+the caller's label, so it is remembered per (apiVersion, label, the spec's JSON text), a table
+for templates and one for claims: content, never identity, so the Pods of many Deployments and
+the managed templates a rewrite builds anew per request share an entry, and an object changed
+in any way (a new resourceVersion or not) misses. (A Pod's own spec is not remembered: writing
+it as JSON and comparing it costs more than reading its claims.)
 
 JSON text tells apart what `==` conflates (1, 1.0 and True), and `==` tells apart what JSON
 text conflates (NaN, infinities and None all become `null`; a tuple reads like a list): a
@@ -17,9 +18,9 @@ remembered as its path and message and raised anew, so a malformed object is as 
 again; any other exception is not remembered.
 
 Each table is bounded (entries, bytes, and the size of content worth remembering), owned by
-the policy set under which the content was reviewed (`TEMPLATE_SPECS`, a slot of its `memos`),
-and shared by the threads of a process: a lost race normalizes twice and stores the same
-answer.
+the policy set under which the content was reviewed (`TEMPLATE_SPECS` and `CLAIM_SPECS`,
+slots of its `memos`), and shared by the threads of a process: a lost race normalizes twice
+and stores the same answer.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from webhook.engine import normalize
 from webhook.engine.normalize import ObjectError, template_claim_spec
 from webhook.types import ClaimSpec, Object
 from webhook.types.memos import Memos, Slot
@@ -116,19 +118,34 @@ def _key(besides: Hashable, content: Any) -> Key | None:
 
 
 TEMPLATE_SPECS: Slot[ContentMemo[ClaimSpec]] = Slot("template specs", ContentMemo[ClaimSpec])
+CLAIM_SPECS: Slot[ContentMemo[ClaimSpec]] = Slot("claim specs", ContentMemo[ClaimSpec])
 
 
 def template_spec(template: Object, label: str, memos: Memos) -> ClaimSpec:
     """`normalize.template_claim_spec(template, label)`, remembered by content in `memos`."""
-    api_version = template.get("apiVersion", "")
+    return _by_content(TEMPLATE_SPECS, template, label, memos, template_claim_spec)
+
+
+def claim_spec(claim: Object, label: str, memos: Memos) -> ClaimSpec:
+    """`normalize.claim_spec(claim, label)`, remembered by content in `memos`: the claims
+    made from one template (a workload's) are alike."""
+    return _by_content(CLAIM_SPECS, claim, label, memos, normalize.claim_spec)
+
+
+def _by_content(
+    slot: Slot[ContentMemo[ClaimSpec]],
+    obj: Object,
+    label: str,
+    memos: Memos,
+    read: Callable[[Object, str], ClaimSpec],
+) -> ClaimSpec:
+    """`read(obj, label)`, which reads only the object's `apiVersion` and `spec`."""
+    api_version = obj.get("apiVersion", "")
     if type(api_version) is not str:
-        return template_claim_spec(template, label)
-    content = template.get("spec")
-    return memos.of(TEMPLATE_SPECS).get(
-        (api_version, label), content, lambda: template_claim_spec(template, label)
-    )
+        return read(obj, label)
+    return memos.of(slot).get((api_version, label), obj.get("spec"), lambda: read(obj, label))
 
 
-def remembered(memos: Memos) -> int:
-    """Template specs remembered now in `memos` (tests check the bound)."""
-    return len(memos.of(TEMPLATE_SPECS))
+def remembered(memos: Memos, slot: Slot[ContentMemo[ClaimSpec]] = TEMPLATE_SPECS) -> int:
+    """Specs remembered now in `memos` (tests check the bound)."""
+    return len(memos.of(slot))

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 
-from webhook.engine import normalize, podshapes, quota, rules
+from webhook.engine import claimshapes, normalize, podshapes, published, quota, rules
 from webhook.engine.adminlabel import admin_label_reasons
-from webhook.engine.contentmemo import template_spec
+from webhook.engine.contentmemo import claim_spec, template_spec
 from webhook.engine.counting import (
     devices_by_class,
     holder_key,
@@ -21,7 +21,6 @@ from webhook.engine.counting import (
     pod_name,
 )
 from webhook.engine.extended import EXTENDED_CLAIM, pod_special_claim
-from webhook.engine.extended import LABEL as EXTENDED_LABEL
 from webhook.engine.gangs import pod_gang
 from webhook.engine.normalize import ClaimRef
 from webhook.engine.podshapes import Findings, PodShape
@@ -30,10 +29,8 @@ from webhook.engine.rules import RuleInputs
 from webhook.engine.tenancy import namespace_labels
 from webhook.engine.violations import audit_of, is_violation, warnings_of
 from webhook.types import (
-    ALL_MODE_DEVICES,
     Action,
     AdmissionRequest,
-    AllocationMode,
     ClaimSpec,
     Deadline,
     Decision,
@@ -48,8 +45,6 @@ from webhook.types.records import record
 CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod"})
 """Kinds whose creation is judged here (besides Namespaces' labels); `pipeline.scope.handles`
 decides which requests reach `evaluate` at all."""
-BINDING_POLICY = "binding-conditions"
-"""The policy named in the warning for a request only devices with binding conditions meet."""
 
 
 @record
@@ -109,10 +104,9 @@ def _judged(
 ) -> Judged:
     if request.kind == "Pod":
         return _pod_judged(request, policies, facts, deadline)
-    claims = _own_claims(request)
+    claims = _own_claims(request, policies)
     specs = [claim.spec for claim in claims]
-    inputs = _rule_inputs(request, policies, facts, deadline)
-    found = _claim_findings(request, policies, facts, specs, inputs)
+    found = _claim_shape(request, policies, facts, specs, deadline)
     unknown = tuple(_unknown_classes(specs, facts, policies.settings.feasibility))
     return claims, [], Findings(found.before, (*found.after, *unknown)) if unknown else found
 
@@ -130,14 +124,35 @@ def _unknown_classes(
         yield from unknown_classes(spec.requests, facts.device_classes)
 
 
-def _own_claims(request: AdmissionRequest) -> list[JudgedClaim]:
+def _own_claims(request: AdmissionRequest, policies: PolicySet) -> list[JudgedClaim]:
     obj = request.object or {}
     if request.kind == "ResourceClaim":
-        spec = normalize.claim_spec(obj, "the claim")
+        spec = claim_spec(obj, "the claim", policies.memos)  # by content
         return [JudgedClaim.of(spec, holder_key(obj), holder_pod_name(obj))]
     if request.kind == "ResourceClaimTemplate":
-        return [JudgedClaim.of(normalize.template_claim_spec(obj, "the template"), None)]
+        return [JudgedClaim.of(template_spec(obj, "the template", policies.memos), None)]
     return []
+
+
+def _claim_shape(
+    request: AdmissionRequest,
+    policies: PolicySet,
+    facts: Facts,
+    specs: Sequence[ClaimSpec],
+    deadline: Deadline | None,
+) -> Findings:
+    """A claim's or template's findings, remembered for its alike claims when every rule
+    reads only the request (`claimshapes`)."""
+    near = rules.near(deadline)
+    shapes = policies.memos.of(claimshapes.SHAPES)
+    key, held = claimshapes.shape_key(request, tuple(specs), facts)
+    found = None if near else shapes.get(key, held)
+    if found is None:
+        inputs = _rule_inputs(request, policies, facts, deadline)
+        found = _claim_findings(request, policies, facts, specs, inputs)
+        if not near and not rules.near(deadline) and podshapes.request_only(specs, policies):
+            shapes.put(key, held, found)
+    return found
 
 
 def _pod_judged(
@@ -228,44 +243,14 @@ def _claim_findings(
                 tenant=tenant,
                 namespace_labels=labels,
                 inputs=inputs,
-                prefix=_prefix(spec),
+                prefix=published.prefix(spec),
             )
     after = [
-        *_all_mode_insight(specs, facts),
-        *_feasibility_findings(specs, facts, policies.settings.feasibility),
-        *_binding_findings(specs, facts),
+        *published.all_mode_insight(specs, facts),
+        *published.feasibility_findings(specs, facts, policies.settings.feasibility),
+        *published.binding_findings(specs, facts),
     ]
     return Findings(tuple(before), tuple(after))
-
-
-def _prefix(spec: ClaimSpec) -> str:
-    """What precedes a request's name in messages: nothing for the object's own claim."""
-    return f"{spec.label}, " if spec.label.startswith(("pod claim", EXTENDED_LABEL)) else ""
-
-
-def _feasibility_findings(
-    specs: Sequence[ClaimSpec], facts: Facts, action: Action | None
-) -> Iterator[Finding]:
-    if action is None or facts.feasibility is None:
-        return
-    tenant = _tenant_name(facts)
-    for spec in specs:
-        for message in facts.feasibility(spec):
-            reason = Reason(
-                policy="feasibility", message=f"{_prefix(spec)}{message}", tenant=tenant
-            )
-            yield Finding(action, reason)
-
-
-def _binding_findings(specs: Sequence[ClaimSpec], facts: Facts) -> Iterator[Finding]:
-    """Requests the Pod will wait on the driver for: always a warning, never a denial (the
-    Pod is admitted and scheduled; it binds late), whatever `Settings.feasibility` says."""
-    if facts.binding is None:
-        return
-    for spec in specs:
-        for message in facts.binding(spec):
-            reason = Reason(policy=BINDING_POLICY, message=f"{_prefix(spec)}{message}")
-            yield Finding(Action.WARN, reason)
 
 
 def _rule_inputs(
@@ -303,26 +288,6 @@ def _quota_findings(
     own = frozenset(claim.holder for claim in claims if claim.holder is not None)
     for reason in quota.total_reasons(tenant, totals, facts.usage, replaced, own):
         yield Finding(tenant.enforcement, reason)
-
-
-def _all_mode_insight(specs: Sequence[ClaimSpec], facts: Facts) -> Iterator[Finding]:
-    """A warning, never a charge: what an `All` request would really get in this cluster.
-
-    Quota charges `All` as ResourceQuota does (32); the published devices only inform.
-    """
-    for spec in specs:
-        for leaf in (leaf for r in spec.requests for leaf in r.leaves()):
-            if leaf.allocation_mode != AllocationMode.ALL:
-                continue
-            published = facts.class_capacity.get(leaf.device_class)
-            if published is None:
-                continue
-            message = (
-                f"{_prefix(spec)}request {leaf.name!r}: allocationMode All is charged "
-                f"{ALL_MODE_DEVICES} {leaf.device_class} devices (as ResourceQuota); "
-                f"{published} published devices match the class"
-            )
-            yield Finding(Action.WARN, Reason(policy="quota", message=message))
 
 
 def _already_held(

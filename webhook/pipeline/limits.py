@@ -28,6 +28,7 @@ from webhook.types.kubelimits import (
 POLICY = "dragate/kubernetes-limits"
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 CLAIM_SPECS = {"ResourceClaim": ("spec",), "ResourceClaimTemplate": ("spec", "spec")}
+EXACTLY_LISTS = {"selectors": DEVICE_SELECTORS_MAX}
 
 
 def refusal(request: AdmissionRequest) -> Verdict | None:
@@ -57,28 +58,26 @@ def problems(kind: str, obj: Mapping[str, Any]) -> Iterator[str]:
 
 
 def _claim_problems(obj: Mapping[str, Any], spec_path: tuple[str, ...]) -> Iterator[str]:
+    """(Paths are written only for a list found too long: most claims break no limit.)"""
     devices = _at(obj, (*spec_path, "devices"))
     prefix = ".".join((*spec_path, "devices"))
-    for field, limit in CLAIM_LISTS.items():
-        yield from _too_many(devices.get(field), limit, f"{prefix}.{field}")
+    yield from _too_many(devices, CLAIM_LISTS, prefix)
     requests = devices.get("requests")
     for i, item in enumerate(requests if isinstance(requests, list) else ()):
-        yield from _request_problems(item, f"{prefix}.requests[{i}]")
+        if isinstance(item, Mapping):
+            path = f"{prefix}.requests[{i}]"
+            yield from _too_many(item, REQUEST_LISTS, path)
+            yield from _too_many(item.get("exactly"), EXACTLY_LISTS, f"{path}.exactly")
 
 
-def _request_problems(item: Any, path: str) -> Iterator[str]:
-    if not isinstance(item, Mapping):
+def _too_many(where: Any, limits: Mapping[str, int], path: str) -> Iterator[str]:
+    """Each list of `where` named in `limits` that holds more items than its limit."""
+    if not isinstance(where, Mapping):
         return
-    exact = item.get("exactly")
-    for where, fields in ((item, REQUEST_LISTS), (exact, {"selectors": DEVICE_SELECTORS_MAX})):
-        if isinstance(where, Mapping):
-            for field, limit in fields.items():
-                yield from _too_many(where.get(field), limit, f"{path}.{field}")
-
-
-def _too_many(value: Any, limit: int, path: str) -> Iterator[str]:
-    if isinstance(value, list) and len(value) > limit:
-        yield f"{path} has {len(value)} items, at most {limit} are allowed"
+    for field, limit in limits.items():
+        value = where.get(field)
+        if isinstance(value, list) and len(value) > limit:
+            yield f"{path}.{field} has {len(value)} items, at most {limit} are allowed"
 
 
 def _duplicate_containers(obj: Mapping[str, Any], kind: str) -> Iterator[str]:
