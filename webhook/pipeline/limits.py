@@ -58,13 +58,14 @@ def problems(kind: str, obj: Mapping[str, Any]) -> Iterator[str]:
 
 
 def _claim_problems(obj: Mapping[str, Any], spec_path: tuple[str, ...]) -> Iterator[str]:
-    """(Paths are written only for a list found too long: most claims break no limit.)"""
+    """Paths are written only for a list found too long: most claims break no limit. The
+    object is decoded JSON, tested with `isinstance` of `dict` as `_mappings` explains."""
     devices = _at(obj, (*spec_path, "devices"))
     prefix = ".".join((*spec_path, "devices"))
     yield from _too_many(devices, CLAIM_LISTS, prefix)
     requests = devices.get("requests")
     for i, item in enumerate(requests if isinstance(requests, list) else ()):
-        if isinstance(item, Mapping):
+        if isinstance(item, dict):
             path = f"{prefix}.requests[{i}]"
             yield from _too_many(item, REQUEST_LISTS, path)
             yield from _too_many(item.get("exactly"), EXACTLY_LISTS, f"{path}.exactly")
@@ -72,7 +73,7 @@ def _claim_problems(obj: Mapping[str, Any], spec_path: tuple[str, ...]) -> Itera
 
 def _too_many(where: Any, limits: Mapping[str, int], path: str) -> Iterator[str]:
     """Each list of `where` named in `limits` that holds more items than its limit."""
-    if not isinstance(where, Mapping):
+    if not isinstance(where, dict):
         return
     for field, limit in limits.items():
         value = where.get(field)
@@ -120,8 +121,8 @@ def _mappings(root: Any) -> Iterator[dict[str, Any]]:
 def _at(obj: Mapping[str, Any], path: tuple[str, ...]) -> Mapping[str, Any]:
     node: Any = obj
     for key in path:
-        node = node.get(key) if isinstance(node, Mapping) else None
-    return node if isinstance(node, Mapping) else {}
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else {}
 
 
 def stored_size(obj: Mapping[str, Any]) -> int | None:
