@@ -10,81 +10,44 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import Any
 
 import pytest
 from builders import V1BETA1, claim, exact, namespace, request, template
+from shape_support import (
+    DENIES_EVERY_COUNT,
+    DENY_UNKNOWN,
+    NO_CAPACITY,
+    NO_FEASIBILITY,
+    OTHER_TEAM,
+    READS_OBJECT,
+    REQUEST_ONLY,
+    TEAM,
+    feasible,
+    forget,
+    infeasible,
+)
 
 from webhook.engine import claimshapes, contentmemo, evaluate, rules
-from webhook.engine.cel import GUARD_SECONDS, compile_expression
+from webhook.engine.cel import GUARD_SECONDS
 from webhook.types import (
     ADMIN_ACCESS_LABEL,
-    Action,
     AdmissionRequest,
     ClaimSpec,
     ClassUsage,
     Deadline,
     DeadlineExceeded,
     Decision,
-    DeviceClassPolicy,
     Facts,
     Holder,
     Object,
     Operation,
     PolicySet,
-    QuotaLimit,
-    Settings,
     Tenant,
-    Validation,
 )
 
-VARIABLES = ("request", "object", "oldObject", "namespace", "tenant", "operation", "userInfo")
-TEAM = Tenant(
-    "team-a",
-    namespaces=frozenset({"team-a", "team-a-2"}),
-    admin_access=True,
-    quota=(QuotaLimit("gpu.nvidia.com", max_devices=4, max_devices_per_claim=2),),
-)
-OTHER_TEAM = replace(TEAM, name="team-b", namespaces=frozenset({"team-b"}))
 GPU_CLASS = {"gpu.nvidia.com": {"metadata": {"name": "gpu.nvidia.com"}}}
 OTHER_CLASS = {"tpu.example.com": {"metadata": {"name": "tpu.example.com"}}}
-
-
-def _rule(expression: str, message: str) -> Validation:
-    program = compile_expression(expression, variables=VARIABLES)
-    return Validation(expression, message, Action.DENY, program)
-
-
-def _class_policy(*validations: Validation) -> DeviceClassPolicy:
-    return DeviceClassPolicy("rules", frozenset({"gpu.nvidia.com"}), validations=validations)
-
-
-SETTINGS = Settings(feasibility=Action.DENY)
-REQUEST_ONLY = PolicySet(
-    tenants=(TEAM, OTHER_TEAM),
-    class_policies=(_class_policy(_rule("request.count <= 1", "one GPU")),),
-    settings=SETTINGS,
-)
-READS_OBJECT = PolicySet(
-    tenants=(TEAM,),
-    class_policies=(_class_policy(_rule("object.metadata.name != 'forbidden'", "name")),),
-    settings=SETTINGS,
-)
-DENIES_EVERY_COUNT = replace(
-    REQUEST_ONLY, class_policies=(_class_policy(_rule("request.count < 1", "no GPU")),)
-)  # the same tenant objects, other class policies
-DENY_UNKNOWN = replace(REQUEST_ONLY, settings=replace(SETTINGS, deny_unknown_namespaces=True))
-NO_FEASIBILITY = replace(REQUEST_ONLY, settings=replace(SETTINGS, feasibility=None))
-NO_CAPACITY: Mapping[str, int] = MappingProxyType({})
-
-
-def _infeasible(spec: ClaimSpec) -> Sequence[str]:
-    return ("no node has such a GPU",)
-
-
-def _feasible(spec: ClaimSpec) -> Sequence[str]:
-    return ()
 
 
 @dataclass(frozen=True)
@@ -94,7 +57,7 @@ class Judgment:
     obj: Object
     policies: PolicySet = REQUEST_ONLY
     labels: dict[str, str] = field(default_factory=dict)
-    feasibility: Callable[[ClaimSpec], Sequence[str]] | None = _feasible
+    feasibility: Callable[[ClaimSpec], Sequence[str]] | None = feasible
     usage: dict[str, ClassUsage] = field(default_factory=dict)
     tenant: Tenant | None = TEAM
     classes: Mapping[str, Object] = field(default_factory=lambda: GPU_CLASS)
@@ -146,7 +109,7 @@ CASES = [  # id, second judgment, whether its cold answer differs from FIRST's
     ("another tenant", Judgment(_claim(ns="team-b"), tenant=OTHER_TEAM), True),
     ("other policies, the same tenant", replace(FIRST, policies=DENIES_EVERY_COUNT), True),
     ("a rule that reads the object", replace(FIRST, policies=READS_OBJECT), False),
-    ("another feasibility", replace(FIRST, feasibility=_infeasible), True),
+    ("another feasibility", replace(FIRST, feasibility=infeasible), True),
     (
         "the tenant's usage moved: quota is per claim",
         replace(FIRST, usage={"gpu.nvidia.com": ClassUsage(4, (Holder("other", 4),))}),
@@ -181,18 +144,13 @@ FIRSTS = (
 
 @pytest.fixture(autouse=True)
 def _cold() -> Iterator[None]:
-    _forget()
+    forget()
     yield
-    _forget()
-
-
-def _forget() -> None:
-    for policies in (REQUEST_ONLY, READS_OBJECT, DENIES_EVERY_COUNT, DENY_UNKNOWN, NO_FEASIBILITY):
-        policies.memos.forget()
+    forget()
 
 
 def _cold_answer(judgment: Judgment) -> Decision:
-    _forget()
+    forget()
     return judgment.judge()
 
 
@@ -209,7 +167,7 @@ def test_remembered_findings_answer_as_a_cold_judgment(
 ) -> None:
     expected = _cold_answer(second)
     assert (expected != _cold_answer(first)) is differs
-    _forget()
+    forget()
     first.judge()
     assert claimshapes.remembered(first.policies.memos) == (first is not MALFORMED_FIRST)
     assert second.judge() == expected

@@ -8,80 +8,44 @@ cold answer must differ from the first one (so the case tests what it names).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import Any
 
 import pytest
 from builders import exact, namespace, pod, request, template
+from shape_support import (
+    DENIES_EVERY_COUNT,
+    DENY_UNKNOWN,
+    NO_CAPACITY,
+    READS_OBJECT,
+    REQUEST_ONLY,
+    TEAM,
+    feasible,
+    forget,
+    infeasible,
+)
 
 from webhook.engine import evaluate, podshapes, rules
-from webhook.engine.cel import GUARD_SECONDS, compile_expression
+from webhook.engine.cel import GUARD_SECONDS
 from webhook.types import (
     ADMIN_ACCESS_LABEL,
-    Action,
     AdmissionRequest,
     ClaimSpec,
     ClassUsage,
     Deadline,
     DeadlineExceeded,
     Decision,
-    DeviceClassPolicy,
     Facts,
     Holder,
     Operation,
     PolicySet,
-    QuotaLimit,
-    Settings,
     Tenant,
-    Validation,
 )
 
-VARIABLES = ("request", "object", "oldObject", "namespace", "tenant", "operation", "userInfo")
-TEAM = Tenant(
-    "team-a",
-    namespaces=frozenset({"team-a", "team-a-2"}),
-    admin_access=True,
-    quota=(QuotaLimit("gpu.nvidia.com", max_devices=4, max_devices_per_claim=2),),
-)
-
-
-def _rule(expression: str, message: str) -> Validation:
-    program = compile_expression(expression, variables=VARIABLES)
-    return Validation(expression, message, Action.DENY, program)
-
-
-def _class_policy(*validations: Validation) -> DeviceClassPolicy:
-    return DeviceClassPolicy("rules", frozenset({"gpu.nvidia.com"}), validations=validations)
-
-
-SETTINGS = Settings(feasibility=Action.DENY)
-REQUEST_ONLY = PolicySet(
-    tenants=(TEAM,),
-    class_policies=(_class_policy(_rule("request.count <= 1", "one GPU")),),
-    settings=SETTINGS,
-)
-READS_OBJECT = PolicySet(
-    tenants=(TEAM,),
-    class_policies=(_class_policy(_rule("object.metadata.name != 'forbidden'", "name")),),
-    settings=SETTINGS,
-)
-DENIES_EVERY_COUNT = replace(
-    REQUEST_ONLY, class_policies=(_class_policy(_rule("request.count < 1", "no GPU")),)
-)  # the same tenant object, other class policies
-NO_CAPACITY: Mapping[str, int] = MappingProxyType({})
 ONE = template(request(exact(count=1)), name="gpu")
 TWO = template(request(exact(count=2)), name="gpu")
 ADMIN = template(request(exact(admin=True)), name="gpu")
-
-
-def _infeasible(spec: ClaimSpec) -> Sequence[str]:
-    return ("no node has such a GPU",)
-
-
-def _feasible(spec: ClaimSpec) -> Sequence[str]:
-    return ()
 
 
 @dataclass(frozen=True)
@@ -92,7 +56,7 @@ class Judgment:
     policies: PolicySet = REQUEST_ONLY
     templates: dict[str, Any] = field(default_factory=lambda: {"gpu": ONE})
     labels: dict[str, str] = field(default_factory=dict)
-    feasibility: Callable[[ClaimSpec], Sequence[str]] = _feasible
+    feasibility: Callable[[ClaimSpec], Sequence[str]] = feasible
     usage: dict[str, ClassUsage] = field(default_factory=dict)
     tenant: Tenant | None = TEAM
 
@@ -138,7 +102,7 @@ CASES = [  # id, second judgment, whether its cold answer differs from FIRST's
     ("another namespace of the tenant", Judgment(_pod(ns="team-a-2")), False),
     ("other policies, the same tenant", replace(FIRST, policies=DENIES_EVERY_COUNT), True),
     ("a rule that reads the object", replace(FIRST, policies=READS_OBJECT), False),
-    ("another feasibility", replace(FIRST, feasibility=_infeasible), True),
+    ("another feasibility", replace(FIRST, feasibility=infeasible), True),
     (
         "the tenant's usage moved: quota is per Pod",
         replace(FIRST, usage={"gpu.nvidia.com": ClassUsage(4, (Holder("other", 4),))}),
@@ -150,7 +114,6 @@ ADMIN_CASES = [
     ("the admin-access label removed", replace(ADMIN_FIRST, labels={}), True),
     ("the admin-access label kept", ADMIN_FIRST, False),
 ]
-DENY_UNKNOWN = replace(REQUEST_ONLY, settings=replace(SETTINGS, deny_unknown_namespaces=True))
 LOST_FIRST = Judgment(_pod(ns="lost-1"), policies=DENY_UNKNOWN, tenant=None)
 LOST_CASES = [  # the denial names the namespace
     ("another namespace of no tenant", replace(LOST_FIRST, obj=_pod(ns="lost-2")), True),
@@ -159,18 +122,13 @@ LOST_CASES = [  # the denial names the namespace
 
 @pytest.fixture(autouse=True)
 def _cold() -> Iterator[None]:
-    _forget()
+    forget()
     yield
-    _forget()
-
-
-def _forget() -> None:
-    for policies in (REQUEST_ONLY, READS_OBJECT, DENIES_EVERY_COUNT, DENY_UNKNOWN):
-        policies.memos.forget()
+    forget()
 
 
 def _cold_answer(judgment: Judgment) -> Decision:
-    _forget()
+    forget()
     return _judged(judgment)
 
 
@@ -191,7 +149,7 @@ def test_a_remembered_shape_answers_as_a_cold_judgment(
 ) -> None:
     expected = _cold_answer(second)
     assert (expected != _cold_answer(first)) is differs
-    _forget()
+    forget()
     first.judge()
     assert podshapes.remembered(first.policies.memos) == 1
     assert _judged(second) == expected
