@@ -12,7 +12,7 @@ claims make one key. What reads the claim itself (its holder, its charges, quota
 DeviceClasses of the moment (classes the cluster lacks) is judged for each claim.
 
 Remembered only when every rule that applies to its requests reads nothing but the request,
-the tenant and the operation (`podshapes.request_only`): a rule that reads the object, the
+the tenant and the operation (`rules.request_only`): a rule that reads the object, the
 namespace or the user is evaluated for each claim. Near the review's deadline nothing is
 remembered or answered from memory (`evaluate`).
 """

@@ -150,7 +150,7 @@ def _claim_shape(
     if found is None:
         inputs = _rule_inputs(request, policies, facts, deadline)
         found = _claim_findings(request, policies, facts, specs, inputs)
-        if not near and not rules.near(deadline) and podshapes.request_only(specs, policies):
+        if not near and not rules.near(deadline) and rules.request_only(specs, policies):
             shapes.put(key, held, found)
     return found
 
@@ -174,7 +174,7 @@ def _pod_judged(
         )  # only now: most Pods need no rule
         shape = _pod_shape(request, policies, facts, refs, inputs, extended=extended)
         specs = [spec for _, spec, _ in shape.claims]
-        if not near and not rules.near(deadline) and podshapes.request_only(specs, policies):
+        if not near and not rules.near(deadline) and rules.request_only(specs, policies):
             shapes.put(key, held, shape)
     meta = pod.get("metadata") or {}
     uid = str(meta.get("uid") or request.uid)

@@ -9,27 +9,25 @@ of its `memos`: a reload makes a new set and so an empty table), valid while the
 feasibility and class capacity of the published devices and each named template are the very
 objects it was computed from (`HeldMemo`): an edited template or a new inventory make new ones.
 It is remembered only when every rule that applies to its requests reads nothing but the
-request, the tenant and the operation (`rules.memoizable`): a rule that reads the object,
+request, the tenant and the operation (`rules.request_only`): a rule that reads the object,
 the namespace or the user is evaluated for each Pod. Near the review's deadline nothing is
 remembered or answered from memory (`evaluate`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 from webhook.engine.heldmemo import HeldMemo
 from webhook.engine.normalize import ClaimRef
 from webhook.engine.requests import Finding
-from webhook.engine.rules import memoizable
 from webhook.engine.tenancy import namespace_labels
 from webhook.types import (
     ADMIN_ACCESS_LABEL,
     AdmissionRequest,
     ClaimSpec,
     Facts,
-    PolicySet,
 )
 from webhook.types.memos import Memos, Slot
 
@@ -72,18 +70,6 @@ def shape_key(
         facts.class_capacity,
         facts.tenant,
         *templates,
-    )
-
-
-def request_only(specs: Sequence[ClaimSpec], policies: PolicySet) -> bool:
-    """Whether every rule that applies to a request of `specs` reads only the request."""
-    return all(
-        memoizable(policy.validations)
-        for spec in specs
-        for request in spec.requests
-        for leaf in request.leaves()
-        for policy in policies.class_policies
-        if policy.applies_to(leaf.device_class)
     )
 
 

@@ -13,18 +13,20 @@ admission.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.engine.cel import GUARD_SECONDS, to_cel
 from webhook.types import (
     Action,
+    ClaimSpec,
     CompiledExpression,
     Deadline,
     DeviceRequest,
     EvalResult,
     FailurePolicy,
+    PolicySet,
     Validation,
 )
 from webhook.types.lrutable import LruTable
@@ -155,6 +157,19 @@ def _failures(
 def memoizable(validations: tuple[Validation, ...]) -> bool:
     """Whether every rule's result depends on the request, tenant and operation only."""
     return all(v.program is None or v.program.variables <= MEMOIZABLE for v in validations)
+
+
+def request_only(specs: Sequence[ClaimSpec], policies: PolicySet) -> bool:
+    """Whether every rule that applies to a request of `specs` reads only the request (and
+    the tenant and operation): what a judgment remembered for alike Pods or claims needs."""
+    return all(
+        memoizable(policy.validations)
+        for spec in specs
+        for request in spec.requests
+        for leaf in request.leaves()
+        for policy in policies.class_policies
+        if policy.applies_to(leaf.device_class)
+    )
 
 
 def near(deadline: Deadline | None) -> bool:
