@@ -7,8 +7,9 @@ benchmarks all measure and trust the same function.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from types import MappingProxyType
+from typing import TypeVar
 
 from webhook.engine import claimshapes, normalize, podshapes, published, quota, rules
 from webhook.engine.adminlabel import admin_label_reasons
@@ -22,6 +23,7 @@ from webhook.engine.counting import (
 )
 from webhook.engine.extended import EXTENDED_CLAIM, pod_special_claim
 from webhook.engine.gangs import pod_gang
+from webhook.engine.heldmemo import HeldMemo
 from webhook.engine.normalize import ClaimRef
 from webhook.engine.podshapes import Findings, PodShape
 from webhook.engine.requests import Finding, check_request, unknown_classes
@@ -42,6 +44,7 @@ from webhook.types import (
 from webhook.types.adapters import NEVER
 from webhook.types.records import record
 
+T = TypeVar("T")
 CLAIM_KINDS = frozenset({"ResourceClaim", "ResourceClaimTemplate", "Pod"})
 """Kinds whose creation is judged here (besides Namespaces' labels); `pipeline.scope.handles`
 decides which requests reach `evaluate` at all."""
@@ -143,15 +146,35 @@ def _claim_shape(
 ) -> Findings:
     """A claim's or template's findings, remembered for its alike claims when every rule
     reads only the request (`claimshapes`)."""
-    near = rules.near(deadline)
-    shapes = policies.memos.of(claimshapes.SHAPES)
-    key, held = claimshapes.shape_key(request, tuple(specs), facts)
-    found = None if near else shapes.get(key, held)
-    if found is None:
+
+    def judge() -> Findings:
         inputs = _rule_inputs(request, policies, facts, deadline)
-        found = _claim_findings(request, policies, facts, specs, inputs)
-        if not near and not rules.near(deadline) and rules.request_only(specs, policies):
-            shapes.put(key, held, found)
+        return _claim_findings(request, policies, facts, specs, inputs)
+
+    table = policies.memos.of(claimshapes.SHAPES)
+    entry = claimshapes.shape_key(request, tuple(specs), facts)
+    return _remembered(table, entry, policies, deadline, judge=judge, specs_of=lambda _: specs)
+
+
+def _remembered(
+    table: HeldMemo[T],
+    entry: tuple[Hashable, tuple[object, ...]],
+    policies: PolicySet,
+    deadline: Deadline | None,
+    *,
+    judge: Callable[[], T],
+    specs_of: Callable[[T], Sequence[ClaimSpec]],
+) -> T:
+    """`judge()`, answered from `table` and kept there when every rule that applies to the
+    specs it judged reads only the request; near the deadline neither (`rules.near`).
+    `entry`: the key, and the objects the answer must come from (`HeldMemo`)."""
+    key, held = entry
+    near = rules.near(deadline)
+    found = None if near else table.get(key, held)
+    if found is None:
+        found = judge()
+        if not near and not rules.near(deadline) and rules.request_only(specs_of(found), policies):
+            table.put(key, held, found)
     return found
 
 
@@ -164,18 +187,15 @@ def _pod_judged(
     refs = normalize.pod_claim_refs(pod)
     extended = pod_special_claim(pod, facts.device_classes)
     key, held = podshapes.shape_key(request, refs, facts)
-    shapes = policies.memos.of(podshapes.SHAPES)
     key = key if extended is None else (key, extended)
-    near = rules.near(deadline)
-    shape = None if near else shapes.get(key, held)
-    if shape is None:
-        inputs = _rule_inputs(
-            request, policies, facts, deadline
-        )  # only now: most Pods need no rule
-        shape = _pod_shape(request, policies, facts, refs, inputs, extended=extended)
-        specs = [spec for _, spec, _ in shape.claims]
-        if not near and not rules.near(deadline) and rules.request_only(specs, policies):
-            shapes.put(key, held, shape)
+
+    def judge() -> PodShape:
+        inputs = _rule_inputs(request, policies, facts, deadline)  # only now: most need none
+        return _pod_shape(request, policies, facts, refs, inputs, extended=extended)
+
+    table = policies.memos.of(podshapes.SHAPES)
+    entry = (key, held)
+    shape = _remembered(table, entry, policies, deadline, judge=judge, specs_of=_shape_specs)
     meta = pod.get("metadata") or {}
     uid = str(meta.get("uid") or request.uid)
     named = pod_name(request.namespace, meta.get("name") or request.name)
@@ -184,6 +204,10 @@ def _pod_judged(
         for name, spec, charges in shape.claims
     ]
     return claims, list(shape.notes), shape.findings
+
+
+def _shape_specs(shape: PodShape) -> list[ClaimSpec]:
+    return [spec for _, spec, _ in shape.claims]
 
 
 def _pod_shape(
